@@ -1,0 +1,60 @@
+package avrobq
+
+import (
+	"reflect"
+	"sort"
+
+	"github.com/hamba/avro/v2"
+)
+
+// BranchName is the key hamba uses when it wraps a union value: the full name
+// of a named type, else the type name ("map", "array", "string", ...).
+func BranchName(s avro.Schema) string {
+	s = deref(s)
+	if n, ok := s.(avro.NamedSchema); ok {
+		return n.FullName()
+	}
+	return string(s.Type())
+}
+
+// Unwrap returns the value of a decoded union and the schema of its branch.
+// hamba decodes a union holding a named type (record, enum, fixed) or a map
+// as map{"branch name": value} and plain primitives unwrapped; both forms are
+// accepted. A nil value is the null branch (schema nil).
+func Unwrap(u *avro.UnionSchema, v any) (any, avro.Schema) {
+	if v == nil {
+		return nil, nil
+	}
+	if m, ok := v.(map[string]any); ok && len(m) == 1 {
+		for k, inner := range m {
+			for _, t := range u.Types() {
+				if BranchName(t) == k {
+					return inner, deref(t)
+				}
+			}
+		}
+	}
+	if only := nonNull(u); only != nil {
+		return v, deref(only)
+	}
+	return v, nil
+}
+
+func fixedBytes(v any) ([]byte, bool) {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Array || rv.Type().Elem().Kind() != reflect.Uint8 {
+		return nil, false
+	}
+	b := make([]byte, rv.Len())
+	reflect.Copy(reflect.ValueOf(b), rv)
+	return b, true
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
