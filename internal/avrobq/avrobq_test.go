@@ -83,7 +83,7 @@ func TestConvertValues(t *testing.T) {
 	in := map[string]any{
 		"id": 7, "big": int64(1) << 40, "name": "Ann", "active": true, "score": 1.5, "ratio": float32(0.25),
 		"raw": []byte{1, 2}, "price": big.NewRat(123456, 100), "huge": big.NewRat(1, 3),
-		"connect_dec": []byte{0xff, 0x85}, // -123 unscaled, scale 3
+		"connect_dec": []byte{0xff, 0x85},                                      // -123 unscaled, scale 3
 		"vsd":         map[string]any{"scale": 1, "value": []byte{0x04, 0xd2}}, // 1234 scale 1
 		"born":        19849, "avro_date": time.Date(2024, 5, 6, 0, 0, 0, 0, time.UTC),
 		"t_ms": 3723004, "t_us": int64(3723000005), "avro_time": 2 * time.Hour,

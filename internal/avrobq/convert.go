@@ -101,7 +101,9 @@ func bytesConv(v any) (any, error) {
 	return nil, badType("bytes", v)
 }
 
-func putLE32(b []byte, v uint32) { b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24) }
+func putLE32(b []byte, v uint32) {
+	b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+}
 
 func jsonConv(v any) (any, error) {
 	b, err := json.Marshal(jsonable(v))
