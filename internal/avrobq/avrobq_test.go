@@ -65,10 +65,10 @@ func TestFromRecordTypes(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("column types (-want +got):\n%s", d)
 	}
-	if c, _ := cols.Lookup("name"); c.Description != "customer name" {
+	if c, _ := cols.Columns().Lookup("name"); c.Description != "customer name" {
 		t.Errorf("doc not carried to description: %q", c.Description)
 	}
-	if c, _ := cols.Lookup("price"); c.Precision != 10 || c.Scale != 2 {
+	if c, _ := cols.Columns().Lookup("price"); c.Precision != 10 || c.Scale != 2 {
 		t.Errorf("price precision/scale = %d/%d", c.Precision, c.Scale)
 	}
 }
@@ -140,27 +140,6 @@ func TestConvertRejects(t *testing.T) {
 	} {
 		if _, err := cols.Convert(in); !errors.Is(err, ErrValue) {
 			t.Errorf("Convert(%v) error = %v, want ErrValue", in, err)
-		}
-	}
-}
-
-func TestColumnCapabilities(t *testing.T) {
-	tests := []struct {
-		col                           Column
-		orderable, groupable, equates bool
-	}{
-		{Column{Type: Int64}, true, true, true},
-		{Column{Type: Timestamp}, true, true, true},
-		{Column{Type: Float64}, true, false, true},
-		{Column{Type: JSON}, false, false, false},
-		{Column{Type: String, Repeated: true}, false, false, false},
-		{Column{Type: Record, Fields: []Column{{Type: Int64}}}, false, true, true},
-		{Column{Type: Record, Fields: []Column{{Type: Int64, Repeated: true}}}, false, false, false},
-	}
-	for _, tt := range tests {
-		if tt.col.Orderable() != tt.orderable || tt.col.Groupable() != tt.groupable || tt.col.Equatable() != tt.equates {
-			t.Errorf("%s: orderable/groupable/equatable = %v/%v/%v, want %v/%v/%v", tt.col.SQLType(),
-				tt.col.Orderable(), tt.col.Groupable(), tt.col.Equatable(), tt.orderable, tt.groupable, tt.equates)
 		}
 	}
 }

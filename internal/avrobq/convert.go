@@ -20,9 +20,9 @@ type converter func(v any) (any, error)
 
 // Convert turns a decoded Avro record (hamba's map form) into canonical
 // values keyed by column name. Fields the record lacks are left out (NULL).
-func (cs Columns) Convert(rec map[string]any) (map[string]any, error) {
-	out := make(map[string]any, len(cs))
-	for _, c := range cs {
+func (fs Fields) Convert(rec map[string]any) (map[string]any, error) {
+	out := make(map[string]any, len(fs))
+	for _, c := range fs {
 		v, ok := rec[c.Name]
 		if !ok || v == nil {
 			continue
@@ -304,14 +304,13 @@ func variableScaleDecimalConv(v any) (any, error) {
 	return new(big.Rat).SetFrac(twosComplement(b), pow10(s)).FloatString(s), nil
 }
 
-func recordConv(fields []Column) converter {
-	cs := Columns(fields)
+func recordConv(fields Fields) converter {
 	return func(v any) (any, error) {
 		m, ok := v.(map[string]any)
 		if !ok {
 			return nil, badType("record", v)
 		}
-		return cs.Convert(m)
+		return fields.Convert(m)
 	}
 }
 

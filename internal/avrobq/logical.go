@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/hamba/avro/v2"
 )
 
@@ -23,37 +24,37 @@ func connectName(s avro.Schema) string {
 // connectColumn maps the semantic types Debezium and Kafka Connect announce in
 // "connect.name". They take precedence over the plain Avro type because the
 // same long can be epoch milliseconds of a wall-clock DATETIME or a count.
-func connectColumn(name string, s avro.Schema) (Column, bool) {
+func connectColumn(name string, s avro.Schema) (Field, bool) {
 	cn := connectName(s)
 	at := string(s.Type()) + " (" + cn + ")"
-	col := func(typ string, conv converter) (Column, bool) {
-		return Column{Name: name, Type: typ, AvroType: at, conv: conv}, true
+	col := func(typ string, conv converter) (Field, bool) {
+		return newField(name, typ, at, conv), true
 	}
 	switch cn {
 	case "":
-		return Column{}, false
+		return Field{}, false
 	case "io.debezium.time.Date":
-		return col(Date, daysConv)
+		return col(schema.Date, daysConv)
 	case "io.debezium.time.Time":
-		return col(Time, timeOfDayConv(1000))
+		return col(schema.Time, timeOfDayConv(1000))
 	case "io.debezium.time.MicroTime":
-		return col(Time, timeOfDayConv(1))
+		return col(schema.Time, timeOfDayConv(1))
 	case "io.debezium.time.NanoTime":
-		return col(Time, timeOfDayConv(-1000))
+		return col(schema.Time, timeOfDayConv(-1000))
 	case "io.debezium.time.Timestamp":
-		return col(Datetime, epochDatetimeConv(1000))
+		return col(schema.Datetime, epochDatetimeConv(1000))
 	case "io.debezium.time.MicroTimestamp":
-		return col(Datetime, epochDatetimeConv(1))
+		return col(schema.Datetime, epochDatetimeConv(1))
 	case "io.debezium.time.NanoTimestamp":
-		return col(Datetime, epochDatetimeConv(-1000))
+		return col(schema.Datetime, epochDatetimeConv(-1000))
 	case "io.debezium.time.ZonedTimestamp":
-		return col(Timestamp, zonedTimestampConv)
+		return col(schema.Timestamp, zonedTimestampConv)
 	case "io.debezium.time.Year", "io.debezium.time.MicroDuration":
-		return col(Int64, intConv)
+		return col(schema.Int64, intConv)
 	case "io.debezium.data.Json":
-		return col(JSON, stringConv)
+		return col(schema.JSON, stringConv)
 	case "io.debezium.data.VariableScaleDecimal":
-		return col(BigNumeric, variableScaleDecimalConv)
+		return col(schema.BigNumeric, variableScaleDecimalConv)
 	case "org.apache.kafka.connect.data.Decimal":
 		if _, ok := logicalColumn(name, s); ok {
 			break // the Avro decimal logical type carries precision: use it
@@ -63,7 +64,7 @@ func connectColumn(name string, s avro.Schema) (Column, bool) {
 		c.Scale = scale
 		return c, true
 	}
-	return Column{}, false
+	return Field{}, false
 }
 
 func connectScale(s avro.Schema) int {
@@ -86,44 +87,43 @@ func decimalType(precision, scale int) string {
 	intDigits := precision - scale
 	switch {
 	case scale <= 9 && intDigits <= 29 && precision > 0:
-		return Numeric
+		return schema.Numeric
 	case scale <= 38 && intDigits <= 38:
-		return BigNumeric
+		return schema.BigNumeric
 	}
-	return String
+	return schema.String
 }
 
-func logicalColumn(name string, s avro.Schema) (Column, bool) {
+func logicalColumn(name string, s avro.Schema) (Field, bool) {
 	lts, ok := s.(avro.LogicalTypeSchema)
 	if !ok || lts.Logical() == nil {
-		return Column{}, false
+		return Field{}, false
 	}
 	ls := lts.Logical()
-	at := string(s.Type()) + " (" + string(ls.Type()) + ")"
-	col := Column{Name: name, AvroType: at}
+	col := newField(name, "", string(s.Type())+" ("+string(ls.Type())+")", nil)
 	switch ls.Type() {
 	case avro.Date:
-		col.Type, col.conv = Date, daysConv
+		col.Type, col.conv = schema.Date, daysConv
 	case avro.TimeMillis, avro.TimeMicros:
-		col.Type, col.conv = Time, durationTimeConv
+		col.Type, col.conv = schema.Time, durationTimeConv
 	case avro.TimestampMillis, avro.TimestampMicros:
-		col.Type, col.conv = Timestamp, timestampConv
+		col.Type, col.conv = schema.Timestamp, timestampConv
 	case avro.LocalTimestampMillis, avro.LocalTimestampMicros:
-		col.Type, col.conv = Datetime, localTimestampConv
+		col.Type, col.conv = schema.Datetime, localTimestampConv
 	case avro.UUID:
-		col.Type, col.conv = String, stringConv
+		col.Type, col.conv = schema.String, stringConv
 	case avro.Decimal:
 		d, ok := ls.(*avro.DecimalLogicalSchema)
 		if !ok {
-			return Column{}, false
+			return Field{}, false
 		}
 		col.Type = decimalType(d.Precision(), d.Scale())
 		col.Precision, col.Scale = d.Precision(), d.Scale()
 		col.conv = ratConv(d.Scale())
 	case avro.Duration:
-		col.Type, col.conv = Bytes, bytesConv
+		col.Type, col.conv = schema.Bytes, bytesConv
 	default:
-		return Column{}, false
+		return Field{}, false
 	}
 	return col, true
 }

@@ -2,7 +2,7 @@
 // write them) to BigQuery column types, and decoded Avro values to the
 // canonical Go values bqcdc's row writer sends to BigQuery.
 //
-// Both directions are compiled once per schema into a Columns plan, so the
+// Both directions are compiled once per schema into a Fields plan, so the
 // per-message work is a walk over precomputed converters. The package is pure:
 // it knows BigQuery's type names, not its client library.
 //
@@ -20,40 +20,15 @@ package avrobq
 
 import (
 	"fmt"
-	"strings"
 
+	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/hamba/avro/v2"
 )
 
-// BigQuery standard SQL type names used in Column.Type.
-const (
-	Int64      = "INT64"
-	Float64    = "FLOAT64"
-	Bool       = "BOOL"
-	String     = "STRING"
-	Bytes      = "BYTES"
-	Numeric    = "NUMERIC"
-	BigNumeric = "BIGNUMERIC"
-	Date       = "DATE"
-	Time       = "TIME"
-	Datetime   = "DATETIME"
-	Timestamp  = "TIMESTAMP"
-	JSON       = "JSON"
-	Record     = "RECORD"
-)
-
-// Column is one BigQuery column derived from an Avro field. Every top-level
-// changelog column is NULLABLE (a delete's before image or a truncate marker
-// leaves most of them empty) unless Repeated.
-type Column struct {
-	Name        string
-	Type        string
-	Repeated    bool
-	Fields      []Column // for RECORD
-	Precision   int      // for NUMERIC/BIGNUMERIC from a decimal, 0 if unknown
-	Scale       int
-	Description string
-
+// Field is one compiled column: its BigQuery shape and how to convert a
+// decoded Avro value into the canonical value for that shape.
+type Field struct {
+	schema.Column
 	// AvroType names the source type for descriptions and error messages,
 	// e.g. "long (io.debezium.time.MicroTimestamp)".
 	AvroType string
@@ -61,98 +36,30 @@ type Column struct {
 	conv converter
 }
 
-// SQLType renders the column type as BigQuery DDL would (ARRAY<...>, STRUCT<...>).
-func (c Column) SQLType() string {
-	t := c.Type
-	if c.Type == Record {
-		parts := make([]string, len(c.Fields))
-		for i, f := range c.Fields {
-			parts[i] = "`" + f.Name + "` " + f.SQLType()
-		}
-		t = "STRUCT<" + strings.Join(parts, ", ") + ">"
-	}
-	if c.Repeated {
-		return "ARRAY<" + t + ">"
-	}
-	return t
-}
+// Fields is the compiled plan of a record schema.
+type Fields []Field
 
-// Orderable reports whether values of the column can be ORDER BY'd and
-// compared with < in BigQuery (so it may be used as a SEQUENCE BY column).
-func (c Column) Orderable() bool {
-	if c.Repeated {
-		return false
+// Columns returns the BigQuery columns of the plan.
+func (fs Fields) Columns() schema.Columns {
+	out := make(schema.Columns, len(fs))
+	for i, f := range fs {
+		out[i] = f.Column
 	}
-	switch c.Type {
-	case Record, JSON:
-		return false
-	}
-	return true
-}
-
-// Groupable reports whether the column can be a GROUP BY / PARTITION BY key.
-func (c Column) Groupable() bool {
-	if c.Repeated {
-		return false
-	}
-	switch c.Type {
-	case Record:
-		for _, f := range c.Fields {
-			if !f.Groupable() {
-				return false
-			}
-		}
-		return true
-	case JSON, Float64:
-		// FLOAT64 groups in BigQuery, but NaN and -0 make it a poor key;
-		// reject it so a user picks an exact column.
-		return c.Type != JSON && c.Type != Float64
-	}
-	return true
-}
-
-// Equatable reports whether BigQuery defines = on the column's values.
-// Columns that are not (arrays, JSON, structs holding them) are compared
-// through TO_JSON_STRING when history tracking needs to detect a change.
-func (c Column) Equatable() bool {
-	if c.Repeated || c.Type == JSON {
-		return false
-	}
-	if c.Type == Record {
-		for _, f := range c.Fields {
-			if !f.Equatable() {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// Columns is the compiled plan of a record schema.
-type Columns []Column
-
-// Lookup returns the column called name.
-func (cs Columns) Lookup(name string) (Column, bool) {
-	for _, c := range cs {
-		if c.Name == name {
-			return c, true
-		}
-	}
-	return Column{}, false
+	return out
 }
 
 // FromRecord compiles the columns of an Avro record schema.
-func FromRecord(rec *avro.RecordSchema) (Columns, error) {
-	cols := make(Columns, 0, len(rec.Fields()))
+func FromRecord(rec *avro.RecordSchema) (Fields, error) {
+	fs := make(Fields, 0, len(rec.Fields()))
 	for _, f := range rec.Fields() {
 		c, err := columnFor(f.Name(), f.Type(), 0)
 		if err != nil {
 			return nil, fmt.Errorf("field %q of %s: %w", f.Name(), rec.FullName(), err)
 		}
 		c.Description = f.Doc()
-		cols = append(cols, c)
+		fs = append(fs, c)
 	}
-	return cols, nil
+	return fs, nil
 }
 
 const maxDepth = 15 // BigQuery allows 15 levels of nested RECORDs
@@ -180,69 +87,74 @@ func nonNull(u *avro.UnionSchema) avro.Schema {
 	return only
 }
 
-func columnFor(name string, s avro.Schema, depth int) (Column, error) {
+func newField(name, typ, avroType string, conv converter) Field {
+	return Field{Column: schema.Column{Name: name, Type: typ}, AvroType: avroType, conv: conv}
+}
+
+func columnFor(name string, s avro.Schema, depth int) (Field, error) {
 	if depth > maxDepth {
-		return Column{}, fmt.Errorf("nested deeper than BigQuery's %d levels", maxDepth)
+		return Field{}, fmt.Errorf("nested deeper than BigQuery's %d levels", maxDepth)
 	}
 	s = deref(s)
 	if u, ok := s.(*avro.UnionSchema); ok {
 		inner := nonNull(u)
 		if inner == nil {
 			// A union of several types has no single BigQuery type: keep the
-			// value, tagged by its branch, as JSON.
-			return Column{Name: name, Type: JSON, AvroType: u.String(), conv: unionJSONConv(u)}, nil
+			// value as JSON.
+			return newField(name, schema.JSON, u.String(), unionJSONConv(u)), nil
 		}
-		c, err := columnFor(name, inner, depth)
+		f, err := columnFor(name, inner, depth)
 		if err != nil {
-			return Column{}, err
+			return Field{}, err
 		}
-		c.conv = unionConv(u, c.conv)
-		return c, nil
+		f.conv = unionConv(u, f.conv)
+		return f, nil
 	}
-	if c, ok := connectColumn(name, s); ok {
-		return c, nil
+	if f, ok := connectColumn(name, s); ok {
+		return f, nil
 	}
-	if c, ok := logicalColumn(name, s); ok {
-		return c, nil
+	if f, ok := logicalColumn(name, s); ok {
+		return f, nil
 	}
 	switch s.Type() {
 	case avro.Boolean:
-		return Column{Name: name, Type: Bool, AvroType: "boolean", conv: boolConv}, nil
+		return newField(name, schema.Bool, "boolean", boolConv), nil
 	case avro.Int, avro.Long:
-		return Column{Name: name, Type: Int64, AvroType: string(s.Type()), conv: intConv}, nil
+		return newField(name, schema.Int64, string(s.Type()), intConv), nil
 	case avro.Float, avro.Double:
-		return Column{Name: name, Type: Float64, AvroType: string(s.Type()), conv: floatConv}, nil
+		return newField(name, schema.Float64, string(s.Type()), floatConv), nil
 	case avro.String:
-		return Column{Name: name, Type: String, AvroType: "string", conv: stringConv}, nil
+		return newField(name, schema.String, "string", stringConv), nil
 	case avro.Enum:
-		return Column{Name: name, Type: String, AvroType: "enum " + s.(*avro.EnumSchema).FullName(), conv: stringConv}, nil
+		return newField(name, schema.String, "enum "+s.(*avro.EnumSchema).FullName(), stringConv), nil
 	case avro.Bytes:
-		return Column{Name: name, Type: Bytes, AvroType: "bytes", conv: bytesConv}, nil
+		return newField(name, schema.Bytes, "bytes", bytesConv), nil
 	case avro.Fixed:
-		return Column{Name: name, Type: Bytes, AvroType: "fixed " + s.(*avro.FixedSchema).FullName(), conv: bytesConv}, nil
+		return newField(name, schema.Bytes, "fixed "+s.(*avro.FixedSchema).FullName(), bytesConv), nil
 	case avro.Null:
-		return Column{Name: name, Type: String, AvroType: "null", conv: nullConv}, nil
+		return newField(name, schema.String, "null", nullConv), nil
 	case avro.Record:
 		rec := s.(*avro.RecordSchema)
-		c := Column{Name: name, Type: Record, AvroType: "record " + rec.FullName()}
-		for _, f := range rec.Fields() {
-			fc, err := columnFor(f.Name(), f.Type(), depth+1)
+		var sub Fields
+		for _, rf := range rec.Fields() {
+			f, err := columnFor(rf.Name(), rf.Type(), depth+1)
 			if err != nil {
-				return Column{}, fmt.Errorf("field %q: %w", f.Name(), err)
+				return Field{}, fmt.Errorf("field %q: %w", rf.Name(), err)
 			}
-			fc.Description = f.Doc()
-			c.Fields = append(c.Fields, fc)
+			f.Description = rf.Doc()
+			sub = append(sub, f)
 		}
-		c.conv = recordConv(c.Fields)
-		return c, nil
+		f := newField(name, schema.Record, "record "+rec.FullName(), recordConv(sub))
+		f.Fields = sub.Columns()
+		return f, nil
 	case avro.Array:
 		items, err := columnFor(name, s.(*avro.ArraySchema).Items(), depth)
 		if err != nil {
-			return Column{}, err
+			return Field{}, err
 		}
 		if items.Repeated {
 			// BigQuery has no ARRAY<ARRAY<..>>: keep nested arrays as JSON.
-			return Column{Name: name, Type: JSON, AvroType: "array of arrays", conv: jsonConv}, nil
+			return newField(name, schema.JSON, "array of arrays", jsonConv), nil
 		}
 		items.Repeated = true
 		items.AvroType = "array<" + items.AvroType + ">"
@@ -251,12 +163,13 @@ func columnFor(name string, s avro.Schema, depth int) (Column, error) {
 	case avro.Map:
 		val, err := columnFor("value", s.(*avro.MapSchema).Values(), depth+1)
 		if err != nil {
-			return Column{}, err
+			return Field{}, err
 		}
-		key := Column{Name: "key", Type: String, AvroType: "string", conv: stringConv}
-		c := Column{Name: name, Type: Record, Repeated: true, Fields: []Column{key, val}, AvroType: "map<" + val.AvroType + ">"}
-		c.conv = mapConv(val.conv)
-		return c, nil
+		key := newField("key", schema.String, "string", stringConv)
+		f := newField(name, schema.Record, "map<"+val.AvroType+">", mapConv(val.conv))
+		f.Repeated = true
+		f.Fields = Fields{key, val}.Columns()
+		return f, nil
 	}
-	return Column{}, fmt.Errorf("unsupported Avro type %s", s.Type())
+	return Field{}, fmt.Errorf("unsupported Avro type %s", s.Type())
 }
