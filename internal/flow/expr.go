@@ -1,0 +1,226 @@
+package flow
+
+import (
+	"regexp"
+	"strings"
+
+	"github.com/bqcdc/bqcdc/internal/schema"
+)
+
+// Conditions are BigQuery boolean expressions over changelog columns. They
+// are not spliced into SQL as written: Bind re-renders them from tokens, so
+// every column reference is resolved and `quoted`, every string literal is
+// re-escaped, and anything that is not an expression (a subquery, a second
+// statement, a query parameter) is refused with its position.
+
+// exprKeywords may appear unquoted in a condition when no changelog column
+// has the same name.
+var exprKeywords = wordSet(`AND OR NOT IS NULL TRUE FALSE IN LIKE BETWEEN ESCAPE CASE WHEN THEN ELSE END
+	AS DISTINCT INTERVAL UNNEST ARRAY STRUCT AT TIME ZONE RESPECT IGNORE NULLS
+	DATE DATETIME TIMESTAMP NUMERIC BIGNUMERIC DECIMAL BIGDECIMAL JSON INT64 STRING BOOL BOOLEAN BYTES FLOAT64
+	MICROSECOND MILLISECOND SECOND MINUTE HOUR DAY DAYOFWEEK DAYOFYEAR WEEK ISOWEEK MONTH QUARTER YEAR ISOYEAR`)
+
+// reserved words can never be a column reference unless `quoted`.
+var reserved = wordSet(`ALL AND ANY ARRAY AS ASC ASSERT_ROWS_MODIFIED AT BETWEEN BY CASE CAST COLLATE CONTAINS CREATE
+	CROSS CUBE CURRENT DEFAULT DEFINE DESC DISTINCT ELSE END ENUM ESCAPE EXCEPT EXCLUDE EXISTS EXTRACT FALSE FETCH
+	FOLLOWING FOR FROM FULL GROUP GROUPING GROUPS HASH HAVING IF IGNORE IN INNER INTERSECT INTERVAL INTO IS JOIN
+	LATERAL LEFT LIKE LIMIT LOOKUP MERGE NATURAL NEW NO NOT NULL NULLS OF ON OR ORDER OUTER OVER PARTITION
+	PRECEDING PROTO QUALIFY RANGE RECURSIVE RESPECT RIGHT ROLLUP ROWS SELECT SET SOME STRUCT TABLESAMPLE THEN TO
+	TREAT TRUE UNBOUNDED UNION UNNEST USING WHEN WHERE WINDOW WITH WITHIN`)
+
+// forbidden words would turn a condition into something other than an
+// expression over one changelog row.
+var forbidden = wordSet(`SELECT WITH UNION INTERSECT EXCEPT EXISTS INSERT UPDATE DELETE MERGE CREATE DROP ALTER
+	TRUNCATE DECLARE SET BEGIN CALL EXECUTE GRANT REVOKE OVER WINDOW`)
+
+func wordSet(s string) map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(s) {
+		m[w] = true
+	}
+	return m
+}
+
+var (
+	numberLit = regexp.MustCompile(`^([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$`)
+	funcName  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// QuoteIdent quotes a BigQuery identifier. Names that reach it were checked
+// against the changelog schema or the name grammar, so they cannot hold a
+// backquote; the escape is defence in depth.
+func QuoteIdent(name string) string {
+	return "`" + strings.NewReplacer("\\", "\\\\", "`", "\\`").Replace(name) + "`"
+}
+
+// QuoteString renders a BigQuery string literal.
+func QuoteString(s string) string {
+	r := strings.NewReplacer("\\", "\\\\", "'", "\\'", "\n", "\\n", "\r", "\\r", "\t", "\\t")
+	return "'" + r.Replace(s) + "'"
+}
+
+// renderExpr resolves and re-renders a condition. cols are the changelog
+// columns; refs collects the columns the condition reads.
+func renderExpr(e *Expr, clause string, cols schema.Columns, source string, refs map[string]bool) (string, *Error) {
+	var out []string
+	var fnStack []string // the function (or "") owning each open parenthesis
+	toks := e.toks
+	for i := 0; i < len(toks); i++ {
+		t := toks[i]
+		next := token{}
+		if i+1 < len(toks) {
+			next = toks[i+1]
+		}
+		prev := token{}
+		if i > 0 {
+			prev = toks[i-1]
+		}
+		afterDot := prev.Kind == tokPunct && prev.Text == "."
+		switch t.Kind {
+		case tokString:
+			out = append(out, QuoteString(t.Text))
+		case tokNumber:
+			if !numberLit.MatchString(t.Text) {
+				return "", errorf(t.Pos, "malformed number %q in %s condition", t.Text, clause)
+			}
+			out = append(out, t.Text)
+		case tokPunct:
+			switch t.Text {
+			case "(":
+				fn := ""
+				if prev.Kind == tokIdent {
+					fn = strings.ToUpper(prev.Text)
+				}
+				fnStack = append(fnStack, fn)
+			case ")":
+				fnStack = fnStack[:len(fnStack)-1]
+			}
+			out = append(out, t.Text)
+		case tokQuoted:
+			if afterDot {
+				out = append(out, QuoteIdent(t.Text)) // a STRUCT field
+				continue
+			}
+			c, ok := cols.Lookup(t.Text)
+			if !ok {
+				return "", unknownColumn(t, clause, cols, source)
+			}
+			refs[c.Name] = true
+			out = append(out, QuoteIdent(c.Name))
+		case tokIdent:
+			upper := strings.ToUpper(t.Text)
+			switch {
+			case afterDot:
+				if next.Kind == tokPunct && next.Text == "(" { // SAFE.FUNC(
+					if !funcName.MatchString(t.Text) {
+						return "", errorf(t.Pos, "invalid function name %q", t.Text)
+					}
+					out = append(out, upper)
+				} else {
+					out = append(out, QuoteIdent(t.Text)) // a STRUCT field
+				}
+			case next.Kind == tokPunct && next.Text == "(" && !exprKeywords[upper] || upper == "SAFE" && next.Text == ".":
+				if forbidden[upper] {
+					return "", notAnExpression(t, clause)
+				}
+				if !funcName.MatchString(t.Text) {
+					return "", errorf(t.Pos, "invalid function name %q", t.Text)
+				}
+				out = append(out, upper)
+			default:
+				if c, ok := cols.Lookup(t.Text); ok && !reserved[upper] {
+					refs[c.Name] = true
+					out = append(out, QuoteIdent(c.Name))
+					continue
+				}
+				if upper == "FROM" && (prev.is("DISTINCT") || insideExtract(fnStack)) {
+					out = append(out, upper)
+					continue
+				}
+				if forbidden[upper] || upper == "FROM" {
+					return "", notAnExpression(t, clause)
+				}
+				if exprKeywords[upper] {
+					out = append(out, upper)
+					continue
+				}
+				return "", unknownColumn(t, clause, cols, source)
+			}
+		}
+	}
+	return joinSQL(out), nil
+}
+
+func insideExtract(stack []string) bool {
+	return len(stack) > 0 && stack[len(stack)-1] == "EXTRACT"
+}
+
+func notAnExpression(t token, clause string) *Error {
+	return errorf(t.Pos, "%s condition may not use %s: conditions are boolean expressions over one changelog row (no subqueries, statements or window functions)", clause, strings.ToUpper(t.Text))
+}
+
+func unknownColumn(t token, clause string, cols schema.Columns, source string) *Error {
+	msg := "unknown column " + t.Text + " in " + clause + ": the changelog of " + source + " has " + strings.Join(cols.Names(), ", ")
+	if s := suggest(t.Text, cols.Names()); s != "" {
+		msg += " (did you mean " + s + "?)"
+	}
+	return errorf(t.Pos, "%s", msg)
+}
+
+// joinSQL joins tokens with single spaces, except around ( ) , . [ ].
+func joinSQL(toks []string) string {
+	var b strings.Builder
+	for i, t := range toks {
+		if i > 0 {
+			p := toks[i-1]
+			tight := p == "(" || p == "." || p == "[" || t == ")" || t == "," || t == "." || t == "]" || t == "[" ||
+				(t == "(" && p != "," && !isOperator(p) && !strings.EqualFold(p, "IN") && !strings.EqualFold(p, "AND") &&
+					!strings.EqualFold(p, "OR") && !strings.EqualFold(p, "NOT") && !strings.EqualFold(p, "WHEN") &&
+					!strings.EqualFold(p, "THEN") && !strings.EqualFold(p, "ELSE"))
+			if !tight {
+				b.WriteByte(' ')
+			}
+		}
+		b.WriteString(t)
+	}
+	return b.String()
+}
+
+func isOperator(s string) bool {
+	switch s {
+	case "=", "<", ">", "<=", ">=", "<>", "!=", "+", "-", "*", "/", "||":
+		return true
+	}
+	return false
+}
+
+// suggest returns the closest name by edit distance, if close enough.
+func suggest(name string, names []string) string {
+	best, bestD := "", 3
+	for _, n := range names {
+		if d := editDistance(strings.ToLower(name), strings.ToLower(n)); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,21 @@
+-- Customers of the demo MySQL database (Debezium topic dbserver1.inventory.customers).
+
+-- Current state: one row per customer that exists now.
+CREATE FLOW customers_current AS AUTO CDC INTO customers
+FROM STREAM(`dbserver1.inventory.customers`)
+KEYS (id)
+APPLY AS DELETE WHEN _cdc_op = 'd'
+SEQUENCE BY _cdc_sequence
+COLUMNS * EXCEPT (_cdc_message_id, _cdc_schema_id, _cdc_publish_time)
+STORED AS SCD TYPE 1;
+
+-- Full history: one row per version, with __START_AT / __END_AT. A change
+-- to the balance alone updates the current version in place.
+CREATE FLOW customers_history AS AUTO CDC INTO customers_history
+FROM STREAM(`dbserver1.inventory.customers`)
+KEYS (id)
+APPLY AS DELETE WHEN _cdc_op = 'd'
+SEQUENCE BY _cdc_sequence
+COLUMNS * EXCEPT (_cdc_message_id, _cdc_schema_id, _cdc_publish_time, _cdc_ingested_at)
+STORED AS SCD TYPE 2
+TRACK HISTORY ON * EXCEPT (balance);
