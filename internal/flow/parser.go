@@ -37,7 +37,7 @@ type parser struct {
 	i    int
 }
 
-func (p *parser) peek() token    { return p.toks[p.i] }
+func (p *parser) peek() token { return p.toks[p.i] }
 func (p *parser) peekN(n int) token {
 	if p.i+n < len(p.toks) {
 		return p.toks[p.i+n]

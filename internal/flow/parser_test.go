@@ -145,7 +145,7 @@ func TestBind(t *testing.T) {
 	b, err := bind(t, `CREATE FLOW users_h AS AUTO CDC INTO users FROM STREAM(users_topic)
 		KEYS (userId) SEQUENCE BY sequenceNum
 		APPLY AS DELETE WHEN operation = "DELETE" AND addr.zip IS NOT NULL
-		WHERE SAFE_CAST(sequenceNum AS STRING) NOT IN ('0', 'it\'s') OR ` + "`select`" + ` LIKE '%x'
+		WHERE SAFE_CAST(sequenceNum AS STRING) NOT IN ('0', 'it\'s') OR `+"`select`"+` LIKE '%x'
 		COLUMNS * EXCEPT (operation, sequenceNum, tags)
 		STORED AS SCD TYPE 2 TRACK HISTORY ON * EXCEPT (city) IGNORE NULL UPDATES;`)
 	if err != nil {
@@ -164,7 +164,7 @@ func TestBind(t *testing.T) {
 		t.Errorf("delete = %s\nwant     %s", b.Delete, want)
 	}
 	// String literals are decoded and re-escaped, never copied through.
-	if want := "SAFE_CAST(`sequenceNum` AS STRING) NOT IN ('0', 'it\'s') OR `select` LIKE '%x'"; b.Where != want {
+	if want := "SAFE_CAST(`sequenceNum` AS STRING) NOT IN ('0', 'it\\'s') OR `select` LIKE '%x'"; b.Where != want {
 		t.Errorf("where = %s\nwant    %s", b.Where, want)
 	}
 }
