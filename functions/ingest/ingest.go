@@ -1,0 +1,139 @@
+// Package ingest is the Cloud Run function that receives Pub/Sub messages as
+// CloudEvents (google.cloud.pubsub.topic.v1.messagePublished, delivered by
+// Eventarc) and appends each to its source's changelog table.
+//
+// The entry point is "Ingest". Returning nil acknowledges the message; an
+// error makes Pub/Sub redeliver it, which the function does only for failures
+// a retry can fix (see internal/ingest).
+package ingest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
+	"github.com/bqcdc/bqcdc/internal/bqclient"
+	"github.com/bqcdc/bqcdc/internal/bqwrite"
+	"github.com/bqcdc/bqcdc/internal/config"
+	"github.com/bqcdc/bqcdc/internal/failure"
+	"github.com/bqcdc/bqcdc/internal/ingest"
+	"github.com/bqcdc/bqcdc/internal/logging"
+	"github.com/bqcdc/bqcdc/internal/registry"
+	"github.com/cloudevents/sdk-go/v2/event"
+)
+
+// EntryPoint is the name the function is registered and deployed under.
+const EntryPoint = "Ingest"
+
+func init() {
+	// Registration only: clients are created on the first event, so an
+	// instance that serves the other function pays nothing for this one.
+	functions.CloudEvent(EntryPoint, Handle)
+}
+
+var (
+	once    sync.Once
+	service *ingest.Service
+	initErr error
+)
+
+// Service returns the process-wide pipeline, creating it from the
+// environment on first use.
+func Service(ctx context.Context) (*ingest.Service, error) {
+	once.Do(func() {
+		cfg, err := config.FromEnv()
+		if err == nil {
+			err = cfg.RequireRegistry()
+		}
+		if err != nil {
+			initErr = fmt.Errorf("configuring ingest: %w", err)
+			return
+		}
+		// Clients outlive the first request.
+		ctx := context.WithoutCancel(ctx)
+		bq, err := bqclient.NewBigQuery(ctx, cfg.BigQuery)
+		if err != nil {
+			initErr = err
+			return
+		}
+		mw, err := bqclient.NewWriter(ctx, cfg.BigQuery)
+		if err != nil {
+			initErr = err
+			return
+		}
+		reg := registry.New(cfg.RegistryURL, registry.Options{Username: cfg.RegistryUsername, Password: cfg.RegistryPassword})
+		log := logging.New(os.Stdout)
+		log.Info("ingest configured", "config", cfg.Redacted())
+		service = ingest.New(reg, bqwrite.NewWriter(bq, mw, cfg.BigQuery.Project, cfg.Dataset), log)
+	})
+	return service, initErr
+}
+
+// pushData is the data of a messagePublished CloudEvent.
+type pushData struct {
+	Message struct {
+		Data        []byte            `json:"data"`
+		Attributes  map[string]string `json:"attributes"`
+		MessageID   string            `json:"messageId"`
+		PublishTime time.Time         `json:"publishTime"`
+		OrderingKey string            `json:"orderingKey"`
+	} `json:"message"`
+	Subscription string `json:"subscription"`
+}
+
+// Handle is the CloudEvent entry point.
+func Handle(ctx context.Context, e event.Event) error {
+	svc, err := Service(ctx)
+	if err != nil {
+		return err // misconfigured: keep every message until it is fixed
+	}
+	msg, err := Decode(e)
+	if err != nil {
+		// The event itself is malformed; keep its raw body as the dead letter.
+		_, err = svc.DeadLetter(ctx, msg, failure.Permanent(failure.StageEvent, err))
+		return err
+	}
+	_, err = svc.Handle(ctx, msg)
+	return err
+}
+
+// Decode extracts the Pub/Sub message from a CloudEvent. On error the
+// returned message still carries what could be read (topic, id, raw body).
+func Decode(e event.Event) (ingest.Message, error) {
+	msg := ingest.Message{Topic: TopicOf(e.Source()), MessageID: e.ID(), Data: e.Data()}
+	var d pushData
+	if err := json.Unmarshal(e.Data(), &d); err != nil {
+		return msg, fmt.Errorf("decoding Pub/Sub push body: %w", err)
+	}
+	if d.Message.MessageID == "" && d.Message.Data == nil && d.Message.Attributes == nil {
+		return msg, fmt.Errorf("push body has no message")
+	}
+	msg.Data = d.Message.Data
+	msg.Attributes = d.Message.Attributes
+	msg.PublishTime = d.Message.PublishTime
+	msg.OrderingKey = d.Message.OrderingKey
+	msg.Subscription = d.Subscription
+	if d.Message.MessageID != "" {
+		msg.MessageID = d.Message.MessageID
+	}
+	if msg.Topic == "" {
+		return msg, fmt.Errorf("event source %q names no Pub/Sub topic", e.Source())
+	}
+	return msg, nil
+}
+
+// TopicOf extracts the topic id from an event source such as
+// //pubsub.googleapis.com/projects/p/topics/t.
+func TopicOf(source string) string {
+	const marker = "/topics/"
+	i := strings.LastIndex(source, marker)
+	if i < 0 {
+		return ""
+	}
+	return source[i+len(marker):]
+}

@@ -1,0 +1,175 @@
+// Package apply creates and updates what bqcdc keeps in BigQuery: the
+// dataset, one changelog table per source, the dead-letter table, and (with
+// the views package) each flow's snapshot table and view. Every step compares
+// what exists with what is wanted and changes only the difference, so a second
+// run changes nothing.
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"cloud.google.com/go/bigquery"
+	"github.com/bqcdc/bqcdc/internal/bqschema"
+	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/schema"
+	"google.golang.org/api/googleapi"
+)
+
+// Report lists what a run did, one line per object.
+type Report []string
+
+func (r *Report) add(format string, args ...any) { *r = append(*r, fmt.Sprintf(format, args...)) }
+
+func isNotFound(err error) bool {
+	var gerr *googleapi.Error
+	return errors.As(err, &gerr) && gerr.Code == http.StatusNotFound
+}
+
+// Dataset creates the dataset if it does not exist.
+func Dataset(ctx context.Context, bq *bigquery.Client, dataset string, rep *Report) error {
+	ds := bq.Dataset(dataset)
+	if _, err := ds.Metadata(ctx); err == nil {
+		rep.add("dataset %s: exists", dataset)
+		return nil
+	} else if !isNotFound(err) {
+		return fmt.Errorf("reading dataset %s: %w", dataset, err)
+	}
+	md := &bigquery.DatasetMetadata{Description: "bqcdc change data: changelogs, snapshots and views"}
+	if bq.Location != "" {
+		md.Location = bq.Location
+	}
+	if err := ds.Create(ctx, md); err != nil {
+		return fmt.Errorf("creating dataset %s: %w", dataset, err)
+	}
+	rep.add("dataset %s: created", dataset)
+	return nil
+}
+
+// Changelog creates or evolves the changelog table of one source.
+func Changelog(ctx context.Context, bq *bigquery.Client, dataset string, src SourceSchema, clusterBy []string, rep *Report) error {
+	name := changelog.TableName(src.Source)
+	labels := map[string]string{changelog.SourceLabel: changelog.LabelValue(src.Source)}
+	if src.SchemaID != 0 {
+		labels[changelog.ReaderSchemaLabel] = strconv.Itoa(src.SchemaID)
+	}
+	want := &bigquery.TableMetadata{
+		Description: fmt.Sprintf("bqcdc changelog of Pub/Sub topic %s: one row per change event, appended by the ingest function. Schema from %s.", src.Source, src.Origin),
+		Schema:      bqschema.ToBigQuery(src.Columns),
+		TimePartitioning: &bigquery.TimePartitioning{
+			Type: bigquery.DayPartitioningType, Field: changelog.ColIngestedAt,
+		},
+		Labels: labels,
+	}
+	if len(clusterBy) > 0 {
+		if len(clusterBy) > 4 {
+			clusterBy = clusterBy[:4] // BigQuery clusters by at most four columns
+		}
+		want.Clustering = &bigquery.Clustering{Fields: clusterBy}
+	}
+	return ensureTable(ctx, bq.Dataset(dataset).Table(name), want, rep)
+}
+
+// DeadLetters creates or evolves the dead-letter table.
+func DeadLetters(ctx context.Context, bq *bigquery.Client, dataset string, rep *Report) error {
+	want := &bigquery.TableMetadata{
+		Description: "bqcdc dead letters: messages the ingest function could never turn into changelog rows, with the reason and the original bytes.",
+		Schema:      bqschema.ToBigQuery(changelog.DeadLetterColumns()),
+		TimePartitioning: &bigquery.TimePartitioning{
+			Type: bigquery.DayPartitioningType, Field: "dead_lettered_at",
+		},
+	}
+	return ensureTable(ctx, bq.Dataset(dataset).Table(changelog.DeadLetterTable), want, rep)
+}
+
+// ensureTable creates t as want, or brings an existing table's schema,
+// description and labels up to date. Partitioning and clustering are only set
+// at creation: changing them would rewrite the table.
+func ensureTable(ctx context.Context, t *bigquery.Table, want *bigquery.TableMetadata, rep *Report) error {
+	have, err := t.Metadata(ctx)
+	if isNotFound(err) {
+		if err := t.Create(ctx, want); err != nil {
+			return fmt.Errorf("creating table %s: %w", t.TableID, err)
+		}
+		rep.add("table %s: created", t.TableID)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading table %s: %w", t.TableID, err)
+	}
+	merged, added, err := MergeSchema(bqschema.FromBigQuery(have.Schema), bqschema.FromBigQuery(want.Schema))
+	if err != nil {
+		return fmt.Errorf("table %s: %w", t.TableID, err)
+	}
+	var upd bigquery.TableMetadataToUpdate
+	var changes []string
+	if len(added) > 0 {
+		upd.Schema = bqschema.ToBigQuery(merged)
+		changes = append(changes, "added columns "+strings.Join(added, ", "))
+	}
+	if have.Description != want.Description {
+		upd.Description = want.Description
+		changes = append(changes, "description")
+	}
+	for k, v := range want.Labels {
+		if have.Labels[k] != v {
+			upd.SetLabel(k, v)
+			changes = append(changes, "label "+k+"="+v)
+		}
+	}
+	if len(changes) == 0 {
+		rep.add("table %s: unchanged", t.TableID)
+		return nil
+	}
+	if _, err := t.Update(ctx, upd, have.ETag); err != nil {
+		return fmt.Errorf("updating table %s (%s): %w", t.TableID, strings.Join(changes, "; "), err)
+	}
+	rep.add("table %s: updated (%s)", t.TableID, strings.Join(changes, "; "))
+	return nil
+}
+
+// MergeSchema adds to have the columns of want it lacks (BigQuery can add
+// NULLABLE columns and RECORD fields in place). Columns want no longer has
+// stay: old rows keep them and new rows leave them NULL. A column whose type
+// changed is an error: BigQuery cannot change it in place.
+func MergeSchema(have, want schema.Columns) (schema.Columns, []string, error) {
+	merged := append(schema.Columns{}, have...)
+	var added []string
+	for _, w := range want {
+		i := indexOf(merged, w.Name)
+		if i < 0 {
+			w.Required = false // new columns must be NULLABLE
+			merged = append(merged, w)
+			added = append(added, w.Name)
+			continue
+		}
+		h := merged[i]
+		if h.Type != w.Type || h.Repeated != w.Repeated {
+			return nil, nil, fmt.Errorf("column %s changed type from %s to %s: BigQuery cannot change a column's type in place; create a new source topic or migrate the table by hand", w.Name, h.SQLType(), w.SQLType())
+		}
+		if h.Type == schema.Record {
+			fields, sub, err := MergeSchema(h.Fields, w.Fields)
+			if err != nil {
+				return nil, nil, fmt.Errorf("in %s: %w", w.Name, err)
+			}
+			for _, s := range sub {
+				added = append(added, w.Name+"."+s)
+			}
+			merged[i].Fields = fields
+		}
+	}
+	return merged, added, nil
+}
+
+func indexOf(cols schema.Columns, name string) int {
+	for i, c := range cols {
+		if strings.EqualFold(c.Name, name) {
+			return i
+		}
+	}
+	return -1
+}

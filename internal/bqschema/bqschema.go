@@ -1,0 +1,58 @@
+// Package bqschema converts between bqcdc's column model (package schema) and
+// the BigQuery client library's schema type.
+package bqschema
+
+import (
+	"cloud.google.com/go/bigquery"
+	"github.com/bqcdc/bqcdc/internal/schema"
+)
+
+var toField = map[string]bigquery.FieldType{
+	schema.Int64: bigquery.IntegerFieldType, schema.Float64: bigquery.FloatFieldType, schema.Bool: bigquery.BooleanFieldType,
+	schema.String: bigquery.StringFieldType, schema.Bytes: bigquery.BytesFieldType, schema.Numeric: bigquery.NumericFieldType,
+	schema.BigNumeric: bigquery.BigNumericFieldType, schema.Date: bigquery.DateFieldType, schema.Time: bigquery.TimeFieldType,
+	schema.Datetime: bigquery.DateTimeFieldType, schema.Timestamp: bigquery.TimestampFieldType, schema.JSON: bigquery.JSONFieldType,
+	schema.Geography: bigquery.GeographyFieldType, schema.Record: bigquery.RecordFieldType,
+}
+
+var fromField = func() map[bigquery.FieldType]string {
+	m := map[bigquery.FieldType]string{}
+	for k, v := range toField {
+		m[v] = k
+	}
+	return m
+}()
+
+// ToBigQuery converts columns to a client schema.
+func ToBigQuery(cols schema.Columns) bigquery.Schema {
+	out := make(bigquery.Schema, len(cols))
+	for i, c := range cols {
+		f := &bigquery.FieldSchema{Name: c.Name, Type: toField[c.Type], Repeated: c.Repeated, Required: c.Required, Description: c.Description}
+		if c.Type == schema.Numeric || c.Type == schema.BigNumeric {
+			f.Precision, f.Scale = int64(c.Precision), int64(c.Scale)
+		}
+		if c.Type == schema.Record {
+			f.Schema = ToBigQuery(c.Fields)
+		}
+		out[i] = f
+	}
+	return out
+}
+
+// FromBigQuery converts a client schema to columns.
+func FromBigQuery(s bigquery.Schema) schema.Columns {
+	out := make(schema.Columns, len(s))
+	for i, f := range s {
+		t, ok := fromField[f.Type]
+		if !ok {
+			t = string(f.Type) // RANGE, INTERVAL: kept by name, never orderable keys
+		}
+		c := schema.Column{Name: f.Name, Type: t, Repeated: f.Repeated, Required: f.Required, Description: f.Description,
+			Precision: int(f.Precision), Scale: int(f.Scale)}
+		if f.Type == bigquery.RecordFieldType {
+			c.Fields = FromBigQuery(f.Schema)
+		}
+		out[i] = c
+	}
+	return out
+}

@@ -1,0 +1,187 @@
+package bqwrite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"cloud.google.com/go/bigquery/storage/managedwriter"
+	"github.com/bqcdc/bqcdc/internal/failure"
+	"golang.org/x/sync/singleflight"
+	"google.golang.org/api/googleapi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+)
+
+// ErrNoTable means the destination table does not exist.
+var ErrNoTable = errors.New("table not found")
+
+// Writer appends to the tables of one dataset. It is safe for concurrent use:
+// callers share one managed stream per table, and only the first use of a
+// table (or a schema refresh) waits on that table's setup, never a global lock.
+type Writer struct {
+	bq      *bigquery.Client
+	mw      *managedwriter.Client
+	project string
+	dataset string
+
+	// RefreshEvery is how long a table's schema is trusted before it is read
+	// again, so a table evolved by `bqcdc apply` is picked up without a restart.
+	RefreshEvery time.Duration
+	// CloseGrace is how long a replaced stream stays open for appends already
+	// in flight on it.
+	CloseGrace time.Duration
+
+	mu     sync.RWMutex
+	tables map[string]*Table
+	setup  singleflight.Group
+}
+
+// Table is a destination table: its metadata, an encoder for its schema and
+// the managed stream rows are appended to.
+type Table struct {
+	Name     string
+	Metadata *bigquery.TableMetadata
+	Encoder  *Encoder
+	stream   *managedwriter.ManagedStream
+	loaded   time.Time
+}
+
+// NewWriter returns a writer for project.dataset.
+func NewWriter(bq *bigquery.Client, mw *managedwriter.Client, project, dataset string) *Writer {
+	return &Writer{bq: bq, mw: mw, project: project, dataset: dataset,
+		RefreshEvery: 5 * time.Minute, CloseGrace: 2 * time.Minute, tables: map[string]*Table{}}
+}
+
+// Table returns the destination table, opening its stream on first use.
+func (w *Writer) Table(ctx context.Context, name string) (*Table, error) {
+	w.mu.RLock()
+	t := w.tables[name]
+	w.mu.RUnlock()
+	if t != nil && time.Since(t.loaded) < w.RefreshEvery {
+		return t, nil
+	}
+	v, err, _ := w.setup.Do(name, func() (any, error) { return w.open(ctx, name, t) })
+	if err != nil {
+		if t != nil && !errors.Is(err, ErrNoTable) {
+			return t, nil // keep serving with the old schema if a refresh fails transiently
+		}
+		return nil, err
+	}
+	return v.(*Table), nil
+}
+
+// open reads the table's metadata and, unless the schema is unchanged since
+// old, opens a new default stream for it.
+func (w *Writer) open(ctx context.Context, name string, old *Table) (*Table, error) {
+	md, err := w.bq.Dataset(w.dataset).Table(name).Metadata(ctx)
+	if err != nil {
+		var gerr *googleapi.Error
+		if errors.As(err, &gerr) && gerr.Code == http.StatusNotFound {
+			return nil, fmt.Errorf("%w: %s.%s.%s", ErrNoTable, w.project, w.dataset, name)
+		}
+		return nil, fmt.Errorf("reading metadata of table %s: %w", name, err)
+	}
+	enc, err := NewEncoder(md.Schema)
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", name, err)
+	}
+	if old != nil && proto.Equal(old.Encoder.Descriptor(), enc.Descriptor()) {
+		t := *old
+		t.Metadata, t.loaded = md, time.Now()
+		w.swap(name, &t, nil)
+		return &t, nil
+	}
+	// The stream outlives this request: it is shared by later invocations.
+	ms, err := w.mw.NewManagedStream(context.WithoutCancel(ctx),
+		managedwriter.WithDestinationTable(managedwriter.TableParentFromParts(w.project, w.dataset, name)),
+		managedwriter.WithType(managedwriter.DefaultStream),
+		managedwriter.WithSchemaDescriptor(enc.Descriptor()))
+	if err != nil {
+		return nil, fmt.Errorf("opening write stream for table %s: %w", name, err)
+	}
+	t := &Table{Name: name, Metadata: md, Encoder: enc, stream: ms, loaded: time.Now()}
+	var retired *managedwriter.ManagedStream
+	if old != nil {
+		retired = old.stream
+	}
+	w.swap(name, t, retired)
+	return t, nil
+}
+
+func (w *Writer) swap(name string, t *Table, retired *managedwriter.ManagedStream) {
+	w.mu.Lock()
+	w.tables[name] = t
+	w.mu.Unlock()
+	if retired != nil {
+		time.AfterFunc(w.CloseGrace, func() { retired.Close() })
+	}
+}
+
+// forget drops a table's stream after a connection-level failure, so the next
+// append reconnects.
+func (w *Writer) forget(t *Table) {
+	w.mu.Lock()
+	if w.tables[t.Name] == t {
+		delete(w.tables, t.Name)
+		time.AfterFunc(w.CloseGrace, func() { t.stream.Close() })
+	}
+	w.mu.Unlock()
+}
+
+// Append encodes rows for table and appends them in one request, returning
+// only once BigQuery has acknowledged them (or refused them). Errors are
+// classified (see package failure): a row that does not fit is permanent.
+func (w *Writer) Append(ctx context.Context, table string, rows []map[string]any) error {
+	t, err := w.Table(ctx, table)
+	if err != nil {
+		if errors.Is(err, ErrNoTable) {
+			return failure.Permanent(failure.StageTable, err)
+		}
+		return failure.Retryable(failure.StageTable, err)
+	}
+	data := make([][]byte, len(rows))
+	for i, r := range rows {
+		if data[i], err = t.Encoder.Encode(r); err != nil {
+			return failure.Permanent(failure.StageEncode, fmt.Errorf("table %s: %w", table, err))
+		}
+	}
+	res, err := t.stream.AppendRows(ctx, data)
+	if err == nil {
+		_, err = res.GetResult(ctx)
+	}
+	if err != nil {
+		if permanentAppendError(err) {
+			return failure.Permanent(failure.StageAppend, fmt.Errorf("appending to %s: %w", table, err))
+		}
+		if ctx.Err() == nil {
+			w.forget(t)
+		}
+		return failure.Retryable(failure.StageAppend, fmt.Errorf("appending to %s: %w", table, err))
+	}
+	return nil
+}
+
+// permanentAppendError reports whether BigQuery refused the rows themselves
+// (INVALID_ARGUMENT, with or without row errors), as opposed to the call.
+func permanentAppendError(err error) bool {
+	if s, ok := status.FromError(err); ok {
+		return s.Code() == codes.InvalidArgument
+	}
+	return false
+}
+
+// Close closes every open stream.
+func (w *Writer) Close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for name, t := range w.tables {
+		t.stream.Close()
+		delete(w.tables, name)
+	}
+}

@@ -1,0 +1,118 @@
+// Package changelog defines the shape of bqcdc's tables: the per-source
+// changelog (the row image plus the _cdc_* metadata columns), the dead-letter
+// table, and how a source topic names its changelog table.
+package changelog
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/bqcdc/bqcdc/internal/schema"
+)
+
+// Metadata columns, added to every changelog after the row image's columns.
+const (
+	ColOp          = "_cdc_op"
+	ColSourceTS    = "_cdc_source_ts"
+	ColSequence    = "_cdc_sequence"
+	ColIngestedAt  = "_cdc_ingested_at"
+	ColPublishTime = "_cdc_publish_time"
+	ColMessageID   = "_cdc_message_id"
+	ColSchemaID    = "_cdc_schema_id"
+)
+
+// MetadataColumns are the columns bqcdc adds to every changelog, documented
+// in the README and carried as column descriptions.
+func MetadataColumns() schema.Columns {
+	return schema.Columns{
+		{Name: ColOp, Type: schema.String, Description: "Debezium operation: c (insert), u (update), d (delete), r (snapshot read), t (truncate); NULL for records that are not Debezium envelopes."},
+		{Name: ColSourceTS, Type: schema.Timestamp, Description: "When the change happened in the source database (Debezium source.ts_us, ts_ns or ts_ms; else the envelope ts_ms)."},
+		{Name: ColSequence, Type: schema.String, Description: "Sortable source position, shaped like _CHANGE_SEQUENCE_NUMBER: '/'-separated 16-digit hex sections. MySQL: binlog file index/position/row; PostgreSQL: LSN; otherwise the source timestamp (microseconds), or the Pub/Sub publish time for non-Debezium records."},
+		{Name: ColIngestedAt, Type: schema.Timestamp, Required: true, Description: "When the ingest function appended the row (set just before the append). Partitioning column; compaction watermarks are on it."},
+		{Name: ColPublishTime, Type: schema.Timestamp, Description: "Pub/Sub publish time of the message."},
+		{Name: ColMessageID, Type: schema.String, Description: "Pub/Sub message id; a redelivered message keeps its id, so views count it once."},
+		{Name: ColSchemaID, Type: schema.Int64, Description: "Schema Registry id of the writer schema the message was encoded with."},
+	}
+}
+
+// Schema is the full changelog schema for a row image.
+func Schema(image schema.Columns) (schema.Columns, error) {
+	for _, c := range image {
+		if strings.HasPrefix(strings.ToLower(c.Name), "_cdc_") {
+			return nil, fmt.Errorf("source column %s uses the reserved prefix _cdc_ of bqcdc's metadata columns", c.Name)
+		}
+	}
+	return append(append(schema.Columns{}, image...), MetadataColumns()...), nil
+}
+
+var notNameChar = regexp.MustCompile(`[^A-Za-z0-9_]`)
+
+// TableName is the changelog table of a source topic: the topic with every
+// character BigQuery does not allow replaced by '_', plus "_changelog".
+func TableName(source string) string {
+	return notNameChar.ReplaceAllString(source, "_") + "_changelog"
+}
+
+// Subject is the Schema Registry subject of a topic's value schema under
+// Confluent's default TopicNameStrategy.
+func Subject(source string) string { return source + "-value" }
+
+// ReaderSchemaLabel is the table label recording which registry schema id the
+// changelog columns were built from; ingest resolves every writer schema
+// against it, so decoded records always fit the table.
+const ReaderSchemaLabel = "bqcdc-reader-schema-id"
+
+// SourceLabel records the topic a changelog table belongs to.
+const SourceLabel = "bqcdc-source"
+
+// LabelValue makes a string usable as a label value (lowercase letters,
+// digits, '_' and '-', at most 63 characters).
+func LabelValue(s string) string {
+	v := strings.ToLower(regexp.MustCompile(`[^a-z0-9_-]`).ReplaceAllString(strings.ToLower(s), "_"))
+	if len(v) > 63 {
+		v = v[:63]
+	}
+	return v
+}
+
+// Meta are the metadata values of one changelog row.
+type Meta struct {
+	Op          string
+	SourceTS    time.Time
+	Sequence    string
+	IngestedAt  time.Time
+	PublishTime time.Time
+	MessageID   string
+	SchemaID    int
+}
+
+// Row adds the metadata values, in canonical form (TIMESTAMP as
+// microseconds), to a converted row image. The image map is modified.
+func Row(image map[string]any, m Meta) map[string]any {
+	if image == nil {
+		image = map[string]any{}
+	}
+	set := func(col string, v any) { image[col] = v }
+	if m.Op != "" {
+		set(ColOp, m.Op)
+	}
+	if !m.SourceTS.IsZero() {
+		set(ColSourceTS, m.SourceTS.UnixMicro())
+	}
+	if m.Sequence != "" {
+		set(ColSequence, m.Sequence)
+	}
+	set(ColIngestedAt, m.IngestedAt.UnixMicro())
+	if !m.PublishTime.IsZero() {
+		set(ColPublishTime, m.PublishTime.UnixMicro())
+	}
+	if m.MessageID != "" {
+		set(ColMessageID, m.MessageID)
+	}
+	if m.SchemaID != 0 {
+		set(ColSchemaID, int64(m.SchemaID))
+	}
+	return image
+}

@@ -1,0 +1,56 @@
+package changelog
+
+import (
+	"testing"
+	"time"
+
+	"github.com/bqcdc/bqcdc/internal/schema"
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestTableName(t *testing.T) {
+	for in, want := range map[string]string{
+		"dbserver1.inventory.customers": "dbserver1_inventory_customers_changelog",
+		"app-events~v2":                 "app_events_v2_changelog",
+	} {
+		if got := TableName(in); got != want {
+			t.Errorf("TableName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestSchemaRejectsReservedPrefix(t *testing.T) {
+	if _, err := Schema(schema.Columns{{Name: "_CDC_op", Type: schema.String}}); err == nil {
+		t.Error("a source column with the _cdc_ prefix was accepted")
+	}
+	cols, err := Schema(schema.Columns{{Name: "id", Type: schema.Int64}})
+	if err != nil || len(cols) != 1+len(MetadataColumns()) || cols[0].Name != "id" {
+		t.Errorf("Schema = %v, %v", cols.Names(), err)
+	}
+}
+
+func TestRow(t *testing.T) {
+	at := time.UnixMicro(1_700_000_000_000_001)
+	got := Row(map[string]any{"id": int64(1)}, Meta{Op: "c", SourceTS: at, Sequence: "00", IngestedAt: at, PublishTime: at, MessageID: "m1", SchemaID: 3})
+	want := map[string]any{"id": int64(1), ColOp: "c", ColSourceTS: at.UnixMicro(), ColSequence: "00", ColIngestedAt: at.UnixMicro(),
+		ColPublishTime: at.UnixMicro(), ColMessageID: "m1", ColSchemaID: int64(3)}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("Row (-want +got):\n%s", d)
+	}
+	// A non-Debezium record has no op and no source time: those stay NULL.
+	got = Row(nil, Meta{IngestedAt: at, Sequence: "01"})
+	if _, ok := got[ColOp]; ok || got[ColSequence] != "01" {
+		t.Errorf("plain record row = %v", got)
+	}
+}
+
+func TestDeadLetterRow(t *testing.T) {
+	at := time.UnixMicro(5)
+	got := DeadLetter{At: at, Topic: "t", MessageID: "9", Data: []byte{1}, Stage: "wire", Reason: "bad magic",
+		Attributes: map[string]string{"b": "2", "a": "1"}}.Row()
+	want := map[string]any{"dead_lettered_at": int64(5), "topic": "t", "message_id": "9", "data": []byte{1}, "stage": "wire", "reason": "bad magic",
+		"attributes": []any{map[string]any{"key": "a", "value": "1"}, map[string]any{"key": "b", "value": "2"}}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("DeadLetter.Row (-want +got):\n%s", d)
+	}
+}

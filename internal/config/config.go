@@ -1,0 +1,131 @@
+// Package config reads the functions' configuration from environment
+// variables (set by Terraform in production and by `bqcdc local` locally).
+// Errors name the variable. Secrets are held here but never logged: use
+// Redacted for anything printed.
+package config
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/bqcdc/bqcdc/internal/bqclient"
+)
+
+// Config is the runtime configuration of the ingest and compact functions.
+type Config struct {
+	BigQuery bqclient.Config
+	Dataset  string
+
+	RegistryURL      string
+	RegistryUsername string
+	RegistryPassword string
+
+	// VisibilityLag bounds how long after _cdc_ingested_at a changelog row
+	// can become visible (ingest function timeout plus clock skew); the
+	// compaction watermark trails the clock by it.
+	VisibilityLag          time.Duration
+	ChangelogRetentionDays int // 0 keeps changelog partitions forever
+	TombstoneRetentionDays int
+}
+
+// Environment variable names.
+const (
+	EnvProject            = "BQCDC_PROJECT"
+	EnvDataset            = "BQCDC_DATASET"
+	EnvLocation           = "BQCDC_LOCATION"
+	EnvBigQueryEndpoint   = "BQCDC_BIGQUERY_ENDPOINT"
+	EnvStorageEndpoint    = "BQCDC_STORAGE_ENDPOINT"
+	EnvRegistryURL        = "BQCDC_REGISTRY_URL"
+	EnvRegistryUsername   = "BQCDC_REGISTRY_USERNAME"
+	EnvRegistryPassword   = "BQCDC_REGISTRY_PASSWORD"
+	EnvVisibilityLag      = "BQCDC_VISIBILITY_LAG"
+	EnvChangelogRetention = "BQCDC_CHANGELOG_RETENTION_DAYS"
+	EnvTombstoneRetention = "BQCDC_TOMBSTONE_RETENTION_DAYS"
+)
+
+// Defaults.
+const (
+	DefaultDataset            = "cdc"
+	DefaultVisibilityLag      = 10 * time.Minute
+	DefaultTombstoneRetention = 30
+)
+
+// FromEnv reads the configuration.
+func FromEnv() (Config, error) {
+	c := Config{
+		BigQuery: bqclient.Config{
+			Project:         first(os.Getenv(EnvProject), os.Getenv("GOOGLE_CLOUD_PROJECT")),
+			Location:        os.Getenv(EnvLocation),
+			Endpoint:        os.Getenv(EnvBigQueryEndpoint),
+			StorageEndpoint: os.Getenv(EnvStorageEndpoint),
+		},
+		Dataset:                first(os.Getenv(EnvDataset), DefaultDataset),
+		RegistryURL:            os.Getenv(EnvRegistryURL),
+		RegistryUsername:       os.Getenv(EnvRegistryUsername),
+		RegistryPassword:       os.Getenv(EnvRegistryPassword),
+		VisibilityLag:          DefaultVisibilityLag,
+		TombstoneRetentionDays: DefaultTombstoneRetention,
+	}
+	if c.BigQuery.Project == "" {
+		return c, fmt.Errorf("%s (or GOOGLE_CLOUD_PROJECT) is not set: name the Google Cloud project", EnvProject)
+	}
+	if v := os.Getenv(EnvVisibilityLag); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return c, fmt.Errorf("%s=%q: want a non-negative Go duration such as 3m", EnvVisibilityLag, v)
+		}
+		c.VisibilityLag = d
+	}
+	var err error
+	if c.ChangelogRetentionDays, err = nonNegativeInt(EnvChangelogRetention, 0); err != nil {
+		return c, err
+	}
+	if c.TombstoneRetentionDays, err = nonNegativeInt(EnvTombstoneRetention, DefaultTombstoneRetention); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+func nonNegativeInt(name string, def int) (int, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s=%q: want a whole number of days, 0 or more", name, v)
+	}
+	return n, nil
+}
+
+func first(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// RequireRegistry checks that a registry URL is configured.
+func (c Config) RequireRegistry() error {
+	if c.RegistryURL == "" {
+		return fmt.Errorf("%s is not set: the ingest function needs the Schema Registry URL", EnvRegistryURL)
+	}
+	return nil
+}
+
+// Redacted describes the configuration for logs, without secrets.
+func (c Config) Redacted() string {
+	cred := "none"
+	if c.RegistryUsername != "" || c.RegistryPassword != "" {
+		cred = "basic auth (redacted)"
+	}
+	ep := "Google"
+	if c.BigQuery.Emulated() {
+		ep = c.BigQuery.Endpoint + " (emulator)"
+	}
+	return fmt.Sprintf("project=%s dataset=%s bigquery=%s registry=%s credentials=%s", c.BigQuery.Project, c.Dataset, ep, c.RegistryURL, cred)
+}

@@ -1,0 +1,42 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestFromEnv(t *testing.T) {
+	t.Setenv(EnvProject, "p")
+	t.Setenv(EnvRegistryPassword, "s3cret")
+	t.Setenv(EnvRegistryUsername, "u")
+	t.Setenv(EnvVisibilityLag, "3m")
+	c, err := FromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Dataset != DefaultDataset || c.VisibilityLag != 3*time.Minute || c.TombstoneRetentionDays != DefaultTombstoneRetention {
+		t.Errorf("config = %+v", c)
+	}
+	if strings.Contains(c.Redacted(), "s3cret") {
+		t.Error("Redacted leaks the registry password")
+	}
+}
+
+func TestFromEnvErrorsNameTheVariable(t *testing.T) {
+	t.Setenv(EnvProject, "p")
+	t.Setenv(EnvChangelogRetention, "-1")
+	if _, err := FromEnv(); err == nil || !strings.Contains(err.Error(), EnvChangelogRetention) {
+		t.Errorf("err = %v", err)
+	}
+	t.Setenv(EnvChangelogRetention, "")
+	t.Setenv(EnvVisibilityLag, "soon")
+	if _, err := FromEnv(); err == nil || !strings.Contains(err.Error(), EnvVisibilityLag) {
+		t.Errorf("err = %v", err)
+	}
+	t.Setenv(EnvProject, "")
+	t.Setenv("GOOGLE_CLOUD_PROJECT", "")
+	if _, err := FromEnv(); err == nil || !strings.Contains(err.Error(), EnvProject) {
+		t.Errorf("err = %v", err)
+	}
+}
