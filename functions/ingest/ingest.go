@@ -98,8 +98,12 @@ func Handle(ctx context.Context, e event.Event) error {
 		_, err = svc.DeadLetter(ctx, msg, failure.Permanent(failure.StageEvent, err))
 		return err
 	}
-	_, err = svc.Handle(ctx, msg)
-	return err
+	if _, err := svc.Handle(ctx, msg); err != nil {
+		// Handle logged the details; the framework logs what is returned, so
+		// keep it short (BigQuery errors can quote row values).
+		return fmt.Errorf("message %s will be redelivered: %s", msg.MessageID, ingest.Truncate(err.Error()))
+	}
+	return nil
 }
 
 // Decode extracts the Pub/Sub message from a CloudEvent. On error the

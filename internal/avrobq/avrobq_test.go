@@ -143,3 +143,22 @@ func TestConvertRejects(t *testing.T) {
 		}
 	}
 }
+
+func TestConvertResolvesByName(t *testing.T) {
+	reader := avro.MustParse(`{"type":"record","name":"R","fields":[
+	 {"name":"id","type":"long"},
+	 {"name":"tier","type":"string","default":"std"},
+	 {"name":"note","type":["null","string"],"default":null}]}`).(*avro.RecordSchema)
+	fields, err := FromRecord(reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Written by an older producer (no tier, no note) and a newer one (extra field, int id).
+	got, err := fields.Convert(map[string]any{"id": 7, "extra": "dropped"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(map[string]any{"id": int64(7), "tier": "std"}, got); d != "" {
+		t.Errorf("Convert (-want +got):\n%s", d)
+	}
+}

@@ -19,12 +19,17 @@ var ErrValue = errors.New("value does not fit its BigQuery column")
 type converter func(v any) (any, error)
 
 // Convert turns a decoded Avro record (hamba's map form) into canonical
-// values keyed by column name. Fields the record lacks are left out (NULL).
+// values keyed by column name. A field the record lacks (it was written with
+// another version of the schema) takes the field's default, else NULL;
+// record fields the plan lacks are ignored.
 func (fs Fields) Convert(rec map[string]any) (map[string]any, error) {
 	out := make(map[string]any, len(fs))
 	for _, c := range fs {
 		v, ok := rec[c.Name]
-		if !ok || v == nil {
+		if !ok && c.hasDef {
+			v = c.def
+		}
+		if v == nil {
 			continue
 		}
 		cv, err := c.conv(v)

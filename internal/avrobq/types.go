@@ -33,6 +33,11 @@ type Field struct {
 	// e.g. "long (io.debezium.time.MicroTimestamp)".
 	AvroType string
 
+	// def is the reader's default, used when a record written with an older
+	// or newer schema lacks the field (Avro schema resolution by name).
+	def    any
+	hasDef bool
+
 	conv converter
 }
 
@@ -57,6 +62,9 @@ func FromRecord(rec *avro.RecordSchema) (Fields, error) {
 			return nil, fmt.Errorf("field %q of %s: %w", f.Name(), rec.FullName(), err)
 		}
 		c.Description = f.Doc()
+		if f.HasDefault() && f.Default() != nil {
+			c.def, c.hasDef = f.Default(), true
+		}
 		fs = append(fs, c)
 	}
 	return fs, nil

@@ -15,12 +15,28 @@ import (
 	"golang.org/x/sync/singleflight"
 )
 
-// codec decodes payloads written with one writer schema into the shape of
-// one reader schema, and converts them to changelog values.
+// codec decodes payloads written with one writer schema and converts them
+// to the changelog columns of one reader schema.
+//
+// Resolution is by field name, done after decoding: the payload is decoded
+// with its writer schema, then every reader column takes the writer's value
+// of the same name (NULL, or the reader's default, when the writer lacks it),
+// and writer fields the reader lacks are dropped. Type promotions (int to
+// long, float to double) happen in the conversion; an incompatible change
+// fails the conversion and dead-letters the message. hamba/avro's own
+// Resolve is not used: with Debezium envelopes, whose "after" refers to the
+// record declared in "before", it decoded the row image as NULL.
 type codec struct {
-	resolved avro.Schema
-	shape    cdc.Shape
-	fields   avrobq.Fields
+	// api is private to the codec. hamba/avro caches compiled codecs by
+	// schema fingerprint, and a reference to a named record ("after" refers
+	// to the "Value" declared in "before") has a fingerprint of its name
+	// only: a shared config that has seen version 1 of a record decodes
+	// version 2 with version 1's layout. One config per writer schema keeps
+	// every cached codec unambiguous.
+	api    avro.API
+	writer avro.Schema
+	shape  cdc.Shape     // of the writer schema: where the row image is
+	fields avrobq.Fields // of the reader schema: the changelog columns
 }
 
 // codecs caches codecs per (writer id, reader id). Both ids are immutable
@@ -83,26 +99,29 @@ func (c *codecs) build(ctx context.Context, writerID, readerID int) (*codec, err
 	if err != nil {
 		return nil, err
 	}
-	reader, resolved := writer, writer
+	shape, err := cdc.ShapeOf(writer)
+	if err != nil {
+		return nil, failure.Permanent(failure.StageDecode, fmt.Errorf("writer schema %d: %w", writerID, err))
+	}
+	readerShape := shape
 	if readerID != 0 && readerID != writerID {
-		if reader, err = c.reg.Schema(ctx, readerID); err != nil {
+		reader, err := c.reg.Schema(ctx, readerID)
+		if err != nil {
 			// The changelog's own schema missing is a deployment problem, not
 			// the message's: keep the message and retry until it is fixed.
 			return nil, failure.Retryable(failure.StageRegistry, fmt.Errorf("reader schema %d of the changelog: %w", readerID, err))
 		}
-		resolved, err = avro.NewSchemaCompatibility().Resolve(reader, writer)
-		if err != nil {
-			return nil, failure.Permanent(failure.StageDecode,
-				fmt.Errorf("writer schema %d cannot be read as the changelog's reader schema %d: %w", writerID, readerID, err))
+		if readerShape, err = cdc.ShapeOf(reader); err != nil {
+			return nil, failure.Retryable(failure.StageRegistry, fmt.Errorf("reader schema %d of the changelog: %w", readerID, err))
+		}
+		if readerShape.Envelope != shape.Envelope {
+			return nil, failure.Permanent(failure.StageDecode, fmt.Errorf(
+				"writer schema %d and the changelog's reader schema %d disagree on being a Debezium envelope", writerID, readerID))
 		}
 	}
-	shape, err := cdc.ShapeOf(reader)
+	fields, err := avrobq.FromRecord(readerShape.Image)
 	if err != nil {
-		return nil, failure.Permanent(failure.StageDecode, fmt.Errorf("schema %d: %w", readerID, err))
+		return nil, failure.Permanent(failure.StageConvert, fmt.Errorf("reader schema %d: %w", readerID, err))
 	}
-	fields, err := avrobq.FromRecord(shape.Image)
-	if err != nil {
-		return nil, failure.Permanent(failure.StageConvert, fmt.Errorf("schema %d: %w", readerID, err))
-	}
-	return &codec{resolved: resolved, shape: shape, fields: fields}, nil
+	return &codec{api: avro.Config{}.Freeze(), writer: writer, shape: shape, fields: fields}, nil
 }

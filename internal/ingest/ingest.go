@@ -23,7 +23,6 @@ import (
 	"github.com/bqcdc/bqcdc/internal/changelog"
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/wire"
-	"github.com/hamba/avro/v2"
 )
 
 // Message is one Pub/Sub message as delivered.
@@ -101,7 +100,8 @@ func (s *Service) Handle(ctx context.Context, m Message) (Outcome, error) {
 	}
 	if !failure.IsPermanent(err) {
 		s.retries.Add(1)
-		s.log.Warn("message will be redelivered", "event", "retry", "topic", m.Topic, "message_id", m.MessageID, "error", err.Error())
+		s.log.Warn("message will be redelivered", "event", "retry", "topic", m.Topic, "message_id", m.MessageID,
+			"stage", string(failure.StageOf(err)), "error", Truncate(err.Error()))
 		return Failed, err
 	}
 	return s.deadLetter(ctx, m, table, schemaID, err)
@@ -127,7 +127,7 @@ func (s *Service) deadLetter(ctx context.Context, m Message, table string, schem
 		return Failed, fmt.Errorf("dead-lettering message %s (%v): %w", m.MessageID, cause, err)
 	}
 	s.deadLetters.Add(1)
-	s.log.Error("message dead-lettered", "event", "dead_letter", "topic", m.Topic, "message_id", m.MessageID, "stage", string(stage), "reason", cause.Error())
+	s.log.Error("message dead-lettered", "event", "dead_letter", "topic", m.Topic, "message_id", m.MessageID, "stage", string(stage), "reason", Truncate(cause.Error()))
 	return DeadLettered, nil
 }
 
@@ -150,7 +150,7 @@ func (s *Service) process(ctx context.Context, m Message, table string) (int, er
 		return id, err
 	}
 	var rec map[string]any
-	if err := avro.Unmarshal(cd.resolved, frame.Payload, &rec); err != nil {
+	if err := cd.api.Unmarshal(cd.writer, frame.Payload, &rec); err != nil {
 		return id, failure.Permanent(failure.StageDecode, fmt.Errorf("decoding Avro payload with schema %d: %w", id, err))
 	}
 	ch, err := cd.shape.Flatten(rec)
@@ -169,6 +169,17 @@ func (s *Service) process(ctx context.Context, m Message, table string) (int, er
 		PublishTime: m.PublishTime, MessageID: m.MessageID, SchemaID: id,
 	})
 	return id, s.writer.Append(ctx, table, []map[string]any{row})
+}
+
+// Truncate shortens an error for a log line. Errors from BigQuery can quote
+// the rejected row; the full text is kept in the dead-letter table, the log
+// gets the gist.
+func Truncate(s string) string {
+	const max = 300
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "... (truncated)"
 }
 
 // readerSchemaID is the registry id the changelog was built from (0 if the

@@ -35,6 +35,16 @@ type Server struct {
 	byID        map[int]*schemaEntry
 	byCanonical map[string]*schemaEntry
 	subjects    map[string][]version
+	failNext    int // fault injection: answer this many requests with 503
+}
+
+// FailNext makes the next n requests fail with 503 Service Unavailable, as an
+// overloaded registry would. Tests use it to check that transient registry
+// failures are retried, never dead-lettered.
+func (s *Server) FailNext(n int) {
+	s.mu.Lock()
+	s.failNext = n
+	s.mu.Unlock()
 }
 
 // New returns an empty registry.
@@ -106,6 +116,16 @@ type schemaRequest struct {
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	failing := s.failNext > 0
+	if failing {
+		s.failNext--
+	}
+	s.mu.Unlock()
+	if failing {
+		fail(w, apiError{503, 50301, "injected failure: registry unavailable"})
+		return
+	}
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	switch {
 	case r.Method == http.MethodGet && len(parts) == 1 && parts[0] == "subjects":

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/bqcdc/bqcdc/internal/apply"
+	"github.com/bqcdc/bqcdc/internal/bqclient"
+	"github.com/bqcdc/bqcdc/internal/config"
+	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/registry"
+)
+
+// target flags shared by commands that talk to BigQuery.
+type target struct {
+	bq       bqclient.Config
+	dataset  string
+	flows    string
+	schemas  string
+	registry string
+}
+
+func (t *target) register(fs *flag.FlagSet) {
+	fs.StringVar(&t.bq.Project, "project", os.Getenv(config.EnvProject), "Google Cloud project (env "+config.EnvProject+")")
+	fs.StringVar(&t.bq.Location, "location", os.Getenv(config.EnvLocation), "BigQuery location for a new dataset and for jobs (env "+config.EnvLocation+")")
+	fs.StringVar(&t.bq.Endpoint, "bigquery-endpoint", os.Getenv(config.EnvBigQueryEndpoint), "BigQuery REST endpoint of an emulator, e.g. http://127.0.0.1:9050 (empty: Google)")
+	fs.StringVar(&t.dataset, "dataset", envOr(config.EnvDataset, config.DefaultDataset), "dataset for changelogs, state and views")
+	fs.StringVar(&t.flows, "flows", "sql/flows", "folder of flow declarations (*.sql)")
+	fs.StringVar(&t.schemas, "schemas", "schemas", "folder of Avro value schemas (<topic>-value.avsc), used when the registry lacks a subject")
+	fs.StringVar(&t.registry, "registry-url", os.Getenv(config.EnvRegistryURL), "Schema Registry URL; credentials from env "+config.EnvRegistryUsername+" / "+config.EnvRegistryPassword)
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func (t *target) schemaSource() apply.Schemas {
+	s := apply.Schemas{Dir: t.schemas}
+	if t.registry != "" {
+		s.Registry = registry.New(t.registry, registry.Options{
+			Username: os.Getenv(config.EnvRegistryUsername), Password: os.Getenv(config.EnvRegistryPassword)})
+	}
+	return s
+}
+
+func runApply(ctx context.Context, args []string) error {
+	var t target
+	fs := flag.NewFlagSet("apply", flag.ContinueOnError)
+	t.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if t.bq.Project == "" {
+		return fmt.Errorf("--project (or %s) is required", config.EnvProject)
+	}
+	flows, err := flow.ParseDir(t.flows)
+	if err != nil {
+		return err
+	}
+	bq, err := bqclient.NewBigQuery(ctx, t.bq)
+	if err != nil {
+		return err
+	}
+	defer bq.Close()
+	var rep apply.Report
+	err = apply.All(ctx, bq, apply.Target{Project: t.bq.Project, Dataset: t.dataset}, flows, t.schemaSource(), &rep)
+	for _, line := range rep {
+		fmt.Println(line)
+	}
+	return err
+}

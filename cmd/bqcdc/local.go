@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/demo"
+	"github.com/bqcdc/bqcdc/internal/localstack"
+)
+
+func runLocal(ctx context.Context, args []string) error {
+	o := localstack.DefaultOptions()
+	fs := flag.NewFlagSet("local", flag.ContinueOnError)
+	fs.StringVar(&o.Project, "project", o.Project, "project id of the emulated BigQuery and Pub/Sub")
+	fs.StringVar(&o.Dataset, "dataset", o.Dataset, "BigQuery dataset for changelogs, state and views")
+	fs.StringVar(&o.FlowsDir, "flows", o.FlowsDir, "folder of flow declarations (*.sql)")
+	fs.StringVar(&o.SchemasDir, "schemas", o.SchemasDir, "folder of Avro value schemas (<topic>-value.avsc)")
+	fs.IntVar(&o.BigQueryPort, "bigquery-port", o.BigQueryPort, "BigQuery emulator REST port")
+	fs.IntVar(&o.StoragePort, "storage-port", o.StoragePort, "BigQuery emulator Storage Write gRPC port")
+	fs.IntVar(&o.PubSubPort, "pubsub-port", o.PubSubPort, "Pub/Sub emulator port")
+	fs.IntVar(&o.RegistryPort, "registry-port", o.RegistryPort, "Schema Registry port")
+	fs.IntVar(&o.FunctionPort, "function-port", o.FunctionPort, "Functions Framework port")
+	runDemo := fs.Bool("demo", true, "play the demo Debezium change stream for customers and orders")
+	once := fs.Bool("once", false, "exit after the demo: status 0 only if what landed is what was sent")
+	verbose := fs.Bool("v", false, "log every relay and function event")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelInfo
+	}
+	o.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	start := time.Now()
+	st, err := localstack.Start(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	fmt.Printf("bqcdc local stack up in %s (127.0.0.1 only)\n", time.Since(start).Round(time.Millisecond))
+	fmt.Printf("  BigQuery REST       %s   (project %s, dataset %s)\n", st.BigQueryURL, st.Project, st.Dataset)
+	fmt.Printf("  BigQuery Storage    %s\n", st.StorageAddr)
+	fmt.Printf("  Pub/Sub             %s   (PUBSUB_EMULATOR_HOST=%s)\n", st.PubSubAddr, st.PubSubAddr)
+	fmt.Printf("  Schema Registry     %s\n", st.RegistryURL)
+	fmt.Printf("  Ingest function     %s/Ingest\n", st.FunctionURL)
+	for _, r := range st.Relays {
+		fmt.Printf("  relay               %s -> %s (subscription %s, dead letters to %s)\n", r.Topic, r.URL, r.Subscription, localstack.DeadLetterTopic(r.Topic))
+	}
+	if *runDemo {
+		if err := playDemo(ctx, st); err != nil {
+			if *once {
+				return err
+			}
+			fmt.Println("demo failed:", err)
+		}
+	}
+	if *once {
+		return nil
+	}
+	fmt.Println("\nserving; press Ctrl-C to stop")
+	<-ctx.Done()
+	return nil
+}
+
+func playDemo(ctx context.Context, st *localstack.Stack) error {
+	fmt.Println("\nplaying the demo Debezium stream (MySQL inventory: customers, orders)")
+	events := demo.Scenario()
+	sent, err := demo.Produce(ctx, st, events)
+	if err != nil {
+		return err
+	}
+	if err := demo.WaitDelivered(ctx, st, len(sent), 60*time.Second); err != nil {
+		return err
+	}
+	for _, t := range []struct{ topic, cols string }{
+		{demo.Customers, "_cdc_op, _cdc_sequence, id, first_name, email, tier, balance, birth_date, updated_at"},
+		{demo.Orders, "_cdc_op, _cdc_sequence, order_number, order_date, purchaser, quantity, product_id, created_at"},
+	} {
+		table := changelog.TableName(t.topic)
+		rows, err := demo.Query(ctx, st.BigQuery, fmt.Sprintf("SELECT %s FROM `%s.%s` ORDER BY _cdc_sequence, _cdc_message_id", t.cols, st.Dataset, table))
+		if err != nil {
+			return err
+		}
+		demo.PrintTable(os.Stdout, "changelog "+table, splitCols(t.cols), rows)
+	}
+	dead, err := demo.Query(ctx, st.BigQuery, fmt.Sprintf("SELECT topic, message_id, stage, reason FROM `%s.%s`", st.Dataset, changelog.DeadLetterTable))
+	if err != nil {
+		return err
+	}
+	demo.PrintTable(os.Stdout, "dead letters", []string{"topic", "message_id", "stage", "reason"}, dead)
+	res, err := demo.Check(ctx, st, sent)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\n%d messages published: %d changelog rows, %d tombstones counted, %d dead letters\n",
+		res.Published, res.Rows, res.Tombstones, res.DeadLetters)
+	if !res.OK() {
+		for _, p := range res.Problems {
+			fmt.Println("  PROBLEM:", p)
+		}
+		return errors.New("what landed is not what was sent")
+	}
+	fmt.Println("check: every message accounted for")
+	return nil
+}
+
+func splitCols(s string) []string {
+	var out []string
+	for _, c := range splitComma(s) {
+		out = append(out, c)
+	}
+	return out
+}
+
+func splitComma(s string) []string {
+	var out []string
+	cur := ""
+	for _, r := range s {
+		switch r {
+		case ',':
+			out = append(out, cur)
+			cur = ""
+		case ' ':
+		default:
+			cur += string(r)
+		}
+	}
+	return append(out, cur)
+}

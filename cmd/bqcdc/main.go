@@ -1,0 +1,52 @@
+// Command bqcdc runs bqcdc's local stack and manages its BigQuery objects.
+//
+//	bqcdc local    run everything on 127.0.0.1, play the demo change stream
+//	bqcdc apply    create or update the dataset, changelog tables and views
+//
+// Run `bqcdc <command> -h` for the flags of a command.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+type command struct {
+	name, summary string
+	run           func(ctx context.Context, args []string) error
+}
+
+var commands = []command{
+	{"local", "run the BigQuery and Pub/Sub emulators, a schema registry, the functions and the demo on 127.0.0.1", runLocal},
+	{"apply", "create or update the dataset, changelog tables, dead-letter table and views in BigQuery", runApply},
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: bqcdc <command> [flags]\n\ncommands:")
+	for _, c := range commands {
+		fmt.Fprintf(os.Stderr, "  %-8s %s\n", c.name, c.summary)
+	}
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	for _, c := range commands {
+		if c.name == os.Args[1] {
+			if err := c.run(ctx, os.Args[2:]); err != nil {
+				fmt.Fprintln(os.Stderr, "bqcdc "+c.name+":", err)
+				os.Exit(1)
+			}
+			return
+		}
+	}
+	usage()
+	os.Exit(2)
+}

@@ -1,0 +1,95 @@
+package e2e
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/bqcdc/bqcdc/internal/cdc"
+	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/registry"
+	"github.com/riferrei/srclient"
+)
+
+// A new writer schema (v2, one added field) is fetched from a registry that
+// first answers 503: the message is retried, never dead-lettered, and lands
+// resolved against the changelog's reader schema (the added field dropped).
+func TestRegistryOutageIsRetriedAndNewWriterSchemaResolves(t *testing.T) {
+	_, _, text := itemsSchema(t)
+	v2 := withField(t, text, map[string]any{"name": "color", "type": []any{"null", "string"}, "default": nil})
+	sr := srclient.NewSchemaRegistryClient(stack.RegistryURL)
+	s2, err := sr.CreateSchema(changelog.Subject(items), v2, srclient.Avro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema2, err := registry.Parse(v2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := itemRow(50, "SKU-50", "5.000")
+	row["color"] = map[string]any{"string": "teal"}
+	data := encode(t, schema2, s2.ID(), pgEnvelope("c", 50_000, nil, row))
+
+	base, failedBase := delivered(), failedDeliveries()
+	stack.Registry.FailNext(2)
+	msgID := publish(t, items, data, nil)
+	waitDelivered(t, base, 1)
+	if failedDeliveries()-failedBase < 1 {
+		t.Errorf("no failed delivery recorded: the 503 was not surfaced as a retry")
+	}
+	rows := query(t, "SELECT sku, _cdc_schema_id, _cdc_sequence FROM `cdc.test_shop_items_changelog` WHERE _cdc_message_id = '"+msgID+"'")
+	if len(rows) != 1 || rows[0]["sku"] != "SKU-50" || rows[0]["_cdc_schema_id"] != int64(s2.ID()) || rows[0]["_cdc_sequence"] != cdc.PostgresSequence(50_000) {
+		t.Fatalf("v2 message landed as %v; dead letters: %v", rows, query(t, "SELECT stage, reason FROM `cdc._bqcdc_dead_letters` WHERE message_id = '"+msgID+"'"))
+	}
+	if dead := query(t, "SELECT reason FROM `cdc._bqcdc_dead_letters` WHERE message_id = '"+msgID+"'"); len(dead) != 0 {
+		t.Errorf("a transient registry failure was dead-lettered: %v", dead)
+	}
+}
+
+// A record that is not a Debezium envelope is stored as the row image: no
+// op, no source time, and a sequence from the publish time.
+func TestIngestPlainRecord(t *testing.T) {
+	text := readTestdata(t, "testdata/schemas/app.users-value.avsc")
+	sr := srclient.NewSchemaRegistryClient(stack.RegistryURL)
+	s, err := sr.CreateSchema("app.users-value", text, srclient.Avro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, _ := registry.Parse(text)
+	base := delivered()
+	msgID := publish(t, "app.users", encode(t, schema, s.ID(), map[string]any{
+		"userId": 124, "name": map[string]any{"string": "Raul"}, "city": map[string]any{"string": "Oaxaca"}, "operation": "INSERT", "sequenceNum": int64(1)}), nil)
+	waitDelivered(t, base, 1)
+	rows := query(t, "SELECT * FROM `cdc.app_users_changelog` WHERE _cdc_message_id = '"+msgID+"'")
+	if len(rows) != 1 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	r := rows[0]
+	if r["userId"] != int64(124) || r["name"] != "Raul" || r["operation"] != "INSERT" || r["sequenceNum"] != int64(1) {
+		t.Errorf("image = %v", r)
+	}
+	if r["_cdc_op"] != nil || r["_cdc_source_ts"] != nil {
+		t.Errorf("plain record got Debezium metadata: op %v source_ts %v", r["_cdc_op"], r["_cdc_source_ts"])
+	}
+	if want := cdc.TimestampSequence(r["_cdc_publish_time"].(time.Time)); r["_cdc_sequence"] != want {
+		t.Errorf("_cdc_sequence = %v, want the publish time %s", r["_cdc_sequence"], want)
+	}
+}
+
+// withField returns the Debezium envelope schema text with one more field in
+// its row image (the Value record, declared in "before").
+func withField(t *testing.T, text string, field map[string]any) string {
+	t.Helper()
+	var env map[string]any
+	if err := json.Unmarshal([]byte(text), &env); err != nil {
+		t.Fatal(err)
+	}
+	before := env["fields"].([]any)[0].(map[string]any)
+	value := before["type"].([]any)[1].(map[string]any)
+	value["fields"] = append(value["fields"].([]any), field)
+	b, err := json.Marshal(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
