@@ -45,6 +45,11 @@ func Bind(f *Flow, changelog schema.Columns) (*Bound, error) {
 		}
 	}
 	source := f.Source.Name
+	for _, c := range changelog {
+		if strings.HasPrefix(c.Name, "__") && !strings.EqualFold(c.Name, StartAt) && !strings.EqualFold(c.Name, EndAt) {
+			add(errorf(f.Source.Pos, "the changelog of %s has column %s: names starting with __ are reserved for bqcdc's internal columns; rename the source column", source, c.Name))
+		}
+	}
 
 	for _, k := range f.Keys {
 		c, err := lookup(k, "KEYS", changelog, source)
@@ -79,17 +84,17 @@ func Bind(f *Flow, changelog schema.Columns) (*Bound, error) {
 	}
 	if f.TrackHistory != nil {
 		var err *Error
-		b.Tracked, err = b.subset(f.TrackHistory, "TRACK HISTORY ON")
+		b.Tracked, err = b.subset(f.TrackHistory, "TRACK HISTORY ON", false)
 		add(err)
 		if err == nil && len(b.Tracked) == 0 {
 			add(errorf(f.TrackHistory.Pos, "TRACK HISTORY ON selects no column: every change would update the current version in place; list at least one non-key column"))
 		}
 	} else if f.SCDType == 2 {
-		b.Tracked = b.defaultSubset(nil)
+		b.Tracked = b.defaultSubset(nil, false)
 	}
 	if f.IgnoreNull != nil {
 		var err *Error
-		b.IgnoreNull, err = b.subset(f.IgnoreNull, "IGNORE NULL UPDATES ON")
+		b.IgnoreNull, err = b.subset(f.IgnoreNull, "IGNORE NULL UPDATES ON", true)
 		add(err)
 	}
 
@@ -173,18 +178,21 @@ func (b *Bound) isSequence(name string) bool {
 // every output column except keys, sequence columns and bqcdc's _cdc_*
 // metadata (which changes with every event and would make every event a
 // change), minus except.
-func (b *Bound) defaultSubset(except map[string]bool) []string {
+func (b *Bound) defaultSubset(except map[string]bool, nullable bool) []string {
 	var out []string
 	for _, c := range b.Output {
 		if b.isKey(c.Name) || b.isSequence(c.Name) || strings.HasPrefix(strings.ToLower(c.Name), MetadataPrefix) || except[c.Name] {
 			continue
+		}
+		if nullable && c.Repeated {
+			continue // BigQuery arrays are never NULL: nothing to ignore
 		}
 		out = append(out, c.Name)
 	}
 	return out
 }
 
-func (b *Bound) subset(spec *ColumnSpec, clause string) ([]string, *Error) {
+func (b *Bound) subset(spec *ColumnSpec, clause string, nullable bool) ([]string, *Error) {
 	check := func(id Ident) (string, *Error) {
 		c, ok := b.Output.Lookup(id.Name)
 		if !ok {
@@ -197,6 +205,9 @@ func (b *Bound) subset(spec *ColumnSpec, clause string) ([]string, *Error) {
 		if b.isKey(c.Name) {
 			return "", errorf(id.Pos, "%s names key column %s: keys identify the row, so they never change and are never NULL-ignored; drop it here", clause, c.Name)
 		}
+		if nullable && c.Repeated {
+			return "", errorf(id.Pos, "%s names %s, an ARRAY: BigQuery arrays are never NULL, so there is nothing to ignore; drop it here", clause, c.Name)
+		}
 		return c.Name, nil
 	}
 	if spec.All {
@@ -208,7 +219,7 @@ func (b *Bound) subset(spec *ColumnSpec, clause string) ([]string, *Error) {
 			}
 			except[name] = true
 		}
-		return b.defaultSubset(except), nil
+		return b.defaultSubset(except, nullable), nil
 	}
 	var out []string
 	for _, id := range spec.List {

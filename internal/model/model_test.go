@@ -1,0 +1,69 @@
+package model
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func ev(key int64, seq int64, msg string, op Op, vals map[string]any) Event {
+	return Event{Key: []any{key}, Seq: []any{seq}, MsgID: msg, Op: op, Values: vals}
+}
+
+func TestSCD1(t *testing.T) {
+	cfg := Config{Values: []string{"name", "city"}, IgnoreNull: map[string]bool{"city": true}}
+	events := []Event{
+		ev(1, 1, "m1", Upsert, map[string]any{"name": "a", "city": "x"}),
+		ev(1, 3, "m3", Upsert, map[string]any{"name": "c", "city": nil}), // NULL city ignored
+		ev(1, 2, "m2", Upsert, map[string]any{"name": "b", "city": "y"}), // late
+		ev(2, 1, "m4", Upsert, map[string]any{"name": "d", "city": "z"}),
+		ev(2, 2, "m5", Delete, nil),
+		ev(2, 1, "m6", Upsert, map[string]any{"name": "old", "city": "q"}), // older than the delete: no resurrection
+		ev(3, 1, "m7", Upsert, map[string]any{"name": "e", "city": "w"}),
+		ev(3, 2, "m8", Delete, nil),
+		ev(3, 3, "m9", Upsert, map[string]any{"name": "f", "city": nil}), // after a delete: NULL stays NULL
+		ev(1, 3, "m3", Upsert, map[string]any{"name": "c", "city": nil}), // redelivered
+	}
+	want := []Row{
+		{Key: []any{int64(1)}, Values: map[string]any{"name": "c", "city": "y"}},
+		{Key: []any{int64(3)}, Values: map[string]any{"name": "f", "city": nil}},
+	}
+	if d := cmp.Diff(want, SCD1(events, cfg)); d != "" {
+		t.Errorf("SCD1 (-want +got):\n%s", d)
+	}
+	// A truncate at sequence 2 (message t1 sorts after m2) removes what is
+	// older, including the non-NULL city at sequence 2; later events apply.
+	trunc := Event{Key: []any{nil}, Seq: []any{int64(2)}, MsgID: "t1", Op: Truncate}
+	got := SCD1(append(events, trunc), cfg)
+	want = []Row{
+		{Key: []any{int64(1)}, Values: map[string]any{"name": "c", "city": nil}},
+		{Key: []any{int64(3)}, Values: map[string]any{"name": "f", "city": nil}},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("SCD1 with truncate (-want +got):\n%s", d)
+	}
+}
+
+func TestSCD2(t *testing.T) {
+	cfg := Config{Values: []string{"name", "city"}, Tracked: map[string]bool{"name": true}}
+	events := []Event{
+		ev(1, 1, "m1", Upsert, map[string]any{"name": "a", "city": "x"}),
+		ev(1, 3, "m3", Upsert, map[string]any{"name": "a", "city": "y"}), // untracked change: in place
+		ev(1, 5, "m5", Upsert, map[string]any{"name": "b", "city": "y"}),
+		ev(1, 4, "m4", Upsert, map[string]any{"name": "z", "city": "y"}), // late: re-cuts [1,5)
+		ev(1, 7, "m7", Delete, nil),
+		ev(1, 9, "m9", Upsert, map[string]any{"name": "b", "city": "y"}), // reopens after the delete
+		ev(2, 2, "m2", Upsert, map[string]any{"name": "p", "city": "q"}),
+		ev(2, 2, "m2b", Upsert, map[string]any{"name": "r", "city": "q"}), // same sequence: m2 leaves an empty interval
+	}
+	want := []Version{
+		{Key: []any{int64(1)}, Start: []any{int64(1)}, End: []any{int64(4)}, Values: map[string]any{"name": "a", "city": "y"}},
+		{Key: []any{int64(1)}, Start: []any{int64(4)}, End: []any{int64(5)}, Values: map[string]any{"name": "z", "city": "y"}},
+		{Key: []any{int64(1)}, Start: []any{int64(5)}, End: []any{int64(7)}, Values: map[string]any{"name": "b", "city": "y"}},
+		{Key: []any{int64(1)}, Start: []any{int64(9)}, Values: map[string]any{"name": "b", "city": "y"}},
+		{Key: []any{int64(2)}, Start: []any{int64(2)}, Values: map[string]any{"name": "r", "city": "q"}},
+	}
+	if d := cmp.Diff(want, SCD2(events, cfg)); d != "" {
+		t.Errorf("SCD2 (-want +got):\n%s", d)
+	}
+}

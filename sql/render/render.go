@@ -1,0 +1,264 @@
+// Package render generates the BigQuery SQL of a flow from the templates in
+// templates/: the view that shows the target (current state for SCD type 1,
+// history for SCD type 2) and, for the compaction function, the statements
+// that fold changelog rows into the flow's state table.
+//
+// Every view reads the flow's state table (what compaction has folded) plus
+// the tail of the changelog ingested after the state's watermark, and folds
+// both with the same logic, so it returns the same rows before, during and
+// after a compaction. The SQL is built from names resolved against the
+// changelog schema (see package flow); every identifier is quoted and no
+// user value is spliced in unescaped.
+package render
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/schema"
+)
+
+//go:embed templates/*.sql.tmpl
+var templateFS embed.FS
+
+var templates = template.Must(template.New("").Funcs(template.FuncMap{
+	"join": func(list []string, sep string) string { return strings.Join(list, sep) },
+}).ParseFS(templateFS, "templates/*.sql.tmpl"))
+
+// Names of what a flow keeps in BigQuery besides its view.
+const (
+	StateSuffix = "__state" // the flow's state table: <target>__state
+)
+
+// Epoch is the watermark of a state table that was never compacted.
+var Epoch = time.Unix(0, 0).UTC()
+
+// Location says where a flow's objects live.
+type Location struct {
+	Project        string
+	DefaultDataset string // changelogs and unqualified targets
+}
+
+// Dataset is the dataset of the flow's view and state table.
+func (l Location) Dataset(f *flow.Flow) string {
+	if f.Target.Dataset != "" {
+		return f.Target.Dataset
+	}
+	return l.DefaultDataset
+}
+
+// ViewName is the view's table id (the flow's target).
+func ViewName(f *flow.Flow) string { return f.Target.Table }
+
+// StateName is the state table's id.
+func StateName(f *flow.Flow) string { return f.Target.Table + StateSuffix }
+
+func (l Location) table(dataset, table string) string {
+	return flow.QuoteIdent(l.Project) + "." + flow.QuoteIdent(dataset) + "." + flow.QuoteIdent(table)
+}
+
+// ChangelogTable is the quoted changelog of the flow's source.
+func (l Location) ChangelogTable(f *flow.Flow) string {
+	return l.table(l.DefaultDataset, changelog.TableName(f.Source.Name))
+}
+
+// StateTable is the quoted state table of the flow.
+func (l Location) StateTable(f *flow.Flow) string { return l.table(l.Dataset(f), StateName(f)) }
+
+// View renders the SQL of the flow's view. hint is a watermark already
+// committed to the state table (Epoch if none); it becomes the constant
+// partition filter, so it must never exceed the current watermark.
+func View(b *flow.Bound, loc Location, hint time.Time) (string, error) {
+	d := newData(b, loc, hint)
+	name := "scd1.sql.tmpl"
+	if b.SCDType == 2 {
+		name = "scd2.sql.tmpl"
+	}
+	var buf bytes.Buffer
+	if err := templates.ExecuteTemplate(&buf, name, d); err != nil {
+		return "", fmt.Errorf("rendering view of flow %s: %w", b.Name, err)
+	}
+	return buf.String(), nil
+}
+
+// seqCol is one SEQUENCE BY column and the internal names derived from it.
+type seqCol struct {
+	Name, Field, Start, Next string
+}
+
+// valueCol is an output column that is not a key.
+type valueCol struct {
+	Name       string // quoted
+	IgnoreNull bool
+	Counter    string // IGNORE NULL UPDATES run counter
+}
+
+type data struct {
+	Summary, File         string
+	Changelog, State      string
+	Hint                  string
+	Events                []string // quoted columns every event row carries
+	Keys                  []string
+	KeysQualified         []string
+	Sequence              []seqCol
+	Carry                 []string // event columns that are neither keys nor values
+	Values                []valueCol
+	IgnoreNullCols        []valueCol
+	Output                []string
+	Tracked               []string // SQL predicates: "column unchanged since the previous event"
+	Where, OpExpr         string
+	HasTruncate           bool
+	IgnoreNull            bool
+	Position              []string // for the truncate STRUCT
+	PositionAsc           []string
+	PositionDesc          []string
+	PositionDescQualified []string
+	AfterTruncate         string
+	StartAt, EndAt        string
+	NonEmpty              string
+}
+
+const msgPos = "IFNULL(`_cdc_message_id`, '')"
+
+func q(name string) string { return flow.QuoteIdent(name) }
+
+func newData(b *flow.Bound, loc Location, hint time.Time) *data {
+	d := &data{
+		Summary:     b.String(),
+		File:        b.Pos.File,
+		Changelog:   loc.ChangelogTable(b.Flow),
+		State:       loc.StateTable(b.Flow),
+		Hint:        hint.UTC().Format("2006-01-02 15:04:05.999999-07:00"),
+		Where:       b.Where,
+		HasTruncate: b.Truncate != "",
+		IgnoreNull:  len(b.IgnoreNull) > 0,
+	}
+	for _, c := range EventColumns(b) {
+		d.Events = append(d.Events, q(c.Name))
+	}
+	for _, k := range b.Keys {
+		d.Keys = append(d.Keys, q(k.Name))
+		d.KeysQualified = append(d.KeysQualified, "e."+q(k.Name))
+	}
+	values := map[string]bool{}
+	for i, c := range b.Output {
+		d.Output = append(d.Output, q(c.Name))
+		if isIn(b.Keys, c.Name) {
+			continue
+		}
+		v := valueCol{Name: q(c.Name), IgnoreNull: b.IsIgnoreNull(c.Name), Counter: fmt.Sprintf("__n%d", i)}
+		values[c.Name] = true
+		d.Values = append(d.Values, v)
+		if v.IgnoreNull {
+			d.IgnoreNullCols = append(d.IgnoreNullCols, v)
+		}
+		if b.IsTracked(c.Name) {
+			d.Tracked = append(d.Tracked, unchanged(c))
+		}
+	}
+	for _, c := range EventColumns(b) {
+		if !isIn(b.Keys, c.Name) && !values[c.Name] {
+			d.Carry = append(d.Carry, q(c.Name))
+		}
+	}
+	var nonEmpty, starts, ends []string
+	for i, s := range b.Sequence {
+		sc := seqCol{Name: q(s.Name), Field: q(s.Name), Start: fmt.Sprintf("__start%d", i), Next: fmt.Sprintf("__next%d", i)}
+		d.Sequence = append(d.Sequence, sc)
+		d.Position = append(d.Position, fmt.Sprintf("%s AS __p%d", sc.Name, i))
+		d.PositionAsc = append(d.PositionAsc, sc.Name)
+		d.PositionDesc = append(d.PositionDesc, sc.Name+" DESC")
+		d.PositionDescQualified = append(d.PositionDescQualified, "e."+sc.Name+" DESC")
+		nonEmpty = append(nonEmpty, fmt.Sprintf("%s = %s", sc.Next, sc.Start))
+		starts = append(starts, fmt.Sprintf("%s AS %s", sc.Start, sc.Field))
+		ends = append(ends, fmt.Sprintf("%s AS %s", sc.Next, sc.Field))
+	}
+	d.Position = append(d.Position, msgPos+" AS __pm")
+	d.PositionAsc = append(d.PositionAsc, msgPos)
+	d.PositionDesc = append(d.PositionDesc, msgPos+" DESC")
+	d.PositionDescQualified = append(d.PositionDescQualified, "IFNULL(e.`_cdc_message_id`, '') DESC")
+	d.AfterTruncate = after(b.Sequence)
+	d.NonEmpty = fmt.Sprintf("%s IS NULL OR NOT (%s)", d.Sequence[0].Next, strings.Join(nonEmpty, " AND "))
+	if b.SequenceStruct {
+		d.StartAt = "STRUCT(" + strings.Join(starts, ", ") + ")"
+		d.EndAt = fmt.Sprintf("IF(%s IS NULL, NULL, STRUCT(%s))", d.Sequence[0].Next, strings.Join(ends, ", "))
+	} else {
+		d.StartAt, d.EndAt = d.Sequence[0].Start, d.Sequence[0].Next
+	}
+	d.OpExpr = opExpr(b)
+	return d
+}
+
+// EventColumns are the changelog columns a flow's events carry, in changelog
+// order: keys, sequence, output columns, and the message id and ingestion
+// time used to count a redelivered message once.
+func EventColumns(b *flow.Bound) schema.Columns {
+	need := map[string]bool{changelog.ColMessageID: true, changelog.ColIngestedAt: true}
+	for _, c := range b.Keys {
+		need[c.Name] = true
+	}
+	for _, c := range b.Sequence {
+		need[c.Name] = true
+	}
+	for _, c := range b.Output {
+		need[c.Name] = true
+	}
+	var out schema.Columns
+	for _, c := range b.Changelog {
+		if need[c.Name] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func isIn(cols schema.Columns, name string) bool {
+	_, ok := cols.Lookup(name)
+	return ok
+}
+
+// unchanged is the predicate "column c has the value it had at the previous
+// event" (window w). Types without = are compared as JSON text.
+func unchanged(c schema.Column) string {
+	if c.Equatable() {
+		return fmt.Sprintf("LAG(%s) OVER w IS NOT DISTINCT FROM %s", q(c.Name), q(c.Name))
+	}
+	return fmt.Sprintf("TO_JSON_STRING(LAG(%s) OVER w) = TO_JSON_STRING(%s)", q(c.Name), q(c.Name))
+}
+
+// after renders "event e is positioned after the truncate lt.__t": a
+// lexicographic comparison of (sequence..., message id), since STRUCTs
+// cannot be compared with > in BigQuery.
+func after(seq schema.Columns) string {
+	type pair struct{ e, t string }
+	var parts []pair
+	for i, s := range seq {
+		parts = append(parts, pair{"e." + q(s.Name), fmt.Sprintf("lt.__t.__p%d", i)})
+	}
+	parts = append(parts, pair{"IFNULL(e.`_cdc_message_id`, '')", "lt.__t.__pm"})
+	expr := fmt.Sprintf("%s > %s", parts[len(parts)-1].e, parts[len(parts)-1].t)
+	for i := len(parts) - 2; i >= 0; i-- {
+		expr = fmt.Sprintf("%s > %s OR (%s = %s AND (%s))", parts[i].e, parts[i].t, parts[i].e, parts[i].t, expr)
+	}
+	return "(" + expr + ")"
+}
+
+func opExpr(b *flow.Bound) string {
+	var whens []string
+	if b.Truncate != "" {
+		whens = append(whens, fmt.Sprintf("WHEN (%s) THEN 'T'", b.Truncate))
+	}
+	if b.Delete != "" {
+		whens = append(whens, fmt.Sprintf("WHEN (%s) THEN 'D'", b.Delete))
+	}
+	if len(whens) == 0 {
+		return "'U'"
+	}
+	return "CASE " + strings.Join(whens, " ") + " ELSE 'U' END"
+}

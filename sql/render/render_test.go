@@ -1,0 +1,109 @@
+package render
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/schema"
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// Changelog schemas of the test sources.
+func testSources() map[string]schema.Columns {
+	meta := changelog.MetadataColumns()
+	with := func(cols ...schema.Column) schema.Columns { return append(schema.Columns(cols), meta...) }
+	return map[string]schema.Columns{
+		"users": with(
+			schema.Column{Name: "userId", Type: schema.Int64}, schema.Column{Name: "name", Type: schema.String},
+			schema.Column{Name: "city", Type: schema.String}, schema.Column{Name: "operation", Type: schema.String},
+			schema.Column{Name: "sequenceNum", Type: schema.Int64}, schema.Column{Name: "tags", Type: schema.String, Repeated: true}),
+		"odd.names": with(
+			schema.Column{Name: "order", Type: schema.Int64}, schema.Column{Name: "group", Type: schema.String},
+			schema.Column{Name: "select", Type: schema.String}, schema.Column{Name: "from", Type: schema.Date},
+			schema.Column{Name: "where", Type: schema.JSON}, schema.Column{Name: "by", Type: schema.Timestamp}),
+	}
+}
+
+func boundTestFlows(t *testing.T) []*flow.Bound {
+	t.Helper()
+	flows, err := flow.ParseDir("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*flow.Bound
+	for _, f := range flows {
+		b, err := flow.Bind(f, testSources()[f.Source.Name])
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+var loc = Location{Project: "my-project", DefaultDataset: "cdc"}
+
+func TestViewGolden(t *testing.T) {
+	hint := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	for _, b := range boundTestFlows(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			got, err := View(b, loc, hint)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, _ := View(b, loc, hint)
+			if again != got {
+				t.Fatal("rendering twice gave different SQL")
+			}
+			path := filepath.Join("testdata", "golden", b.Name+".sql")
+			if *update {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test ./sql/render -update to create it)", err)
+			}
+			if d := cmp.Diff(string(want), got); d != "" {
+				t.Errorf("view SQL differs from %s (-want +got; go test ./sql/render -update rewrites it):\n%s", path, d)
+			}
+		})
+	}
+}
+
+// Every identifier the SQL mentions is quoted: scanning the SQL with string
+// literals and comments removed, a bare word must be a SQL keyword, a
+// function, or one of bqcdc's internal __ names.
+func TestViewQuotesEveryIdentifier(t *testing.T) {
+	allowed := map[string]bool{}
+	for _, w := range strings.Fields(`WITH AS SELECT FROM WHERE AND OR NOT IS NULL IN TRUE QUALIFY OVER PARTITION BY ORDER
+		ROWS BETWEEN UNBOUNDED PRECEDING CURRENT ROW UNION ALL CASE WHEN THEN ELSE END DESC ASC LIMIT GROUP HAVING MIN MAX
+		CROSS JOIN DISTINCT IGNORE NULLS WINDOW TIMESTAMP DATE IFNULL ANY_VALUE ARRAY_AGG STRUCT SAFE_OFFSET ROW_NUMBER COUNTIF
+		COUNT IF FIRST_VALUE LAG LEAD TO_JSON_STRING e lt w folded_until watermark tail state events last_truncate ranked
+		segmented current_state numbered filled_counts filled flagged versioned versions`) {
+		allowed[strings.ToUpper(w)] = true
+	}
+	strip := regexp.MustCompile("(?s)--[^\n]*|'(?:[^'\\\\]|\\\\.)*'|`[^`]*`")
+	word := regexp.MustCompile(`\b[A-Za-z_][A-Za-z0-9_]*\b`)
+	for _, b := range boundTestFlows(t) {
+		sql, err := View(b, loc, Epoch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range word.FindAllString(strip.ReplaceAllString(sql, " "), -1) {
+			if !allowed[strings.ToUpper(w)] && !strings.HasPrefix(w, "__") {
+				t.Errorf("%s: bare identifier %q in the SQL", b.Name, w)
+			}
+		}
+	}
+}

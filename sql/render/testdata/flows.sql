@@ -1,0 +1,46 @@
+-- Flows whose rendered SQL is kept in golden/: one per template branch.
+
+CREATE FLOW users_scd1 AS AUTO CDC INTO users_current
+FROM STREAM(users)
+KEYS (userId)
+APPLY AS DELETE WHEN operation = 'DELETE'
+SEQUENCE BY sequenceNum
+COLUMNS * EXCEPT (operation, sequenceNum);
+
+CREATE FLOW users_scd1_truncate AS AUTO CDC INTO analytics.users_partial
+FROM STREAM(users)
+KEYS (userId)
+APPLY AS DELETE WHEN operation = 'DELETE'
+APPLY AS TRUNCATE WHEN operation = 'TRUNCATE'
+SEQUENCE BY sequenceNum
+COLUMNS (userId, name, city, tags)
+IGNORE NULL UPDATES ON (name, city)
+WHERE city IS NULL OR city != 'Test City'
+STORED AS SCD TYPE 1;
+
+CREATE FLOW users_scd2 AS AUTO CDC INTO users_history
+FROM STREAM(users)
+KEYS (userId)
+APPLY AS DELETE WHEN operation = 'DELETE'
+SEQUENCE BY sequenceNum
+COLUMNS * EXCEPT (operation, sequenceNum)
+STORED AS SCD TYPE 2;
+
+APPLY CHANGES INTO users_tracked
+FROM STREAM(users)
+KEYS (userId)
+APPLY AS DELETE WHEN operation = 'DELETE'
+SEQUENCE BY STRUCT(sequenceNum, _cdc_sequence)
+COLUMNS * EXCEPT (operation)
+STORED AS SCD TYPE 2
+TRACK HISTORY ON * EXCEPT (city)
+IGNORE NULL UPDATES;
+
+-- Reserved words as column names, composite key.
+CREATE FLOW odd_names AS AUTO CDC INTO `odd`
+FROM STREAM(`odd.names`)
+KEYS (`order`, `group`)
+APPLY AS DELETE WHEN `select` = 'x' AND `from` < DATE '2020-01-01'
+SEQUENCE BY `by`
+STORED AS SCD TYPE 2
+TRACK HISTORY ON (`select`, `from`, `where`);
