@@ -68,7 +68,7 @@ func runApply(ctx context.Context, args []string) error {
 	}
 	defer bq.Close()
 	var rep apply.Report
-	err = apply.All(ctx, bq, apply.Target{Project: t.bq.Project, Dataset: t.dataset}, flows, t.schemaSource(), &rep)
+	_, err = apply.All(ctx, bq, apply.Target{Project: t.bq.Project, Dataset: t.dataset}, flows, t.schemaSource(), &rep)
 	for _, line := range rep {
 		fmt.Println(line)
 	}

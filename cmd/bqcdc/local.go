@@ -94,6 +94,17 @@ func playDemo(ctx context.Context, st *localstack.Stack) error {
 		return err
 	}
 	demo.PrintTable(os.Stdout, "dead letters", []string{"topic", "message_id", "stage", "reason"}, dead)
+	for _, b := range st.Bound {
+		rows, err := demo.Query(ctx, st.BigQuery, fmt.Sprintf("SELECT * FROM `%s.%s` ORDER BY 1, 2", st.Location().Dataset(b.Flow), b.Target.Table))
+		if err != nil {
+			return err
+		}
+		cols := b.Output.Names()
+		if b.SCDType == 2 {
+			cols = append(cols, "__START_AT", "__END_AT")
+		}
+		demo.PrintTable(os.Stdout, fmt.Sprintf("view %s (flow %s, SCD type %d)", b.Target, b.Name, b.SCDType), cols, rows)
+	}
 	res, err := demo.Check(ctx, st, sent)
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/changelog"
 	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/sql/render"
 )
 
 // Target names where bqcdc's objects live.
@@ -55,22 +56,29 @@ func LookupSources(ctx context.Context, flows []*flow.Flow, schemas Schemas) (ma
 // All applies everything the flows need: the dataset, one changelog per
 // source (clustered by the keys of its first flow), the dead-letter table,
 // and each flow's state and view.
-func All(ctx context.Context, bq *bigquery.Client, t Target, flows []*flow.Flow, schemas Schemas, rep *Report) error {
+func All(ctx context.Context, bq *bigquery.Client, t Target, flows []*flow.Flow, schemas Schemas, rep *Report) ([]*flow.Bound, error) {
 	sources, err := LookupSources(ctx, flows, schemas)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	bound, err := Bind(flows, sources)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	return bound, apply(ctx, bq, t, bound, sources, rep)
+}
+
+func apply(ctx context.Context, bq *bigquery.Client, t Target, bound []*flow.Bound, sources map[string]SourceSchema, rep *Report) error {
 	if err := Dataset(ctx, bq, t.Dataset, rep); err != nil {
 		return err
 	}
-	for _, src := range flow.Sources(flows) {
+	for _, src := range boundSources(bound) {
 		var keys []string
-		for _, k := range flow.ForSource(flows, src)[0].Keys {
-			keys = append(keys, k.Name)
+		for _, b := range bound {
+			if b.Source.Name == src {
+				keys = b.Keys.Names()
+				break
+			}
 		}
 		if err := Changelog(ctx, bq, t.Dataset, sources[src], keys, rep); err != nil {
 			return err
@@ -79,6 +87,19 @@ func All(ctx context.Context, bq *bigquery.Client, t Target, flows []*flow.Flow,
 	if err := DeadLetters(ctx, bq, t.Dataset, rep); err != nil {
 		return err
 	}
-	_ = bound // views and snapshot tables are applied from the bound flows (see views.go)
+	loc := render.Location{Project: t.Project, DefaultDataset: t.Dataset}
+	for _, b := range bound {
+		if err := FlowObjects(ctx, bq, loc, b, rep); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+func boundSources(bound []*flow.Bound) []string {
+	flows := make([]*flow.Flow, len(bound))
+	for i, b := range bound {
+		flows[i] = b.Flow
+	}
+	return flow.Sources(flows)
 }

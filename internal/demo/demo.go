@@ -16,6 +16,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/changelog"
 	"github.com/bqcdc/bqcdc/internal/localstack"
 	"github.com/bqcdc/bqcdc/internal/registry"
+	"github.com/bqcdc/bqcdc/internal/viewcheck"
 	"github.com/bqcdc/bqcdc/internal/wire"
 	"github.com/hamba/avro/v2"
 	"google.golang.org/api/iterator"
@@ -102,8 +103,8 @@ func envelope(e Event) map[string]any {
 
 // Result summarises where the published messages ended.
 type Result struct {
-	Published, Rows, Tombstones, DeadLetters int
-	Problems                                 []string
+	Published, Rows, Tombstones, DeadLetters, Views int
+	Problems                                        []string
 }
 
 // OK reports whether everything landed as sent.
@@ -180,6 +181,16 @@ func Check(ctx context.Context, st *localstack.Stack, sent []Published) (Result,
 				res.Problems = append(res.Problems, fmt.Sprintf("message %s landed as op %v sequence %v, want %s %s", p.MessageID, rows[0]["_cdc_op"], rows[0]["_cdc_sequence"], p.Op, p.Sequence()))
 			}
 		}
+	}
+	for _, b := range st.Bound {
+		diff, err := viewcheck.Check(ctx, st.BigQuery, b, st.Location())
+		if err != nil {
+			return res, err
+		}
+		if diff != "" {
+			res.Problems = append(res.Problems, fmt.Sprintf("view %s differs from the reference model:\n%s", b.Target, diff))
+		}
+		res.Views++
 	}
 	if res.Tombstones != wantTombstones {
 		res.Problems = append(res.Problems, fmt.Sprintf("%d tombstones counted, want %d", res.Tombstones, wantTombstones))

@@ -28,6 +28,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/registry"
 	"github.com/bqcdc/bqcdc/internal/registryserver"
+	"github.com/bqcdc/bqcdc/sql/render"
 	"github.com/goccy/bigquery-emulator/server"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
@@ -62,6 +63,7 @@ const host = "127.0.0.1"
 type Stack struct {
 	Options
 	Flows []*flow.Flow
+	Bound []*flow.Bound // the flows bound to their changelog schemas by Apply
 
 	BigQueryURL, StorageAddr, PubSubAddr, RegistryURL, FunctionURL string
 
@@ -236,12 +238,18 @@ func (s *Stack) startFunctions() error {
 func (s *Stack) Apply(ctx context.Context) error {
 	var rep apply.Report
 	reg := registry.New(s.RegistryURL, registry.Options{})
-	err := apply.All(ctx, s.BigQuery, apply.Target{Project: s.Project, Dataset: s.Dataset}, s.Flows,
+	bound, err := apply.All(ctx, s.BigQuery, apply.Target{Project: s.Project, Dataset: s.Dataset}, s.Flows,
 		apply.Schemas{Dir: s.SchemasDir, Registry: reg}, &rep)
+	s.Bound = bound
 	for _, line := range rep {
 		s.Log.Info("apply", "done", line)
 	}
 	return err
+}
+
+// Location is where the stack keeps flow objects.
+func (s *Stack) Location() render.Location {
+	return render.Location{Project: s.Project, DefaultDataset: s.Dataset}
 }
 
 // Topics and subscriptions per source.

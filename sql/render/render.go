@@ -262,3 +262,19 @@ func opExpr(b *flow.Bound) string {
 	}
 	return "CASE " + strings.Join(whens, " ") + " ELSE 'U' END"
 }
+
+// EventsQuery selects a flow's changelog events as the view sees them before
+// folding: the flow's WHERE applied, NULL sequences dropped, and __op
+// classified by its DELETE/TRUNCATE conditions. Tests feed its rows to the
+// reference model; compaction reports use it to count.
+func EventsQuery(b *flow.Bound, loc Location) string {
+	d := newData(b, loc, Epoch)
+	where := []string{}
+	for _, s := range d.Sequence {
+		where = append(where, s.Name+" IS NOT NULL")
+	}
+	if b.Where != "" {
+		where = append(where, "("+b.Where+")")
+	}
+	return fmt.Sprintf("SELECT %s, %s AS __op FROM %s WHERE %s", strings.Join(d.Events, ", "), d.OpExpr, d.Changelog, strings.Join(where, " AND "))
+}
