@@ -87,11 +87,12 @@ var usersImage = schema.Columns{
 }
 
 func TestDatabricksDocumentedExample(t *testing.T) {
-	for _, c := range loadDatabricksCases(t) {
+	for i, c := range loadDatabricksCases(t) {
 		t.Run(c.Name, func(t *testing.T) {
+			e := newEnv(t, projectName("dbx", int64(i)))
 			source := "dbx." + c.Name
-			cols := createSource(t, source, usersImage)
-			bound := applyFlows(t, c.Name+".sql", flowText(c, source), map[string]schema.Columns{source: cols})
+			cols := e.createSource(t, source, usersImage)
+			bound := e.applyFlows(t, c.Name+".sql", flowText(c, source), map[string]schema.Columns{source: cols})
 			var rows []map[string]any
 			start := time.Now().Add(-time.Hour)
 			for i, in := range c.Input {
@@ -109,9 +110,9 @@ func TestDatabricksDocumentedExample(t *testing.T) {
 				}
 				rows = append(rows, row)
 			}
-			appendRows(t, source, rows)
+			e.appendRows(t, source, rows)
 
-			got, err := viewcheck.Actual(context.Background(), stack.BigQuery, bound[0], location())
+			got, err := viewcheck.Actual(context.Background(), e.bq, bound[0], e.loc)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -33,6 +33,8 @@ func TestMain(m *testing.M) {
 		Project: "e2e", Dataset: "cdc", FlowsDir: "testdata/flows", SchemasDir: "testdata/schemas",
 		Log:                 slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 		MaxDeliveryAttempts: 5,
+		// No background purge: tests that run many queries use their own
+		// emulator projects (see env).
 	}
 	var err error
 	stack, err = localstack.Start(context.Background(), o)

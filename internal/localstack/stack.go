@@ -48,13 +48,16 @@ type Options struct {
 	Log              *slog.Logger
 	// MaxDeliveryAttempts before a message goes to the dead-letter topic.
 	MaxDeliveryAttempts int
+	// PurgeJobsEvery deletes the emulator's finished jobs periodically (see
+	// PurgeJobs); 0 never does.
+	PurgeJobsEvery time.Duration
 }
 
 // DefaultOptions are the documented local ports.
 func DefaultOptions() Options {
 	return Options{Project: "local", Dataset: config.DefaultDataset, BigQueryPort: 9050, StoragePort: 9060,
 		PubSubPort: 8085, RegistryPort: 8081, FunctionPort: 8080, FlowsDir: "sql/flows", SchemasDir: "schemas",
-		MaxDeliveryAttempts: 5}
+		MaxDeliveryAttempts: 5, PurgeJobsEvery: 10 * time.Second}
 }
 
 const host = "127.0.0.1"
@@ -259,6 +262,13 @@ func DeadLetterTopic(topic string) string  { return topic + "-dead-letter" }
 func (s *Stack) startRelays(ctx context.Context) error {
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
+	if s.PurgeJobsEvery > 0 {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.purgeJobsEvery(rctx, s.PurgeJobsEvery)
+		}()
+	}
 	for _, topic := range flow.Sources(s.Flows) {
 		if err := s.createTopic(ctx, topic); err != nil {
 			return err
