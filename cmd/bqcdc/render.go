@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/bqcdc/bqcdc/internal/apply"
+	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/sql/render"
+)
+
+// runRender prints (or writes) the SQL of every flow's view. It needs no
+// BigQuery: changelog schemas come from the schemas folder, or from the
+// registry when --registry-url is given.
+func runRender(ctx context.Context, args []string) error {
+	var t target
+	fs := flag.NewFlagSet("render", flag.ContinueOnError)
+	t.register(fs)
+	out := fs.String("out", "", "write one <flow>.sql file per flow into this folder instead of printing")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if t.bq.Project == "" {
+		t.bq.Project = "PROJECT"
+	}
+	flows, err := flow.ParseDir(t.flows)
+	if err != nil {
+		return err
+	}
+	sources, err := apply.LookupSources(ctx, flows, t.schemaSource())
+	if err != nil {
+		return err
+	}
+	bound, err := apply.Bind(flows, sources)
+	if err != nil {
+		return err
+	}
+	loc := render.Location{Project: t.bq.Project, DefaultDataset: t.dataset}
+	if *out != "" {
+		if err := os.MkdirAll(*out, 0o755); err != nil {
+			return err
+		}
+	}
+	for _, b := range bound {
+		sql, err := render.View(b, loc, render.Epoch)
+		if err != nil {
+			return err
+		}
+		if *out == "" {
+			fmt.Printf("-- view %s.%s\n%s;\n\n", loc.Dataset(b.Flow), b.Target.Table, sql)
+			continue
+		}
+		path := filepath.Join(*out, b.Name+".sql")
+		if err := os.WriteFile(path, []byte(sql+"\n"), 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", path, err)
+		}
+		fmt.Println("wrote", path)
+	}
+	return nil
+}
