@@ -3,6 +3,7 @@
 //	bqcdc local    run everything on 127.0.0.1, play the demo change stream
 //	bqcdc apply    create or update the dataset, changelog tables and views
 //	bqcdc render   print the SQL of every flow's view
+//	bqcdc compact  fold changelogs into state tables once
 //
 // Run `bqcdc <command> -h` for the flags of a command.
 package main
@@ -24,6 +25,7 @@ var commands = []command{
 	{"local", "run the BigQuery and Pub/Sub emulators, a schema registry, the functions and the demo on 127.0.0.1", runLocal},
 	{"apply", "create or update the dataset, changelog tables, dead-letter table, state tables and views in BigQuery", runApply},
 	{"render", "print (or write with --out) the SQL of every flow's view; needs no BigQuery", runRender},
+	{"compact", "fold the changelogs into the flows' state tables once, and print the per-flow report", runCompact},
 }
 
 func usage() {

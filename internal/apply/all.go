@@ -87,6 +87,9 @@ func apply(ctx context.Context, bq *bigquery.Client, t Target, bound []*flow.Bou
 	if err := DeadLetters(ctx, bq, t.Dataset, rep); err != nil {
 		return err
 	}
+	if err := CompactionReport(ctx, bq, t.Dataset, rep); err != nil {
+		return err
+	}
 	loc := render.Location{Project: t.Project, DefaultDataset: t.Dataset}
 	for _, b := range bound {
 		if err := FlowObjects(ctx, bq, loc, b, rep); err != nil {

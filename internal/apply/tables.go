@@ -86,6 +86,15 @@ func DeadLetters(ctx context.Context, bq *bigquery.Client, dataset string, rep *
 	return ensureTable(ctx, bq.Dataset(dataset).Table(changelog.DeadLetterTable), want, rep)
 }
 
+// CompactionReport creates or evolves the compaction report table.
+func CompactionReport(ctx context.Context, bq *bigquery.Client, dataset string, rep *Report) error {
+	want := &bigquery.TableMetadata{
+		Description: "bqcdc compaction: the last run of every flow (watermark, counts, errors). Written by bqcdc compact.",
+		Schema:      bqschema.ToBigQuery(changelog.CompactionColumns()),
+	}
+	return ensureTable(ctx, bq.Dataset(dataset).Table(changelog.CompactionTable), want, rep)
+}
+
 // ensureTable creates t as want, or brings an existing table's schema,
 // description and labels up to date. Partitioning and clustering are only set
 // at creation: changing them would rewrite the table.

@@ -16,8 +16,10 @@ import (
 
 // State table columns beyond the flow's event columns.
 const (
-	ColStateOp  = "__op"  // U upsert, D delete, T truncate, W watermark marker
-	ColStateGen = "__gen" // the watermark of the compaction that wrote the row
+	ColStateKey       = "__key"       // the key as one string, for set operations that must match NULL keys
+	ColStateOp        = "__op"        // U upsert, D delete, T truncate, W watermark marker
+	ColStateGen       = "__gen"       // generation: when the compaction run that wrote the row started
+	ColStateWatermark = "__watermark" // on W markers: changelog rows ingested up to it are folded
 )
 
 // StateColumns is the schema of a flow's state table: the event columns of
@@ -29,8 +31,10 @@ func StateColumns(b *flow.Bound) schema.Columns {
 		cols[i].Required = false
 	}
 	return append(cols,
+		schema.Column{Name: ColStateKey, Type: schema.String, Description: "The key as JSON text (NULL on truncate and watermark rows)."},
 		schema.Column{Name: ColStateOp, Type: schema.String, Required: true, Description: "U upsert, D delete (tombstone), T truncate, W watermark marker."},
-		schema.Column{Name: ColStateGen, Type: schema.Timestamp, Required: true, Description: "Watermark of the compaction run that wrote the row; per key only the newest generation counts."},
+		schema.Column{Name: ColStateGen, Type: schema.Timestamp, Required: true, Description: "Generation: start of the compaction run that wrote the row; per key only the newest generation counts."},
+		schema.Column{Name: ColStateWatermark, Type: schema.Timestamp, Description: "On W rows: every changelog row ingested at or before it is folded; _cdc_ingested_at holds the newest ingestion time read."},
 	)
 }
 
@@ -53,7 +57,7 @@ func State(ctx context.Context, bq *bigquery.Client, loc render.Location, b *flo
 
 // Watermark reads a flow's current watermark (render.Epoch if never compacted).
 func Watermark(ctx context.Context, bq *bigquery.Client, loc render.Location, f *flow.Flow) (time.Time, error) {
-	sql := fmt.Sprintf("SELECT MAX(%s) AS w FROM %s WHERE %s = 'W'", ColStateGen, loc.StateTable(f), ColStateOp)
+	sql := fmt.Sprintf("SELECT MAX(%s) AS w FROM %s WHERE %s = 'W'", ColStateWatermark, loc.StateTable(f), ColStateOp)
 	it, err := bq.Query(sql).Read(ctx)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("reading the watermark of flow %s: %w", f.Name, err)

@@ -7,8 +7,13 @@ import (
 	"github.com/bqcdc/bqcdc/internal/schema"
 )
 
+// float64Type is FLOAT64 rather than the client's legacy FLOAT: the API
+// accepts both, and the BigQuery emulator refuses INSERT ... SELECT of a
+// FLOAT64 value into a column created as FLOAT.
+const float64Type bigquery.FieldType = "FLOAT64"
+
 var toField = map[string]bigquery.FieldType{
-	schema.Int64: bigquery.IntegerFieldType, schema.Float64: bigquery.FloatFieldType, schema.Bool: bigquery.BooleanFieldType,
+	schema.Int64: bigquery.IntegerFieldType, schema.Float64: float64Type, schema.Bool: bigquery.BooleanFieldType,
 	schema.String: bigquery.StringFieldType, schema.Bytes: bigquery.BytesFieldType, schema.Numeric: bigquery.NumericFieldType,
 	schema.BigNumeric: bigquery.BigNumericFieldType, schema.Date: bigquery.DateFieldType, schema.Time: bigquery.TimeFieldType,
 	schema.Datetime: bigquery.DateTimeFieldType, schema.Timestamp: bigquery.TimestampFieldType, schema.JSON: bigquery.JSONFieldType,
@@ -20,6 +25,10 @@ var fromField = func() map[bigquery.FieldType]string {
 	for k, v := range toField {
 		m[v] = k
 	}
+	m[bigquery.FloatFieldType] = schema.Float64
+	m["INT64"] = schema.Int64
+	m["BOOL"] = schema.Bool
+	m["STRUCT"] = schema.Record
 	return m
 }()
 

@@ -38,7 +38,11 @@ type env struct {
 
 var projects sync.Map
 
-func newEnv(t *testing.T, project string) *env {
+func newEnv(t *testing.T, project string) *env { return newEnvTB(t, project) }
+
+func newEnvB(b *testing.B, project string) *env { return newEnvTB(b, project) }
+
+func newEnvTB(t testing.TB, project string) *env {
 	t.Helper()
 	if _, dup := projects.LoadOrStore(project, true); dup {
 		t.Fatalf("project %s used twice", project)
@@ -59,6 +63,10 @@ func newEnv(t *testing.T, project string) *env {
 	}
 	e := &env{bq: bq, w: bqwrite.NewWriter(bq, mw, project, stack.Dataset), cfg: cfg,
 		loc: render.Location{Project: project, DefaultDataset: stack.Dataset}}
+	var rep apply.Report
+	if err := apply.CompactionReport(ctx, bq, stack.Dataset, &rep); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		e.w.Close()
 		mw.Close()
@@ -68,7 +76,7 @@ func newEnv(t *testing.T, project string) *env {
 }
 
 // createSource creates the changelog of source for a row image.
-func (e *env) createSource(t *testing.T, source string, image schema.Columns) schema.Columns {
+func (e *env) createSource(t testing.TB, source string, image schema.Columns) schema.Columns {
 	t.Helper()
 	cols, err := changelog.Schema(image)
 	if err != nil {
@@ -84,7 +92,7 @@ func (e *env) createSource(t *testing.T, source string, image schema.Columns) sc
 
 // applyFlows parses flow text, binds it to the given changelogs and applies
 // each flow's state table and view.
-func (e *env) applyFlows(t *testing.T, file, text string, changelogs map[string]schema.Columns) []*flow.Bound {
+func (e *env) applyFlows(t testing.TB, file, text string, changelogs map[string]schema.Columns) []*flow.Bound {
 	t.Helper()
 	flows, err := flow.Parse(file, text)
 	if err != nil {
@@ -107,7 +115,7 @@ func (e *env) applyFlows(t *testing.T, file, text string, changelogs map[string]
 
 // appendRows appends canonical rows to a source's changelog, retrying the
 // emulator's transient "database is locked".
-func (e *env) appendRows(t *testing.T, source string, rows []map[string]any) {
+func (e *env) appendRows(t testing.TB, source string, rows []map[string]any) {
 	t.Helper()
 	for attempt := 0; ; attempt++ {
 		err := e.w.Append(context.Background(), changelog.TableName(source), rows)
@@ -122,3 +130,8 @@ func (e *env) appendRows(t *testing.T, source string, rows []map[string]any) {
 }
 
 func projectName(prefix string, n int64) string { return fmt.Sprintf("%s-%d", prefix, n) }
+
+func queryEnv(e *env, sql string) ([]map[string]any, error) {
+	rows, err := demoQuery(e, sql)
+	return rows, err
+}

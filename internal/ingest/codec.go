@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"sync"
 
@@ -124,4 +125,21 @@ func (c *codecs) build(ctx context.Context, writerID, readerID int) (*codec, err
 		return nil, failure.Permanent(failure.StageConvert, fmt.Errorf("reader schema %d: %w", readerID, err))
 	}
 	return &codec{api: avro.Config{}.Freeze(), writer: writer, shape: shape, fields: fields}, nil
+}
+
+// decode reads one record. hamba's Unmarshal takes running out of input
+// exactly at a field boundary for success (it ignores io.EOF), which would
+// let a truncated message through with its last fields missing; reading
+// through a Reader and treating any end-of-input as an error does not.
+func (cd *codec) decode(payload []byte) (map[string]any, error) {
+	r := avro.NewReader(nil, 0, avro.WithReaderConfig(cd.api)).Reset(payload)
+	var rec map[string]any
+	r.ReadVal(cd.writer, &rec)
+	switch {
+	case errors.Is(r.Error, io.EOF):
+		return nil, fmt.Errorf("payload truncated: %w", io.ErrUnexpectedEOF)
+	case r.Error != nil:
+		return nil, r.Error
+	}
+	return rec, nil
 }

@@ -149,8 +149,8 @@ func (s *Service) process(ctx context.Context, m Message, table string) (int, er
 	if err != nil {
 		return id, err
 	}
-	var rec map[string]any
-	if err := cd.api.Unmarshal(cd.writer, frame.Payload, &rec); err != nil {
+	rec, err := cd.decode(frame.Payload)
+	if err != nil {
 		return id, failure.Permanent(failure.StageDecode, fmt.Errorf("decoding Avro payload with schema %d: %w", id, err))
 	}
 	ch, err := cd.shape.Flatten(rec)

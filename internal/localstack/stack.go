@@ -6,13 +6,16 @@
 package localstack
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -22,8 +25,11 @@ import (
 	pb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"cloud.google.com/go/pubsub/v2/pstest"
 	"github.com/GoogleCloudPlatform/functions-framework-go/funcframework"
+	compactfn "github.com/bqcdc/bqcdc/functions/compact"
+	_ "github.com/bqcdc/bqcdc/functions/ingest" // registers the Ingest function the relays deliver to
 	"github.com/bqcdc/bqcdc/internal/apply"
 	"github.com/bqcdc/bqcdc/internal/bqclient"
+	"github.com/bqcdc/bqcdc/internal/compact"
 	"github.com/bqcdc/bqcdc/internal/config"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/registry"
@@ -51,13 +57,23 @@ type Options struct {
 	// PurgeJobsEvery deletes the emulator's finished jobs periodically (see
 	// PurgeJobs); 0 never does.
 	PurgeJobsEvery time.Duration
+	// CompactEvery calls the Compact function on this schedule, as Cloud
+	// Scheduler does in production; 0 never does. OnCompaction receives
+	// each run's outcome.
+	CompactEvery time.Duration
+	OnCompaction func([]compact.Report, error)
+	// VisibilityLag is the compaction watermark's distance from the clock.
+	// Local appends are visible as soon as they are acknowledged, so a few
+	// seconds suffice (production uses the ingest timeout plus clock skew).
+	VisibilityLag time.Duration
 }
 
 // DefaultOptions are the documented local ports.
 func DefaultOptions() Options {
 	return Options{Project: "local", Dataset: config.DefaultDataset, BigQueryPort: 9050, StoragePort: 9060,
 		PubSubPort: 8085, RegistryPort: 8081, FunctionPort: 8080, FlowsDir: "sql/flows", SchemasDir: "schemas",
-		MaxDeliveryAttempts: 5, PurgeJobsEvery: 10 * time.Second}
+		MaxDeliveryAttempts: 5, PurgeJobsEvery: 10 * time.Second, CompactEvery: 30 * time.Second,
+		VisibilityLag: 2 * time.Second}
 }
 
 const host = "127.0.0.1"
@@ -204,10 +220,15 @@ func (s *Stack) startFunctions() error {
 	}
 	// The functions read their configuration from the environment, exactly
 	// as deployed; here it points at the local services.
+	flowsDir, err := filepath.Abs(s.FlowsDir)
+	if err != nil {
+		return err
+	}
 	env := map[string]string{
 		config.EnvProject: s.Project, config.EnvDataset: s.Dataset,
 		config.EnvBigQueryEndpoint: s.BigQueryURL, config.EnvStorageEndpoint: s.StorageAddr,
-		config.EnvRegistryURL: s.RegistryURL,
+		config.EnvRegistryURL: s.RegistryURL, compactfn.EnvFlowsDir: flowsDir,
+		config.EnvVisibilityLag: s.VisibilityLag.String(),
 	}
 	for k, v := range env {
 		if err := os.Setenv(k, v); err != nil {
@@ -250,6 +271,30 @@ func (s *Stack) Apply(ctx context.Context) error {
 	return err
 }
 
+// Compact calls the Compact function over HTTP, as Cloud Scheduler does,
+// for the named flows (all when none).
+func (s *Stack) Compact(ctx context.Context, flows []string) ([]compact.Report, error) {
+	body, _ := json.Marshal(map[string][]string{"flows": flows})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.FunctionURL+"/"+compactfn.EntryPoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("calling the Compact function: %w", err)
+	}
+	defer resp.Body.Close()
+	var out compactfn.Response
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return nil, fmt.Errorf("decoding the Compact function's answer (%s): %w", resp.Status, err)
+	}
+	if out.Error != "" {
+		return out.Reports, fmt.Errorf("Compact function: %s", out.Error)
+	}
+	return out.Reports, nil
+}
+
 // Location is where the stack keeps flow objects.
 func (s *Stack) Location() render.Location {
 	return render.Location{Project: s.Project, DefaultDataset: s.Dataset}
@@ -262,6 +307,25 @@ func DeadLetterTopic(topic string) string  { return topic + "-dead-letter" }
 func (s *Stack) startRelays(ctx context.Context) error {
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
+	if s.CompactEvery > 0 {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			t := time.NewTicker(s.CompactEvery)
+			defer t.Stop()
+			for {
+				select {
+				case <-rctx.Done():
+					return
+				case <-t.C:
+					reports, err := s.Compact(rctx, nil)
+					if s.OnCompaction != nil && rctx.Err() == nil {
+						s.OnCompaction(reports, err)
+					}
+				}
+			}
+		}()
+	}
 	if s.PurgeJobsEvery > 0 {
 		s.wg.Add(1)
 		go func() {

@@ -122,7 +122,14 @@ type data struct {
 	AfterTruncate         string
 	StartAt, EndAt        string
 	NonEmpty              string
+
+	Compaction   bool     // render the compaction form of the shared CTEs
+	P            params   // the run's timestamps, as SQL literals
+	MarkerValues []string // the event columns of a watermark marker row
+	SequenceNull string   // "some sequence column is NULL"
 }
+
+const foldedMaxMarker = "\x00folded_max" // replaced by the run's literal
 
 const msgPos = "IFNULL(`_cdc_message_id`, '')"
 
@@ -192,7 +199,96 @@ func newData(b *flow.Bound, loc Location, hint time.Time) *data {
 		d.StartAt, d.EndAt = d.Sequence[0].Start, d.Sequence[0].Next
 	}
 	d.OpExpr = opExpr(b)
+	var nulls []string
+	for _, s := range d.Sequence {
+		nulls = append(nulls, s.Name+" IS NULL")
+	}
+	d.SequenceNull = strings.Join(nulls, " OR ")
+	for _, c := range EventColumns(b) {
+		switch {
+		case c.Name == changelog.ColIngestedAt:
+			d.MarkerValues = append(d.MarkerValues, foldedMaxMarker)
+		case c.Repeated:
+			d.MarkerValues = append(d.MarkerValues, "CAST([] AS "+c.SQLType()+")")
+		default:
+			d.MarkerValues = append(d.MarkerValues, "CAST(NULL AS "+c.SQLType()+")")
+		}
+	}
 	return d
+}
+
+// Run holds the timestamps of one compaction run. They are rendered into the
+// SQL as TIMESTAMP literals (constants, so BigQuery prunes partitions with
+// them) rather than sent as query parameters: the BigQuery emulator bound
+// a TIMESTAMP parameter of the fold as a DATE (midnight) in some statements.
+type Run struct {
+	Watermark       time.Time // the previous watermark: rows after it are read
+	FoldedMax       time.Time // the newest _cdc_ingested_at folded so far
+	Generation      time.Time // the generation this run writes
+	NewWatermark    time.Time // the watermark this run commits
+	TombstoneCutoff time.Time // SCD 1 tombstones ingested before it are dropped
+}
+
+type params struct {
+	Watermark, FoldedMax, Generation, NewWatermark, TombstoneCutoff string
+}
+
+// Literal renders a timestamp as a BigQuery TIMESTAMP literal.
+func Literal(t time.Time) string {
+	return "TIMESTAMP '" + t.UTC().Format("2006-01-02 15:04:05.999999-07:00") + "'"
+}
+
+// CompactionSQL are the statements of one flow's compaction run, in order.
+type CompactionSQL struct {
+	Marker       string // the newest watermark marker and generation
+	Stats        string // what the run would read
+	Fold         string // the INSERT of the new generation and its marker
+	GCSuperseded string // older generations of rewritten keys
+	GCMarkers    string // older truncates and markers
+	GCTombstones string // expired tombstones (SCD 1 only; "" otherwise)
+}
+
+// Compaction renders the compaction statements of a flow for one run.
+func Compaction(b *flow.Bound, loc Location, r Run) (CompactionSQL, error) {
+	d := newData(b, loc, Epoch)
+	d.Compaction = true
+	d.P = params{Watermark: Literal(r.Watermark), FoldedMax: Literal(r.FoldedMax), Generation: Literal(r.Generation),
+		NewWatermark: Literal(r.NewWatermark), TombstoneCutoff: Literal(r.TombstoneCutoff)}
+	for i, v := range d.MarkerValues {
+		if v == foldedMaxMarker {
+			d.MarkerValues[i] = d.P.FoldedMax
+		}
+	}
+	run := func(name string) (string, error) {
+		var buf bytes.Buffer
+		if err := templates.ExecuteTemplate(&buf, name, d); err != nil {
+			return "", fmt.Errorf("rendering %s of flow %s: %w", name, b.Name, err)
+		}
+		return buf.String(), nil
+	}
+	var c CompactionSQL
+	var err error
+	fold := "compact_scd1.sql.tmpl"
+	if b.SCDType == 2 {
+		fold = "compact_scd2.sql.tmpl"
+	}
+	for _, step := range []struct {
+		name string
+		dst  *string
+	}{
+		{"marker_now", &c.Marker}, {"stats", &c.Stats}, {fold, &c.Fold},
+		{"gc_superseded", &c.GCSuperseded}, {"gc_markers", &c.GCMarkers},
+	} {
+		if *step.dst, err = run(step.name); err != nil {
+			return c, err
+		}
+	}
+	if b.SCDType == 1 {
+		if c.GCTombstones, err = run("gc_tombstones"); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
 }
 
 // EventColumns are the changelog columns a flow's events carry, in changelog

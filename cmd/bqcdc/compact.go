@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/bqcdc/bqcdc/internal/bqclient"
+	"github.com/bqcdc/bqcdc/internal/compact"
+	"github.com/bqcdc/bqcdc/internal/config"
+	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/sql/render"
+)
+
+type names []string
+
+func (n *names) String() string     { return strings.Join(*n, ",") }
+func (n *names) Set(v string) error { *n = append(*n, v); return nil }
+
+// runCompact runs one compaction of every flow (or of the --flow ones)
+// against BigQuery or the local stack, and prints the per-flow report.
+func runCompact(ctx context.Context, args []string) error {
+	var t target
+	var only names
+	fs := flag.NewFlagSet("compact", flag.ContinueOnError)
+	t.register(fs)
+	fs.Var(&only, "flow", "compact only this flow (repeatable)")
+	lag := fs.Duration("visibility-lag", config.DefaultVisibilityLag, "how long after _cdc_ingested_at a row may become visible (ingest timeout + clock skew)")
+	tombstones := fs.Int("tombstone-retention-days", config.DefaultTombstoneRetention, "keep SCD 1 delete tombstones this many days (0: forever)")
+	retention := fs.Int("changelog-retention-days", 0, "delete compacted changelog days older than this (0: keep forever)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if t.bq.Project == "" {
+		return fmt.Errorf("--project (or %s) is required", config.EnvProject)
+	}
+	flows, err := flow.ParseDir(t.flows)
+	if err != nil {
+		return err
+	}
+	bq, err := bqclient.NewBigQuery(ctx, t.bq)
+	if err != nil {
+		return err
+	}
+	defer bq.Close()
+	loc := render.Location{Project: t.bq.Project, DefaultDataset: t.dataset}
+	bound, err := compact.Bind(ctx, bq, loc, flows)
+	if err != nil {
+		return err
+	}
+	if bound, err = compact.Select(bound, only); err != nil {
+		return err
+	}
+	c := compact.New(bq, loc, compact.Options{VisibilityLag: *lag,
+		TombstoneRetention: time.Duration(*tombstones) * 24 * time.Hour,
+		ChangelogRetention: time.Duration(*retention) * 24 * time.Hour})
+	failed := 0
+	for _, r := range c.Run(ctx, bound) {
+		fmt.Println(FormatReport(r))
+		if r.Outcome == compact.Failed {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d flow(s) failed", failed)
+	}
+	return nil
+}
+
+// FormatReport renders one flow's report on one line.
+func FormatReport(r compact.Report) string {
+	s := fmt.Sprintf("%-22s %-11s read %d events (%d without sequence), %d keys, wrote %d rows, watermark %s -> %s, %s",
+		r.Flow, r.Outcome, r.EventsRead, r.WithoutSequence, r.KeysTouched, r.RowsWritten,
+		stamp(r.WatermarkBefore), stamp(r.WatermarkAfter), r.Duration.Round(time.Millisecond))
+	if r.Error != "" {
+		s += "\n    error: " + r.Error
+	}
+	return s
+}
+
+func stamp(t time.Time) string {
+	if t.Equal(render.Epoch) || t.IsZero() {
+		return "never"
+	}
+	return t.UTC().Format("15:04:05.000")
+}

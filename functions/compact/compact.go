@@ -1,0 +1,162 @@
+// Package compact is the Cloud Run function Cloud Scheduler calls (with an
+// OIDC token; Cloud Run checks it) to compact every flow, or the flows named
+// in the request: ?flow=a&flow=b, or a JSON body {"flows": ["a", "b"]}.
+//
+// The entry point is "Compact". It answers 200 with a per-flow JSON report,
+// or 500 with the same report when any flow failed, so the scheduler records
+// the failure (and may retry: compaction is idempotent).
+package compact
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
+	"github.com/bqcdc/bqcdc/internal/bqclient"
+	"github.com/bqcdc/bqcdc/internal/compact"
+	"github.com/bqcdc/bqcdc/internal/config"
+	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/logging"
+	"github.com/bqcdc/bqcdc/sql/render"
+)
+
+// EntryPoint is the name the function is registered and deployed under.
+const EntryPoint = "Compact"
+
+// EnvFlowsDir names a folder of flow files that overrides the flows built
+// into the function.
+const EnvFlowsDir = "BQCDC_FLOWS_DIR"
+
+func init() {
+	functions.HTTP(EntryPoint, Handle)
+}
+
+var (
+	builtin fs.FS // set by the deployable root package: sql/flows embedded
+
+	once    sync.Once
+	service *runner
+	initErr error
+)
+
+// UseFlows sets the flow files built into the function (the root package
+// embeds sql/flows and calls it from init).
+func UseFlows(files fs.FS) { builtin = files }
+
+type runner struct {
+	compactor *compact.Compactor
+	flows     []*flow.Bound
+}
+
+func setup(ctx context.Context) (*runner, error) {
+	once.Do(func() {
+		cfg, err := config.FromEnv()
+		if err != nil {
+			initErr = fmt.Errorf("configuring compact: %w", err)
+			return
+		}
+		flows, err := loadFlows()
+		if err != nil {
+			initErr = err
+			return
+		}
+		ctx := context.WithoutCancel(ctx)
+		bq, err := bqclient.NewBigQuery(ctx, cfg.BigQuery)
+		if err != nil {
+			initErr = err
+			return
+		}
+		loc := render.Location{Project: cfg.BigQuery.Project, DefaultDataset: cfg.Dataset}
+		bound, err := compact.Bind(ctx, bq, loc, flows)
+		if err != nil {
+			initErr = err
+			return
+		}
+		logging.New(os.Stdout).Info("compact configured", "config", cfg.Redacted(), "flows", len(bound))
+		service = &runner{flows: bound, compactor: compact.New(bq, loc, compact.Options{
+			VisibilityLag:      cfg.VisibilityLag,
+			TombstoneRetention: time.Duration(cfg.TombstoneRetentionDays) * 24 * time.Hour,
+			ChangelogRetention: time.Duration(cfg.ChangelogRetentionDays) * 24 * time.Hour,
+		})}
+	})
+	return service, initErr
+}
+
+func loadFlows() ([]*flow.Flow, error) {
+	if dir := os.Getenv(EnvFlowsDir); dir != "" {
+		return flow.ParseDir(dir)
+	}
+	if builtin == nil {
+		return nil, fmt.Errorf("no flows: set %s or deploy from the repository root (which builds sql/flows in)", EnvFlowsDir)
+	}
+	names, err := fs.Glob(builtin, "*.sql")
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	srcs := map[string]string{}
+	var files []string
+	for _, n := range names {
+		b, err := fs.ReadFile(builtin, n)
+		if err != nil {
+			return nil, err
+		}
+		file := path.Join("sql/flows", n)
+		files = append(files, file)
+		srcs[file] = string(b)
+	}
+	return flow.ParseFiles(files, srcs)
+}
+
+// Response is the function's answer.
+type Response struct {
+	Reports []compact.Report `json:"reports"`
+	Error   string           `json:"error,omitempty"`
+}
+
+// Handle is the HTTP entry point.
+func Handle(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	svc, err := setup(r.Context())
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, Response{Error: err.Error()})
+		return
+	}
+	names := r.URL.Query()["flow"]
+	if r.Body != nil && r.ContentLength != 0 {
+		var body struct {
+			Flows []string `json:"flows"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			writeJSON(w, http.StatusBadRequest, Response{Error: "decoding the request body: " + err.Error()})
+			return
+		}
+		names = append(names, body.Flows...)
+	}
+	flows, err := compact.Select(svc.flows, names)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, Response{Error: err.Error()})
+		return
+	}
+	reports := svc.compactor.Run(r.Context(), flows)
+	status := http.StatusOK
+	for _, rep := range reports {
+		if rep.Outcome == compact.Failed {
+			status = http.StatusInternalServerError
+		}
+	}
+	writeJSON(w, status, Response{Reports: reports})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

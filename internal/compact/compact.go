@@ -1,0 +1,412 @@
+// Package compact folds changelog rows into each flow's state table, so the
+// flow's view reads the state plus a short tail instead of the whole
+// changelog. It is what the scheduled Compact function and `bqcdc compact`
+// run.
+//
+// # Why it is correct without transactions
+//
+// A state table holds generations of rows. Each run writes a new generation
+// in ONE INSERT statement: the rows of every key the new changelog rows touch
+// (their folded events) plus a watermark marker W. Views take, per key, only
+// the rows of its newest generation, and read the changelog tail ingested
+// after the newest marker's W. A single INSERT is atomic, so a view sees
+// either the old generation with the old tail, or the new generation with the
+// new tail, and both fold to the same result. Everything after the INSERT
+// only deletes rows no view can see (older generations of rewritten keys,
+// older markers, expired tombstones) and may crash at any point: the next run
+// reads the same state and finishes the cleanup. Re-running a crashed fold
+// re-reads the rows after the old watermark and folds them again, which is
+// idempotent: events are deduplicated by message id and the fold keeps only
+// events that decide the view.
+//
+// # Why no late row is lost
+//
+// _cdc_ingested_at is stamped by the ingest function before its append, and
+// an append completes within the function's timeout, so a row becomes
+// visible at most VisibilityLag after its _cdc_ingested_at. A run starting
+// at time C reads everything after the old watermark that is visible, and
+// sets the new watermark to C - VisibilityLag: every row at or before it was
+// visible when the run read, so it is folded; a row appended later has a
+// later _cdc_ingested_at and stays in the view's tail until the next run
+// folds it. Concurrent runs are safe too: a generation is the run's start
+// time, views pick each key's newest generation, and any row a newer
+// generation missed is newer than that generation's watermark, hence in the
+// tail.
+package compact
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"github.com/bqcdc/bqcdc/internal/apply"
+	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/sql/render"
+	"google.golang.org/api/googleapi"
+	"google.golang.org/api/iterator"
+)
+
+// Steps of a run, in order; AfterStep is called after each.
+const (
+	StepFold      = "fold"      // the INSERT of the new generation: the commit point
+	StepGC        = "gc"        // deleting superseded rows
+	StepView      = "view"      // moving the view's partition-pruning bound
+	StepReport    = "report"    // the row in _bqcdc_compaction_state
+	StepRetention = "retention" // expiring compacted changelog partitions
+)
+
+// Options configure a Compactor.
+type Options struct {
+	// VisibilityLag bounds how long after its _cdc_ingested_at a changelog
+	// row can become visible: the ingest function's timeout plus clock skew.
+	VisibilityLag time.Duration
+	// TombstoneRetention keeps SCD 1 delete tombstones this long (by
+	// ingestion time); 0 keeps them forever.
+	TombstoneRetention time.Duration
+	// ChangelogRetention deletes changelog days older than this once every
+	// flow reading the source has folded them; 0 keeps the changelog forever.
+	ChangelogRetention time.Duration
+	// Now is the clock (tests replace it).
+	Now func() time.Time
+	// AfterStep runs after each step of a flow's run; an error stops the run
+	// there, as a crash would (tests inject failures with it).
+	AfterStep func(flow, step string) error
+	// Attempts and Backoff govern retries of transient BigQuery errors
+	// (concurrent DML on the same table, rate limits, 5xx).
+	Attempts int
+	Backoff  time.Duration
+}
+
+// Compactor runs compactions against one BigQuery project.
+type Compactor struct {
+	bq   *bigquery.Client
+	loc  render.Location
+	opts Options
+}
+
+// New returns a compactor.
+func New(bq *bigquery.Client, loc render.Location, opts Options) *Compactor {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Attempts == 0 {
+		opts.Attempts = 6
+	}
+	if opts.Backoff == 0 {
+		opts.Backoff = time.Second
+	}
+	return &Compactor{bq: bq, loc: loc, opts: opts}
+}
+
+// Report is the outcome of one flow's run.
+type Report struct {
+	Flow            string        `json:"flow"`
+	Target          string        `json:"target"`
+	Outcome         string        `json:"outcome"` // compacted, up to date, failed
+	EventsRead      int64         `json:"events_read"`
+	WithoutSequence int64         `json:"events_without_sequence"`
+	KeysTouched     int64         `json:"keys_touched"`
+	RowsWritten     int64         `json:"rows_written"`
+	WatermarkBefore time.Time     `json:"watermark_before"`
+	WatermarkAfter  time.Time     `json:"watermark_after"`
+	Generation      time.Time     `json:"generation,omitempty"`
+	Duration        time.Duration `json:"duration_ns"`
+	Error           string        `json:"error,omitempty"`
+}
+
+// Outcomes.
+const (
+	Compacted = "compacted"
+	UpToDate  = "up to date"
+	Failed    = "failed"
+)
+
+// Run compacts every flow, one after the other; a failing flow does not stop
+// the others. Then it expires changelog days every flow has folded.
+func (c *Compactor) Run(ctx context.Context, flows []*flow.Bound) []Report {
+	var reports []Report
+	for _, b := range flows {
+		reports = append(reports, c.Flow(ctx, b))
+	}
+	if c.opts.ChangelogRetention > 0 {
+		c.expire(ctx, flows, reports)
+	}
+	return reports
+}
+
+type marker struct {
+	gen, watermark, foldedMax, newestGen time.Time
+	found                                bool
+}
+
+// Flow compacts one flow.
+func (c *Compactor) Flow(ctx context.Context, b *flow.Bound) Report {
+	start := c.opts.Now().UTC()
+	rep := Report{Flow: b.Name, Target: b.Target.String()}
+	err := c.flow(ctx, b, start, &rep)
+	rep.Duration = time.Since(start)
+	if c.opts.Now != nil {
+		rep.Duration = c.opts.Now().Sub(start)
+	}
+	if err != nil {
+		rep.Outcome, rep.Error = Failed, err.Error()
+	}
+	// The report row is best effort: correctness never depends on it.
+	if rerr := c.report(ctx, b, rep, start); rerr != nil && rep.Error == "" {
+		rep.Error = "writing the report: " + rerr.Error()
+	}
+	return rep
+}
+
+func (c *Compactor) flow(ctx context.Context, b *flow.Bound, now time.Time, rep *Report) error {
+	sql, err := render.Compaction(b, c.loc, render.Run{})
+	if err != nil {
+		return err
+	}
+	m, err := c.marker(ctx, sql.Marker)
+	if err != nil {
+		return err
+	}
+	rep.WatermarkBefore, rep.WatermarkAfter = m.watermark, m.watermark
+	if sql, err = render.Compaction(b, c.loc, render.Run{Watermark: m.watermark, FoldedMax: m.foldedMax}); err != nil {
+		return err
+	}
+	st, err := c.stats(ctx, sql.Stats)
+	if err != nil {
+		return err
+	}
+	rep.EventsRead, rep.WithoutSequence, rep.KeysTouched = st.events, st.withoutSequence, st.keys
+	if st.unfolded == 0 {
+		// Nothing ingested since the last run: no generation, same watermark.
+		rep.Outcome = UpToDate
+		return nil
+	}
+	gen := now
+	if !gen.After(m.newestGen) {
+		gen = m.newestGen.Add(time.Microsecond) // generations only grow, whatever the clock does
+	}
+	watermark := now.Add(-c.opts.VisibilityLag).Truncate(time.Microsecond)
+	if watermark.Before(m.watermark) {
+		watermark = m.watermark
+	}
+	foldedMax := m.foldedMax
+	if st.newest.After(foldedMax) {
+		foldedMax = st.newest
+	}
+	run := render.Run{Watermark: m.watermark, FoldedMax: foldedMax, Generation: gen, NewWatermark: watermark,
+		TombstoneCutoff: c.tombstoneCutoff(now)}
+	if sql, err = render.Compaction(b, c.loc, run); err != nil {
+		return err
+	}
+	if err := c.exec(ctx, sql.Fold); err != nil {
+		return fmt.Errorf("folding: %w", err)
+	}
+	rep.Outcome, rep.Generation, rep.WatermarkAfter = Compacted, gen, watermark
+	if err := c.step(b, StepFold); err != nil {
+		return err
+	}
+	if rep.RowsWritten, err = c.count(ctx, fmt.Sprintf("SELECT COUNT(*) FROM %s WHERE __gen = %s AND __op != 'W'",
+		c.loc.StateTable(b.Flow), render.Literal(gen))); err != nil {
+		return err
+	}
+	if err := c.gc(ctx, b, sql, run, m); err != nil {
+		return err
+	}
+	if err := c.step(b, StepGC); err != nil {
+		return err
+	}
+	var applied apply.Report
+	if err := apply.View(ctx, c.bq, c.loc, b, watermark, &applied); err != nil {
+		return fmt.Errorf("moving the view's pruning bound: %w", err)
+	}
+	return c.step(b, StepView)
+}
+
+func (c *Compactor) step(b *flow.Bound, step string) error {
+	if c.opts.AfterStep == nil {
+		return nil
+	}
+	if err := c.opts.AfterStep(b.Name, step); err != nil {
+		return fmt.Errorf("stopped after step %s: %w", step, err)
+	}
+	return nil
+}
+
+func (c *Compactor) tombstoneCutoff(now time.Time) time.Time {
+	if c.opts.TombstoneRetention <= 0 {
+		return render.Epoch
+	}
+	return now.Add(-c.opts.TombstoneRetention)
+}
+
+// gc deletes rows no view reads any more. Each statement is idempotent.
+func (c *Compactor) gc(ctx context.Context, b *flow.Bound, sql render.CompactionSQL, run render.Run, m marker) error {
+	if err := c.exec(ctx, sql.GCSuperseded); err != nil {
+		return fmt.Errorf("deleting superseded rows: %w", err)
+	}
+	if m.found && m.gen.Before(run.Generation) {
+		// Finish the cleanup of the previous run, in case it stopped early.
+		prev := run
+		prev.Generation = m.gen
+		psql, err := render.Compaction(b, c.loc, prev)
+		if err != nil {
+			return err
+		}
+		if err := c.exec(ctx, psql.GCSuperseded); err != nil {
+			return fmt.Errorf("deleting rows superseded by the previous run: %w", err)
+		}
+	}
+	if err := c.exec(ctx, sql.GCMarkers); err != nil {
+		return fmt.Errorf("deleting older markers: %w", err)
+	}
+	if sql.GCTombstones != "" && c.opts.TombstoneRetention > 0 {
+		if err := c.exec(ctx, sql.GCTombstones); err != nil {
+			return fmt.Errorf("deleting expired tombstones: %w", err)
+		}
+	}
+	return nil
+}
+
+func (c *Compactor) marker(ctx context.Context, sql string) (marker, error) {
+	rows, err := c.query(ctx, sql)
+	if err != nil {
+		return marker{}, fmt.Errorf("reading the watermark: %w", err)
+	}
+	m := marker{gen: render.Epoch, watermark: render.Epoch, foldedMax: render.Epoch, newestGen: render.Epoch}
+	if len(rows) == 1 {
+		m.found = true
+		m.gen = ts(rows[0]["__gen"], render.Epoch)
+		m.watermark = ts(rows[0]["__watermark"], render.Epoch)
+		m.foldedMax = ts(rows[0]["folded_max"], render.Epoch)
+		m.newestGen = ts(rows[0]["newest_gen"], m.gen)
+	}
+	return m, nil
+}
+
+func ts(v bigquery.Value, def time.Time) time.Time {
+	if t, ok := v.(time.Time); ok {
+		return t.UTC()
+	}
+	return def
+}
+
+type stats struct {
+	events, withoutSequence, unfolded, keys int64
+	newest                                  time.Time
+}
+
+func (c *Compactor) stats(ctx context.Context, sql string) (stats, error) {
+	rows, err := c.query(ctx, sql)
+	if err != nil || len(rows) != 1 {
+		return stats{}, fmt.Errorf("reading what to fold: %w", err)
+	}
+	r := rows[0]
+	n := func(k string) int64 { v, _ := r[k].(int64); return v }
+	return stats{events: n("events"), withoutSequence: n("without_sequence"), unfolded: n("unfolded"), keys: n("keys"),
+		newest: ts(r["newest"], render.Epoch)}, nil
+}
+
+func (c *Compactor) count(ctx context.Context, sql string, params ...bigquery.QueryParameter) (int64, error) {
+	it, err := c.read(ctx, sql, params)
+	if err != nil {
+		return 0, err
+	}
+	var row []bigquery.Value
+	if err := it.Next(&row); err != nil {
+		return 0, err
+	}
+	n, _ := row[0].(int64)
+	return n, nil
+}
+
+func (c *Compactor) query(ctx context.Context, sql string, params ...bigquery.QueryParameter) ([]map[string]bigquery.Value, error) {
+	it, err := c.read(ctx, sql, params)
+	if err != nil {
+		return nil, err
+	}
+	var rows []map[string]bigquery.Value
+	for {
+		row := map[string]bigquery.Value{}
+		err := it.Next(&row)
+		if err == iterator.Done {
+			return rows, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, row)
+	}
+}
+
+// exec runs a DML statement, retrying transient failures.
+func (c *Compactor) exec(ctx context.Context, sql string, params ...bigquery.QueryParameter) error {
+	_, err := c.read(ctx, sql, params)
+	return err
+}
+
+func (c *Compactor) read(ctx context.Context, sql string, params []bigquery.QueryParameter) (*bigquery.RowIterator, error) {
+	var err error
+	for attempt := 0; attempt < c.opts.Attempts; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(c.opts.Backoff << (attempt - 1)):
+			}
+		}
+		q := c.bq.Query(sql)
+		q.Parameters = params
+		var it *bigquery.RowIterator
+		if it, err = q.Read(ctx); err == nil {
+			return it, nil
+		}
+		if !Transient(err) {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("giving up after %d attempts: %w", c.opts.Attempts, err)
+}
+
+// Transient reports whether a BigQuery error deserves a retry: concurrent
+// DML on one table (BigQuery runs 2 mutating statements per table and queues
+// 20, and aborts on conflicts), rate limits, and server errors.
+func Transient(err error) bool {
+	var gerr *googleapi.Error
+	if errors.As(err, &gerr) {
+		if gerr.Code == http.StatusTooManyRequests || gerr.Code >= 500 {
+			return true
+		}
+		for _, e := range gerr.Errors {
+			switch e.Reason {
+			case "rateLimitExceeded", "backendError", "internalError", "jobRateLimitExceeded", "quotaExceeded":
+				return true
+			}
+		}
+	}
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "concurrent update") || strings.Contains(msg, "could not serialize access") ||
+		strings.Contains(msg, "database is locked") // the emulator's SQLite under concurrent writes
+}
+
+func (c *Compactor) report(ctx context.Context, b *flow.Bound, r Report, start time.Time) error {
+	table := fmt.Sprintf("%s.%s.%s", flow.QuoteIdent(c.loc.Project), flow.QuoteIdent(c.loc.DefaultDataset), flow.QuoteIdent(changelog.CompactionTable))
+	p := func(name string, v any) bigquery.QueryParameter { return bigquery.QueryParameter{Name: name, Value: v} }
+	if err := c.exec(ctx, "DELETE FROM "+table+" WHERE flow = @flow", p("flow", b.Name)); err != nil {
+		return err
+	}
+	var gen any = bigquery.NullTimestamp{}
+	if !r.Generation.IsZero() {
+		gen = r.Generation
+	}
+	return c.exec(ctx, "INSERT INTO "+table+` (flow, target, watermark, generation, last_run, events_read, events_without_sequence,
+  keys_touched, rows_written, duration_ms, outcome, error)
+VALUES (@flow, @target, @watermark, @generation, @last_run, @events_read, @without_sequence, @keys, @rows, @duration_ms, @outcome, @error)`,
+		p("flow", b.Name), p("target", r.Target), p("watermark", r.WatermarkAfter), p("generation", gen), p("last_run", start),
+		p("events_read", r.EventsRead), p("without_sequence", r.WithoutSequence), p("keys", r.KeysTouched), p("rows", r.RowsWritten),
+		p("duration_ms", r.Duration.Milliseconds()), p("outcome", r.Outcome), p("error", r.Error))
+}

@@ -1,0 +1,58 @@
+package compact
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/sql/render"
+)
+
+// expire deletes changelog days that are older than the retention and that
+// every flow reading the source has folded (strictly before the day of the
+// lowest watermark). Whole days only: BigQuery drops whole partitions
+// without scanning them. A source with a failed flow is left alone this run.
+func (c *Compactor) expire(ctx context.Context, flows []*flow.Bound, reports []Report) {
+	now := c.opts.Now().UTC()
+	lowest := map[string]time.Time{}
+	failed := map[string]bool{}
+	for i, b := range flows {
+		src := b.Source.Name
+		r := reports[i]
+		if r.Outcome == Failed {
+			failed[src] = true
+			continue
+		}
+		if w, ok := lowest[src]; !ok || r.WatermarkAfter.Before(w) {
+			lowest[src] = r.WatermarkAfter
+		}
+	}
+	for src, w := range lowest {
+		if failed[src] {
+			continue
+		}
+		cutoff := now.Add(-c.opts.ChangelogRetention)
+		if w.Before(cutoff) {
+			cutoff = w
+		}
+		cutoff = cutoff.Truncate(24 * time.Hour)
+		sql := fmt.Sprintf("DELETE FROM %s WHERE `_cdc_ingested_at` < %s", c.loc.ChangelogTable(sourceFlow(flows, src)), render.Literal(cutoff))
+		if err := c.exec(ctx, sql); err != nil {
+			for i := range reports {
+				if flows[i].Source.Name == src && reports[i].Error == "" {
+					reports[i].Error = fmt.Sprintf("expiring changelog days before %s: %v", cutoff.Format(time.DateOnly), err)
+				}
+			}
+		}
+	}
+}
+
+func sourceFlow(flows []*flow.Bound, src string) *flow.Flow {
+	for _, b := range flows {
+		if b.Source.Name == src {
+			return b.Flow
+		}
+	}
+	return nil
+}

@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# Deploy bqcdc to Google Cloud: `terraform init` + `terraform apply` of a root
+# configuration (terraform/examples/demo by default), then `bqcdc apply` to
+# create or update the changelog tables and views in the dataset.
+#
+# Registry credentials for `bqcdc apply` are taken from BQCDC_REGISTRY_URL,
+# BQCDC_REGISTRY_USERNAME and BQCDC_REGISTRY_PASSWORD when set, otherwise read
+# from the Secret Manager secrets the Terraform configuration names. They are
+# never printed.
+set -euo pipefail
+
+usage() {
+  cat <<'EOF'
+Usage: scripts/deploy.sh --project ID --region REGION --dataset DATASET --tfvars FILE [options]
+
+Deploys bqcdc: terraform init/apply, then `go run ./cmd/bqcdc apply`.
+
+Required (flag or environment variable):
+  --project ID         Google Cloud project            (BQCDC_PROJECT)
+  --region REGION      functions / scheduler region     (BQCDC_REGION)
+  --dataset DATASET    BigQuery dataset                 (BQCDC_DATASET)
+  --tfvars FILE        Terraform variables file, e.g. terraform/examples/demo/terraform.tfvars
+                                                        (BQCDC_TFVARS)
+Options:
+  --location LOC       BigQuery location (default: US)  (BQCDC_LOCATION)
+  --tf-dir DIR         Terraform root configuration (default: terraform/examples/demo)
+  --state-bucket NAME  keep Terraform state in this GCS bucket (writes backend_override.tf)
+                                                        (BQCDC_TF_STATE_BUCKET)
+  --state-prefix PATH  object prefix of the state (default: bqcdc/<dataset>)
+  --auto-approve       do not ask before terraform apply
+  --skip-tables        stop after terraform apply (no `bqcdc apply`)
+  --dry-run            print every command instead of running it
+  -h, --help           show this help
+EOF
+}
+
+die() {
+  printf 'deploy.sh: %s\n' "$*" >&2
+  exit 2
+}
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+PROJECT="${BQCDC_PROJECT:-}"
+REGION="${BQCDC_REGION:-}"
+DATASET="${BQCDC_DATASET:-}"
+LOCATION="${BQCDC_LOCATION:-US}"
+TFVARS="${BQCDC_TFVARS:-}"
+TF_DIR="terraform/examples/demo"
+STATE_BUCKET="${BQCDC_TF_STATE_BUCKET:-}"
+STATE_PREFIX=""
+AUTO_APPROVE=0
+SKIP_TABLES=0
+DRY_RUN=0
+
+# value FLAG ARG: the argument of a flag, or an error if it is missing.
+value() {
+  [[ $# -ge 2 && -n "$2" && "$2" != --* ]] || die "$1 needs a value (see --help)"
+  printf '%s' "$2"
+}
+
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --project) PROJECT="$(value "$@")"; shift 2 ;;
+    --project=*) PROJECT="${1#*=}"; shift ;;
+    --region) REGION="$(value "$@")"; shift 2 ;;
+    --region=*) REGION="${1#*=}"; shift ;;
+    --dataset) DATASET="$(value "$@")"; shift 2 ;;
+    --dataset=*) DATASET="${1#*=}"; shift ;;
+    --location) LOCATION="$(value "$@")"; shift 2 ;;
+    --location=*) LOCATION="${1#*=}"; shift ;;
+    --tfvars) TFVARS="$(value "$@")"; shift 2 ;;
+    --tfvars=*) TFVARS="${1#*=}"; shift ;;
+    --tf-dir) TF_DIR="$(value "$@")"; shift 2 ;;
+    --tf-dir=*) TF_DIR="${1#*=}"; shift ;;
+    --state-bucket) STATE_BUCKET="$(value "$@")"; shift 2 ;;
+    --state-bucket=*) STATE_BUCKET="${1#*=}"; shift ;;
+    --state-prefix) STATE_PREFIX="$(value "$@")"; shift 2 ;;
+    --state-prefix=*) STATE_PREFIX="${1#*=}"; shift ;;
+    --auto-approve) AUTO_APPROVE=1; shift ;;
+    --skip-tables) SKIP_TABLES=1; shift ;;
+    --dry-run) DRY_RUN=1; shift ;;
+    -h | --help) usage; exit 0 ;;
+    *) usage >&2; die "unknown argument: $1" ;;
+  esac
+done
+
+missing=()
+[[ -n "$PROJECT" ]] || missing+=("--project")
+[[ -n "$REGION" ]] || missing+=("--region")
+[[ -n "$DATASET" ]] || missing+=("--dataset")
+[[ -n "$TFVARS" ]] || missing+=("--tfvars")
+if [[ ${#missing[@]} -gt 0 ]]; then
+  usage >&2
+  die "missing required ${missing[*]}"
+fi
+[[ "$PROJECT" =~ ^[a-z][a-z0-9-]{4,28}[a-z0-9]$ ]] || die "--project '$PROJECT' is not a project id"
+[[ "$REGION" =~ ^[a-z]+-[a-z]+[0-9]+$ ]] || die "--region '$REGION' is not a region such as europe-west1"
+[[ "$DATASET" =~ ^[A-Za-z0-9_]+$ && ${#DATASET} -le 1024 ]] || die "--dataset '$DATASET' may contain only letters, digits and underscores"
+[[ -f "$TFVARS" ]] || die "--tfvars file '$TFVARS' does not exist"
+[[ -d "$ROOT/$TF_DIR" ]] || die "--tf-dir '$TF_DIR' is not a directory of the repository"
+# terraform -chdir resolves -var-file against TF_DIR: pass an absolute path.
+TFVARS="$(cd "$(dirname "$TFVARS")" && pwd)/$(basename "$TFVARS")"
+STATE_PREFIX="${STATE_PREFIX:-bqcdc/$DATASET}"
+
+if [[ $DRY_RUN -eq 0 ]]; then
+  for tool in terraform go; do
+    command -v "$tool" >/dev/null || die "$tool is not installed"
+  done
+fi
+
+# run CMD...: run a command, or print it (shell-quoted) in dry-run mode.
+run() {
+  if [[ $DRY_RUN -eq 1 ]]; then
+    printf '+'
+    printf ' %q' "$@"
+    printf '\n'
+  else
+    "$@"
+  fi
+}
+
+step() { printf '==> %s\n' "$*" >&2; }
+
+cd "$ROOT"
+TF=(terraform "-chdir=$TF_DIR")
+TF_VARS=(
+  "-var-file=$TFVARS"
+  "-var=project_id=$PROJECT"
+  "-var=region=$REGION"
+  "-var=dataset_id=$DATASET"
+  "-var=location=$LOCATION"
+)
+
+init_args=(-input=false)
+if [[ -n "$STATE_BUCKET" ]]; then
+  step "using GCS state gs://$STATE_BUCKET/$STATE_PREFIX"
+  if [[ $DRY_RUN -eq 1 ]]; then
+    printf '+ write %q (terraform { backend "gcs" {} })\n' "$TF_DIR/backend_override.tf"
+  else
+    printf 'terraform {\n  backend "gcs" {}\n}\n' >"$TF_DIR/backend_override.tf"
+  fi
+  init_args+=("-backend-config=bucket=$STATE_BUCKET" "-backend-config=prefix=$STATE_PREFIX")
+fi
+
+step "terraform init ($TF_DIR)"
+run "${TF[@]}" init "${init_args[@]}"
+
+apply_args=(-input=false)
+[[ $AUTO_APPROVE -eq 1 ]] && apply_args+=(-auto-approve)
+step "terraform apply"
+run "${TF[@]}" apply "${apply_args[@]}" "${TF_VARS[@]}"
+
+if [[ $SKIP_TABLES -eq 1 ]]; then
+  step "skipping bqcdc apply (--skip-tables)"
+  exit 0
+fi
+
+# secret_value NAME OUTPUT: the latest version of the secret whose id is the
+# Terraform output OUTPUT, unless the variable NAME is already set.
+secret_value() {
+  local name="$1" output="$2" id
+  if [[ -n "${!name:-}" ]]; then
+    return 0
+  fi
+  if [[ $DRY_RUN -eq 1 ]]; then
+    # shellcheck disable=SC2016 # printed, not expanded
+    printf '+ %s=$(gcloud secrets versions access latest --project=%q --secret=$(terraform -chdir=%q output -raw %q))\n' \
+      "$name" "$PROJECT" "$TF_DIR" "$output"
+    printf -v "$name" '%s' "<$name>"
+    return 0
+  fi
+  id="$("${TF[@]}" output -raw "$output")"
+  printf -v "$name" '%s' "$(gcloud secrets versions access latest --project="$PROJECT" --secret="$id")"
+}
+
+step "reading Schema Registry settings (values are not printed)"
+if [[ $DRY_RUN -eq 0 ]] && [[ -z "${BQCDC_REGISTRY_URL:-}${BQCDC_REGISTRY_USERNAME:-}${BQCDC_REGISTRY_PASSWORD:-}" ]]; then
+  command -v gcloud >/dev/null || die "gcloud is needed to read the registry secrets (or set BQCDC_REGISTRY_URL, BQCDC_REGISTRY_USERNAME, BQCDC_REGISTRY_PASSWORD)"
+fi
+secret_value BQCDC_REGISTRY_URL registry_url_secret_id
+secret_value BQCDC_REGISTRY_USERNAME registry_username_secret_id
+secret_value BQCDC_REGISTRY_PASSWORD registry_password_secret_id
+export BQCDC_REGISTRY_USERNAME BQCDC_REGISTRY_PASSWORD
+
+step "bqcdc apply (changelog tables and views in $PROJECT:$DATASET)"
+if [[ $DRY_RUN -eq 1 ]]; then
+  run go run ./cmd/bqcdc apply --project "$PROJECT" --dataset "$DATASET" --location "$LOCATION" \
+    --flows sql/flows --schemas schemas --registry-url '<BQCDC_REGISTRY_URL>'
+else
+  go run ./cmd/bqcdc apply --project "$PROJECT" --dataset "$DATASET" --location "$LOCATION" \
+    --flows sql/flows --schemas schemas --registry-url "$BQCDC_REGISTRY_URL"
+fi
+step "done"

@@ -1,0 +1,391 @@
+package terraform_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/bqcdc/bqcdc/internal/flow"
+)
+
+// The contract between the Terraform and the Go code and flows: sources,
+// entry points, environment, and who may call or read what ((e) to (h)).
+
+// (e) The demo deploys exactly the sources the flows read.
+func TestDemoSourcesMatchFlows(t *testing.T) {
+	flows, err := flow.ParseDir(filepath.Join("..", "sql", "flows"))
+	if err != nil {
+		t.Fatalf("parsing sql/flows: %v", err)
+	}
+	want := flow.Sources(flows)
+	sort.Strings(want)
+
+	tfvars := config(t).tfvarsFile(t, "examples/demo/terraform.tfvars")
+	sources := tfvars.body.Attributes["sources"]
+	if sources == nil {
+		t.Fatal("examples/demo/terraform.tfvars sets no sources")
+	}
+	got, ok := objectKeys(sources.Expr)
+	if !ok {
+		t.Fatalf("%s: sources must be an object with literal topic names as keys", sources.SrcRange)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("sources in examples/demo/terraform.tfvars differ from the FROM STREAM sources of sql/flows (-flows +tfvars):\n%s"+
+			"Every flow source needs a topic and push subscription; a topic without a flow has no changelog table.", diff)
+	}
+}
+
+// (e) Each source gets a topic, a push subscription to ingest, a dead-letter
+// topic with its grants and a BigQuery subscription draining it; the root
+// instantiates the module once per entry of var.sources.
+func TestSourceModuleWiring(t *testing.T) {
+	cfg := config(t)
+	root := cfg.module(t, ".")
+	calls := root.callsTo("./modules/source")
+	if len(calls) != 1 {
+		t.Fatalf("the root module should call ./modules/source exactly once, got %d", len(calls))
+	}
+	for name, call := range calls {
+		if !refersTo(attrExpr(call.Body, "for_each"), "var.sources") {
+			t.Errorf("module %q must use for_each = var.sources (one instance per topic, keyed by topic name)", name)
+		}
+		if got := references(attrExpr(call.Body, "topic_name")); !cmp.Equal(got, []string{"each.key"}) {
+			t.Errorf("module %q: topic_name must be each.key, got %v", name, got)
+		}
+		if !refersTo(attrExpr(call.Body, "ingest_uri"), "module.ingest_function.uri") {
+			t.Errorf("module %q: ingest_uri must be module.ingest_function.uri", name)
+		}
+	}
+
+	src := cfg.module(t, "modules/source")
+	topics := src.resourcesOfType("google_pubsub_topic")
+	if topics["main"] == nil || len(topics) != 2 {
+		t.Fatalf("modules/source must declare google_pubsub_topic.main and one dead-letter topic, got %v", sortedKeys(topics))
+	}
+	var dlq string
+	for name := range topics {
+		if name != "main" {
+			dlq = "google_pubsub_topic." + name
+		}
+	}
+
+	var push, drain int
+	for name, sub := range src.resourcesOfType("google_pubsub_subscription") {
+		topic := attrExpr(sub.Body, "topic")
+		switch {
+		case child(sub.Body, "push_config") != nil:
+			push++
+			pc := childBody(sub.Body, "push_config")
+			if !refersTo(topic, "google_pubsub_topic.main") {
+				t.Errorf("push subscription %q must subscribe to google_pubsub_topic.main", name)
+			}
+			if !src.refersToExpanding(attrExpr(pc, "push_endpoint"), "var.ingest_uri") {
+				t.Errorf("push subscription %q must push to the ingest function (var.ingest_uri)", name)
+			}
+			oidc := childBody(pc, "oidc_token")
+			if !refersTo(attrExpr(oidc, "service_account_email"), "var.push_service_account_email") || !refersTo(attrExpr(oidc, "audience"), "var.ingest_uri") {
+				t.Errorf("push subscription %q must authenticate with an OIDC token of var.push_service_account_email for audience var.ingest_uri", name)
+			}
+			dl := childBody(sub.Body, "dead_letter_policy")
+			if !refersTo(attrExpr(dl, "dead_letter_topic"), dlq) || attrExpr(dl, "max_delivery_attempts") == nil {
+				t.Errorf("push subscription %q needs dead_letter_policy { dead_letter_topic = %s.id, max_delivery_attempts = ... }", name, dlq)
+			}
+		case child(sub.Body, "bigquery_config") != nil:
+			drain++
+			if !refersTo(topic, dlq) {
+				t.Errorf("BigQuery subscription %q must drain the dead-letter topic %s", name, dlq)
+			}
+			bq := childBody(sub.Body, "bigquery_config")
+			if exprSourceOf(src, bq, "write_metadata") != "true" {
+				t.Errorf("BigQuery subscription %q must set write_metadata = true (the table schema has the metadata columns)", name)
+			}
+		}
+	}
+	if push != 1 || drain != 1 {
+		t.Errorf("modules/source must have exactly one push subscription and one dead-letter BigQuery subscription, got %d and %d", push, drain)
+	}
+
+	grants := map[string]string{} // role -> resource type it is granted on
+	for key, r := range src.resources {
+		role, _ := literalString(attrExpr(r.Body, "role"))
+		if role != "" && refersTo(attrExpr(r.Body, "member"), "var.pubsub_service_agent_member") {
+			grants[role] = strings.SplitN(key, ".", 2)[0]
+		}
+	}
+	want := map[string]string{
+		"roles/pubsub.publisher":  "google_pubsub_topic_iam_member",        // publish to the dead-letter topic
+		"roles/pubsub.subscriber": "google_pubsub_subscription_iam_member", // acknowledge the forwarded message
+	}
+	if diff := cmp.Diff(want, grants); diff != "" {
+		t.Errorf("grants of the Pub/Sub service agent in modules/source (-want +got):\n%s", diff)
+	}
+}
+
+func exprSourceOf(m *tfModule, body *hclsyntax.Body, attr string) string {
+	a := body.Attributes[attr]
+	if a == nil {
+		return ""
+	}
+	return exprSource(m.fileOf(a.SrcRange), a.Expr)
+}
+
+// (f) The entry points deployed are the names the Go code registers.
+func TestEntryPointsMatchGoRegistrations(t *testing.T) {
+	root := config(t).module(t, ".")
+	deployed := map[string]string{}
+	for name, call := range root.callsTo("./modules/function") {
+		ep, ok := literalString(attrExpr(call.Body, "entry_point"))
+		if !ok {
+			t.Errorf("module %q: entry_point must be a literal", name)
+		}
+		deployed[name] = ep
+	}
+	if diff := cmp.Diff([]string{"compact_function", "ingest_function"}, sortedKeys(deployed)); diff != "" {
+		t.Fatalf("functions deployed by the root module (-want +got):\n%s", diff)
+	}
+	for call, fn := range map[string]struct{ dir, kind string }{
+		"ingest_function":  {"ingest", "CloudEvent"},
+		"compact_function": {"compact", "HTTP"},
+	} {
+		if name, ok := registeredName(t, fn.dir, fn.kind); ok && name != deployed[call] {
+			t.Errorf("module %q deploys entry point %q, but functions/%s registers functions.%s(%q, ...)", call, deployed[call], fn.dir, fn.kind, name)
+		}
+	}
+}
+
+// registeredName finds the single functions.<kind>("Name", ...) call in
+// functions/<dir>; it reports an error and false if there is not exactly one.
+func registeredName(t *testing.T, dir, kind string) (string, bool) {
+	t.Helper()
+	path := filepath.Join("..", "functions", dir)
+	files, err := filepath.Glob(filepath.Join(path, "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Errorf("functions/%s has no Go files: the %s function must register itself there with functions.%s(\"Name\", ...) (the deployment's entry point)", dir, dir, kind)
+		return "", false
+	}
+	re := regexp.MustCompile(`functions\.` + kind + `\(\s*(?:"([^"]+)"|([A-Za-z_][A-Za-z0-9_]*))`)
+	constDecl := regexp.MustCompile(`(?m)^\s*(?:const\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"([^"]+)"`)
+	var names []string
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		consts := map[string]string{}
+		for _, m := range constDecl.FindAllStringSubmatch(string(src), -1) {
+			consts[m[1]] = m[2]
+		}
+		for _, m := range re.FindAllStringSubmatch(string(src), -1) {
+			switch {
+			case m[1] != "":
+				names = append(names, m[1])
+			case consts[m[2]] != "":
+				names = append(names, consts[m[2]])
+			default:
+				t.Errorf("%s: functions.%s registers %s, which is not a string constant of the file", f, kind, m[2])
+			}
+		}
+	}
+	if len(names) != 1 {
+		t.Errorf("functions/%s: want exactly one functions.%s registration, found %q", dir, kind, names)
+		return "", false
+	}
+	return names[0], true
+}
+
+// (f) The Cloud Run functions buildpack builds the package at the source root:
+// it must import both function packages so their init() registrations run.
+func TestRootPackageImportsBothFunctions(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("..", "*.go"))
+	imports := map[string]bool{}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile(`"(github\.com/bqcdc/bqcdc/functions/[a-z]+)"`).FindAllStringSubmatch(string(src), -1) {
+			imports[m[1]] = true
+		}
+	}
+	for _, pkg := range []string{"github.com/bqcdc/bqcdc/functions/ingest", "github.com/bqcdc/bqcdc/functions/compact"} {
+		if !imports[pkg] {
+			t.Errorf("no Go file at the repository root imports %s: the functions are deployed from the root package (bqcdc.go), which must import every function package", pkg)
+		}
+	}
+}
+
+// (g) Cloud Scheduler calls the compact function with an OIDC token of the
+// dedicated scheduler account, which may invoke that service only.
+func TestSchedulerCallsCompactWithOIDC(t *testing.T) {
+	cfg := config(t)
+	sched := cfg.module(t, "modules/scheduler")
+	job := sched.resources["google_cloud_scheduler_job.main"]
+	if job == nil {
+		t.Fatal("modules/scheduler must declare google_cloud_scheduler_job.main")
+	}
+	target := childBody(job.Body, "http_target")
+	oidc := childBody(target, "oidc_token")
+	if oidc == nil {
+		t.Fatal("google_cloud_scheduler_job.main needs http_target { oidc_token { ... } }")
+	}
+	uriVar := onlyVar(t, attrExpr(target, "uri"), "http_target.uri")
+	audVar := onlyVar(t, attrExpr(oidc, "audience"), "oidc_token.audience")
+	saVar := onlyVar(t, attrExpr(oidc, "service_account_email"), "oidc_token.service_account_email")
+	if uriVar != audVar {
+		t.Errorf("the OIDC audience (%s) must be the called URL (%s): Cloud Run checks it", audVar, uriVar)
+	}
+
+	root := cfg.module(t, ".")
+	calls := root.callsTo("./modules/scheduler")
+	if len(calls) != 1 {
+		t.Fatalf("the root module should call ./modules/scheduler once, got %d", len(calls))
+	}
+	for name, call := range calls {
+		if !refersTo(attrExpr(call.Body, uriVar), "module.compact_function.uri") {
+			t.Errorf("module %q: %s (URL and audience) must be module.compact_function.uri, got %v", name, uriVar, references(attrExpr(call.Body, uriVar)))
+		}
+		if !refersTo(attrExpr(call.Body, saVar), "google_service_account.scheduler.email") {
+			t.Errorf("module %q: %s must be google_service_account.scheduler.email, got %v", name, saVar, references(attrExpr(call.Body, saVar)))
+		}
+	}
+
+	invokers := 0
+	for key, r := range root.resourcesOfType("google_cloud_run_v2_service_iam_member") {
+		role, _ := literalString(attrExpr(r.Body, "role"))
+		if role == "roles/run.invoker" && refersTo(attrExpr(r.Body, "member"), "google_service_account.scheduler") {
+			invokers++
+			if !refersTo(attrExpr(r.Body, "name"), "module.compact_function.service_name") {
+				t.Errorf("%s: the scheduler account may invoke only the compact service", key)
+			}
+		}
+	}
+	if invokers != 1 {
+		t.Errorf("want one roles/run.invoker grant for the scheduler account on the compact service, got %d", invokers)
+	}
+}
+
+// onlyVar returns NAME when expr is exactly var.NAME.
+func onlyVar(t *testing.T, expr hclsyntax.Expression, what string) string {
+	t.Helper()
+	refs := references(expr)
+	if len(refs) != 1 || !strings.HasPrefix(refs[0], "var.") {
+		t.Fatalf("%s must be a single module variable, got %v", what, refs)
+	}
+	return strings.TrimPrefix(refs[0], "var.")
+}
+
+// (h) Registry credentials reach the ingest function only through Secret
+// Manager, and only the ingest account may read those secrets.
+func TestIngestCredentialsOnlyFromSecretManager(t *testing.T) {
+	root := config(t).module(t, ".")
+	ingest := root.calls["ingest_function"]
+	compact := root.calls["compact_function"]
+	if ingest == nil || compact == nil {
+		t.Fatal("the root module must call modules/function as ingest_function and compact_function")
+	}
+	registry := []string{"BQCDC_REGISTRY_PASSWORD", "BQCDC_REGISTRY_URL", "BQCDC_REGISTRY_USERNAME"}
+
+	plain, ok := objectKeys(attrExpr(ingest.Body, "environment_variables"))
+	if !ok {
+		t.Fatal("ingest_function: environment_variables must be an object literal (so it can be audited)")
+	}
+	for _, k := range plain {
+		if strings.HasPrefix(k, "BQCDC_REGISTRY_") || sensitiveName.MatchString(k) {
+			t.Errorf("ingest_function: %s must not be a plain environment variable; use secret_environment_variables", k)
+		}
+	}
+	secrets, ok := objectKeys(attrExpr(ingest.Body, "secret_environment_variables"))
+	if !ok || !cmp.Equal(secrets, registry) {
+		t.Errorf("ingest_function: secret_environment_variables = %v, want exactly %v", secrets, registry)
+	}
+	for _, k := range registry {
+		item := objectItem(attrExpr(ingest.Body, "secret_environment_variables"), k)
+		if item == nil || !refersTo(objectItem(item, "secret"), "var.registry_"+strings.ToLower(strings.TrimPrefix(k, "BQCDC_REGISTRY_"))+"_secret_id") {
+			t.Errorf("ingest_function: %s must read the secret named by var.registry_*_secret_id", k)
+		}
+	}
+	if keys, ok := objectKeys(attrExpr(compact.Body, "secret_environment_variables")); !ok || len(keys) != 0 {
+		t.Errorf("compact_function gets no secrets, got %v", keys)
+	}
+
+	fn := config(t).module(t, "modules/function").resources["google_cloudfunctions2_function.main"]
+	if fn == nil {
+		t.Fatal("modules/function must declare google_cloudfunctions2_function.main")
+	}
+	sc := childBody(fn.Body, "service_config")
+	if refersTo(attrExpr(sc, "environment_variables"), "var.secret_environment_variables") {
+		t.Error("modules/function must not copy secret_environment_variables into plain environment_variables")
+	}
+	dyn := child(sc, "dynamic")
+	if dyn == nil || dyn.Labels[0] != "secret_environment_variables" || !refersTo(attrExpr(dyn.Body, "for_each"), "var.secret_environment_variables") {
+		t.Error("modules/function must render var.secret_environment_variables as secret_environment_variables blocks")
+	}
+
+	accessors := root.resourcesOfType("google_secret_manager_secret_iam_member")
+	if len(accessors) != len(registry) {
+		t.Errorf("want %d secretAccessor grants (one per registry secret), got %d", len(registry), len(accessors))
+	}
+	for name, r := range accessors {
+		if !refersTo(attrExpr(r.Body, "member"), "google_service_account.ingest") {
+			t.Errorf("google_secret_manager_secret_iam_member.%s: only the ingest account may read the registry secrets", name)
+		}
+	}
+}
+
+// The contract's environment: compact's visibility lag is the ingest timeout
+// plus a 120 s clock-skew margin, and the push ack deadline is that timeout.
+func TestFunctionEnvironment(t *testing.T) {
+	root := config(t).module(t, ".")
+	for call, want := range map[string][]string{
+		"ingest_function":  {"BQCDC_DATASET", "BQCDC_LOCATION", "BQCDC_PROJECT"},
+		"compact_function": {"BQCDC_CHANGELOG_RETENTION_DAYS", "BQCDC_DATASET", "BQCDC_LOCATION", "BQCDC_PROJECT", "BQCDC_TOMBSTONE_RETENTION_DAYS", "BQCDC_VISIBILITY_LAG"},
+	} {
+		got, _ := objectKeys(attrExpr(root.calls[call].Body, "environment_variables"))
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s environment_variables (-want +got):\n%s", call, diff)
+		}
+	}
+	lag := objectItem(attrExpr(root.calls["compact_function"].Body, "environment_variables"), "BQCDC_VISIBILITY_LAG")
+	if !cmp.Equal(references(lag), []string{"local.visibility_lag"}) || root.locals["visibility_lag"] == nil {
+		t.Fatal("BQCDC_VISIBILITY_LAG must be local.visibility_lag")
+	}
+	def := root.locals["visibility_lag"]
+	if got := exprSource(root.fileOf(def.SrcRange), def.Expr); got != `"${var.ingest.timeout_seconds + 120}s"` {
+		t.Errorf("local.visibility_lag = %s, want the ingest timeout plus 120 s", got)
+	}
+	ack := attrExpr(root.calls["source_topic"].Body, "ack_deadline_seconds")
+	if !cmp.Equal(references(ack), []string{"var.ingest.timeout_seconds"}) {
+		t.Errorf("the push ack deadline must be var.ingest.timeout_seconds, got %v", references(ack))
+	}
+}
+
+// The compact function deletes changelog partitions once compacted; a blind
+// dataset-level expiration could drop rows compaction has not folded yet.
+func TestDatasetHasNoBlindExpiration(t *testing.T) {
+	n := 0
+	for _, m := range config(t).modules {
+		for key, r := range m.resourcesOfType("google_bigquery_dataset") {
+			n++
+			for _, a := range []string{"default_partition_expiration_ms", "default_table_expiration_ms"} {
+				if r.Body.Attributes[a] != nil {
+					t.Errorf("%s: google_bigquery_dataset.%s must not set %s", r.DefRange(), key, a)
+				}
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("want exactly one google_bigquery_dataset, got %d", n)
+	}
+}

@@ -1,0 +1,65 @@
+variable "project_id" {
+  type        = string
+  description = "Project to deploy the demo into."
+}
+
+variable "region" {
+  type        = string
+  description = "Region of the functions and the scheduler job."
+}
+
+variable "location" {
+  type        = string
+  description = "BigQuery location of the dataset."
+  default     = "US"
+}
+
+variable "dataset_id" {
+  type        = string
+  description = "BigQuery dataset of the demo."
+  default     = "bqcdc_demo"
+}
+
+variable "sources" {
+  type = map(object({
+    labels                           = optional(map(string), {})
+    max_delivery_attempts            = optional(number)
+    message_retention_duration       = optional(string, "604800s")
+    topic_message_retention_duration = optional(string)
+    enable_message_ordering          = optional(bool, false)
+  }))
+  description = "Debezium topics to ingest, keyed by topic name (see the root module's variable of the same name)."
+}
+
+variable "registry_url_secret_id" {
+  type        = string
+  description = "Secret Manager secret id (not value) holding the Schema Registry URL."
+}
+
+variable "registry_username_secret_id" {
+  type        = string
+  description = "Secret Manager secret id (not value) holding the Schema Registry user name."
+}
+
+variable "registry_password_secret_id" {
+  type        = string
+  description = "Secret Manager secret id (not value) holding the Schema Registry password."
+}
+
+variable "changelog_retention_days" {
+  type        = number
+  description = "Days compacted changelog partitions are kept (0 = forever)."
+  default     = 7
+}
+
+variable "delete_contents_on_destroy" {
+  type        = bool
+  description = "Let `terraform destroy` delete the dataset with the tables `bqcdc apply` created (scripts/teardown.sh --delete-data sets it)."
+  default     = false
+}
+
+variable "deletion_protection" {
+  type        = bool
+  description = "Protect the pubsub_dead_letters table from destroy (scripts/teardown.sh --delete-data clears it)."
+  default     = true
+}

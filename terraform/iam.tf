@@ -1,0 +1,117 @@
+# Identities and grants. One service account per role, each granted only what
+# it uses, on the narrowest resource that carries the permission. No basic
+# roles (owner/editor/viewer) anywhere: terraform_test.go enforces it.
+
+resource "google_service_account" "ingest" {
+  project      = var.project_id
+  account_id   = "${var.name_prefix}-ingest"
+  display_name = "bqcdc ingest function"
+  description  = "Runtime identity of the ingest function: appends to changelog tables, reads the registry secrets."
+}
+
+resource "google_service_account" "compact" {
+  project      = var.project_id
+  account_id   = "${var.name_prefix}-compact"
+  display_name = "bqcdc compact function"
+  description  = "Runtime identity of the compact function: runs query jobs on the bqcdc dataset."
+}
+
+resource "google_service_account" "push" {
+  project      = var.project_id
+  account_id   = "${var.name_prefix}-push"
+  display_name = "bqcdc Pub/Sub push invoker"
+  description  = "Identity of the OIDC tokens Pub/Sub attaches to push requests to the ingest function."
+}
+
+resource "google_service_account" "scheduler" {
+  project      = var.project_id
+  account_id   = "${var.name_prefix}-scheduler"
+  display_name = "bqcdc compaction scheduler"
+  description  = "Identity of the OIDC tokens Cloud Scheduler attaches to calls of the compact function."
+}
+
+# --- BigQuery ---------------------------------------------------------------
+
+# Storage Write API appends need bigquery.tables.updateData on the changelog
+# tables (created later by `bqcdc apply`, hence a dataset-level grant). Ingest
+# runs no query jobs, so it has no jobUser role.
+resource "google_bigquery_dataset_iam_member" "ingest_data_editor" {
+  project    = var.project_id
+  dataset_id = module.dataset.dataset_id
+  role       = "roles/bigquery.dataEditor"
+  member     = "serviceAccount:${google_service_account.ingest.email}"
+}
+
+resource "google_bigquery_dataset_iam_member" "compact_data_editor" {
+  project    = var.project_id
+  dataset_id = module.dataset.dataset_id
+  role       = "roles/bigquery.dataEditor"
+  member     = "serviceAccount:${google_service_account.compact.email}"
+}
+
+# Query jobs are created in the project: bigquery.jobs.create exists only at
+# project level.
+resource "google_project_iam_member" "compact_job_user" {
+  project = var.project_id
+  role    = "roles/bigquery.jobUser"
+  member  = "serviceAccount:${google_service_account.compact.email}"
+}
+
+# The dead-letter BigQuery subscriptions write as the Pub/Sub service agent.
+resource "google_bigquery_table_iam_member" "pubsub_writes_dead_letters" {
+  project    = var.project_id
+  dataset_id = google_bigquery_table.dead_letters.dataset_id
+  table_id   = google_bigquery_table.dead_letters.table_id
+  role       = "roles/bigquery.dataEditor"
+  member     = local.pubsub_service_agent_member
+}
+
+# --- Secret Manager: only the registry secrets, only for ingest ---------------
+
+resource "google_secret_manager_secret_iam_member" "ingest_registry_url" {
+  project   = var.project_id
+  secret_id = var.registry_url_secret_id
+  role      = "roles/secretmanager.secretAccessor"
+  member    = "serviceAccount:${google_service_account.ingest.email}"
+}
+
+resource "google_secret_manager_secret_iam_member" "ingest_registry_username" {
+  project   = var.project_id
+  secret_id = var.registry_username_secret_id
+  role      = "roles/secretmanager.secretAccessor"
+  member    = "serviceAccount:${google_service_account.ingest.email}"
+}
+
+resource "google_secret_manager_secret_iam_member" "ingest_registry_password" {
+  project   = var.project_id
+  secret_id = var.registry_password_secret_id
+  role      = "roles/secretmanager.secretAccessor"
+  member    = "serviceAccount:${google_service_account.ingest.email}"
+}
+
+# --- Invocation: run.invoker on one service each -----------------------------
+
+resource "google_cloud_run_v2_service_iam_member" "push_invokes_ingest" {
+  project  = var.project_id
+  location = var.region
+  name     = module.ingest_function.service_name
+  role     = "roles/run.invoker"
+  member   = "serviceAccount:${google_service_account.push.email}"
+}
+
+resource "google_cloud_run_v2_service_iam_member" "scheduler_invokes_compact" {
+  project  = var.project_id
+  location = var.region
+  name     = module.compact_function.service_name
+  role     = "roles/run.invoker"
+  member   = "serviceAccount:${google_service_account.scheduler.email}"
+}
+
+# Pub/Sub mints the push OIDC tokens as the push account. Projects created
+# before April 2021 need this grant explicitly; it is scoped to that one
+# account rather than the project.
+resource "google_service_account_iam_member" "pubsub_mints_push_tokens" {
+  service_account_id = google_service_account.push.name
+  role               = "roles/iam.serviceAccountTokenCreator"
+  member             = local.pubsub_service_agent_member
+}

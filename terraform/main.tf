@@ -1,0 +1,217 @@
+# bqcdc on Google Cloud: Debezium topics -> Pub/Sub push -> ingest function
+# (Storage Write API) -> per-source changelog tables; Cloud Scheduler ->
+# compact function -> state tables. The changelog, state and view tables
+# are created by `bqcdc apply`, not here; this module creates the dataset and
+# everything around it.
+
+locals {
+  labels = merge(var.labels, { app = "bqcdc" })
+
+  # Repository root: its Go package imports every function package and embeds
+  # sql/ and schemas/.
+  source_dir = coalesce(var.source_dir, "${path.module}/..")
+
+  # A changelog row becomes visible at most one ingest request after its
+  # _cdc_ingested_at; 120 s more covers clock skew between instances.
+  visibility_lag = "${var.ingest.timeout_seconds + 120}s"
+
+  pubsub_service_agent_member = "serviceAccount:service-${data.google_project.main.number}@gcp-sa-pubsub.iam.gserviceaccount.com"
+  dead_letter_table           = "${var.project_id}.${google_bigquery_table.dead_letters.dataset_id}.${google_bigquery_table.dead_letters.table_id}"
+}
+
+data "google_project" "main" {
+  project_id = var.project_id
+}
+
+# ---------------------------------------------------------------------------
+# BigQuery
+# ---------------------------------------------------------------------------
+
+module "dataset" {
+  source = "./modules/dataset"
+
+  project_id                 = var.project_id
+  dataset_id                 = var.dataset_id
+  location                   = var.location
+  labels                     = local.labels
+  delete_contents_on_destroy = var.delete_contents_on_destroy
+}
+
+# Messages Pub/Sub gave up delivering (max_delivery_attempts reached), from
+# every source, written by the dead-letter BigQuery subscriptions. The columns
+# are the ones a BigQuery subscription with write_metadata = true and
+# use_topic_schema = false writes. Failures the ingest function classifies as
+# permanent never get here: it records them in _bqcdc_dead_letters itself.
+resource "google_bigquery_table" "dead_letters" {
+  project             = var.project_id
+  dataset_id          = module.dataset.dataset_id
+  table_id            = "pubsub_dead_letters"
+  description         = "Pub/Sub dead letters of every bqcdc source (raw Avro payload plus delivery metadata), for inspection and replay."
+  labels              = local.labels
+  deletion_protection = var.deletion_protection
+
+  time_partitioning {
+    type  = "DAY"
+    field = "publish_time"
+  }
+
+  clustering = ["subscription_name"]
+
+  schema = jsonencode([
+    { name = "subscription_name", type = "STRING", mode = "NULLABLE", description = "Dead-letter subscription that wrote the row (one per source)." },
+    { name = "message_id", type = "STRING", mode = "NULLABLE", description = "Pub/Sub message id on the dead-letter topic." },
+    { name = "publish_time", type = "TIMESTAMP", mode = "NULLABLE", description = "Time the message was published to the dead-letter topic." },
+    { name = "data", type = "BYTES", mode = "NULLABLE", description = "Original message payload (Confluent-framed Avro)." },
+    { name = "attributes", type = "STRING", mode = "NULLABLE", description = "JSON object of message attributes, including CloudPubSubDeadLetterSourceSubscription and friends." },
+  ])
+}
+
+# ---------------------------------------------------------------------------
+# Function source: one archive of the repository, shared by both functions.
+# ---------------------------------------------------------------------------
+
+data "archive_file" "source" {
+  type        = "zip"
+  source_dir  = local.source_dir
+  excludes    = var.source_excludes
+  output_path = "${path.module}/.build/bqcdc-source.zip"
+}
+
+resource "google_storage_bucket" "source" {
+  project                     = var.project_id
+  name                        = coalesce(var.source_bucket_name, "${var.project_id}-${var.name_prefix}-source")
+  location                    = var.region
+  labels                      = local.labels
+  uniform_bucket_level_access = true
+  public_access_prevention    = "enforced"
+  # Holds only build inputs that Terraform re-uploads.
+  force_destroy = true
+}
+
+resource "google_storage_bucket_object" "source" {
+  bucket = google_storage_bucket.source.name
+  # The hash in the name makes every code change a new object, hence a new
+  # build of both functions; an unchanged tree keeps the same object.
+  name   = "source/bqcdc-${data.archive_file.source.output_md5}.zip"
+  source = data.archive_file.source.output_path
+}
+
+# ---------------------------------------------------------------------------
+# Functions
+# ---------------------------------------------------------------------------
+
+module "ingest_function" {
+  source = "./modules/function"
+
+  project_id                  = var.project_id
+  region                      = var.region
+  name                        = "${var.name_prefix}-ingest"
+  description                 = "bqcdc ingest: Debezium change events from Pub/Sub push into per-source changelog tables (Storage Write API)."
+  labels                      = local.labels
+  entry_point                 = "Ingest"
+  runtime                     = var.runtime
+  source_bucket               = google_storage_bucket.source.name
+  source_object               = google_storage_bucket_object.source.name
+  service_account_email       = google_service_account.ingest.email
+  build_service_account_email = var.build_service_account_email
+  ingress_settings            = var.ingress_settings
+  resources                   = var.ingest
+
+  environment_variables = {
+    BQCDC_PROJECT  = var.project_id
+    BQCDC_DATASET  = module.dataset.dataset_id
+    BQCDC_LOCATION = module.dataset.location
+  }
+
+  # Credentials only ever come from Secret Manager.
+  secret_environment_variables = {
+    BQCDC_REGISTRY_URL      = { secret = var.registry_url_secret_id }
+    BQCDC_REGISTRY_USERNAME = { secret = var.registry_username_secret_id }
+    BQCDC_REGISTRY_PASSWORD = { secret = var.registry_password_secret_id }
+  }
+
+  # A deployment whose runtime account cannot read the secrets fails.
+  depends_on = [
+    google_secret_manager_secret_iam_member.ingest_registry_url,
+    google_secret_manager_secret_iam_member.ingest_registry_username,
+    google_secret_manager_secret_iam_member.ingest_registry_password,
+  ]
+}
+
+module "compact_function" {
+  source = "./modules/function"
+
+  project_id                  = var.project_id
+  region                      = var.region
+  name                        = "${var.name_prefix}-compact"
+  description                 = "bqcdc compact: folds changelogs into state tables with BigQuery query jobs; called by Cloud Scheduler."
+  labels                      = local.labels
+  entry_point                 = "Compact"
+  runtime                     = var.runtime
+  source_bucket               = google_storage_bucket.source.name
+  source_object               = google_storage_bucket_object.source.name
+  service_account_email       = google_service_account.compact.email
+  build_service_account_email = var.build_service_account_email
+  ingress_settings            = var.ingress_settings
+  resources                   = var.compact
+
+  environment_variables = {
+    BQCDC_PROJECT                  = var.project_id
+    BQCDC_DATASET                  = module.dataset.dataset_id
+    BQCDC_LOCATION                 = module.dataset.location
+    BQCDC_VISIBILITY_LAG           = local.visibility_lag
+    BQCDC_CHANGELOG_RETENTION_DAYS = tostring(var.changelog_retention_days)
+    BQCDC_TOMBSTONE_RETENTION_DAYS = tostring(var.tombstone_retention_days)
+  }
+
+  secret_environment_variables = {}
+}
+
+# ---------------------------------------------------------------------------
+# Sources: one module instance per Debezium topic, keyed by topic name.
+# ---------------------------------------------------------------------------
+
+module "source_topic" {
+  source   = "./modules/source"
+  for_each = var.sources
+
+  project_id                       = var.project_id
+  topic_name                       = each.key
+  labels                           = merge(local.labels, each.value.labels)
+  ingest_uri                       = module.ingest_function.uri
+  push_service_account_email       = google_service_account.push.email
+  pubsub_service_agent_member      = local.pubsub_service_agent_member
+  dead_letter_table                = local.dead_letter_table
+  ack_deadline_seconds             = var.ingest.timeout_seconds
+  max_delivery_attempts            = coalesce(each.value.max_delivery_attempts, var.max_delivery_attempts)
+  message_retention_duration       = each.value.message_retention_duration
+  topic_message_retention_duration = each.value.topic_message_retention_duration
+  enable_message_ordering          = each.value.enable_message_ordering
+
+  # Pub/Sub checks its permissions when a subscription is created.
+  depends_on = [
+    google_bigquery_table_iam_member.pubsub_writes_dead_letters,
+    google_service_account_iam_member.pubsub_mints_push_tokens,
+    google_cloud_run_v2_service_iam_member.push_invokes_ingest,
+  ]
+}
+
+# ---------------------------------------------------------------------------
+# Compaction schedule
+# ---------------------------------------------------------------------------
+
+module "scheduler" {
+  source = "./modules/scheduler"
+
+  project_id               = var.project_id
+  region                   = var.region
+  name                     = "${var.name_prefix}-compact"
+  description              = "Runs bqcdc compaction (folds changelogs into state tables)."
+  schedule                 = var.compaction_schedule
+  time_zone                = var.compaction_time_zone
+  target_uri               = module.compact_function.uri
+  service_account_email    = google_service_account.scheduler.email
+  attempt_deadline_seconds = var.compact.timeout_seconds
+
+  depends_on = [google_cloud_run_v2_service_iam_member.scheduler_invokes_compact]
+}

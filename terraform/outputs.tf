@@ -1,0 +1,84 @@
+output "dataset_id" {
+  description = "BigQuery dataset of bqcdc (pass it to `bqcdc apply --dataset`)."
+  value       = module.dataset.dataset_id
+}
+
+output "location" {
+  description = "BigQuery location of the dataset (pass it to `bqcdc apply --location`)."
+  value       = module.dataset.location
+}
+
+output "dead_letter_table_id" {
+  description = "Table receiving Pub/Sub dead letters, as PROJECT.DATASET.TABLE."
+  value       = local.dead_letter_table
+}
+
+output "ingest_function_name" {
+  description = "Name of the ingest function."
+  value       = module.ingest_function.name
+}
+
+output "ingest_function_uri" {
+  description = "URL of the ingest function (internal ingress; push target)."
+  value       = module.ingest_function.uri
+}
+
+output "compact_function_name" {
+  description = "Name of the compact function."
+  value       = module.compact_function.name
+}
+
+output "compact_function_uri" {
+  description = "URL of the compact function (internal ingress; scheduler target)."
+  value       = module.compact_function.uri
+}
+
+output "topic_ids" {
+  description = "Source topic ids by source name: configure Debezium Server's Pub/Sub sink to publish there."
+  value       = { for name, s in module.source_topic : name => s.topic_id }
+}
+
+output "dead_letter_topic_ids" {
+  description = "Dead-letter topic ids by source name."
+  value       = { for name, s in module.source_topic : name => s.dead_letter_topic_id }
+}
+
+output "subscription_ids" {
+  description = "Push subscription ids (delivery to the ingest function) by source name."
+  value       = { for name, s in module.source_topic : name => s.subscription_id }
+}
+
+output "dead_letter_subscription_ids" {
+  description = "Dead-letter BigQuery subscription ids by source name."
+  value       = { for name, s in module.source_topic : name => s.dead_letter_subscription_id }
+}
+
+output "scheduler_job_name" {
+  description = "Name of the Cloud Scheduler job that triggers compaction."
+  value       = module.scheduler.name
+}
+
+output "service_account_emails" {
+  description = "Service accounts created for bqcdc, by role."
+  value = {
+    ingest    = google_service_account.ingest.email
+    compact   = google_service_account.compact.email
+    push      = google_service_account.push.email
+    scheduler = google_service_account.scheduler.email
+  }
+}
+
+output "registry_url_secret_id" {
+  description = "Secret id (not value) of the registry URL, for tools such as scripts/deploy.sh that run `bqcdc apply`."
+  value       = var.registry_url_secret_id
+}
+
+output "registry_username_secret_id" {
+  description = "Secret id (not value) of the registry user name."
+  value       = var.registry_username_secret_id
+}
+
+output "registry_password_secret_id" {
+  description = "Secret id (not value) of the registry password."
+  value       = var.registry_password_secret_id
+}

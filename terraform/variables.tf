@@ -1,0 +1,281 @@
+# ---------------------------------------------------------------------------
+# Where
+# ---------------------------------------------------------------------------
+
+variable "project_id" {
+  type        = string
+  description = "Google Cloud project that hosts bqcdc (topics, functions, dataset)."
+}
+
+variable "region" {
+  type        = string
+  description = "Region of the functions, the scheduler job and the source bucket, e.g. europe-west1. Pick one inside (or close to) the dataset location."
+}
+
+variable "location" {
+  type        = string
+  description = "BigQuery location of the dataset (US, EU or a region). Passed to the functions and to `bqcdc apply` as BQCDC_LOCATION / --location."
+  default     = "US"
+}
+
+variable "dataset_id" {
+  type        = string
+  description = "BigQuery dataset that holds all bqcdc tables. The same value must be passed to `bqcdc apply --dataset`."
+  default     = "bqcdc"
+
+  validation {
+    condition     = can(regex("^[A-Za-z0-9_]+$", var.dataset_id)) && length(var.dataset_id) <= 1024
+    error_message = "dataset_id may contain only letters, digits and underscores."
+  }
+}
+
+variable "name_prefix" {
+  type        = string
+  description = "Prefix of the function, service account, scheduler job and bucket names; change it to run several deployments in one project."
+  default     = "bqcdc"
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{1,18}[a-z0-9]$", var.name_prefix))
+    error_message = "name_prefix must be 3-20 lowercase letters, digits or hyphens, start with a letter and end with a letter or digit (service account ids are limited to 30 characters)."
+  }
+}
+
+variable "labels" {
+  type        = map(string)
+  description = "Labels added to every labelled resource (app = \"bqcdc\" is always set)."
+  default     = {}
+}
+
+# ---------------------------------------------------------------------------
+# Sources
+# ---------------------------------------------------------------------------
+
+variable "sources" {
+  type = map(object({
+    labels                           = optional(map(string), {})
+    max_delivery_attempts            = optional(number)
+    message_retention_duration       = optional(string, "604800s")
+    topic_message_retention_duration = optional(string)
+    enable_message_ordering          = optional(bool, false)
+  }))
+  description = <<-EOT
+    Debezium topics to ingest, keyed by topic name (the `FROM STREAM(...)` name of the flows in sql/flows).
+    Each gets a Pub/Sub topic, a push subscription to the ingest function, a dead-letter topic and a BigQuery
+    subscription that drains it. Every key must be a source of some flow, and every flow source must be a key:
+    ingest writes to the changelog table that `bqcdc apply` creates for the source.
+    max_delivery_attempts (5-100) overrides var.max_delivery_attempts for one topic.
+  EOT
+  default     = {}
+
+  validation {
+    condition = alltrue([
+      for name in keys(var.sources) :
+      can(regex("^[A-Za-z][A-Za-z0-9._-]{2,199}$", name)) && !startswith(lower(name), "goog")
+    ])
+    error_message = "Source topic names must start with a letter, use only letters, digits, '.', '_' and '-', be 3-200 characters and not start with \"goog\"."
+  }
+
+  validation {
+    condition = alltrue([
+      for s in values(var.sources) :
+      s.max_delivery_attempts == null || (coalesce(s.max_delivery_attempts, 5) >= 5 && coalesce(s.max_delivery_attempts, 5) <= 100)
+    ])
+    error_message = "sources[*].max_delivery_attempts must be between 5 and 100."
+  }
+}
+
+variable "max_delivery_attempts" {
+  type        = number
+  description = "Push deliveries of a message before Pub/Sub moves it to the source's dead-letter topic (5-100). The ingest function acknowledges permanent failures itself (they land in _bqcdc_dead_letters), so only retryable failures (a BigQuery or registry outage) reach this bound; with the default backoff (10 s growing to 600 s) 10 attempts span roughly 40 minutes."
+  default     = 10
+
+  validation {
+    condition     = var.max_delivery_attempts >= 5 && var.max_delivery_attempts <= 100
+    error_message = "max_delivery_attempts must be between 5 and 100."
+  }
+}
+
+# ---------------------------------------------------------------------------
+# Schema Registry credentials: Secret Manager ids only, never values.
+# ---------------------------------------------------------------------------
+
+variable "registry_url_secret_id" {
+  type        = string
+  description = "Id (not value) of the Secret Manager secret, in project_id, whose latest version is the Schema Registry URL. Exposed to the ingest function as BQCDC_REGISTRY_URL."
+
+  validation {
+    condition     = can(regex("^[A-Za-z0-9_-]{1,255}$", var.registry_url_secret_id))
+    error_message = "registry_url_secret_id must be a Secret Manager secret id (letters, digits, '_' and '-'), not a URL or a secret value."
+  }
+}
+
+variable "registry_username_secret_id" {
+  type        = string
+  description = "Id (not value) of the Secret Manager secret holding the Schema Registry user name (BQCDC_REGISTRY_USERNAME)."
+
+  validation {
+    condition     = can(regex("^[A-Za-z0-9_-]{1,255}$", var.registry_username_secret_id))
+    error_message = "registry_username_secret_id must be a Secret Manager secret id (letters, digits, '_' and '-')."
+  }
+}
+
+variable "registry_password_secret_id" {
+  type        = string
+  description = "Id (not value) of the Secret Manager secret holding the Schema Registry password or API secret (BQCDC_REGISTRY_PASSWORD)."
+
+  validation {
+    condition     = can(regex("^[A-Za-z0-9_-]{1,255}$", var.registry_password_secret_id))
+    error_message = "registry_password_secret_id must be a Secret Manager secret id (letters, digits, '_' and '-')."
+  }
+}
+
+# ---------------------------------------------------------------------------
+# Functions
+# ---------------------------------------------------------------------------
+
+variable "runtime" {
+  type        = string
+  description = "Cloud Run functions Go runtime for both functions (go125 or newer)."
+  default     = "go125"
+}
+
+variable "source_dir" {
+  type        = string
+  description = "Directory zipped as the functions' source: the repository root (default), whose Go package imports both function packages and embeds sql/ and schemas/."
+  default     = null
+}
+
+variable "source_excludes" {
+  type        = list(string)
+  description = "Paths, relative to source_dir, left out of the source archive: VCS data, Terraform working files and state (everything under terraform/, including the archive itself), build output and scripts."
+  default     = [".git", ".github", "terraform", "build", "scripts", "tmp", "bqcdc", "cloudbuild.yaml"]
+}
+
+variable "source_bucket_name" {
+  type        = string
+  description = "Name of the bucket created for the source archive; null derives PROJECT-PREFIX-source."
+  default     = null
+}
+
+variable "build_service_account_email" {
+  type        = string
+  description = "Service account Cloud Build uses to build both functions, or null for the project default (see README: projects created after mid-2024 may need one)."
+  default     = null
+}
+
+variable "ingress_settings" {
+  type        = string
+  description = "Ingress of both functions. The default, ALLOW_INTERNAL_ONLY, admits Pub/Sub push and Cloud Scheduler from the same project and nothing from the internet; IAM (roles/run.invoker) is enforced in any case."
+  default     = "ALLOW_INTERNAL_ONLY"
+}
+
+variable "ingest" {
+  type = object({
+    memory                  = optional(string, "512Mi")
+    cpu                     = optional(string, "1")
+    timeout_seconds         = optional(number, 60)
+    max_request_concurrency = optional(number, 16)
+    min_instance_count      = optional(number, 0)
+    max_instance_count      = optional(number, 100)
+  })
+  description = <<-EOT
+    Sizing of the ingest function. Rationale for the defaults:
+    - max_request_concurrency 16: a request is one Pub/Sub message; almost all of its time is spent waiting for the
+      Storage Write API append (network-bound; Avro decoding costs microseconds), so one instance overlaps many waits
+      instead of starting one instance per message.
+    - cpu 1: Cloud Run requires at least 1 vCPU for concurrency above 1; more buys little for I/O-bound work.
+    - memory 512Mi: 16 in-flight messages (Pub/Sub caps a message at 10 MB, Debezium events are usually a few KB),
+      their decoded rows, the per-schema-id codec cache and the gRPC buffers fit with headroom.
+    - timeout_seconds 60: an append normally takes well under a second; 60 s bounds a stuck request. It is also the push
+      ack deadline (at most 600) and sets BQCDC_VISIBILITY_LAG of the compact function (timeout + 120 s).
+    - max_instance_count 100: caps cost and the number of concurrent Storage Write API connections.
+  EOT
+  default     = {}
+
+  validation {
+    condition     = var.ingest.timeout_seconds >= 10 && var.ingest.timeout_seconds <= 600
+    error_message = "ingest.timeout_seconds must be between 10 and 600 (it is also the Pub/Sub push ack deadline)."
+  }
+}
+
+variable "compact" {
+  type = object({
+    memory                  = optional(string, "512Mi")
+    cpu                     = optional(string, "1")
+    timeout_seconds         = optional(number, 540)
+    max_request_concurrency = optional(number, 2)
+    min_instance_count      = optional(number, 0)
+    max_instance_count      = optional(number, 1)
+  })
+  description = <<-EOT
+    Sizing of the compact function. It only submits BigQuery query jobs (one per flow per run plus DML) and waits for
+    them, so data never flows through it: 512Mi and 1 vCPU are ample. timeout_seconds 540 keeps a run shorter than the
+    default 10-minute schedule, so runs do not overlap; it is also the scheduler attempt deadline (at most 1800).
+    max_instance_count 1 with concurrency 2 lets a manual run share the single instance instead of failing with 429.
+  EOT
+  default     = {}
+
+  validation {
+    condition     = var.compact.timeout_seconds >= 15 && var.compact.timeout_seconds <= 1800
+    error_message = "compact.timeout_seconds must be between 15 and 1800 (the Cloud Scheduler HTTP attempt deadline range)."
+  }
+}
+
+# ---------------------------------------------------------------------------
+# Compaction
+# ---------------------------------------------------------------------------
+
+variable "compaction_schedule" {
+  type        = string
+  description = "Cron schedule (unix-cron) of the compaction runs. Views read the state tables plus the changelog tail, so a longer interval only means more changelog scanned per query."
+  default     = "*/10 * * * *"
+}
+
+variable "compaction_time_zone" {
+  type        = string
+  description = "Time zone of compaction_schedule."
+  default     = "Etc/UTC"
+}
+
+variable "changelog_retention_days" {
+  type        = number
+  description = <<-EOT
+    Days the compact function keeps changelog partitions after they have been folded into the state tables
+    (BQCDC_CHANGELOG_RETENTION_DAYS); 0 keeps them forever. The compact function deletes old partitions itself, and
+    only those it has already compacted. That is why the dataset has no default_partition_expiration_ms: a blind
+    expiration would go on dropping partitions if compaction stopped running, losing changes never folded.
+  EOT
+  default     = 0
+
+  validation {
+    condition     = var.changelog_retention_days >= 0 && floor(var.changelog_retention_days) == var.changelog_retention_days
+    error_message = "changelog_retention_days must be a whole number of days, 0 or more."
+  }
+}
+
+variable "tombstone_retention_days" {
+  type        = number
+  description = "Days the compact function keeps delete markers (tombstones) before purging them (BQCDC_TOMBSTONE_RETENTION_DAYS)."
+  default     = 30
+
+  validation {
+    condition     = var.tombstone_retention_days >= 0 && floor(var.tombstone_retention_days) == var.tombstone_retention_days
+    error_message = "tombstone_retention_days must be a whole number of days, 0 or more."
+  }
+}
+
+# ---------------------------------------------------------------------------
+# Destroy behaviour
+# ---------------------------------------------------------------------------
+
+variable "delete_contents_on_destroy" {
+  type        = bool
+  description = "Allow `terraform destroy` to delete the dataset together with the tables `bqcdc apply` created in it (changelogs, state tables, views). false keeps your data: destroy then fails on a non-empty dataset."
+  default     = false
+}
+
+variable "deletion_protection" {
+  type        = bool
+  description = "Protect the pubsub_dead_letters table from `terraform destroy` (set false, apply, then destroy to remove it)."
+  default     = true
+}
