@@ -57,7 +57,7 @@ func newFakeTables(t testing.TB) *fakeTables {
 	f := &fakeTables{tables: map[string]*bqwrite.Table{}, rows: map[string][]map[string]any{}}
 	for name, schema := range map[string]bigquery.Schema{
 		changelog.TableName("dbserver1.inventory.customers"): bqschema.ToBigQuery(cols),
-		changelog.DeadLetterTable:                             bqschema.ToBigQuery(changelog.DeadLetterColumns()),
+		changelog.DeadLetterTable:                            bqschema.ToBigQuery(changelog.DeadLetterColumns()),
 	} {
 		enc, err := bqwrite.NewEncoder(schema)
 		if err != nil {
