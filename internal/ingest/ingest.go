@@ -15,6 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -70,6 +72,7 @@ type Service struct {
 	now    func() time.Time
 
 	appended, tombstones, deadLetters, retries atomic.Int64
+	readerIDs                                  sync.Map // *bqwrite.Table -> int
 }
 
 // New returns a service appending with w and looking schemas up in reg.
@@ -145,7 +148,7 @@ func (s *Service) process(ctx context.Context, m Message, table string) (int, er
 		}
 		return id, failure.Retryable(failure.StageTable, err)
 	}
-	cd, err := s.codecs.get(ctx, id, readerSchemaID(t))
+	cd, err := s.codecs.get(ctx, id, s.readerSchemaID(t))
 	if err != nil {
 		return id, err
 	}
@@ -183,12 +186,16 @@ func Truncate(s string) string {
 }
 
 // readerSchemaID is the registry id the changelog was built from (0 if the
-// table carries none, and then records are read as written).
-func readerSchemaID(t *bqwrite.Table) int {
-	if t.Metadata == nil {
-		return 0
+// table carries none, and then records are read as written). It is parsed
+// once per table version: a refreshed table is a new *bqwrite.Table.
+func (s *Service) readerSchemaID(t *bqwrite.Table) int {
+	if id, ok := s.readerIDs.Load(t); ok {
+		return id.(int)
 	}
-	var id int
-	fmt.Sscan(t.Metadata.Labels[changelog.ReaderSchemaLabel], &id)
+	id := 0
+	if t.Metadata != nil {
+		id, _ = strconv.Atoi(t.Metadata.Labels[changelog.ReaderSchemaLabel])
+	}
+	s.readerIDs.Store(t, id)
 	return id
 }
