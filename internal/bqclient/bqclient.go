@@ -9,6 +9,7 @@ import (
 
 	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/bigquery/storage/managedwriter"
+	"google.golang.org/api/iterator"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -60,4 +61,20 @@ func NewWriter(ctx context.Context, c Config) (*managedwriter.Client, error) {
 		return nil, fmt.Errorf("creating Storage Write client for project %s: %w", c.Project, err)
 	}
 	return mw, nil
+}
+
+// Collect reads every row of a result into maps keyed by column name.
+func Collect(it *bigquery.RowIterator) ([]map[string]bigquery.Value, error) {
+	var rows []map[string]bigquery.Value
+	for {
+		row := map[string]bigquery.Value{}
+		err := it.Next(&row)
+		if err == iterator.Done {
+			return rows, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading query results: %w", err)
+		}
+		rows = append(rows, row)
+	}
 }

@@ -44,11 +44,11 @@ import (
 
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/apply"
+	"github.com/bqcdc/bqcdc/internal/bqclient"
 	"github.com/bqcdc/bqcdc/internal/changelog"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/sql/render"
 	"google.golang.org/api/googleapi"
-	"google.golang.org/api/iterator"
 )
 
 // Steps of a run, in order; AfterStep is called after each.
@@ -329,18 +329,7 @@ func (c *Compactor) query(ctx context.Context, sql string, params ...bigquery.Qu
 	if err != nil {
 		return nil, err
 	}
-	var rows []map[string]bigquery.Value
-	for {
-		row := map[string]bigquery.Value{}
-		err := it.Next(&row)
-		if err == iterator.Done {
-			return rows, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		rows = append(rows, row)
-	}
+	return bqclient.Collect(it)
 }
 
 // exec runs a DML statement, retrying transient failures.

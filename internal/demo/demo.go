@@ -13,13 +13,13 @@ import (
 	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/pubsub/v2"
 	ingestfn "github.com/bqcdc/bqcdc/functions/ingest"
+	"github.com/bqcdc/bqcdc/internal/bqclient"
 	"github.com/bqcdc/bqcdc/internal/changelog"
 	"github.com/bqcdc/bqcdc/internal/localstack"
 	"github.com/bqcdc/bqcdc/internal/registry"
 	"github.com/bqcdc/bqcdc/internal/viewcheck"
 	"github.com/bqcdc/bqcdc/internal/wire"
 	"github.com/hamba/avro/v2"
-	"google.golang.org/api/iterator"
 )
 
 // Published is what the producer sent.
@@ -204,18 +204,7 @@ func Query(ctx context.Context, bq *bigquery.Client, sql string) ([]map[string]b
 	if err != nil {
 		return nil, fmt.Errorf("querying %q: %w", sql, err)
 	}
-	var rows []map[string]bigquery.Value
-	for {
-		row := map[string]bigquery.Value{}
-		err := it.Next(&row)
-		if err == iterator.Done {
-			return rows, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading rows of %q: %w", sql, err)
-		}
-		rows = append(rows, row)
-	}
+	return bqclient.Collect(it)
 }
 
 // PrintTable writes rows as an aligned text table.

@@ -14,11 +14,11 @@ import (
 
 	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/civil"
+	"github.com/bqcdc/bqcdc/internal/bqclient"
 	"github.com/bqcdc/bqcdc/internal/changelog"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/model"
 	"github.com/bqcdc/bqcdc/sql/render"
-	"google.golang.org/api/iterator"
 )
 
 // Canon renders a BigQuery value as a canonical string, so values of any
@@ -64,16 +64,7 @@ func query(ctx context.Context, bq *bigquery.Client, sql string) ([]map[string]b
 	if err != nil {
 		return nil, fmt.Errorf("querying %q: %w", sql, err)
 	}
-	var rows []map[string]bigquery.Value
-	for {
-		row := map[string]bigquery.Value{}
-		if err := it.Next(&row); err == iterator.Done {
-			return rows, nil
-		} else if err != nil {
-			return nil, err
-		}
-		rows = append(rows, row)
-	}
+	return bqclient.Collect(it)
 }
 
 // seqValue keeps a sequence value orderable by the model.
