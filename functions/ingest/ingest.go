@@ -1,6 +1,9 @@
 // Package ingest is the Cloud Run function that receives Pub/Sub messages as
-// CloudEvents (google.cloud.pubsub.topic.v1.messagePublished, delivered by
-// Eventarc) and appends each to its source's changelog table.
+// CloudEvents (google.cloud.pubsub.topic.v1.messagePublished) and appends
+// each to its source's changelog table. In production a push subscription per
+// topic posts the plain push body, which the Functions Framework converts to
+// that CloudEvent; Eventarc delivers the same event in binary mode, as the
+// local relay does.
 //
 // The entry point is "Ingest". Returning nil acknowledges the message; an
 // error makes Pub/Sub redeliver it, which the function does only for failures

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -72,8 +71,6 @@ func publish(t *testing.T, topic string, data []byte, attrs map[string]string) s
 	}
 	return id
 }
-
-var deliveryMu atomic.Int64
 
 // waitDelivered waits until n more messages than base were acknowledged.
 func waitDelivered(t *testing.T, base int64, n int) {
