@@ -58,7 +58,7 @@ func Changelog(ctx context.Context, bq *bigquery.Client, dataset string, src Sou
 		labels[changelog.ReaderSchemaLabel] = strconv.Itoa(src.SchemaID)
 	}
 	want := &bigquery.TableMetadata{
-		Description: fmt.Sprintf("bqcdc changelog of Pub/Sub topic %s: one row per change event, appended by the ingest function. Schema from %s.", src.Source, src.Origin),
+		Description: changelogDescription(src),
 		Schema:      bqschema.ToBigQuery(src.Columns),
 		TimePartitioning: &bigquery.TimePartitioning{
 			Type: bigquery.DayPartitioningType, Field: changelog.ColIngestedAt,
@@ -72,6 +72,16 @@ func Changelog(ctx context.Context, bq *bigquery.Client, dataset string, src Sou
 		want.Clustering = &bigquery.Clustering{Fields: clusterBy}
 	}
 	return ensureTable(ctx, bq.Dataset(dataset).Table(name), want, rep)
+}
+
+// changelogDescription names the reader schema by registry id when there is
+// one (stable across runs), else by where it was read.
+func changelogDescription(src SourceSchema) string {
+	schema := src.Origin
+	if src.SchemaID != 0 {
+		schema = fmt.Sprintf("registry subject %s, id %d", changelog.Subject(src.Source), src.SchemaID)
+	}
+	return fmt.Sprintf("bqcdc changelog of Pub/Sub topic %s: one row per change event, appended by the ingest function. Reader schema: %s.", src.Source, schema)
 }
 
 // DeadLetters creates or evolves the dead-letter table.

@@ -28,7 +28,7 @@ func TestApplyIsIdempotentAndDescribesViews(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(md.Description, "flow items_current") || !strings.Contains(md.Description, "SCD type 1") {
+	if !strings.Contains(md.Description, "Flow items_current") || !strings.Contains(md.Description, "SCD type 1") {
 		t.Errorf("view description = %q", md.Description)
 	}
 	described := map[string]string{}
