@@ -5,15 +5,19 @@ CREATE FLOW customers_current AS AUTO CDC INTO customers
 FROM STREAM(`dbserver1.inventory.customers`)
 KEYS (id)
 APPLY AS DELETE WHEN _cdc_op = 'd'
+APPLY AS TRUNCATE WHEN _cdc_op = 't'
 SEQUENCE BY _cdc_sequence
 COLUMNS * EXCEPT (_cdc_message_id, _cdc_schema_id, _cdc_publish_time)
 STORED AS SCD TYPE 1;
 
 -- Full history: one row per version, with __START_AT / __END_AT. A change
--- to the balance alone updates the current version in place.
+-- to the balance alone updates the current version in place. SCD type 2 has
+-- no truncate (as in Databricks): Debezium's keyless truncate markers are
+-- filtered out rather than shown as a row with NULL keys.
 CREATE FLOW customers_history AS AUTO CDC INTO customers_history
 FROM STREAM(`dbserver1.inventory.customers`)
 KEYS (id)
+WHERE _cdc_op IS DISTINCT FROM 't'
 APPLY AS DELETE WHEN _cdc_op = 'd'
 SEQUENCE BY _cdc_sequence
 COLUMNS * EXCEPT (_cdc_message_id, _cdc_schema_id, _cdc_publish_time, _cdc_ingested_at)
