@@ -149,10 +149,7 @@ func (c *Compactor) Flow(ctx context.Context, b *flow.Bound) Report {
 	start := c.opts.Now().UTC()
 	rep := Report{Flow: b.Name, Target: b.Target.String()}
 	err := c.flow(ctx, b, start, &rep)
-	rep.Duration = time.Since(start)
-	if c.opts.Now != nil {
-		rep.Duration = c.opts.Now().Sub(start)
-	}
+	rep.Duration = c.opts.Now().Sub(start)
 	if err != nil {
 		rep.Outcome, rep.Error = Failed, err.Error()
 	}
