@@ -1,0 +1,55 @@
+package bqwrite
+
+import (
+	"errors"
+	"testing"
+
+	"cloud.google.com/go/bigquery"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/dynamicpb"
+)
+
+func TestEncoderRoundTrip(t *testing.T) {
+	s := bigquery.Schema{
+		{Name: "id", Type: bigquery.IntegerFieldType, Required: true},
+		{Name: "price", Type: bigquery.NumericFieldType},
+		{Name: "at", Type: bigquery.DateTimeFieldType},
+		{Name: "t", Type: bigquery.TimeFieldType},
+		{Name: "d", Type: bigquery.DateFieldType},
+		{Name: "ts", Type: bigquery.TimestampFieldType},
+		{Name: "f", Type: "FLOAT64"}, // as the emulator reports a FLOAT64 column
+		{Name: "tags", Type: bigquery.StringFieldType, Repeated: true},
+		{Name: "addr", Type: bigquery.RecordFieldType, Schema: bigquery.Schema{{Name: "city", Type: bigquery.StringFieldType}}},
+	}
+	enc, err := NewEncoder(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := map[string]any{"id": int64(7), "price": "12.50", "at": "2024-05-06 07:08:09.000000", "t": "07:08:09.000000",
+		"d": int32(19849), "ts": int64(1_700_000_000_000_000), "f": 1.5, "tags": []any{"a", "b"},
+		"addr": map[string]any{"city": "Oslo"}}
+	b, err := enc.Encode(row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := dynamicpb.NewMessage(enc.md)
+	if err := proto.Unmarshal(b, msg); err != nil {
+		t.Fatal(err)
+	}
+	get := func(name string) protoreflect.Value { return msg.Get(enc.md.Fields().ByName(protoreflect.Name(name))) }
+	if get("id").Int() != 7 || get("price").String() != "12.50" || get("at").String() != "2024-05-06 07:08:09.000000" ||
+		get("d").Int() != 19849 || get("ts").Int() != 1_700_000_000_000_000 || get("f").Float() != 1.5 ||
+		get("tags").List().Len() != 2 || get("addr").Message().Get(enc.md.Fields().ByName("addr").Message().Fields().ByName("city")).String() != "Oslo" {
+		t.Errorf("decoded row = %v", msg)
+	}
+	for name, bad := range map[string]map[string]any{
+		"unknown column": {"id": int64(1), "nope": "x"},
+		"wrong type":     {"id": "seven"},
+		"required NULL":  {"price": "1.00"},
+	} {
+		if _, err := enc.Encode(bad); !errors.Is(err, ErrEncode) {
+			t.Errorf("%s: err = %v, want ErrEncode", name, err)
+		}
+	}
+}
