@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"cloud.google.com/go/bigquery"
 	"context"
 	"fmt"
+	"github.com/bqcdc/bqcdc/internal/testenv"
 	"testing"
 	"time"
 
@@ -27,9 +29,9 @@ func userRow(id int64, name, op string, seq int64, msg string, at time.Time) map
 		changelog.ColMessageID: msg, changelog.ColIngestedAt: at.UnixMicro()}
 }
 
-func stateRows(t *testing.T, e *env, table string) []map[string]any {
+func stateRows(t *testing.T, e *testenv.Env, table string) []map[string]bigquery.Value {
 	t.Helper()
-	rows, err := queryEnv(e, fmt.Sprintf("SELECT __op, __gen, __watermark, __key, _cdc_message_id FROM `%s.cdc.%s` ORDER BY __gen, __op, __key, _cdc_message_id", e.loc.Project, table))
+	rows, err := e.Query(fmt.Sprintf("SELECT __op, __gen, __watermark, __key, _cdc_message_id FROM `%s.cdc.%s` ORDER BY __gen, __op, __key, _cdc_message_id", e.Loc.Project, table))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,13 +44,13 @@ func stateRows(t *testing.T, e *env, table string) []map[string]any {
 // compacted changelog days past the retention are deleted, uncompacted ones
 // never.
 func TestCompactionIsIdempotentAndBounded(t *testing.T) {
-	e := newEnv(t, "compaction-basics")
+	e := testenv.New(t, stack, "compaction-basics")
 	ctx := context.Background()
-	cols := e.createSource(t, "c.users", usersImage)
-	bound := e.applyFlows(t, "c.sql", compactFlows, map[string]schema.Columns{"c.users": cols})
+	cols := e.CreateSource(t, "c.users", usersImage)
+	bound := e.ApplyFlows(t, "c.sql", compactFlows, map[string]schema.Columns{"c.users": cols})
 	day := time.Now().UTC().Truncate(24 * time.Hour)
 	old := day.Add(-72 * time.Hour) // three days ago
-	e.appendRows(t, "c.users", []map[string]any{
+	e.AppendRows(t, "c.users", []map[string]any{
 		userRow(1, "a", "INSERT", 1, "m01", old),
 		userRow(1, "b", "UPDATE", 2, "m02", old.Add(time.Second)),
 		userRow(1, "c", "UPDATE", 3, "m03", old.Add(2*time.Second)),
@@ -58,7 +60,7 @@ func TestCompactionIsIdempotentAndBounded(t *testing.T) {
 	})
 	now := day.Add(2 * time.Hour)
 	opts := compact.Options{VisibilityLag: time.Minute, Now: func() time.Time { return now }, Backoff: 20 * time.Millisecond}
-	reports := compact.New(e.bq, e.loc, opts).Run(ctx, bound)
+	reports := compact.New(e.BQ, e.Loc, opts).Run(ctx, bound)
 	for _, r := range reports {
 		if r.Outcome != compact.Compacted || r.Error != "" || !r.WatermarkAfter.Equal(now.Add(-time.Minute)) {
 			t.Fatalf("first run: %+v", r)
@@ -83,24 +85,24 @@ func TestCompactionIsIdempotentAndBounded(t *testing.T) {
 		t.Errorf("SCD 2 state has %d event rows, want 6", n)
 	}
 	for _, b := range bound {
-		if diff, err := viewcheck.Check(ctx, e.bq, b, e.loc); err != nil || diff != "" {
+		if diff, err := viewcheck.Check(ctx, e.BQ, b, e.Loc); err != nil || diff != "" {
 			t.Fatalf("view %s after compaction: %v\n%s", b.Target, err, diff)
 		}
 	}
 
 	// A second run with nothing new changes nothing.
-	before := [][]map[string]any{stateRows(t, e, "c_current__state"), stateRows(t, e, "c_history__state")}
+	before := [][]map[string]bigquery.Value{stateRows(t, e, "c_current__state"), stateRows(t, e, "c_history__state")}
 	now = now.Add(10 * time.Minute)
-	for _, r := range compact.New(e.bq, e.loc, opts).Run(ctx, bound) {
+	for _, r := range compact.New(e.BQ, e.Loc, opts).Run(ctx, bound) {
 		if r.Outcome != compact.UpToDate || !r.WatermarkAfter.Equal(reports[0].WatermarkAfter) {
 			t.Errorf("second run: %+v, want up to date with watermark %v", r, reports[0].WatermarkAfter)
 		}
 	}
-	after := [][]map[string]any{stateRows(t, e, "c_current__state"), stateRows(t, e, "c_history__state")}
+	after := [][]map[string]bigquery.Value{stateRows(t, e, "c_current__state"), stateRows(t, e, "c_history__state")}
 	if fmt.Sprint(before) != fmt.Sprint(after) {
 		t.Errorf("a run with no new rows changed the state:\nbefore %v\nafter  %v", before, after)
 	}
-	rep, err := queryEnv(e, "SELECT flow, outcome, events_read FROM `compaction-basics.cdc._bqcdc_compaction_state` ORDER BY flow")
+	rep, err := e.Query("SELECT flow, outcome, events_read FROM `compaction-basics.cdc._bqcdc_compaction_state` ORDER BY flow")
 	if err != nil || len(rep) != 2 || rep[0]["outcome"] != compact.UpToDate {
 		t.Errorf("report table = %v (%v)", rep, err)
 	}
@@ -108,10 +110,10 @@ func TestCompactionIsIdempotentAndBounded(t *testing.T) {
 	// Tombstone retention of one day drops key 2's tombstone; the view is
 	// unchanged. Changelog retention of one day deletes the day of the old
 	// rows (compacted), not today's.
-	e.appendRows(t, "c.users", []map[string]any{userRow(4, "n", "INSERT", 1, "m07", now)})
+	e.AppendRows(t, "c.users", []map[string]any{userRow(4, "n", "INSERT", 1, "m07", now)})
 	now = now.Add(10 * time.Minute)
 	opts.TombstoneRetention, opts.ChangelogRetention = 24*time.Hour, 24*time.Hour
-	for _, r := range compact.New(e.bq, e.loc, opts).Run(ctx, bound) {
+	for _, r := range compact.New(e.BQ, e.Loc, opts).Run(ctx, bound) {
 		if r.Outcome != compact.Compacted || r.Error != "" {
 			t.Fatalf("third run: %+v", r)
 		}
@@ -121,12 +123,12 @@ func TestCompactionIsIdempotentAndBounded(t *testing.T) {
 			t.Errorf("expired tombstone kept: %v", r)
 		}
 	}
-	left, err := queryEnv(e, "SELECT _cdc_message_id FROM `compaction-basics.cdc.c_users_changelog` ORDER BY 1")
+	left, err := e.Query("SELECT _cdc_message_id FROM `compaction-basics.cdc.c_users_changelog` ORDER BY 1")
 	if err != nil || fmt.Sprint(left) != "[map[_cdc_message_id:m06] map[_cdc_message_id:m07]]" {
 		t.Errorf("changelog after retention = %v (%v), want m06 and m07", left, err)
 	}
 	for _, b := range bound {
-		got, err := viewcheck.Actual(ctx, e.bq, b, e.loc)
+		got, err := viewcheck.Actual(ctx, e.BQ, b, e.Loc)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/bqcdc/bqcdc/internal/testenv"
 	"os"
 	"sort"
 	"strings"
@@ -89,10 +90,10 @@ var usersImage = schema.Columns{
 func TestDatabricksDocumentedExample(t *testing.T) {
 	for i, c := range loadDatabricksCases(t) {
 		t.Run(c.Name, func(t *testing.T) {
-			e := newEnv(t, projectName("dbx", int64(i)))
+			e := testenv.New(t, stack, testenv.Project("dbx", int64(i)))
 			source := "dbx." + c.Name
-			cols := e.createSource(t, source, usersImage)
-			bound := e.applyFlows(t, c.Name+".sql", flowText(c, source), map[string]schema.Columns{source: cols})
+			cols := e.CreateSource(t, source, usersImage)
+			bound := e.ApplyFlows(t, c.Name+".sql", flowText(c, source), map[string]schema.Columns{source: cols})
 			var rows []map[string]any
 			start := time.Now().Add(-time.Hour)
 			for i, in := range c.Input {
@@ -110,9 +111,9 @@ func TestDatabricksDocumentedExample(t *testing.T) {
 				}
 				rows = append(rows, row)
 			}
-			e.appendRows(t, source, rows)
+			e.AppendRows(t, source, rows)
 
-			got, err := viewcheck.Actual(context.Background(), e.bq, bound[0], e.loc)
+			got, err := viewcheck.Actual(context.Background(), e.BQ, bound[0], e.Loc)
 			if err != nil {
 				t.Fatal(err)
 			}

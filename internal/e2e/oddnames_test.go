@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"github.com/bqcdc/bqcdc/internal/testenv"
 	"testing"
 	"time"
 
@@ -18,14 +19,14 @@ import (
 // scalar here: the emulator returns a TIMESTAMP inside a STRUCT in a form
 // the Go client cannot parse.)
 func TestReservedWordColumns(t *testing.T) {
-	e := newEnv(t, "odd-names")
+	e := testenv.New(t, stack, "odd-names")
 	image := schema.Columns{
 		{Name: "order", Type: schema.Int64}, {Name: "group", Type: schema.String}, {Name: "select", Type: schema.String},
 		{Name: "from", Type: schema.Date}, {Name: "where", Type: schema.String}, {Name: "by", Type: schema.Timestamp},
 		{Name: "Window", Type: schema.Int64},
 	}
-	cols := e.createSource(t, "odd.names", image)
-	bound := e.applyFlows(t, "odd.sql", `
+	cols := e.CreateSource(t, "odd.names", image)
+	bound := e.ApplyFlows(t, "odd.sql", `
 CREATE FLOW odd_current AS AUTO CDC INTO `+"`odd_current`"+` FROM STREAM(`+"`odd.names`"+`)
 KEYS (`+"`order`, `group`"+`) APPLY AS DELETE WHEN `+"`select`"+` = 'x' SEQUENCE BY STRUCT(`+"`Window`, `select`"+`)
 WHERE `+"`where`"+` IS NULL OR `+"`where`"+` != 'skip'
@@ -41,7 +42,7 @@ STORED AS SCD TYPE 2 TRACK HISTORY ON (`+"`from`, `where`"+`);
 			"by": at.Add(time.Duration(i) * time.Second).UnixMicro(), "Window": window,
 			changelog.ColMessageID: fmt.Sprintf("o%02d", i), changelog.ColIngestedAt: at.Add(time.Duration(i) * time.Millisecond).UnixMicro()}
 	}
-	e.appendRows(t, "odd.names", []map[string]any{
+	e.AppendRows(t, "odd.names", []map[string]any{
 		row(1, 1, "g", "a", int32(19000), nil, 1),
 		row(2, 1, "g", "b", nil, "w", 2),
 		row(3, 2, "g", "a", int32(19001), "skip", 1),
@@ -51,7 +52,7 @@ STORED AS SCD TYPE 2 TRACK HISTORY ON (`+"`from`, `where`"+`);
 	})
 	check := func(when string) {
 		for _, b := range bound {
-			diff, err := viewcheck.Check(context.Background(), e.bq, b, e.loc)
+			diff, err := viewcheck.Check(context.Background(), e.BQ, b, e.Loc)
 			if err != nil || diff != "" {
 				t.Fatalf("%s: view %s: %v\n%s", when, b.Target, err, diff)
 			}
@@ -59,7 +60,7 @@ STORED AS SCD TYPE 2 TRACK HISTORY ON (`+"`from`, `where`"+`);
 	}
 	check("before compaction")
 	now := at.Add(time.Minute)
-	for _, r := range compact.New(e.bq, e.loc, compact.Options{VisibilityLag: time.Second, Now: func() time.Time { return now }, Backoff: 20 * time.Millisecond}).Run(context.Background(), bound) {
+	for _, r := range compact.New(e.BQ, e.Loc, compact.Options{VisibilityLag: time.Second, Now: func() time.Time { return now }, Backoff: 20 * time.Millisecond}).Run(context.Background(), bound) {
 		if r.Outcome != compact.Compacted {
 			t.Fatalf("compaction of %s: %+v", r.Flow, r)
 		}

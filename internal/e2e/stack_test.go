@@ -101,15 +101,3 @@ func readTestdata(t *testing.T, path string) string {
 	}
 	return string(b)
 }
-
-func demoQuery(e *env, sql string) ([]map[string]any, error) {
-	rows, err := demo.Query(context.Background(), e.bq, sql)
-	out := make([]map[string]any, len(rows))
-	for i, r := range rows {
-		out[i] = map[string]any{}
-		for k, v := range r {
-			out[i][k] = v
-		}
-	}
-	return out, err
-}

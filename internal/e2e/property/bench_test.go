@@ -1,8 +1,9 @@
-package e2e
+package property
 
 import (
 	"context"
 	"fmt"
+	"github.com/bqcdc/bqcdc/internal/testenv"
 	"testing"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 // run reads (events/op: the delta, whatever the history) and the state
 // rows (what views read instead of the changelog).
 //
-//	go test ./internal/e2e -run '^$' -bench Compaction -benchmem -benchtime 5x
+//	go test ./internal/e2e/property -run '^$' -bench Compaction -benchmem -benchtime 5x
 func BenchmarkCompaction(b *testing.B) {
 	for _, history := range []int{1_000, 10_000} {
 		b.Run(fmt.Sprintf("history=%d/delta=100", history), func(b *testing.B) {
@@ -29,10 +30,10 @@ func BenchmarkCompaction(b *testing.B) {
 func benchCompaction(b *testing.B, history, delta int) {
 	t := b
 	src := fmt.Sprintf("bench.h%d", history)
-	e := newEnvB(b, fmt.Sprintf("bench-%d-%d", history, time.Now().UnixNano()))
+	e := testenv.New(b, stack, fmt.Sprintf("bench-%d-%d", history, time.Now().UnixNano()))
 	ctx := context.Background()
-	cols := e.createSource(t, src, usersImage)
-	bound := e.applyFlows(t, "bench.sql", `
+	cols := e.CreateSource(t, src, usersImage)
+	bound := e.ApplyFlows(t, "bench.sql", `
 CREATE FLOW b_current_`+fmt.Sprint(history)+` AS AUTO CDC INTO b_current_`+fmt.Sprint(history)+` FROM STREAM(`+"`"+src+"`"+`)
 KEYS (userId) APPLY AS DELETE WHEN operation = 'DELETE' SEQUENCE BY sequenceNum COLUMNS (userId, name, city);
 CREATE FLOW b_history_`+fmt.Sprint(history)+` AS AUTO CDC INTO b_history_`+fmt.Sprint(history)+` FROM STREAM(`+"`"+src+"`"+`)
@@ -55,12 +56,12 @@ KEYS (userId) APPLY AS DELETE WHEN operation = 'DELETE' SEQUENCE BY sequenceNum 
 		return out
 	}
 	for appended := 0; appended < history; appended += 5000 {
-		e.appendRows(t, src, rows(min(5000, history-appended)))
+		e.AppendRows(t, src, rows(min(5000, history-appended)))
 	}
 	lag := time.Second
 	run := func() []compact.Report {
 		now := clock.Add(2 * lag)
-		c := compact.New(e.bq, e.loc, compact.Options{VisibilityLag: lag, Now: func() time.Time { return now }, Backoff: 20 * time.Millisecond})
+		c := compact.New(e.BQ, e.Loc, compact.Options{VisibilityLag: lag, Now: func() time.Time { return now }, Backoff: 20 * time.Millisecond})
 		reports := c.Run(ctx, bound)
 		for _, r := range reports {
 			if r.Outcome == compact.Failed {
@@ -75,7 +76,7 @@ KEYS (userId) APPLY AS DELETE WHEN operation = 'DELETE' SEQUENCE BY sequenceNum 
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		e.appendRows(t, src, rows(delta))
+		e.AppendRows(t, src, rows(delta))
 		b.StartTimer()
 		for _, r := range run() {
 			read += r.EventsRead
@@ -85,7 +86,7 @@ KEYS (userId) APPLY AS DELETE WHEN operation = 'DELETE' SEQUENCE BY sequenceNum 
 	b.StopTimer()
 	b.ReportMetric(float64(read)/float64(b.N), "events/op")
 	b.ReportMetric(float64(stateRows)/float64(b.N), "rows-written/op")
-	n, err := queryEnv(e, fmt.Sprintf("SELECT COUNT(*) AS n FROM %s", e.loc.StateTable(bound[0].Flow)))
+	n, err := e.Query(fmt.Sprintf("SELECT COUNT(*) AS n FROM %s", e.Loc.StateTable(bound[0].Flow)))
 	if err == nil && len(n) == 1 {
 		b.ReportMetric(float64(n[0]["n"].(int64)), "scd1-state-rows")
 	}

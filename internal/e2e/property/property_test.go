@@ -1,10 +1,11 @@
-package e2e
+package property
 
 import (
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/bqcdc/bqcdc/internal/testenv"
 	"math/rand"
 	"strings"
 	"testing"
@@ -14,7 +15,6 @@ import (
 	"github.com/bqcdc/bqcdc/internal/compact"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/schema"
-	"github.com/bqcdc/bqcdc/internal/viewcheck"
 )
 
 var (
@@ -169,13 +169,13 @@ func TestViewsMatchModel(t *testing.T) {
 		seed := seed
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			r := rand.New(rand.NewSource(seed))
-			e := newEnv(t, projectName("views", seed))
+			e := testenv.New(t, stack, testenv.Project("views", seed))
 			// Names are unique per seed although each seed has its own
 			// project: the emulator mixed up same-named tables of different
 			// projects (views read another seed's rows).
 			source := fmt.Sprintf("prop.s%d", seed)
-			cols := e.createSource(t, source, propImage)
-			bound := e.applyFlows(t, "prop.sql", propFlows(source, fmt.Sprintf("p%d", seed)), map[string]schema.Columns{source: cols})
+			cols := e.CreateSource(t, source, propImage)
+			bound := e.ApplyFlows(t, "prop.sql", propFlows(source, fmt.Sprintf("p%d", seed)), map[string]schema.Columns{source: cols})
 			base := time.Now().Add(-time.Hour).Truncate(time.Minute)
 			h := genHistory(r, base)
 			from := 0
@@ -185,12 +185,12 @@ func TestViewsMatchModel(t *testing.T) {
 				for i, row := range h.rows[from:to] {
 					row[changelog.ColIngestedAt] = batchStart.Add(time.Duration(i) * time.Millisecond).UnixMicro()
 				}
-				e.appendRows(t, source, h.rows[from:to])
+				e.AppendRows(t, source, h.rows[from:to])
 				from = to
 				when := fmt.Sprintf("seed %d, after batch %d (%d rows)", seed, bi+1, to)
-				e.checkViews(t, bound, when)
+				e.CheckViews(t, bound, when)
 				if r.Intn(10) < 7 {
-					e.compactRandomly(t, r, bound, source, batchStart.Add(50*time.Second), lag, when)
+					compactRandomly(t, e, r, bound, source, batchStart.Add(50*time.Second), lag, when)
 				}
 			}
 		})
@@ -200,7 +200,7 @@ func TestViewsMatchModel(t *testing.T) {
 // compactRandomly runs compaction at clock now, possibly crashing after a
 // random step (then re-running it), possibly appending rows while it runs,
 // and checks the views after every step.
-func (e *env) compactRandomly(t *testing.T, r *rand.Rand, bound []*flow.Bound, source string, now time.Time, lag time.Duration, when string) {
+func compactRandomly(t *testing.T, e *testenv.Env, r *rand.Rand, bound []*flow.Bound, source string, now time.Time, lag time.Duration, when string) {
 	t.Helper()
 	crashAt := ""
 	if r.Intn(10) < 3 {
@@ -214,34 +214,34 @@ func (e *env) compactRandomly(t *testing.T, r *rand.Rand, bound []*flow.Bound, s
 			if late && name == compact.StepFold {
 				// Rows whose append became visible after the run read the
 				// changelog, stamped between the new watermark and now.
-				e.appendRows(t, source, lateRows(r, now.Add(-lag/2)))
+				e.AppendRows(t, source, lateRows(r, now.Add(-lag/2)))
 				late = false
 			}
 			if r.Intn(2) == 0 {
 				// The flow being compacted is the one whose state changes.
-				e.checkViews(t, only(bound, flowName), fmt.Sprintf("%s, compaction of %s after step %s", when, flowName, name))
+				e.CheckViews(t, only(bound, flowName), fmt.Sprintf("%s, compaction of %s after step %s", when, flowName, name))
 			}
 			if name == crashAt {
 				return errors.New("injected crash")
 			}
 			return nil
 		}}
-	reports := compact.New(e.bq, e.loc, opts).Run(context.Background(), bound)
+	reports := compact.New(e.BQ, e.Loc, opts).Run(context.Background(), bound)
 	for _, rep := range reports {
 		if rep.Outcome == compact.Failed && !strings.Contains(rep.Error, "injected crash") {
 			t.Fatalf("%s: compaction of %s failed: %s", when, rep.Flow, rep.Error)
 		}
 	}
-	e.checkViews(t, bound, fmt.Sprintf("%s, after compaction (crash after %q)", when, crashAt))
+	e.CheckViews(t, bound, fmt.Sprintf("%s, after compaction (crash after %q)", when, crashAt))
 	if crashAt != "" {
 		opts.AfterStep = nil
 		opts.Now = func() time.Time { return now.Add(time.Second) }
-		for _, rep := range compact.New(e.bq, e.loc, opts).Run(context.Background(), bound) {
+		for _, rep := range compact.New(e.BQ, e.Loc, opts).Run(context.Background(), bound) {
 			if rep.Outcome == compact.Failed {
 				t.Fatalf("%s: re-run of %s after the crash failed: %s", when, rep.Flow, rep.Error)
 			}
 		}
-		e.checkViews(t, bound, fmt.Sprintf("%s, after re-running the crashed compaction", when))
+		e.CheckViews(t, bound, fmt.Sprintf("%s, after re-running the crashed compaction", when))
 	}
 }
 
@@ -257,29 +257,6 @@ func lateRows(r *rand.Rand, at time.Time) []map[string]any {
 		})
 	}
 	return rows
-}
-
-func (e *env) checkViews(t *testing.T, bound []*flow.Bound, when string) {
-	t.Helper()
-	for _, b := range bound {
-		diff, err := viewcheck.Check(context.Background(), e.bq, b, e.loc)
-		if err != nil {
-			t.Fatalf("%s: checking %s: %v", when, b.Target, err)
-		}
-		if diff != "" {
-			t.Errorf("%s: view %s differs from the model (reproduce with -prop.seed):\n%s", when, b.Target, diff)
-			if testing.Verbose() {
-				rows, _ := queryEnv(e, fmt.Sprintf("SELECT __op, __gen, __watermark, __key, s1, s2, _cdc_message_id, _cdc_ingested_at FROM %s ORDER BY __gen, __key", e.loc.StateTable(b.Flow)))
-				for _, r := range rows {
-					t.Logf("  state: %v", r)
-				}
-				rows, _ = queryEnv(e, "SELECT k1, k2, s1, s2, op, _cdc_message_id, _cdc_ingested_at FROM "+e.loc.ChangelogTable(b.Flow)+" ORDER BY _cdc_ingested_at")
-				for _, r := range rows {
-					t.Logf("  changelog: %v", r)
-				}
-			}
-		}
-	}
 }
 
 func only(bound []*flow.Bound, name string) []*flow.Bound {
