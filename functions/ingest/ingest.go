@@ -77,14 +77,15 @@ func Service(ctx context.Context) (*ingest.Service, error) {
 	return service, initErr
 }
 
-// pushData is the data of a messagePublished CloudEvent.
-type pushData struct {
+// PushBody is the data of a messagePublished CloudEvent: what Pub/Sub
+// pushes, and what the local relay sends.
+type PushBody struct {
 	Message struct {
-		Data        []byte            `json:"data"`
-		Attributes  map[string]string `json:"attributes"`
+		Data        []byte            `json:"data,omitempty"`
+		Attributes  map[string]string `json:"attributes,omitempty"`
 		MessageID   string            `json:"messageId"`
 		PublishTime time.Time         `json:"publishTime"`
-		OrderingKey string            `json:"orderingKey"`
+		OrderingKey string            `json:"orderingKey,omitempty"`
 	} `json:"message"`
 	Subscription string `json:"subscription"`
 }
@@ -113,7 +114,7 @@ func Handle(ctx context.Context, e event.Event) error {
 // returned message still carries what could be read (topic, id, raw body).
 func Decode(e event.Event) (ingest.Message, error) {
 	msg := ingest.Message{Topic: TopicOf(e.Source()), MessageID: e.ID(), Data: e.Data()}
-	var d pushData
+	var d PushBody
 	if err := json.Unmarshal(e.Data(), &d); err != nil {
 		return msg, fmt.Errorf("decoding Pub/Sub push body: %w", err)
 	}

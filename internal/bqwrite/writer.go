@@ -145,10 +145,17 @@ func (w *Writer) Append(ctx context.Context, table string, rows []map[string]any
 		}
 		return failure.Retryable(failure.StageTable, err)
 	}
+	return w.AppendTo(ctx, t, rows)
+}
+
+// AppendTo is Append to a table the caller already looked up, so the rows
+// are encoded for the very table version the caller prepared them for.
+func (w *Writer) AppendTo(ctx context.Context, t *Table, rows []map[string]any) error {
 	data := make([][]byte, len(rows))
 	for i, r := range rows {
+		var err error
 		if data[i], err = t.Encoder.Encode(r); err != nil {
-			return failure.Permanent(failure.StageEncode, fmt.Errorf("table %s: %w", table, err))
+			return failure.Permanent(failure.StageEncode, fmt.Errorf("table %s: %w", t.Name, err))
 		}
 	}
 	res, err := t.stream.AppendRows(ctx, data)
@@ -157,12 +164,12 @@ func (w *Writer) Append(ctx context.Context, table string, rows []map[string]any
 	}
 	if err != nil {
 		if permanentAppendError(err) {
-			return failure.Permanent(failure.StageAppend, fmt.Errorf("appending to %s: %w", table, err))
+			return failure.Permanent(failure.StageAppend, fmt.Errorf("appending to %s: %w", t.Name, err))
 		}
 		if ctx.Err() == nil {
 			w.forget(t)
 		}
-		return failure.Retryable(failure.StageAppend, fmt.Errorf("appending to %s: %w", table, err))
+		return failure.Retryable(failure.StageAppend, fmt.Errorf("appending to %s: %w", t.Name, err))
 	}
 	return nil
 }

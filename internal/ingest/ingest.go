@@ -57,6 +57,7 @@ func (o Outcome) String() string {
 type Appender interface {
 	Table(ctx context.Context, name string) (*bqwrite.Table, error)
 	Append(ctx context.Context, table string, rows []map[string]any) error
+	AppendTo(ctx context.Context, t *bqwrite.Table, rows []map[string]any) error
 }
 
 // Stats are counters since the service started.
@@ -171,7 +172,7 @@ func (s *Service) process(ctx context.Context, m Message, table string) (int, er
 		Op: ch.Op, SourceTS: ch.SourceTS, Sequence: ch.Sequence, IngestedAt: s.now(),
 		PublishTime: m.PublishTime, MessageID: m.MessageID, SchemaID: id,
 	})
-	return id, s.writer.Append(ctx, table, []map[string]any{row})
+	return id, s.writer.AppendTo(ctx, t, []map[string]any{row})
 }
 
 // Truncate shortens an error for a log line. Errors from BigQuery can quote

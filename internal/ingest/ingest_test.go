@@ -76,11 +76,16 @@ func (f *fakeTables) Table(_ context.Context, name string) (*bqwrite.Table, erro
 	return t, nil
 }
 
-func (f *fakeTables) Append(_ context.Context, table string, rows []map[string]any) error {
+func (f *fakeTables) Append(ctx context.Context, table string, rows []map[string]any) error {
 	t, ok := f.tables[table]
 	if !ok {
 		return failure.Permanent(failure.StageTable, bqwrite.ErrNoTable)
 	}
+	return f.AppendTo(ctx, t, rows)
+}
+
+func (f *fakeTables) AppendTo(_ context.Context, t *bqwrite.Table, rows []map[string]any) error {
+	table := t.Name
 	for _, r := range rows {
 		if _, err := t.Encoder.Encode(r); err != nil {
 			return failure.Permanent(failure.StageEncode, err)

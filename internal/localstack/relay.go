@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/pubsub/v2"
+	ingestfn "github.com/bqcdc/bqcdc/functions/ingest"
 )
 
 // Relay delivers a subscription's messages to a CloudEvent function the way
@@ -71,20 +72,8 @@ func backoff(attempt int, max time.Duration) time.Duration {
 	return d
 }
 
-// pushBody is the data Pub/Sub puts in a messagePublished CloudEvent.
-type pushBody struct {
-	Message struct {
-		Data        []byte            `json:"data,omitempty"`
-		Attributes  map[string]string `json:"attributes,omitempty"`
-		MessageID   string            `json:"messageId"`
-		PublishTime time.Time         `json:"publishTime"`
-		OrderingKey string            `json:"orderingKey,omitempty"`
-	} `json:"message"`
-	Subscription string `json:"subscription"`
-}
-
 func (r *Relay) deliver(ctx context.Context, m *pubsub.Message) error {
-	var body pushBody
+	var body ingestfn.PushBody
 	body.Message.Data = m.Data
 	body.Message.Attributes = m.Attributes
 	body.Message.MessageID = m.ID

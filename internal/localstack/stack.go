@@ -26,7 +26,7 @@ import (
 	"cloud.google.com/go/pubsub/v2/pstest"
 	"github.com/GoogleCloudPlatform/functions-framework-go/funcframework"
 	compactfn "github.com/bqcdc/bqcdc/functions/compact"
-	_ "github.com/bqcdc/bqcdc/functions/ingest" // registers the Ingest function the relays deliver to
+	ingestfn "github.com/bqcdc/bqcdc/functions/ingest"
 	"github.com/bqcdc/bqcdc/internal/apply"
 	"github.com/bqcdc/bqcdc/internal/bqclient"
 	"github.com/bqcdc/bqcdc/internal/compact"
@@ -350,7 +350,7 @@ func (s *Stack) startRelays(ctx context.Context) error {
 		if err := s.createSubscription(ctx, topic, sub, policy); err != nil {
 			return err
 		}
-		r := &Relay{Project: s.Project, Topic: topic, Subscription: sub, URL: s.FunctionURL + "/Ingest",
+		r := &Relay{Project: s.Project, Topic: topic, Subscription: sub, URL: s.FunctionURL + "/" + ingestfn.EntryPoint,
 			HTTP: &http.Client{Timeout: 60 * time.Second}, Log: s.Log, MaxBackoff: 2 * time.Second}
 		s.Relays = append(s.Relays, r)
 		subscriber := s.PubSub.Subscriber(sub)
