@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+
+	"cloud.google.com/go/bigquery"
 	"flag"
 	"fmt"
 	"os"
@@ -48,6 +50,22 @@ func (t *target) schemaSource() apply.Schemas {
 	return s
 }
 
+// open reads the flows and connects to BigQuery for commands that need both.
+func (t *target) open(ctx context.Context) ([]*flow.Flow, *bigquery.Client, error) {
+	if t.bq.Project == "" {
+		return nil, nil, fmt.Errorf("--project (or %s) is required", config.EnvProject)
+	}
+	flows, err := flow.ParseDir(t.flows)
+	if err != nil {
+		return nil, nil, err
+	}
+	bq, err := bqclient.NewBigQuery(ctx, t.bq)
+	if err != nil {
+		return nil, nil, err
+	}
+	return flows, bq, nil
+}
+
 func runApply(ctx context.Context, args []string) error {
 	var t target
 	fs := flag.NewFlagSet("apply", flag.ContinueOnError)
@@ -55,14 +73,7 @@ func runApply(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if t.bq.Project == "" {
-		return fmt.Errorf("--project (or %s) is required", config.EnvProject)
-	}
-	flows, err := flow.ParseDir(t.flows)
-	if err != nil {
-		return err
-	}
-	bq, err := bqclient.NewBigQuery(ctx, t.bq)
+	flows, bq, err := t.open(ctx)
 	if err != nil {
 		return err
 	}

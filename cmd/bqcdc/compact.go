@@ -7,10 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bqcdc/bqcdc/internal/bqclient"
 	"github.com/bqcdc/bqcdc/internal/compact"
 	"github.com/bqcdc/bqcdc/internal/config"
-	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/sql/render"
 )
 
@@ -33,14 +31,7 @@ func runCompact(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if t.bq.Project == "" {
-		return fmt.Errorf("--project (or %s) is required", config.EnvProject)
-	}
-	flows, err := flow.ParseDir(t.flows)
-	if err != nil {
-		return err
-	}
-	bq, err := bqclient.NewBigQuery(ctx, t.bq)
+	flows, bq, err := t.open(ctx)
 	if err != nil {
 		return err
 	}

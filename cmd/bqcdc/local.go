@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/bqcdc/bqcdc/internal/changelog"
@@ -97,7 +98,7 @@ func playDemo(ctx context.Context, st *localstack.Stack) error {
 		if err != nil {
 			return err
 		}
-		demo.PrintTable(os.Stdout, "changelog "+table, splitCols(t.cols), rows)
+		demo.PrintTable(os.Stdout, "changelog "+table, strings.Split(strings.ReplaceAll(t.cols, " ", ""), ","), rows)
 	}
 	dead, err := demo.Query(ctx, st.BigQuery, fmt.Sprintf("SELECT topic, message_id, stage, reason FROM `%s.%s`", st.Dataset, changelog.DeadLetterTable))
 	if err != nil {
@@ -171,28 +172,4 @@ func printCompaction(title string, reports []compact.Report, err error) {
 	if err != nil {
 		fmt.Println("  error:", err)
 	}
-}
-
-func splitCols(s string) []string {
-	var out []string
-	for _, c := range splitComma(s) {
-		out = append(out, c)
-	}
-	return out
-}
-
-func splitComma(s string) []string {
-	var out []string
-	cur := ""
-	for _, r := range s {
-		switch r {
-		case ',':
-			out = append(out, cur)
-			cur = ""
-		case ' ':
-		default:
-			cur += string(r)
-		}
-	}
-	return append(out, cur)
 }

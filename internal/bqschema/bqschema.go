@@ -25,12 +25,41 @@ var fromField = func() map[bigquery.FieldType]string {
 	for k, v := range toField {
 		m[v] = k
 	}
-	m[bigquery.FloatFieldType] = schema.Float64
-	m["INT64"] = schema.Int64
-	m["BOOL"] = schema.Bool
-	m["STRUCT"] = schema.Record
+	for std, legacy := range legacyName { // read both spellings
+		if t, ok := m[std]; ok {
+			m[legacy] = t
+		} else {
+			m[std] = m[legacy]
+		}
+	}
 	return m
 }()
+
+// legacyName maps the standard SQL type names a table may report (the
+// emulator reports what a table was created with) to the legacy names.
+var legacyName = map[bigquery.FieldType]bigquery.FieldType{
+	float64Type: bigquery.FloatFieldType, "INT64": bigquery.IntegerFieldType,
+	"BOOL": bigquery.BooleanFieldType, "STRUCT": bigquery.RecordFieldType,
+}
+
+// LegacyNames returns s with standard SQL type names (FLOAT64, INT64, BOOL,
+// STRUCT) renamed to the legacy ones, which the Storage Write API's schema
+// adapter (managedwriter/adapt) requires. BigQuery itself reports legacy
+// names.
+func LegacyNames(s bigquery.Schema) bigquery.Schema {
+	out := make(bigquery.Schema, len(s))
+	for i, f := range s {
+		c := *f
+		if legacy, ok := legacyName[c.Type]; ok {
+			c.Type = legacy
+		}
+		if c.Schema != nil {
+			c.Schema = LegacyNames(c.Schema)
+		}
+		out[i] = &c
+	}
+	return out
+}
 
 // ToBigQuery converts columns to a client schema.
 func ToBigQuery(cols schema.Columns) bigquery.Schema {

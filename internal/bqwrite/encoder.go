@@ -11,6 +11,7 @@ import (
 	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 	"cloud.google.com/go/bigquery/storage/managedwriter/adapt"
+	"github.com/bqcdc/bqcdc/internal/bqschema"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/descriptorpb"
@@ -38,7 +39,7 @@ var asString = []storagepb.TableFieldSchema_Type{
 
 // NewEncoder compiles an encoder for a table schema.
 func NewEncoder(s bigquery.Schema) (*Encoder, error) {
-	ts, err := adapt.BQSchemaToStorageTableSchema(legacyTypes(s))
+	ts, err := adapt.BQSchemaToStorageTableSchema(bqschema.LegacyNames(s))
 	if err != nil {
 		return nil, fmt.Errorf("converting table schema: %w", err)
 	}
@@ -166,29 +167,4 @@ func value(parent *dynamicpb.Message, fd protoreflect.FieldDescriptor, v any) (p
 		return protoreflect.ValueOfMessage(child), nil
 	}
 	return bad()
-}
-
-// legacyTypes renames standard SQL type names (FLOAT64, INT64, BOOL, STRUCT)
-// to the legacy names adapt knows. BigQuery reports the legacy names; the
-// emulator reports whatever the table was created with.
-func legacyTypes(s bigquery.Schema) bigquery.Schema {
-	out := make(bigquery.Schema, len(s))
-	for i, f := range s {
-		c := *f
-		switch c.Type {
-		case "FLOAT64":
-			c.Type = bigquery.FloatFieldType
-		case "INT64":
-			c.Type = bigquery.IntegerFieldType
-		case "BOOL":
-			c.Type = bigquery.BooleanFieldType
-		case "STRUCT":
-			c.Type = bigquery.RecordFieldType
-		}
-		if c.Schema != nil {
-			c.Schema = legacyTypes(c.Schema)
-		}
-		out[i] = &c
-	}
-	return out
 }

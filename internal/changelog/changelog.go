@@ -47,7 +47,10 @@ func Schema(image schema.Columns) (schema.Columns, error) {
 	return append(append(schema.Columns{}, image...), MetadataColumns()...), nil
 }
 
-var notNameChar = regexp.MustCompile(`[^A-Za-z0-9_]`)
+var (
+	notNameChar  = regexp.MustCompile(`[^A-Za-z0-9_]`)
+	notLabelChar = regexp.MustCompile(`[^a-z0-9_-]`)
+)
 
 // TableName is the changelog table of a source topic: the topic with every
 // character BigQuery does not allow replaced by '_', plus "_changelog".
@@ -70,7 +73,7 @@ const SourceLabel = "bqcdc-source"
 // LabelValue makes a string usable as a label value (lowercase letters,
 // digits, '_' and '-', at most 63 characters).
 func LabelValue(s string) string {
-	v := strings.ToLower(regexp.MustCompile(`[^a-z0-9_-]`).ReplaceAllString(strings.ToLower(s), "_"))
+	v := notLabelChar.ReplaceAllString(strings.ToLower(s), "_")
 	if len(v) > 63 {
 		v = v[:63]
 	}

@@ -43,7 +43,7 @@ func (r *Relay) Stats() RelayStats {
 // Run delivers until ctx ends.
 func (r *Relay) Run(ctx context.Context, sub *pubsub.Subscriber) error {
 	return sub.Receive(ctx, func(ctx context.Context, m *pubsub.Message) {
-		err := r.deliver(ctx, m)
+		err := r.Deliver(ctx, m)
 		if err == nil {
 			r.delivered.Add(1)
 			m.Ack()
@@ -72,7 +72,9 @@ func backoff(attempt int, max time.Duration) time.Duration {
 	return d
 }
 
-func (r *Relay) deliver(ctx context.Context, m *pubsub.Message) error {
+// Deliver posts one message to the function as a messagePublished
+// CloudEvent; it fails unless the function answers 2xx.
+func (r *Relay) Deliver(ctx context.Context, m *pubsub.Message) error {
 	var body ingestfn.PushBody
 	body.Message.Data = m.Data
 	body.Message.Attributes = m.Attributes

@@ -141,12 +141,13 @@ func newData(b *flow.Bound, loc Location, hint time.Time) *data {
 		File:        b.Pos.File,
 		Changelog:   loc.ChangelogTable(b.Flow),
 		State:       loc.StateTable(b.Flow),
-		Hint:        hint.UTC().Format("2006-01-02 15:04:05.999999-07:00"),
+		Hint:        Literal(hint),
 		Where:       b.Where,
 		HasTruncate: b.Truncate != "",
 		IgnoreNull:  len(b.IgnoreNull) > 0,
 	}
-	for _, c := range EventColumns(b) {
+	events := EventColumns(b)
+	for _, c := range events {
 		d.Events = append(d.Events, q(c.Name))
 	}
 	for _, k := range b.Keys {
@@ -169,7 +170,7 @@ func newData(b *flow.Bound, loc Location, hint time.Time) *data {
 			d.Tracked = append(d.Tracked, unchanged(c))
 		}
 	}
-	for _, c := range EventColumns(b) {
+	for _, c := range events {
 		if !isIn(b.Keys, c.Name) && !values[c.Name] {
 			d.Carry = append(d.Carry, q(c.Name))
 		}
@@ -204,7 +205,7 @@ func newData(b *flow.Bound, loc Location, hint time.Time) *data {
 		nulls = append(nulls, s.Name+" IS NULL")
 	}
 	d.SequenceNull = strings.Join(nulls, " OR ")
-	for _, c := range EventColumns(b) {
+	for _, c := range events {
 		switch {
 		case c.Name == changelog.ColIngestedAt:
 			d.MarkerValues = append(d.MarkerValues, foldedMaxMarker)
