@@ -118,9 +118,10 @@ module "ingest_function" {
   resources                   = var.ingest
 
   environment_variables = {
-    BQCDC_PROJECT  = var.project_id
-    BQCDC_DATASET  = module.dataset.dataset_id
-    BQCDC_LOCATION = module.dataset.location
+    BQCDC_PROJECT              = var.project_id
+    BQCDC_DATASET              = module.dataset.dataset_id
+    BQCDC_LOCATION             = module.dataset.location
+    BQCDC_SCHEMA_EVOLUTION_OFF = join(",", sort([for name, s in var.sources : name if !s.schema_evolution]))
   }
 
   # Credentials only ever come from Secret Manager.

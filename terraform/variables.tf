@@ -57,6 +57,7 @@ variable "sources" {
     message_retention_duration       = optional(string, "604800s")
     topic_message_retention_duration = optional(string)
     enable_message_ordering          = optional(bool, false)
+    schema_evolution                 = optional(bool, true)
   }))
   description = <<-EOT
     Debezium topics to ingest, keyed by topic name (the `FROM STREAM(...)` name of the flows in sql/flows).
@@ -64,6 +65,8 @@ variable "sources" {
     subscription that drains it. Every key must be a source of some flow, and every flow source must be a key:
     ingest writes to the changelog table that `bqcdc apply` creates for the source.
     max_delivery_attempts (5-100) overrides var.max_delivery_attempts for one topic.
+    schema_evolution = false keeps the topic's changelog columns as `bqcdc apply` made them: values of fields a newer
+    writer schema adds are dropped and counted instead of added as columns (BQCDC_SCHEMA_EVOLUTION_OFF).
   EOT
   default     = {}
 

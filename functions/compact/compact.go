@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"cloud.google.com/go/bigquery"
 	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
 	"github.com/bqcdc/bqcdc/internal/bqclient"
 	"github.com/bqcdc/bqcdc/internal/compact"
@@ -53,7 +54,9 @@ func UseFlows(files fs.FS) { builtin = files }
 
 type runner struct {
 	compactor *compact.Compactor
-	flows     []*flow.Bound
+	bq        *bigquery.Client
+	loc       render.Location
+	flows     []*flow.Flow
 }
 
 func setup(ctx context.Context) (*runner, error) {
@@ -75,13 +78,8 @@ func setup(ctx context.Context) (*runner, error) {
 			return
 		}
 		loc := render.Location{Project: cfg.BigQuery.Project, DefaultDataset: cfg.Dataset}
-		bound, err := compact.Bind(ctx, bq, loc, flows)
-		if err != nil {
-			initErr = err
-			return
-		}
-		logging.New(os.Stdout).Info("compact configured", "config", cfg.Redacted(), "flows", len(bound))
-		service = &runner{flows: bound, compactor: compact.New(bq, loc, compact.Options{
+		logging.New(os.Stdout).Info("compact configured", "config", cfg.Redacted(), "flows", len(flows))
+		service = &runner{flows: flows, bq: bq, loc: loc, compactor: compact.New(bq, loc, compact.Options{
 			VisibilityLag:      cfg.VisibilityLag,
 			TombstoneRetention: time.Duration(cfg.TombstoneRetentionDays) * 24 * time.Hour,
 			ChangelogRetention: time.Duration(cfg.ChangelogRetentionDays) * 24 * time.Hour,
@@ -141,7 +139,16 @@ func Handle(w http.ResponseWriter, r *http.Request) {
 		}
 		names = append(names, body.Flows...)
 	}
-	flows, err := compact.Select(svc.flows, names)
+	// Bind on every run: ingest adds columns to a changelog when its source
+	// schema gains fields, and the run must fold them (and show them in the
+	// view). Reading one table's metadata per source is cheap next to the
+	// queries of a run.
+	bound, err := compact.Bind(r.Context(), svc.bq, svc.loc, svc.flows)
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, Response{Error: err.Error()})
+		return
+	}
+	flows, err := compact.Select(bound, names)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, Response{Error: err.Error()})
 		return

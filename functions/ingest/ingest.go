@@ -19,15 +19,20 @@ import (
 	"sync"
 	"time"
 
+	pubsubapi "cloud.google.com/go/pubsub/v2/apiv1"
 	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
 	"github.com/bqcdc/bqcdc/internal/bqclient"
 	"github.com/bqcdc/bqcdc/internal/bqwrite"
 	"github.com/bqcdc/bqcdc/internal/config"
 	"github.com/bqcdc/bqcdc/internal/failure"
+	"github.com/bqcdc/bqcdc/internal/formats"
 	"github.com/bqcdc/bqcdc/internal/ingest"
 	"github.com/bqcdc/bqcdc/internal/logging"
 	"github.com/bqcdc/bqcdc/internal/registry"
 	"github.com/cloudevents/sdk-go/v2/event"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 )
 
 // EntryPoint is the name the function is registered and deployed under.
@@ -50,9 +55,6 @@ var (
 func Service(ctx context.Context) (*ingest.Service, error) {
 	once.Do(func() {
 		cfg, err := config.FromEnv()
-		if err == nil {
-			err = cfg.RequireRegistry()
-		}
 		if err != nil {
 			initErr = fmt.Errorf("configuring ingest: %w", err)
 			return
@@ -69,12 +71,40 @@ func Service(ctx context.Context) (*ingest.Service, error) {
 			initErr = err
 			return
 		}
-		reg := registry.New(cfg.RegistryURL, registry.Options{Username: cfg.RegistryUsername, Password: cfg.RegistryPassword})
+		// Without a registry URL, Confluent-framed messages are
+		// dead-lettered with that reason; Pub/Sub schema-encoded Avro and
+		// Debezium JSON with its schema still flow.
+		var reg ingest.SchemaSource
+		if cfg.RegistryURL != "" {
+			reg = registry.New(cfg.RegistryURL, registry.Options{Username: cfg.RegistryUsername, Password: cfg.RegistryPassword})
+		}
+		schemas, err := pubsubSchemaClient(ctx)
+		if err != nil {
+			initErr = err
+			return
+		}
 		log := logging.New(os.Stdout)
 		log.Info("ingest configured", "config", cfg.Redacted())
 		service = ingest.New(reg, bqwrite.NewWriter(bq, mw, cfg.BigQuery.Project, cfg.Dataset), log)
+		service.UsePubSubSchemas(formats.NewPubSubSchemas(schemas))
+		service.FreezeSchema(cfg.SchemaEvolutionOff...)
 	})
 	return service, initErr
+}
+
+// pubsubSchemaClient connects to Pub/Sub's schema service, or to the
+// emulator named by PUBSUB_EMULATOR_HOST (as the Pub/Sub client does).
+func pubsubSchemaClient(ctx context.Context) (*pubsubapi.SchemaClient, error) {
+	var opts []option.ClientOption
+	if host := os.Getenv("PUBSUB_EMULATOR_HOST"); host != "" {
+		opts = append(opts, option.WithEndpoint(host), option.WithoutAuthentication(),
+			option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())))
+	}
+	c, err := pubsubapi.NewSchemaClient(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("creating the Pub/Sub schema client: %w", err)
+	}
+	return c, nil
 }
 
 // PushBody is the data of a messagePublished CloudEvent: what Pub/Sub

@@ -16,7 +16,7 @@ import (
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/bqschema"
 	"github.com/bqcdc/bqcdc/internal/changelog"
-	"github.com/bqcdc/bqcdc/internal/schema"
+	"github.com/bqcdc/bqcdc/internal/evolve"
 	"google.golang.org/api/googleapi"
 )
 
@@ -120,7 +120,7 @@ func ensureTable(ctx context.Context, t *bigquery.Table, want *bigquery.TableMet
 	if err != nil {
 		return fmt.Errorf("reading table %s: %w", t.TableID, err)
 	}
-	merged, added, err := MergeSchema(bqschema.FromBigQuery(have.Schema), bqschema.FromBigQuery(want.Schema))
+	merged, added, err := evolve.Merge(bqschema.FromBigQuery(have.Schema), bqschema.FromBigQuery(want.Schema))
 	if err != nil {
 		return fmt.Errorf("table %s: %w", t.TableID, err)
 	}
@@ -149,46 +149,4 @@ func ensureTable(ctx context.Context, t *bigquery.Table, want *bigquery.TableMet
 	}
 	rep.add("table %s: updated (%s)", t.TableID, strings.Join(changes, "; "))
 	return nil
-}
-
-// MergeSchema adds to have the columns of want it lacks (BigQuery can add
-// NULLABLE columns and RECORD fields in place). Columns want no longer has
-// stay: old rows keep them and new rows leave them NULL. A column whose type
-// changed is an error: BigQuery cannot change it in place.
-func MergeSchema(have, want schema.Columns) (schema.Columns, []string, error) {
-	merged := append(schema.Columns{}, have...)
-	var added []string
-	for _, w := range want {
-		i := indexOf(merged, w.Name)
-		if i < 0 {
-			w.Required = false // new columns must be NULLABLE
-			merged = append(merged, w)
-			added = append(added, w.Name)
-			continue
-		}
-		h := merged[i]
-		if h.Type != w.Type || h.Repeated != w.Repeated {
-			return nil, nil, fmt.Errorf("column %s changed type from %s to %s: BigQuery cannot change a column's type in place; create a new source topic or migrate the table by hand", w.Name, h.SQLType(), w.SQLType())
-		}
-		if h.Type == schema.Record {
-			fields, sub, err := MergeSchema(h.Fields, w.Fields)
-			if err != nil {
-				return nil, nil, fmt.Errorf("in %s: %w", w.Name, err)
-			}
-			for _, s := range sub {
-				added = append(added, w.Name+"."+s)
-			}
-			merged[i].Fields = fields
-		}
-	}
-	return merged, added, nil
-}
-
-func indexOf(cols schema.Columns, name string) int {
-	for i, c := range cols {
-		if strings.EqualFold(c.Name, name) {
-			return i
-		}
-	}
-	return -1
 }

@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"math/big"
-	"time"
 
 	"github.com/hamba/avro/v2"
 )
@@ -18,14 +16,14 @@ var ErrValue = errors.New("value does not fit its BigQuery column")
 
 type converter func(v any) (any, error)
 
-// Convert turns a decoded Avro record (hamba's map form) into canonical
-// values keyed by column name. A field the record lacks (it was written with
-// another version of the schema) takes the field's default, else NULL;
-// record fields the plan lacks are ignored.
+// Convert turns a decoded Avro record (hamba's map form, keyed by source
+// field name) into canonical values keyed by column name. A field the record
+// lacks (it was written with another version of the schema) takes the
+// field's default, else NULL; record fields the plan lacks are ignored.
 func (fs Fields) Convert(rec map[string]any) (map[string]any, error) {
 	out := make(map[string]any, len(fs))
 	for _, c := range fs {
-		v, ok := rec[c.Name]
+		v, ok := rec[c.Source]
 		if !ok && c.hasDef {
 			v = c.def
 		}
@@ -34,6 +32,9 @@ func (fs Fields) Convert(rec map[string]any) (map[string]any, error) {
 		}
 		cv, err := c.conv(v)
 		if err != nil {
+			if c.Source != c.Name {
+				return nil, fmt.Errorf("field %q, column %q (%s): %w", c.Source, c.Name, c.AvroType, err)
+			}
 			return nil, fmt.Errorf("column %q (%s): %w", c.Name, c.AvroType, err)
 		}
 		if cv != nil {
@@ -122,7 +123,7 @@ func jsonConv(v any) (any, error) {
 func jsonable(v any) any {
 	switch x := v.(type) {
 	case *big.Rat:
-		return x.RatString()
+		return ratText(x)
 	case map[string]any:
 		m := make(map[string]any, len(x))
 		for k, e := range x {
@@ -140,173 +141,6 @@ func jsonable(v any) any {
 		return b
 	}
 	return v
-}
-
-const epochDay = 24 * time.Hour
-
-func daysConv(v any) (any, error) {
-	switch x := v.(type) {
-	case time.Time:
-		return int32(math.Floor(float64(x.Unix()) / 86400)), nil
-	case int:
-		return int32(x), nil
-	case int32:
-		return x, nil
-	case int64:
-		return int32(x), nil
-	}
-	return nil, badType("date", v)
-}
-
-func formatTimeOfDay(d time.Duration) (any, error) {
-	if d < 0 || d >= epochDay {
-		return nil, fmt.Errorf("%w: time of day %s out of range", ErrValue, d)
-	}
-	t := time.Unix(0, 0).UTC().Add(d)
-	return t.Format("15:04:05.000000"), nil
-}
-
-// timeOfDayConv converts an integer count since midnight; unit is the number
-// of microseconds per count, or -n for n counts per microsecond.
-func timeOfDayConv(unit int64) converter {
-	return func(v any) (any, error) {
-		n, err := intConv(v)
-		if err != nil {
-			return nil, err
-		}
-		return formatTimeOfDay(scaleMicros(n.(int64), unit) * time.Microsecond)
-	}
-}
-
-func scaleMicros(n, unit int64) time.Duration {
-	if unit < 0 {
-		return time.Duration(n / -unit)
-	}
-	return time.Duration(n * unit)
-}
-
-func durationTimeConv(v any) (any, error) {
-	if d, ok := v.(time.Duration); ok {
-		return formatTimeOfDay(d)
-	}
-	return nil, badType("time", v)
-}
-
-const datetimeLayout = "2006-01-02 15:04:05.000000"
-
-// BigQuery's DATETIME and TIMESTAMP range.
-var (
-	minTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
-	maxTime = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
-)
-
-func inRange(t time.Time) error {
-	if t.Before(minTime) || t.After(maxTime) {
-		return fmt.Errorf("%w: %s is outside BigQuery's years 1-9999", ErrValue, t.Format(time.RFC3339Nano))
-	}
-	return nil
-}
-
-func epochDatetimeConv(unit int64) converter {
-	return func(v any) (any, error) {
-		n, err := intConv(v)
-		if err != nil {
-			return nil, err
-		}
-		t := time.UnixMicro(int64(scaleMicros(n.(int64), unit))).UTC()
-		if err := inRange(t); err != nil {
-			return nil, err
-		}
-		return t.Format(datetimeLayout), nil
-	}
-}
-
-func localTimestampConv(v any) (any, error) {
-	t, ok := v.(time.Time)
-	if !ok {
-		return nil, badType("local timestamp", v)
-	}
-	if err := inRange(t.UTC()); err != nil {
-		return nil, err
-	}
-	return t.UTC().Format(datetimeLayout), nil
-}
-
-func timestampConv(v any) (any, error) {
-	t, ok := v.(time.Time)
-	if !ok {
-		return nil, badType("timestamp", v)
-	}
-	if err := inRange(t.UTC()); err != nil {
-		return nil, err
-	}
-	return t.UnixMicro(), nil
-}
-
-func zonedTimestampConv(v any) (any, error) {
-	s, ok := v.(string)
-	if !ok {
-		return nil, badType("ISO-8601 timestamp string", v)
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return nil, fmt.Errorf("%w: parsing zoned timestamp %q: %v", ErrValue, s, err)
-	}
-	return timestampConv(t)
-}
-
-func ratConv(scale int) converter {
-	return func(v any) (any, error) {
-		r, ok := v.(*big.Rat)
-		if !ok {
-			return nil, badType("decimal", v)
-		}
-		return r.FloatString(scale), nil
-	}
-}
-
-// unscaledDecimalConv decodes Kafka Connect's Decimal when the schema lacks
-// the Avro logical type: big-endian two's-complement unscaled bytes.
-func unscaledDecimalConv(scale int) converter {
-	return func(v any) (any, error) {
-		b, ok := v.([]byte)
-		if !ok {
-			return nil, badType("decimal bytes", v)
-		}
-		return new(big.Rat).SetFrac(twosComplement(b), pow10(scale)).FloatString(scale), nil
-	}
-}
-
-func twosComplement(b []byte) *big.Int {
-	n := new(big.Int).SetBytes(b)
-	if len(b) > 0 && b[0]&0x80 != 0 {
-		n.Sub(n, new(big.Int).Lsh(big.NewInt(1), uint(len(b)*8)))
-	}
-	return n
-}
-
-func pow10(n int) *big.Int { return new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(n)), nil) }
-
-// variableScaleDecimalConv decodes io.debezium.data.VariableScaleDecimal, a
-// record {scale int, value bytes} used for PostgreSQL NUMERIC without a scale.
-func variableScaleDecimalConv(v any) (any, error) {
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, badType("VariableScaleDecimal record", v)
-	}
-	scale, err := intConv(m["scale"])
-	if err != nil {
-		return nil, err
-	}
-	b, ok := m["value"].([]byte)
-	if !ok {
-		return nil, badType("VariableScaleDecimal bytes", m["value"])
-	}
-	s := int(scale.(int64))
-	if s > 38 || s < 0 {
-		return nil, fmt.Errorf("%w: scale %d does not fit BIGNUMERIC (%s)", ErrValue, s, describeDecimal(76, 38))
-	}
-	return new(big.Rat).SetFrac(twosComplement(b), pow10(s)).FloatString(s), nil
 }
 
 func recordConv(fields Fields) converter {
@@ -388,4 +222,76 @@ func unionJSONConv(u *avro.UnionSchema) converter {
 		}
 		return jsonConv(v)
 	}
+}
+
+// jsonTextConv passes JSON text (io.debezium.data.Json) to a JSON column
+// after checking it parses: BigQuery refuses the whole append otherwise.
+func jsonTextConv(v any) (any, error) {
+	s, ok := v.(string)
+	if !ok {
+		return nil, badType("JSON text", v)
+	}
+	if !json.Valid([]byte(s)) {
+		return nil, fmt.Errorf("%w: not valid JSON: %.60q", ErrValue, s)
+	}
+	return s, nil
+}
+
+// uuidConv writes a UUID as its canonical text: a string as it is, and
+// Avro 1.12's fixed(16) form as 8-4-4-4-12 lower-case hex.
+func uuidConv(v any) (any, error) {
+	if s, ok := v.(string); ok {
+		return s, nil
+	}
+	if b, ok := fixedBytes(v); ok && len(b) == 16 {
+		return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]), nil
+	}
+	return nil, badType("uuid", v)
+}
+
+// bitConv reads a one-bit io.debezium.data.Bits as a BOOL. Debezium writes
+// java.util.BitSet.toByteArray, which is empty when no bit is set.
+func bitConv(v any) (any, error) {
+	b, ok := v.([]byte)
+	if !ok {
+		return nil, badType("bits", v)
+	}
+	return len(b) > 0 && b[0]&1 != 0, nil
+}
+
+// bitsConv pads io.debezium.data.Bits to ceil(length/8) bytes: BitSet drops
+// high zero bytes, and a fixed width makes equal bit strings equal BYTES.
+// Padding adds zero high bits only, so no value changes.
+func bitsConv(length int) converter {
+	want := (length + 7) / 8
+	return func(v any) (any, error) {
+		b, ok := v.([]byte)
+		if !ok {
+			return nil, badType("bits", v)
+		}
+		if length < 0 || len(b) >= want {
+			return b, nil
+		}
+		out := make([]byte, want)
+		copy(out, b)
+		return out, nil
+	}
+}
+
+// ratText writes a decoded Avro decimal as exact decimal text ("1.23"; a
+// fraction without a finite decimal form, which decoding never makes, as
+// "a/b").
+func ratText(r *big.Rat) string {
+	if r.IsInt() {
+		return r.Num().String()
+	}
+	p := big.NewInt(10)
+	var rem big.Int
+	for digits := 1; digits <= 1000; digits++ {
+		if rem.Mod(p, r.Denom()).Sign() == 0 {
+			return r.FloatString(digits)
+		}
+		p.Mul(p, big.NewInt(10))
+	}
+	return r.RatString()
 }

@@ -1,7 +1,6 @@
 package avrobq
 
 import (
-	"fmt"
 	"strconv"
 
 	"github.com/bqcdc/bqcdc/internal/schema"
@@ -12,121 +11,202 @@ import (
 // properties such as Kafka Connect's "connect.name".
 type propSchema interface{ Prop(string) any }
 
-func connectName(s avro.Schema) string {
+func stringProp(s avro.Schema, name string) string {
 	if p, ok := s.(propSchema); ok {
-		if n, ok := p.Prop("connect.name").(string); ok {
-			return n
+		if v, ok := p.Prop(name).(string); ok {
+			return v
 		}
 	}
 	return ""
 }
 
-// connectColumn maps the semantic types Debezium and Kafka Connect announce in
-// "connect.name". They take precedence over the plain Avro type because the
-// same long can be epoch milliseconds of a wall-clock DATETIME or a count.
+func connectName(s avro.Schema) string { return stringProp(s, "connect.name") }
+
+// connectParam reads an integer from "connect.parameters"; ok is false when
+// it is absent or not a number.
+func connectParam(s avro.Schema, key string) (int, bool) {
+	p, ok := s.(propSchema)
+	if !ok {
+		return 0, false
+	}
+	params, _ := p.Prop("connect.parameters").(map[string]any)
+	v, ok := params[key].(string)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(v)
+	return n, err == nil
+}
+
+// semantic is how one connect.name maps: the Avro types it may annotate
+// (others are mapped by their plain type, so a mislabelled field cannot
+// fail every message), and the column it becomes.
+type semantic struct {
+	on     []avro.Type
+	column func(name, avroType string, s avro.Schema) Field
+}
+
+func fixed(typ string, conv converter) func(string, string, avro.Schema) Field {
+	return func(name, at string, _ avro.Schema) Field { return newField(name, typ, at, conv) }
+}
+
+var (
+	ints    = []avro.Type{avro.Int, avro.Long}
+	strs    = []avro.Type{avro.String}
+	records = []avro.Type{avro.Record}
+)
+
+// semantics maps the semantic types Debezium and Kafka Connect announce in
+// "connect.name". They take precedence over the plain Avro type, because the
+// same long can be epoch milliseconds of a wall-clock DATETIME or a count,
+// and over an Avro logical type the converter may also have written: the
+// Debezium types say more (io.debezium.time.Timestamp tagged
+// timestamp-millis is a wall clock, not an instant), and the converters
+// accept both decoded forms, so a field maps the same with or without the
+// logical type.
+var semantics = map[string]semantic{
+	// Debezium's temporal types (time.precision.mode adaptive or
+	// adaptive_time_microseconds). Its Timestamp types carry the source's
+	// wall clock as if it were UTC (MySQL DATETIME, PostgreSQL TIMESTAMP):
+	// DATETIME, not TIMESTAMP. NanoTime and NanoTimestamp are truncated to
+	// BigQuery's microseconds.
+	"io.debezium.time.Date":           {ints, fixed(schema.Date, daysConv)},
+	"io.debezium.time.Time":           {ints, fixed(schema.Time, timeConv(millis))},
+	"io.debezium.time.MicroTime":      {ints, fixed(schema.Time, timeConv(micros))},
+	"io.debezium.time.NanoTime":       {ints, fixed(schema.Time, timeConv(nanos))},
+	"io.debezium.time.Timestamp":      {ints, fixed(schema.Datetime, datetimeConv(millis))},
+	"io.debezium.time.MicroTimestamp": {ints, fixed(schema.Datetime, datetimeConv(micros))},
+	"io.debezium.time.NanoTimestamp":  {ints, fixed(schema.Datetime, datetimeConv(nanos))},
+	"io.debezium.time.ZonedTimestamp": {strs, fixed(schema.Timestamp, zonedTimestampConv)},
+	"io.debezium.time.ZonedTime":      {strs, fixed(schema.Time, zonedTimeConv)},
+	"io.debezium.time.Year":           {ints, fixed(schema.Int64, intConv)},
+	"io.debezium.time.MicroDuration":  {ints, fixed(schema.Int64, intConv)},
+
+	// Kafka Connect's logical types (time.precision.mode=connect), usually
+	// also tagged date, time-millis, timestamp-millis or decimal.
+	"org.apache.kafka.connect.data.Date":      {ints, fixed(schema.Date, daysConv)},
+	"org.apache.kafka.connect.data.Time":      {ints, fixed(schema.Time, timeConv(millis))},
+	"org.apache.kafka.connect.data.Timestamp": {ints, fixed(schema.Timestamp, timestampConv(millis))},
+	"org.apache.kafka.connect.data.Decimal":   {[]avro.Type{avro.Bytes, avro.Fixed}, connectDecimalColumn},
+
+	"io.debezium.data.VariableScaleDecimal": {records, fixed(schema.BigNumeric, variableScaleDecimalConv)},
+	"io.debezium.data.Json":                 {strs, fixed(schema.JSON, jsonTextConv)},
+	"io.debezium.data.Xml":                  {strs, fixed(schema.String, stringConv)},
+	"io.debezium.data.Uuid":                 {strs, fixed(schema.String, stringConv)},
+	"io.debezium.data.Enum":                 {[]avro.Type{avro.String, avro.Enum}, fixed(schema.String, stringConv)},
+	// EnumSet (MySQL SET) stays the comma-separated STRING Debezium writes
+	// rather than becoming ARRAY<STRING>: a BigQuery array cannot be NULL,
+	// so NULL and the empty set would both read as [], and an array column
+	// cannot be a key, a GROUP BY or an = operand. MySQL writes members in
+	// their declared order, so equal sets are equal strings, and
+	// SPLIT(col, ',') gives the array (members cannot contain commas).
+	"io.debezium.data.EnumSet": {strs, fixed(schema.String, stringConv)},
+	"io.debezium.data.Bits":    {[]avro.Type{avro.Bytes}, bitsColumn},
+
+	// Spatial types become GEOGRAPHY, written as WKT (see geo.go).
+	"io.debezium.data.geometry.Geometry":  {records, fixed(schema.Geography, geometryConv)},
+	"io.debezium.data.geometry.Geography": {records, fixed(schema.Geography, geometryConv)},
+	"io.debezium.data.geometry.Point":     {records, fixed(schema.Geography, pointConv)},
+}
+
 func connectColumn(name string, s avro.Schema) (Field, bool) {
 	cn := connectName(s)
-	at := string(s.Type()) + " (" + cn + ")"
-	col := func(typ string, conv converter) (Field, bool) {
-		return newField(name, typ, at, conv), true
-	}
-	switch cn {
-	case "":
+	sem, ok := semantics[cn]
+	if !ok {
 		return Field{}, false
-	case "io.debezium.time.Date":
-		return col(schema.Date, daysConv)
-	case "io.debezium.time.Time":
-		return col(schema.Time, timeOfDayConv(1000))
-	case "io.debezium.time.MicroTime":
-		return col(schema.Time, timeOfDayConv(1))
-	case "io.debezium.time.NanoTime":
-		return col(schema.Time, timeOfDayConv(-1000))
-	case "io.debezium.time.Timestamp":
-		return col(schema.Datetime, epochDatetimeConv(1000))
-	case "io.debezium.time.MicroTimestamp":
-		return col(schema.Datetime, epochDatetimeConv(1))
-	case "io.debezium.time.NanoTimestamp":
-		return col(schema.Datetime, epochDatetimeConv(-1000))
-	case "io.debezium.time.ZonedTimestamp":
-		return col(schema.Timestamp, zonedTimestampConv)
-	case "io.debezium.time.Year", "io.debezium.time.MicroDuration":
-		return col(schema.Int64, intConv)
-	case "io.debezium.data.Json":
-		return col(schema.JSON, stringConv)
-	case "io.debezium.data.VariableScaleDecimal":
-		return col(schema.BigNumeric, variableScaleDecimalConv)
-	case "org.apache.kafka.connect.data.Decimal":
-		if _, ok := logicalColumn(name, s); ok {
-			break // the Avro decimal logical type carries precision: use it
+	}
+	for _, t := range sem.on {
+		if s.Type() == t {
+			return sem.column(name, string(s.Type())+" ("+cn+")", s), true
 		}
-		scale := connectScale(s)
-		c, _ := col(decimalType(0, scale), unscaledDecimalConv(scale))
-		c.Scale = scale
-		return c, true
 	}
 	return Field{}, false
 }
 
-func connectScale(s avro.Schema) int {
-	p, ok := s.(propSchema)
-	if !ok {
-		return 0
+// connectDecimalColumn maps Kafka Connect's Decimal: by the Avro decimal
+// logical type when the converter wrote one, else by connect.parameters
+// (scale, and connect.decimal.precision when present).
+func connectDecimalColumn(name, at string, s avro.Schema) Field {
+	if d, ok := decimalLogical(s); ok {
+		return decimalColumn(name, at, d.Precision(), d.Scale())
 	}
-	params, _ := p.Prop("connect.parameters").(map[string]any)
-	if v, ok := params["scale"].(string); ok {
-		n, _ := strconv.Atoi(v)
-		return n
-	}
-	return 0
+	scale, _ := connectParam(s, "scale")
+	precision, _ := connectParam(s, "connect.decimal.precision")
+	return decimalColumn(name, at, precision, scale)
 }
 
-// decimalType picks the narrowest exact BigQuery type for a decimal:
-// NUMERIC holds 29 integer and 9 fractional digits, BIGNUMERIC 38 and 38.
-// Precision 0 means unknown, so only the scale decides.
-func decimalType(precision, scale int) string {
-	intDigits := precision - scale
-	switch {
-	case scale <= 9 && intDigits <= 29 && precision > 0:
-		return schema.Numeric
-	case scale <= 38 && intDigits <= 38:
-		return schema.BigNumeric
+func decimalLogical(s avro.Schema) (*avro.DecimalLogicalSchema, bool) {
+	if lts, ok := s.(avro.LogicalTypeSchema); ok && lts.Logical() != nil {
+		d, ok := lts.Logical().(*avro.DecimalLogicalSchema)
+		return d, ok
 	}
-	return schema.String
+	return nil, false
+}
+
+// bitsColumn maps io.debezium.data.Bits (PostgreSQL BIT(n), BIT VARYING;
+// MySQL BIT(n), n > 1): BOOL when connect.parameters says length 1, else
+// BYTES of ceil(length/8) bytes, little endian (bit 0 is the lowest bit of
+// the first byte), as Debezium writes them.
+func bitsColumn(name, at string, s avro.Schema) Field {
+	length, ok := connectParam(s, "length")
+	if !ok {
+		length = -1
+	}
+	if length == 1 {
+		return newField(name, schema.Bool, at, bitConv)
+	}
+	return newField(name, schema.Bytes, at, bitsConv(length))
 }
 
 func logicalColumn(name string, s avro.Schema) (Field, bool) {
 	lts, ok := s.(avro.LogicalTypeSchema)
 	if !ok || lts.Logical() == nil {
-		return Field{}, false
+		return otherLogicalColumn(name, s)
 	}
 	ls := lts.Logical()
-	col := newField(name, "", string(s.Type())+" ("+string(ls.Type())+")", nil)
+	at := string(s.Type()) + " (" + string(ls.Type()) + ")"
+	col := func(typ string, conv converter) (Field, bool) { return newField(name, typ, at, conv), true }
 	switch ls.Type() {
 	case avro.Date:
-		col.Type, col.conv = schema.Date, daysConv
-	case avro.TimeMillis, avro.TimeMicros:
-		col.Type, col.conv = schema.Time, durationTimeConv
-	case avro.TimestampMillis, avro.TimestampMicros:
-		col.Type, col.conv = schema.Timestamp, timestampConv
-	case avro.LocalTimestampMillis, avro.LocalTimestampMicros:
-		col.Type, col.conv = schema.Datetime, localTimestampConv
+		return col(schema.Date, daysConv)
+	case avro.TimeMillis:
+		return col(schema.Time, timeConv(millis))
+	case avro.TimeMicros:
+		return col(schema.Time, timeConv(micros))
+	case avro.TimestampMillis:
+		return col(schema.Timestamp, timestampConv(millis))
+	case avro.TimestampMicros:
+		return col(schema.Timestamp, timestampConv(micros))
+	case avro.LocalTimestampMillis:
+		return col(schema.Datetime, datetimeConv(millis))
+	case avro.LocalTimestampMicros:
+		return col(schema.Datetime, datetimeConv(micros))
 	case avro.UUID:
-		col.Type, col.conv = schema.String, stringConv
+		return col(schema.String, uuidConv)
 	case avro.Decimal:
 		d, ok := ls.(*avro.DecimalLogicalSchema)
 		if !ok {
 			return Field{}, false
 		}
-		col.Type = decimalType(d.Precision(), d.Scale())
-		col.Precision, col.Scale = d.Precision(), d.Scale()
-		col.conv = ratConv(d.Scale())
+		return decimalColumn(name, at, d.Precision(), d.Scale()), true
 	case avro.Duration:
-		col.Type, col.conv = schema.Bytes, bytesConv
-	default:
-		return Field{}, false
+		return col(schema.Bytes, bytesConv)
 	}
-	return col, true
+	return Field{}, false
 }
 
-// describeDecimal is used in error messages.
-func describeDecimal(p, s int) string { return fmt.Sprintf("decimal(%d,%d)", p, s) }
+// otherLogicalColumn maps the Avro 1.12 logical types hamba does not know,
+// which it leaves as the "logicalType" property of a plain long or fixed.
+func otherLogicalColumn(name string, s avro.Schema) (Field, bool) {
+	lt := stringProp(s, "logicalType")
+	at := string(s.Type()) + " (" + lt + ")"
+	switch {
+	case s.Type() == avro.Long && lt == "timestamp-nanos":
+		return newField(name, schema.Timestamp, at, timestampConv(nanos)), true
+	case s.Type() == avro.Long && lt == "local-timestamp-nanos":
+		return newField(name, schema.Datetime, at, datetimeConv(nanos)), true
+	case s.Type() == avro.Fixed && lt == "uuid" && s.(*avro.FixedSchema).Size() == 16:
+		return newField(name, schema.String, at, uuidConv), true
+	}
+	return Field{}, false
+}

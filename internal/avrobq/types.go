@@ -11,11 +11,24 @@
 //	INT64 int64 · FLOAT64 float64 · BOOL bool · STRING, JSON string · BYTES []byte
 //	NUMERIC, BIGNUMERIC string (exact decimal text) · DATE int32 (days since epoch)
 //	TIME string "15:04:05.000000" · DATETIME string "2006-01-02 15:04:05.000000"
-//	TIMESTAMP int64 (microseconds since epoch) · RECORD map[string]any · REPEATED []any
+//	TIMESTAMP int64 (microseconds since epoch) · GEOGRAPHY string (WKT)
+//	RECORD map[string]any · REPEATED []any
 //
 // NUMERIC, BIGNUMERIC, DATETIME and TIME travel as text because that encoding
 // is accepted by the Storage Write API and, unlike the packed binary forms,
-// also by the BigQuery emulator.
+// also by the BigQuery emulator; GEOGRAPHY travels as WKT, which the Storage
+// Write API accepts for GEOGRAPHY columns.
+//
+// No value is rounded through a float: decimals are converted with big.Int
+// arithmetic, times keep their microseconds, and an instant written with a
+// UTC offset becomes the same instant in UTC. The only precision BigQuery
+// cannot hold, nanoseconds, is truncated to microseconds. A value that does
+// not fit its column (a date past year 9999, a decimal wider than
+// BIGNUMERIC, a geometry in another coordinate system than WGS84) fails with
+// ErrValue rather than being altered.
+//
+// Column names follow ColumnName; a Field keeps the source field name it
+// reads from in Source.
 package avrobq
 
 import (
@@ -29,6 +42,9 @@ import (
 // decoded Avro value into the canonical value for that shape.
 type Field struct {
 	schema.Column
+	// Source is the field's name in the Avro record; Column.Name is
+	// ColumnName(Source).
+	Source string
 	// AvroType names the source type for descriptions and error messages,
 	// e.g. "long (io.debezium.time.MicroTimestamp)".
 	AvroType string
@@ -55,17 +71,27 @@ func (fs Fields) Columns() schema.Columns {
 
 // FromRecord compiles the columns of an Avro record schema.
 func FromRecord(rec *avro.RecordSchema) (Fields, error) {
+	return recordFields(rec, 0)
+}
+
+// recordFields compiles the fields of a record at one nesting level: the
+// top-level columns, or the subfields of a RECORD column.
+func recordFields(rec *avro.RecordSchema, depth int) (Fields, error) {
 	fs := make(Fields, 0, len(rec.Fields()))
 	for _, f := range rec.Fields() {
-		c, err := columnFor(f.Name(), f.Type(), 0)
+		c, err := columnFor(ColumnName(f.Name()), f.Type(), depth)
 		if err != nil {
 			return nil, fmt.Errorf("field %q of %s: %w", f.Name(), rec.FullName(), err)
 		}
+		c.Source = f.Name()
 		c.Description = f.Doc()
 		if f.HasDefault() && f.Default() != nil {
 			c.def, c.hasDef = f.Default(), true
 		}
 		fs = append(fs, c)
+	}
+	if err := checkColumnNames(fs); err != nil {
+		return nil, fmt.Errorf("record %s: %w", rec.FullName(), err)
 	}
 	return fs, nil
 }
@@ -143,14 +169,9 @@ func columnFor(name string, s avro.Schema, depth int) (Field, error) {
 		return newField(name, schema.String, "null", nullConv), nil
 	case avro.Record:
 		rec := s.(*avro.RecordSchema)
-		var sub Fields
-		for _, rf := range rec.Fields() {
-			f, err := columnFor(rf.Name(), rf.Type(), depth+1)
-			if err != nil {
-				return Field{}, fmt.Errorf("field %q: %w", rf.Name(), err)
-			}
-			f.Description = rf.Doc()
-			sub = append(sub, f)
+		sub, err := recordFields(rec, depth+1)
+		if err != nil {
+			return Field{}, err
 		}
 		f := newField(name, schema.Record, "record "+rec.FullName(), recordConv(sub))
 		f.Fields = sub.Columns()
@@ -173,7 +194,9 @@ func columnFor(name string, s avro.Schema, depth int) (Field, error) {
 		if err != nil {
 			return Field{}, err
 		}
+		val.Source = "value"
 		key := newField("key", schema.String, "string", stringConv)
+		key.Source = "key"
 		f := newField(name, schema.Record, "map<"+val.AvroType+">", mapConv(val.conv))
 		f.Repeated = true
 		f.Fields = Fields{key, val}.Columns()

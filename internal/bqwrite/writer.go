@@ -163,7 +163,7 @@ func (w *Writer) AppendTo(ctx context.Context, t *Table, rows []map[string]any) 
 		_, err = res.GetResult(ctx)
 	}
 	if err != nil {
-		if permanentAppendError(err) {
+		if permanentAppendError(err) && !t.propagating(err) {
 			return failure.Permanent(failure.StageAppend, fmt.Errorf("appending to %s: %w", t.Name, err))
 		}
 		if ctx.Err() == nil {

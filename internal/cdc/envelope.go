@@ -32,10 +32,19 @@ var ErrEnvelope = errors.New("invalid Debezium envelope")
 
 // Change is one flattened change event.
 type Change struct {
-	Op       string         // one of the Op constants; "" when the record is not a Debezium envelope
-	Image    map[string]any // the row image, in hamba's decoded form; nil for a truncate
-	SourceTS time.Time      // when the change happened in the source database; zero if unknown
-	Sequence string         // sortable source position (see sequence.go); "" if the record has none
+	Op          string         // one of the Op constants; "" when the record is not a Debezium envelope
+	Image       map[string]any // the row image, in hamba's decoded form; nil for a truncate
+	SourceTS    time.Time      // when the change happened in the source database; zero if unknown
+	Sequence    string         // sortable source position (see sequence.go); "" if the record has none
+	Transaction *Transaction   // Debezium's transaction block; nil if the record has none
+}
+
+// Transaction is Debezium's transaction block, present on the changes of
+// connectors run with provide.transaction.metadata=true.
+type Transaction struct {
+	ID                  string // the source transaction id, as the connector writes it
+	TotalOrder          int64  // 1-based position of the change among all changes of the transaction
+	DataCollectionOrder int64  // 1-based position among the transaction's changes of this table
 }
 
 // Shape describes how to read records of one schema. Build it once per
@@ -46,6 +55,7 @@ type Shape struct {
 
 	before, after *avro.UnionSchema
 	source        avro.Schema // a record, or a nullable union of one
+	transaction   avro.Schema // like source; nil if the envelope has no transaction field
 }
 
 // ShapeOf inspects a top-level record schema. A record with the fields op,
@@ -67,13 +77,7 @@ func ShapeOf(s avro.Schema) (Shape, error) {
 	}
 	before, bImage := nullableRecord(fields["before"])
 	after, aImage := nullableRecord(fields["after"])
-	// Debezium declares source as a plain record; accept a nullable one too.
-	var source avro.Schema
-	if u, _ := nullableRecord(fields["source"]); u != nil {
-		source = u
-	} else if src, ok := fields["source"].(*avro.RecordSchema); ok {
-		source = src
-	}
+	source := recordOrNullable(fields["source"])
 	image := aImage
 	if image == nil {
 		image = bImage
@@ -81,7 +85,30 @@ func ShapeOf(s avro.Schema) (Shape, error) {
 	if image == nil || source == nil {
 		return sh, nil
 	}
-	return Shape{Envelope: true, Image: image, before: before, after: after, source: source}, nil
+	return Shape{Envelope: true, Image: image, before: before, after: after, source: source,
+		transaction: recordOrNullable(fields["transaction"])}, nil
+}
+
+// recordOrNullable returns s if it is a record or a nullable union of one,
+// else nil. Debezium declares source as a plain record and transaction as a
+// nullable one; either form is accepted for both.
+func recordOrNullable(s avro.Schema) avro.Schema {
+	if u, _ := nullableRecord(s); u != nil {
+		return u
+	}
+	if rec, ok := s.(*avro.RecordSchema); ok {
+		return rec
+	}
+	return nil
+}
+
+// record returns the decoded value of a field declared by recordOrNullable.
+func record(s avro.Schema, v any) (map[string]any, bool) {
+	if u, ok := s.(*avro.UnionSchema); ok {
+		v, _ = avrobq.Unwrap(u, v)
+	}
+	m, ok := v.(map[string]any)
+	return m, ok
 }
 
 func nullableRecord(s avro.Schema) (*avro.UnionSchema, *avro.RecordSchema) {
@@ -133,12 +160,13 @@ func (sh Shape) Flatten(rec map[string]any) (Change, error) {
 		}
 		ch.Image = m
 	}
-	src := rec["source"]
-	if u, ok := sh.source.(*avro.UnionSchema); ok {
-		src, _ = avrobq.Unwrap(u, src)
+	if src, ok := record(sh.source, rec["source"]); ok {
+		ch.SourceTS, ch.Sequence = sourcePosition(src, op)
 	}
-	if m, ok := src.(map[string]any); ok {
-		ch.SourceTS, ch.Sequence = sourcePosition(m)
+	if sh.transaction != nil {
+		if tx, ok := record(sh.transaction, rec["transaction"]); ok {
+			ch.Transaction = transactionOf(tx)
+		}
 	}
 	if ch.SourceTS.IsZero() {
 		// Without source.ts_* fall back on the envelope's processing time, so
@@ -153,50 +181,9 @@ func (sh Shape) Flatten(rec map[string]any) (Change, error) {
 	return ch, nil
 }
 
-// sourcePosition reads Debezium's source block: the change time and, for the
-// connectors whose log position is known, a sequence from that position.
-func sourcePosition(src map[string]any) (time.Time, string) {
-	var ts time.Time
-	if us, ok := asInt(src["ts_us"]); ok {
-		ts = time.UnixMicro(us).UTC()
-	} else if ns, ok := asInt(src["ts_ns"]); ok {
-		ts = time.Unix(0, ns).UTC()
-	} else if ms, ok := asInt(src["ts_ms"]); ok {
-		ts = time.UnixMilli(ms).UTC()
-	}
-	connector, _ := src["connector"].(string)
-	switch connector {
-	case "mysql":
-		file, _ := src["file"].(string)
-		pos, okPos := asInt(src["pos"])
-		row, _ := asInt(src["row"])
-		idx, err := BinlogFileIndex(file)
-		if err == nil && okPos && pos >= 0 && row >= 0 {
-			return ts, MySQLSequence(idx, uint64(pos), uint64(row))
-		}
-	case "postgresql":
-		if lsn, ok := asInt(src["lsn"]); ok && lsn >= 0 {
-			return ts, PostgresSequence(uint64(lsn))
-		}
-	}
-	if !ts.IsZero() {
-		return ts, TimestampSequence(ts)
-	}
-	return ts, ""
-}
-
-func asInt(v any) (int64, bool) {
-	switch x := v.(type) {
-	case int:
-		return int64(x), true
-	case int32:
-		return int64(x), true
-	case int64:
-		return x, true
-	case map[string]any: // a union hamba left wrapped, e.g. {"long": 5}
-		for _, inner := range x {
-			return asInt(inner)
-		}
-	}
-	return 0, false
+func transactionOf(tx map[string]any) *Transaction {
+	id, _ := asString(tx["id"])
+	total, _ := asInt(tx["total_order"])
+	perTable, _ := asInt(tx["data_collection_order"])
+	return &Transaction{ID: id, TotalOrder: total, DataCollectionOrder: perTable}
 }

@@ -29,6 +29,12 @@ func source(file string, pos int64, row int) map[string]any {
 	}
 }
 
+func snapshotSource(file string, pos int64) map[string]any {
+	src := source(file, pos, 0)
+	src["snapshot"] = "true"
+	return src
+}
+
 func image(id int, email string) map[string]any {
 	return map[string]any{"id": id, "first_name": "Sally", "last_name": "Thomas", "email": email,
 		"tier": nil, "balance": nil, "birth_date": nil, "updated_at": nil}
@@ -68,27 +74,34 @@ func TestFlattenDebezium(t *testing.T) {
 		{
 			name: "create uses after",
 			rec:  map[string]any{"op": "c", "before": nil, "after": wrap(image(1001, "a@x")), "source": source("mysql-bin.000003", 154, 0)},
-			want: Change{Op: OpCreate, Image: image(1001, "a@x"), SourceTS: srcTS, Sequence: MySQLSequence(3, 154, 0)},
+			want: Change{Op: OpCreate, Image: image(1001, "a@x"), SourceTS: srcTS, Sequence: BinlogSequence(3, 154, 0, PhaseChange)},
 		},
 		{
 			name: "update uses after",
 			rec:  map[string]any{"op": "u", "before": wrap(image(1001, "a@x")), "after": wrap(image(1001, "b@x")), "source": source("mysql-bin.000003", 900, 1)},
-			want: Change{Op: OpUpdate, Image: image(1001, "b@x"), SourceTS: srcTS, Sequence: MySQLSequence(3, 900, 1)},
+			want: Change{Op: OpUpdate, Image: image(1001, "b@x"), SourceTS: srcTS, Sequence: BinlogSequence(3, 900, 1, PhaseChange)},
 		},
 		{
 			name: "snapshot read uses after",
-			rec:  map[string]any{"op": "r", "after": wrap(image(1002, "c@x")), "source": source("mysql-bin.000003", 154, 0)},
-			want: Change{Op: OpRead, Image: image(1002, "c@x"), SourceTS: srcTS, Sequence: MySQLSequence(3, 154, 0)},
+			rec:  map[string]any{"op": "r", "after": wrap(image(1002, "c@x")), "source": snapshotSource("mysql-bin.000003", 154)},
+			want: Change{Op: OpRead, Image: image(1002, "c@x"), SourceTS: srcTS, Sequence: BinlogSequence(3, 154, 0, PhaseRead)},
 		},
 		{
 			name: "delete uses before",
 			rec:  map[string]any{"op": "d", "before": wrap(image(1001, "b@x")), "after": nil, "source": source("mysql-bin.000004", 4, 0)},
-			want: Change{Op: OpDelete, Image: image(1001, "b@x"), SourceTS: srcTS, Sequence: MySQLSequence(4, 4, 0)},
+			want: Change{Op: OpDelete, Image: image(1001, "b@x"), SourceTS: srcTS, Sequence: BinlogSequence(4, 4, 0, PhaseChange)},
 		},
 		{
 			name: "truncate keeps a marker with no image",
 			rec:  map[string]any{"op": "t", "source": source("mysql-bin.000004", 800, 0)},
-			want: Change{Op: OpTruncate, SourceTS: srcTS, Sequence: MySQLSequence(4, 800, 0)},
+			want: Change{Op: OpTruncate, SourceTS: srcTS, Sequence: BinlogSequence(4, 800, 0, PhaseChange)},
+		},
+		{
+			name: "transaction block kept",
+			rec: map[string]any{"op": "u", "before": wrap(image(1001, "a@x")), "after": wrap(image(1001, "b@x")), "source": source("mysql-bin.000003", 1200, 0),
+				"transaction": map[string]any{"event.block": map[string]any{"id": "3E11FA47-71CA-11E1-9E33-C80AA9429562:23", "total_order": int64(3), "data_collection_order": int64(2)}}},
+			want: Change{Op: OpUpdate, Image: image(1001, "b@x"), SourceTS: srcTS, Sequence: BinlogSequence(3, 1200, 0, PhaseChange),
+				Transaction: &Transaction{ID: "3E11FA47-71CA-11E1-9E33-C80AA9429562:23", TotalOrder: 3, DataCollectionOrder: 2}},
 		},
 	}
 	for _, tt := range tests {
@@ -122,34 +135,85 @@ func TestFlattenRejects(t *testing.T) {
 	}
 }
 
-func TestFlattenPostgresAndFallbacks(t *testing.T) {
-	s := avro.MustParse(`{"type":"record","name":"Envelope","namespace":"pg.public.t","fields":[
-	 {"name":"before","type":["null",{"type":"record","name":"Value","fields":[{"name":"id","type":"long"}]}],"default":null},
-	 {"name":"after","type":["null","Value"],"default":null},
-	 {"name":"source","type":{"type":"record","name":"Source","namespace":"io.debezium.connector.postgresql","fields":[
-	   {"name":"connector","type":"string"},{"name":"ts_ms","type":"long"},{"name":"lsn","type":["null","long"],"default":null}]}},
-	 {"name":"op","type":"string"},{"name":"ts_ms","type":["null","long"],"default":null}]}`)
+// pgEnvelopeSchema is the Avro schema Debezium 2.7's PostgreSQL connector
+// registers for a table, with the transaction block.
+const pgEnvelopeSchema = `{"type":"record","name":"Envelope","namespace":"pg.public.t","fields":[
+ {"name":"before","type":["null",{"type":"record","name":"Value","fields":[{"name":"id","type":"long"}]}],"default":null},
+ {"name":"after","type":["null","Value"],"default":null},
+ {"name":"source","type":{"type":"record","name":"Source","namespace":"io.debezium.connector.postgresql","fields":[
+   {"name":"version","type":"string"},{"name":"connector","type":"string"},{"name":"name","type":"string"},
+   {"name":"ts_ms","type":"long"},
+   {"name":"snapshot","type":[{"type":"string","connect.version":1,"connect.parameters":{"allowed":"true,first,first_in_data_collection,last_in_data_collection,last,false,incremental"},"connect.default":"false","connect.name":"io.debezium.data.Enum"},"null"],"default":"false"},
+   {"name":"db","type":"string"},{"name":"sequence","type":["null","string"],"default":null},
+   {"name":"ts_us","type":["null","long"],"default":null},{"name":"ts_ns","type":["null","long"],"default":null},
+   {"name":"schema","type":"string"},{"name":"table","type":"string"},
+   {"name":"txId","type":["null","long"],"default":null},{"name":"lsn","type":["null","long"],"default":null},
+   {"name":"xmin","type":["null","long"],"default":null}]}},
+ {"name":"transaction","type":["null",{"type":"record","name":"block","namespace":"event","fields":[
+   {"name":"id","type":"string"},{"name":"total_order","type":"long"},{"name":"data_collection_order","type":"long"}]}],"default":null},
+ {"name":"op","type":"string"},{"name":"ts_ms","type":["null","long"],"default":null}]}`
+
+func TestFlattenPostgres(t *testing.T) {
+	s := avro.MustParse(pgEnvelopeSchema)
 	sh, err := ShapeOf(s)
 	if err != nil || !sh.Envelope {
 		t.Fatalf("ShapeOf: %v %v", sh.Envelope, err)
 	}
+	at := time.UnixMicro(1_732_957_200_123_456).UTC()
+	src := func(snapshot string, seq, txID, lsn any) map[string]any {
+		return map[string]any{"version": "2.7.3.Final", "connector": "postgresql", "name": "pg", "ts_ms": at.UnixMilli(),
+			"snapshot": snapshot, "db": "shop", "sequence": seq, "ts_us": at.UnixMicro(), "ts_ns": nil,
+			"schema": "public", "table": "t", "txId": txID, "lsn": lsn, "xmin": nil}
+	}
 	after := map[string]any{"pg.public.t.Value": map[string]any{"id": int64(1)}}
-	got, err := sh.Flatten(roundTrip(t, s, map[string]any{"op": "c", "after": after,
-		"source": map[string]any{"connector": "postgresql", "ts_ms": int64(1000), "lsn": int64(0x16B3748)}}))
-	if err != nil {
-		t.Fatal(err)
+	block := func(id string, total, perTable int64) any {
+		return map[string]any{"event.block": map[string]any{"id": id, "total_order": total, "data_collection_order": perTable}}
 	}
-	if got.Sequence != PostgresSequence(0x16B3748) || !got.SourceTS.Equal(time.UnixMilli(1000)) {
-		t.Errorf("postgres change = %+v", got)
+	tests := []struct {
+		name string
+		rec  map[string]any
+		want Change
+	}{
+		{
+			name: "streamed change in a transaction",
+			rec: map[string]any{"op": "c", "after": after, "source": src("false", `["24023119","24023128"]`, int64(556), int64(24023128)),
+				"transaction": block("556", 2, 1)},
+			want: Change{Op: OpCreate, SourceTS: at, Sequence: PostgresCommitSequence(24023119, 24023128, PhaseChange),
+				Transaction: &Transaction{ID: "556", TotalOrder: 2, DataCollectionOrder: 1}},
+		},
+		{
+			name: "initial snapshot read",
+			rec:  map[string]any{"op": "r", "after": after, "source": src("first", `[null,"24023128"]`, int64(555), int64(24023128))},
+			want: Change{Op: OpRead, SourceTS: at, Sequence: PostgresCommitSequence(0, 0, PhaseRead)},
+		},
+		{
+			name: "incremental snapshot read",
+			rec:  map[string]any{"op": "r", "after": after, "source": src("incremental", `["24023119","24023128"]`, nil, nil)},
+			want: Change{Op: OpRead, SourceTS: at, Sequence: PostgresCommitSequence(24023119, 24023128, PhaseRead)},
+		},
+		{
+			name: "without source.sequence",
+			rec:  map[string]any{"op": "u", "after": after, "source": src("false", nil, int64(556), int64(24023128))},
+			want: Change{Op: OpUpdate, SourceTS: at, Sequence: PostgresSequence(24023128)},
+		},
+		{
+			// No position at all: the source timestamp orders.
+			name: "without any position",
+			rec:  map[string]any{"op": "c", "after": after, "source": src("false", nil, nil, nil)},
+			want: Change{Op: OpCreate, SourceTS: at, Sequence: TimestampSequence(at)},
+		},
 	}
-	// No LSN (e.g. a heartbeat-less snapshot of another connector): the source timestamp orders.
-	got, err = sh.Flatten(roundTrip(t, s, map[string]any{"op": "c", "after": after,
-		"source": map[string]any{"connector": "postgresql", "ts_ms": int64(2000), "lsn": nil}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Sequence != TimestampSequence(time.UnixMilli(2000)) {
-		t.Errorf("fallback sequence = %q", got.Sequence)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := sh.Flatten(roundTrip(t, s, tt.rec))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got.Image = nil // the image is TestFlattenDebezium's business
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("Flatten (-want +got):\n%s", d)
+			}
+		})
 	}
 }
 

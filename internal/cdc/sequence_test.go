@@ -1,32 +1,57 @@
 package cdc
 
 import (
-	"sort"
+	"slices"
 	"testing"
 	"time"
 )
 
+// assertSourceOrder fails unless the sequences, listed in true source order,
+// are strictly increasing as strings (what ORDER BY and MAX compare).
+func assertSourceOrder(t *testing.T, seqs []string) {
+	t.Helper()
+	for i := 1; i < len(seqs); i++ {
+		if seqs[i-1] >= seqs[i] {
+			t.Errorf("sequence %d does not sort after sequence %d:\n  %d: %s\n  %d: %s", i, i-1, i-1, seqs[i-1], i, seqs[i])
+		}
+	}
+}
+
 func TestSequenceOrder(t *testing.T) {
-	// Each list is in true source order; sorting the encoded strings must not
-	// change it.
 	tests := []struct {
 		name string
-		seqs []string
+		seqs []string // in true source order
 	}{
-		{name: "mysql binlog rollover", seqs: []string{
-			MySQLSequence(9, 4, 0),
-			MySQLSequence(9, 0xFFFFFFFF, 0),
-			MySQLSequence(10, 4, 0), // new file sorts after any pos of the old one
-			MySQLSequence(10, 120, 0),
+		{name: "binlog rollover", seqs: []string{
+			BinlogSequence(9, 4, 0, PhaseChange),
+			BinlogSequence(9, 0xFFFFFFFF, 0, PhaseChange),
+			BinlogSequence(10, 4, 0, PhaseChange), // new file sorts after any pos of the old one
+			BinlogSequence(10, 120, 0, PhaseChange),
 		}},
-		{name: "mysql equal pos different row", seqs: []string{
-			MySQLSequence(3, 1000, 0),
-			MySQLSequence(3, 1000, 1),
-			MySQLSequence(3, 1000, 2),
-			MySQLSequence(3, 1000, 10), // 10 > 2 numerically, and as fixed-width hex
-			MySQLSequence(3, 1001, 0),
+		{name: "binlog equal pos different row", seqs: []string{
+			BinlogSequence(3, 1000, 0, PhaseChange),
+			BinlogSequence(3, 1000, 1, PhaseChange),
+			BinlogSequence(3, 1000, 2, PhaseChange),
+			BinlogSequence(3, 1000, 10, PhaseChange), // 10 > 2 numerically, and as fixed-width hex
+			BinlogSequence(3, 1001, 0, PhaseChange),
 		}},
-		{name: "postgres lsn", seqs: []string{
+		{name: "binlog read before change at the same position", seqs: []string{
+			BinlogSequence(3, 999, 7, PhaseChange),
+			BinlogSequence(3, 1000, 0, PhaseRead),
+			BinlogSequence(3, 1000, 0, PhaseChange),
+		}},
+		{name: "postgres stream order across interleaved transactions", seqs: []string{
+			PostgresCommitSequence(0x100, 0x300, PhaseChange),
+			PostgresCommitSequence(0x100, 0x500, PhaseChange),
+			PostgresCommitSequence(0x808, 0x400, PhaseChange), // began before 0x500, committed after
+			PostgresCommitSequence(0x1_0000_0000, 0x10, PhaseChange),
+		}},
+		{name: "postgres read before change at the same position", seqs: []string{
+			PostgresCommitSequence(0x808, 0, PhaseRead),
+			PostgresCommitSequence(0x808, 0x400, PhaseRead),
+			PostgresCommitSequence(0x808, 0x400, PhaseChange),
+		}},
+		{name: "postgres legacy lsn", seqs: []string{
 			PostgresSequence(0x16B3748),
 			PostgresSequence(0x16B3750),
 			PostgresSequence(0xA0000000),
@@ -41,25 +66,47 @@ func TestSequenceOrder(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := append([]string(nil), tt.seqs...)
-			sort.Strings(got)
-			for i := range got {
-				if got[i] != tt.seqs[i] {
-					t.Fatalf("string order differs from source order at %d:\n got %v\nwant %v", i, got, tt.seqs)
-				}
+			assertSourceOrder(t, tt.seqs)
+			if sorted := slices.Sorted(slices.Values(tt.seqs)); !slices.Equal(sorted, tt.seqs) {
+				t.Errorf("sorting changed the order:\n got %v\nwant %v", sorted, tt.seqs)
 			}
 		})
 	}
 }
 
-func TestEncodeSectionsShape(t *testing.T) {
-	got := MySQLSequence(1, 0xABC, 2)
-	want := "0000000000000001/0000000000000ABC/0000000000000002"
-	if got != want {
-		t.Errorf("MySQLSequence = %q, want %q", got, want)
+// Sequences already stored in the layouts written before the phase section
+// must sort before the new sequences of changes streamed after them.
+func TestSequenceLayoutUpgrade(t *testing.T) {
+	legacyBinlog := EncodeSections(3, 1000, 2) // file index / pos / row
+	legacyPostgres := PostgresSequence(0x500)  // lsn
+	tests := []struct {
+		name string
+		seqs []string
+	}{
+		{name: "binlog: same event in both layouts", seqs: []string{legacyBinlog, BinlogSequence(3, 1000, 2, PhaseChange)}},
+		{name: "binlog: later row", seqs: []string{legacyBinlog, BinlogSequence(3, 1000, 3, PhaseChange)}},
+		{name: "binlog: later event", seqs: []string{legacyBinlog, BinlogSequence(3, 1001, 0, PhaseChange)}},
+		{name: "binlog: earlier event stays earlier", seqs: []string{BinlogSequence(3, 999, 0, PhaseChange), legacyBinlog}},
+		// The next transaction's last commit LSN is the commit of the
+		// transaction holding 0x500, which lies after 0x500 in the WAL.
+		{name: "postgres: next transaction", seqs: []string{legacyPostgres, PostgresCommitSequence(0x508, 0x400, PhaseChange)}},
+		{name: "postgres: blocking snapshot read after it", seqs: []string{legacyPostgres, PostgresCommitSequence(0x508, 0, PhaseRead)}},
 	}
-	if got := TimestampSequence(time.UnixMicro(-5)); got != "0000000000000000" {
-		t.Errorf("pre-epoch timestamp = %q", got)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { assertSourceOrder(t, tt.seqs) })
+	}
+}
+
+func TestEncodeSectionsShape(t *testing.T) {
+	for _, tt := range []struct{ got, want string }{
+		{BinlogSequence(1, 0xABC, 2, PhaseChange), "0000000000000001/0000000000000ABC/0000000000000002/0000000000000001"},
+		{PostgresCommitSequence(0x16B3747, 0x16B3748, PhaseRead), "00000000016B3747/00000000016B3748/0000000000000000"},
+		{PostgresSequence(0x16B3748), "00000000016B3748"},
+		{TimestampSequence(time.UnixMicro(-5)), "0000000000000000"}, // pre-epoch clamps
+	} {
+		if tt.got != tt.want {
+			t.Errorf("sequence = %q, want %q", tt.got, tt.want)
+		}
 	}
 }
 

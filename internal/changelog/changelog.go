@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bqcdc/bqcdc/internal/cdc"
 	"github.com/bqcdc/bqcdc/internal/schema"
 )
 
@@ -21,6 +22,7 @@ const (
 	ColPublishTime = "_cdc_publish_time"
 	ColMessageID   = "_cdc_message_id"
 	ColSchemaID    = "_cdc_schema_id"
+	ColTransaction = "_cdc_transaction"
 )
 
 // MetadataColumns are the columns bqcdc adds to every changelog, documented
@@ -29,11 +31,21 @@ func MetadataColumns() schema.Columns {
 	return schema.Columns{
 		{Name: ColOp, Type: schema.String, Description: "Debezium operation: c (insert), u (update), d (delete), r (snapshot read), t (truncate); NULL for records that are not Debezium envelopes."},
 		{Name: ColSourceTS, Type: schema.Timestamp, Description: "When the change happened in the source database (Debezium source.ts_us, ts_ns or ts_ms; else the envelope ts_ms)."},
-		{Name: ColSequence, Type: schema.String, Description: "Sortable source position, shaped like _CHANGE_SEQUENCE_NUMBER: '/'-separated 16-digit hex sections. MySQL: binlog file index/position/row; PostgreSQL: LSN; otherwise the source timestamp (microseconds), or the Pub/Sub publish time for non-Debezium records."},
+		{Name: ColSequence, Type: schema.String, Description: "Sortable source position, shaped like _CHANGE_SEQUENCE_NUMBER: '/'-separated 16-digit hex sections, compared as strings. " +
+			"MySQL and MariaDB: binlog file index/position/row/phase. PostgreSQL: last commit LSN/LSN/phase from Debezium's source.sequence " +
+			"(initial and blocking snapshot reads use LSN 0), or the LSN alone without source.sequence. " +
+			"Phase is 0 for snapshot reads and 1 for streamed changes, so a read sorts before a change at the same position. " +
+			"Otherwise the source timestamp (microseconds), or the Pub/Sub publish time for non-Debezium records."},
 		{Name: ColIngestedAt, Type: schema.Timestamp, Required: true, Description: "When the ingest function appended the row (set just before the append). Partitioning column; compaction watermarks are on it."},
 		{Name: ColPublishTime, Type: schema.Timestamp, Description: "Pub/Sub publish time of the message."},
 		{Name: ColMessageID, Type: schema.String, Description: "Pub/Sub message id; a redelivered message keeps its id, so views count it once."},
 		{Name: ColSchemaID, Type: schema.Int64, Description: "Schema Registry id of the writer schema the message was encoded with."},
+		{Name: ColTransaction, Type: schema.Record, Description: "Debezium's transaction block, written by connectors run with provide.transaction.metadata=true; NULL when the event carries none and for non-Debezium records.",
+			Fields: []schema.Column{
+				{Name: "id", Type: schema.String, Description: "Source transaction id, as the connector reports it."},
+				{Name: "total_order", Type: schema.Int64, Description: "1-based position of the event among all events of its transaction."},
+				{Name: "data_collection_order", Type: schema.Int64, Description: "1-based position of the event among its transaction's events for this table."},
+			}},
 	}
 }
 
@@ -89,6 +101,7 @@ type Meta struct {
 	PublishTime time.Time
 	MessageID   string
 	SchemaID    int
+	Transaction *cdc.Transaction // nil: _cdc_transaction stays NULL
 }
 
 // Row adds the metadata values, in canonical form (TIMESTAMP as
@@ -116,6 +129,9 @@ func Row(image map[string]any, m Meta) map[string]any {
 	}
 	if m.SchemaID != 0 {
 		set(ColSchemaID, int64(m.SchemaID))
+	}
+	if tx := m.Transaction; tx != nil {
+		set(ColTransaction, map[string]any{"id": tx.ID, "total_order": tx.TotalOrder, "data_collection_order": tx.DataCollectionOrder})
 	}
 	return image
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bqcdc/bqcdc/internal/cdc"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/google/go-cmp/cmp"
 )
@@ -37,10 +38,38 @@ func TestRow(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Row (-want +got):\n%s", d)
 	}
-	// A non-Debezium record has no op and no source time: those stay NULL.
+	// A non-Debezium record has no op, no source time and no transaction:
+	// those stay NULL.
 	got = Row(nil, Meta{IngestedAt: at, Sequence: "01"})
 	if _, ok := got[ColOp]; ok || got[ColSequence] != "01" {
 		t.Errorf("plain record row = %v", got)
+	}
+	if _, ok := got[ColTransaction]; ok {
+		t.Errorf("row without a transaction block has %s = %v", ColTransaction, got[ColTransaction])
+	}
+}
+
+func TestRowTransaction(t *testing.T) {
+	tx := &cdc.Transaction{ID: "571", TotalOrder: 3, DataCollectionOrder: 1}
+	got := Row(map[string]any{}, Meta{Op: "u", Transaction: tx})[ColTransaction]
+	want := map[string]any{"id": "571", "total_order": int64(3), "data_collection_order": int64(1)}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("%s (-want +got):\n%s", ColTransaction, d)
+	}
+	// The value's fields are exactly the column's, so the writer can encode it.
+	col, ok := MetadataColumns().Lookup(ColTransaction)
+	if !ok || col.Type != schema.Record {
+		t.Fatalf("%s column = %+v", ColTransaction, col)
+	}
+	var fields []string
+	for _, f := range col.Fields {
+		fields = append(fields, f.Name)
+		if _, ok := want[f.Name]; !ok || f.Description == "" {
+			t.Errorf("field %s.%s: in row %v, description %q", ColTransaction, f.Name, ok, f.Description)
+		}
+	}
+	if len(fields) != len(want) {
+		t.Errorf("%s fields = %v, row has %v", ColTransaction, fields, want)
 	}
 }
 

@@ -161,6 +161,12 @@ func (c *Compactor) Flow(ctx context.Context, b *flow.Bound) Report {
 }
 
 func (c *Compactor) flow(ctx context.Context, b *flow.Bound, now time.Time, rep *Report) error {
+	// The state table follows the changelog: columns ingest added since the
+	// last run are added here before anything is folded into them.
+	var applied apply.Report
+	if err := apply.State(ctx, c.bq, c.loc, b, &applied); err != nil {
+		return fmt.Errorf("bringing the state table up to date: %w", err)
+	}
 	sql, err := render.Compaction(b, c.loc, render.Run{})
 	if err != nil {
 		return err
@@ -180,7 +186,13 @@ func (c *Compactor) flow(ctx context.Context, b *flow.Bound, now time.Time, rep 
 	rep.EventsRead, rep.WithoutSequence, rep.KeysTouched = st.events, st.withoutSequence, st.keys
 	if st.unfolded == 0 {
 		// Nothing ingested since the last run: no generation, same watermark.
+		// The view is still brought up to date (a read when it is), so
+		// columns ingest added to the changelog appear in it without
+		// waiting for new changes.
 		rep.Outcome = UpToDate
+		if err := apply.View(ctx, c.bq, c.loc, b, m.watermark, &applied); err != nil {
+			return fmt.Errorf("updating the view: %w", err)
+		}
 		return nil
 	}
 	gen := now
@@ -217,7 +229,6 @@ func (c *Compactor) flow(ctx context.Context, b *flow.Bound, now time.Time, rep 
 	if err := c.step(b, StepGC); err != nil {
 		return err
 	}
-	var applied apply.Report
 	if err := apply.View(ctx, c.bq, c.loc, b, watermark, &applied); err != nil {
 		return fmt.Errorf("moving the view's pruning bound: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/bqcdc/bqcdc/internal/bqclient"
@@ -28,6 +29,11 @@ type Config struct {
 	VisibilityLag          time.Duration
 	ChangelogRetentionDays int // 0 keeps changelog partitions forever
 	TombstoneRetentionDays int
+
+	// SchemaEvolutionOff lists the source topics whose changelog keeps its
+	// columns when a writer schema adds fields (ingest drops and counts
+	// those values instead).
+	SchemaEvolutionOff []string
 }
 
 // Environment variable names.
@@ -43,6 +49,7 @@ const (
 	EnvVisibilityLag      = "BQCDC_VISIBILITY_LAG"
 	EnvChangelogRetention = "BQCDC_CHANGELOG_RETENTION_DAYS"
 	EnvTombstoneRetention = "BQCDC_TOMBSTONE_RETENTION_DAYS"
+	EnvSchemaEvolutionOff = "BQCDC_SCHEMA_EVOLUTION_OFF"
 )
 
 // Defaults.
@@ -85,6 +92,11 @@ func FromEnv() (Config, error) {
 	if c.TombstoneRetentionDays, err = nonNegativeInt(EnvTombstoneRetention, DefaultTombstoneRetention); err != nil {
 		return c, err
 	}
+	for _, t := range strings.Split(os.Getenv(EnvSchemaEvolutionOff), ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			c.SchemaEvolutionOff = append(c.SchemaEvolutionOff, t)
+		}
+	}
 	return c, nil
 }
 
@@ -107,14 +119,6 @@ func first(vals ...string) string {
 		}
 	}
 	return ""
-}
-
-// RequireRegistry checks that a registry URL is configured.
-func (c Config) RequireRegistry() error {
-	if c.RegistryURL == "" {
-		return fmt.Errorf("%s is not set: the ingest function needs the Schema Registry URL", EnvRegistryURL)
-	}
-	return nil
 }
 
 // Redacted describes the configuration for logs, without secrets.

@@ -11,9 +11,13 @@ func TestFromEnv(t *testing.T) {
 	t.Setenv(EnvRegistryPassword, "s3cret")
 	t.Setenv(EnvRegistryUsername, "u")
 	t.Setenv(EnvVisibilityLag, "3m")
+	t.Setenv(EnvSchemaEvolutionOff, " a.b.c, ,d ")
 	c, err := FromEnv()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if strings.Join(c.SchemaEvolutionOff, "|") != "a.b.c|d" {
+		t.Errorf("schema evolution off = %q", c.SchemaEvolutionOff)
 	}
 	if c.Dataset != DefaultDataset || c.VisibilityLag != 3*time.Minute || c.TombstoneRetentionDays != DefaultTombstoneRetention {
 		t.Errorf("config = %+v", c)

@@ -33,7 +33,13 @@ type Event struct {
 func (e Event) Tombstone() bool { return e.Op == "" && e.Raw == nil }
 
 // Sequence is the _cdc_sequence the event gets.
-func (e Event) Sequence() string { return cdc.MySQLSequence(3, uint64(e.Pos), 0) }
+func (e Event) Sequence() string {
+	phase := cdc.PhaseChange
+	if e.Op == cdc.OpRead {
+		phase = cdc.PhaseRead
+	}
+	return cdc.BinlogSequence(3, uint64(e.Pos), 0, phase)
+}
 
 func dec(s string) *big.Rat { r, _ := new(big.Rat).SetString(s); return r }
 

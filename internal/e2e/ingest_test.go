@@ -2,10 +2,8 @@ package e2e
 
 import (
 	"bytes"
-	"cloud.google.com/go/pubsub/v2"
 	"context"
 	"fmt"
-	"github.com/bqcdc/bqcdc/internal/localstack"
 	"math/big"
 	"os"
 	"strings"
@@ -14,8 +12,10 @@ import (
 
 	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/civil"
+	"cloud.google.com/go/pubsub/v2"
 	"github.com/bqcdc/bqcdc/internal/cdc"
 	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/localstack"
 	"github.com/bqcdc/bqcdc/internal/registry"
 	"github.com/bqcdc/bqcdc/internal/wire"
 	"github.com/google/go-cmp/cmp"
@@ -119,9 +119,10 @@ func TestIngestDebeziumEndToEnd(t *testing.T) {
 		name, stage, reason string
 		data                []byte
 	}{
-		{"json instead of avro", "wire", "unknown magic byte 0x7b", []byte(`{"id": 1}`)},
+		{"neither Avro nor JSON", "wire", "unknown magic byte 0x6e", []byte("not avro at all")},
+		{"JSON that is not the source's record", "decode", "field source: missing", []byte(`{"id": 1}`)},
 		{"header without payload", "wire", "no Avro payload", wire.Append(nil, int32(id), nil)},
-		{"truncated payload", "decode", "decoding Avro payload", valid[:len(valid)/2]},
+		{"truncated payload", "decode", "payload truncated", valid[:len(valid)/2]},
 		{"unknown schema id", "registry", "Schema not found", wire.Append(nil, 424242, valid[5:])},
 		{"value that does not fit", "convert", `column "updated"`, encode(t, schema, id, pgEnvelope("c", 6000, nil, badZoned))},
 		{"delete without before image", "envelope", `op "d" without its before image`, encode(t, schema, id, pgEnvelope("d", 7000, nil, nil))},

@@ -13,8 +13,8 @@ import (
 
 // A new writer schema (v2, one added field) is fetched from a registry that
 // first answers 503: the message is retried, never dead-lettered, and lands
-// resolved against the changelog's reader schema (the added field dropped).
-func TestRegistryOutageIsRetriedAndNewWriterSchemaResolves(t *testing.T) {
+// with the added field as a new changelog column.
+func TestRegistryOutageIsRetriedAndNewWriterSchemaEvolves(t *testing.T) {
 	_, _, text := itemsSchema(t)
 	v2 := withField(t, text, map[string]any{"name": "color", "type": []any{"null", "string"}, "default": nil})
 	sr := srclient.NewSchemaRegistryClient(stack.RegistryURL)
@@ -37,8 +37,8 @@ func TestRegistryOutageIsRetriedAndNewWriterSchemaResolves(t *testing.T) {
 	if failedDeliveries()-failedBase < 1 {
 		t.Errorf("no failed delivery recorded: the 503 was not surfaced as a retry")
 	}
-	rows := query(t, "SELECT sku, _cdc_schema_id, _cdc_sequence FROM `cdc.test_shop_items_changelog` WHERE _cdc_message_id = '"+msgID+"'")
-	if len(rows) != 1 || rows[0]["sku"] != "SKU-50" || rows[0]["_cdc_schema_id"] != int64(s2.ID()) || rows[0]["_cdc_sequence"] != cdc.PostgresSequence(50_000) {
+	rows := query(t, "SELECT sku, color, _cdc_schema_id, _cdc_sequence FROM `cdc.test_shop_items_changelog` WHERE _cdc_message_id = '"+msgID+"'")
+	if len(rows) != 1 || rows[0]["sku"] != "SKU-50" || rows[0]["color"] != "teal" || rows[0]["_cdc_schema_id"] != int64(s2.ID()) || rows[0]["_cdc_sequence"] != cdc.PostgresSequence(50_000) {
 		t.Fatalf("v2 message landed as %v; dead letters: %v", rows, query(t, "SELECT stage, reason FROM `cdc._bqcdc_dead_letters` WHERE message_id = '"+msgID+"'"))
 	}
 	if dead := query(t, "SELECT reason FROM `cdc._bqcdc_dead_letters` WHERE message_id = '"+msgID+"'"); len(dead) != 0 {

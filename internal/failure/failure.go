@@ -22,6 +22,7 @@ const (
 	StageEnvelope Stage = "envelope" // Debezium envelope flattening
 	StageConvert  Stage = "convert"  // Avro value -> BigQuery value
 	StageTable    Stage = "table"    // changelog table lookup
+	StageSchema   Stage = "schema"   // writer schema vs changelog columns (evolution, conflicts)
 	StageEncode   Stage = "encode"   // BigQuery value -> Storage Write row
 	StageAppend   Stage = "append"   // Storage Write append
 )

@@ -4,50 +4,78 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/bqcdc/bqcdc/internal/avrobq"
+	"github.com/bqcdc/bqcdc/internal/bqschema"
+	"github.com/bqcdc/bqcdc/internal/bqwrite"
 	"github.com/bqcdc/bqcdc/internal/cdc"
+	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/evolve"
 	"github.com/bqcdc/bqcdc/internal/failure"
+	"github.com/bqcdc/bqcdc/internal/formats"
 	"github.com/bqcdc/bqcdc/internal/registry"
+	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/hamba/avro/v2"
 	"golang.org/x/sync/singleflight"
 )
 
-// codec decodes payloads written with one writer schema and converts them
-// to the changelog columns of one reader schema.
+// codec decodes payloads written with one writer schema and fits them into
+// one version of the changelog table, which is the reader.
 //
 // Resolution is by field name, done after decoding: the payload is decoded
-// with its writer schema, then every reader column takes the writer's value
-// of the same name (NULL, or the reader's default, when the writer lacks it),
-// and writer fields the reader lacks are dropped. Type promotions (int to
-// long, float to double) happen in the conversion; an incompatible change
-// fails the conversion and dead-letters the message. hamba/avro's own
-// Resolve is not used: with Debezium envelopes, whose "after" refers to the
-// record declared in "before", it decoded the row image as NULL.
+// with its writer schema and converted by the writer's own type mapping;
+// then every writer column goes to the table's column of the same name,
+// directly or through a lossless promotion (int and long to FLOAT64,
+// NUMERIC or BIGNUMERIC; NUMERIC to BIGNUMERIC; string and bytes both ways;
+// see package evolve). A writer column the table lacks is added to the table
+// first (schema evolution) or dropped and counted (evolution off for the
+// source). A table column the writer lacks takes the reader schema's default,
+// else NULL. A writer column the table cannot hold is a conflict: the codec
+// records it and every message of that writer schema is dead-lettered with
+// it. hamba/avro's own Resolve is not used: with Debezium envelopes, whose
+// "after" refers to the record declared in "before", it decoded the row
+// image as NULL.
 type codec struct {
-	// api is private to the codec. hamba/avro caches compiled codecs by
-	// schema fingerprint, and a reference to a named record ("after" refers
-	// to the "Value" declared in "before") has a fingerprint of its name
-	// only: a shared config that has seen version 1 of a record decodes
-	// version 2 with version 1's layout. One config per writer schema keeps
-	// every cached codec unambiguous.
-	api    avro.API
-	writer avro.Schema
-	shape  cdc.Shape     // of the writer schema: where the row image is
-	fields avrobq.Fields // of the reader schema: the changelog columns
+	writer   *formats.Writer // decodes payloads (one private hamba config per schema)
+	writerID int             // registry id, 0 for other formats
+	shape    cdc.Shape       // of the writer schema: where the row image is
+	fields   avrobq.Fields   // of the writer's row image
+	columns  schema.Columns  // the full changelog the writer needs: image + metadata
+	fitter   *evolve.Fitter  // writer columns -> this table version's columns
+	missing  missing         // what the table lacks
+	defaults map[string]any  // reader defaults for table columns the writer lacks
+	conflict error           // permanent: messages of this writer cannot be stored
 }
 
-// codecs caches codecs per (writer id, reader id). Both ids are immutable
-// registry ids, so entries never go stale; building one (schema resolution
-// costs ~13 µs) happens once per pair per instance.
+// missing classifies the writer columns a table version lacks.
+type missing struct {
+	image, metadata bool // source columns; bqcdc's own _cdc_ columns
+}
+
+// writerRef names a writer schema and loads it on a codec cache miss.
+type writerRef struct {
+	key  string // cache key: "registry:<id>", or formats.Writer.Key
+	id   int    // registry id, 0 for other formats
+	load func(ctx context.Context) (*formats.Writer, error)
+}
+
+// codecs caches codecs per writer schema for the current version of each
+// table. Registry ids are immutable, so an entry only goes stale when its
+// table changes; the first use of a new table version drops the table's old
+// entries. Building a codec costs ~15 µs plus registry lookups (cached).
 type codecs struct {
 	reg   SchemaSource
-	mu    sync.RWMutex
-	m     map[[2]int]*codec
+	mu    sync.Mutex
+	m     map[string]*tableCodecs // by table name
 	group singleflight.Group
+}
+
+type tableCodecs struct {
+	t      *bqwrite.Table
+	codecs map[string]*codec // by writerRef.key
 }
 
 // SchemaSource looks schemas up by registry id (see package registry).
@@ -55,25 +83,47 @@ type SchemaSource interface {
 	Schema(ctx context.Context, id int) (avro.Schema, error)
 }
 
-func newCodecs(reg SchemaSource) *codecs { return &codecs{reg: reg, m: map[[2]int]*codec{}} }
+func newCodecs(reg SchemaSource) *codecs { return &codecs{reg: reg, m: map[string]*tableCodecs{}} }
 
-// get returns the codec for writer schema writerID read as readerID (0: read
-// as written).
-func (c *codecs) get(ctx context.Context, writerID, readerID int) (*codec, error) {
-	key := [2]int{writerID, readerID}
-	c.mu.RLock()
-	cd := c.m[key]
-	c.mu.RUnlock()
-	if cd != nil {
+func (c *codecs) lookup(key string, t *bqwrite.Table) *codec {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	tc := c.m[t.Name]
+	if tc == nil || tc.t != t {
+		return nil
+	}
+	return tc.codecs[key]
+}
+
+// registryRef is the writer schema of a Confluent-framed message.
+func (c *codecs) registryRef(id int) writerRef {
+	key := "registry:" + strconv.Itoa(id)
+	return writerRef{key: key, id: id, load: func(ctx context.Context) (*formats.Writer, error) {
+		s, err := c.schema(ctx, id, "writer")
+		if err != nil {
+			return nil, err
+		}
+		return formats.AvroBinary(key, s), nil
+	}}
+}
+
+// get returns the codec for writer ref into table version t.
+func (c *codecs) get(ctx context.Context, ref writerRef, t *bqwrite.Table) (*codec, error) {
+	if cd := c.lookup(ref.key, t); cd != nil {
 		return cd, nil
 	}
-	v, err, _ := c.group.Do(strconv.Itoa(writerID)+"/"+strconv.Itoa(readerID), func() (any, error) {
-		cd, err := c.build(ctx, writerID, readerID)
+	v, err, _ := c.group.Do(fmt.Sprintf("%s/%p/%s", t.Name, t, ref.key), func() (any, error) {
+		cd, err := c.build(ctx, ref, t)
 		if err != nil {
 			return nil, err
 		}
 		c.mu.Lock()
-		c.m[key] = cd
+		tc := c.m[t.Name]
+		if tc == nil || tc.t != t {
+			tc = &tableCodecs{t: t, codecs: map[string]*codec{}}
+			c.m[t.Name] = tc
+		}
+		tc.codecs[ref.key] = cd
 		c.mu.Unlock()
 		return cd, nil
 	})
@@ -84,6 +134,9 @@ func (c *codecs) get(ctx context.Context, writerID, readerID int) (*codec, error
 }
 
 func (c *codecs) schema(ctx context.Context, id int, role string) (avro.Schema, error) {
+	if c.reg == nil {
+		return nil, failure.Permanent(failure.StageRegistry, fmt.Errorf("%s schema %d: no Schema Registry is configured (%s)", role, id, "BQCDC_REGISTRY_URL"))
+	}
 	s, err := c.reg.Schema(ctx, id)
 	if err == nil {
 		return s, nil
@@ -95,51 +148,106 @@ func (c *codecs) schema(ctx context.Context, id int, role string) (avro.Schema, 
 	return nil, failure.Retryable(failure.StageRegistry, err)
 }
 
-func (c *codecs) build(ctx context.Context, writerID, readerID int) (*codec, error) {
-	writer, err := c.schema(ctx, writerID, "writer")
+// readerSchemaID is the registry id the changelog was last built or evolved
+// from (0 if the table carries none).
+func readerSchemaID(t *bqwrite.Table) int {
+	if t.Metadata == nil {
+		return 0
+	}
+	id, _ := strconv.Atoi(t.Metadata.Labels[changelog.ReaderSchemaLabel])
+	return id
+}
+
+func (c *codecs) build(ctx context.Context, ref writerRef, t *bqwrite.Table) (*codec, error) {
+	w, err := ref.load(ctx)
 	if err != nil {
 		return nil, err
 	}
-	shape, err := cdc.ShapeOf(writer)
+	name := ref.key
+	shape, err := cdc.ShapeOf(w.Schema)
 	if err != nil {
-		return nil, failure.Permanent(failure.StageDecode, fmt.Errorf("writer schema %d: %w", writerID, err))
+		return nil, failure.Permanent(failure.StageDecode, fmt.Errorf("writer schema %s: %w", name, err))
 	}
-	readerShape := shape
-	if readerID != 0 && readerID != writerID {
-		reader, err := c.reg.Schema(ctx, readerID)
-		if err != nil {
-			// The changelog's own schema missing is a deployment problem, not
-			// the message's: keep the message and retry until it is fixed.
-			return nil, failure.Retryable(failure.StageRegistry, fmt.Errorf("reader schema %d of the changelog: %w", readerID, err))
-		}
-		if readerShape, err = cdc.ShapeOf(reader); err != nil {
-			return nil, failure.Retryable(failure.StageRegistry, fmt.Errorf("reader schema %d of the changelog: %w", readerID, err))
-		}
-		if readerShape.Envelope != shape.Envelope {
-			return nil, failure.Permanent(failure.StageDecode, fmt.Errorf(
-				"writer schema %d and the changelog's reader schema %d disagree on being a Debezium envelope", writerID, readerID))
-		}
-	}
-	fields, err := avrobq.FromRecord(readerShape.Image)
+	fields, err := avrobq.FromRecord(shape.Image)
 	if err != nil {
-		return nil, failure.Permanent(failure.StageConvert, fmt.Errorf("reader schema %d: %w", readerID, err))
+		return nil, failure.Permanent(failure.StageConvert, fmt.Errorf("writer schema %s: %w", name, err))
 	}
-	return &codec{api: avro.Config{}.Freeze(), writer: writer, shape: shape, fields: fields}, nil
+	cd := &codec{writer: w, writerID: ref.id, shape: shape, fields: fields}
+	if cd.columns, err = changelog.Schema(fields.Columns()); err != nil {
+		cd.conflict = fmt.Errorf("writer schema %s: %w", name, err)
+		return cd, nil
+	}
+	var table schema.Columns
+	if t.Metadata != nil {
+		table = bqschema.FromBigQuery(t.Metadata.Schema)
+	}
+	if cd.fitter, err = evolve.NewFitter(table, cd.columns); err != nil {
+		cd.conflict = fmt.Errorf("writer schema %s does not fit changelog %s: %w", name, t.Name, err)
+		return cd, nil
+	}
+	for _, col := range cd.fitter.Missing() {
+		if strings.HasPrefix(strings.ToLower(col), "_cdc_") {
+			cd.missing.metadata = true
+		} else {
+			cd.missing.image = true
+		}
+	}
+	if err := keysPresent(t, cd.columns); err != nil {
+		cd.conflict = fmt.Errorf("writer schema %s: %w", name, err)
+		return cd, nil
+	}
+	readerID := readerSchemaID(t)
+	if readerID == 0 || readerID == ref.id || c.reg == nil {
+		return cd, nil
+	}
+	reader, err := c.reg.Schema(ctx, readerID)
+	if err != nil {
+		// The changelog's own schema missing is a deployment problem, not
+		// the message's: keep the message and retry until it is fixed.
+		return nil, failure.Retryable(failure.StageRegistry, fmt.Errorf("reader schema %d of the changelog: %w", readerID, err))
+	}
+	readerShape, err := cdc.ShapeOf(reader)
+	if err != nil {
+		return nil, failure.Retryable(failure.StageRegistry, fmt.Errorf("reader schema %d of the changelog: %w", readerID, err))
+	}
+	if readerShape.Envelope != shape.Envelope {
+		cd.conflict = fmt.Errorf("writer schema %s and the changelog's reader schema %d disagree on being a Debezium envelope", name, readerID)
+		return cd, nil
+	}
+	readerFields, err := avrobq.FromRecord(readerShape.Image)
+	if err != nil {
+		return nil, failure.Retryable(failure.StageRegistry, fmt.Errorf("reader schema %d of the changelog: %w", readerID, err))
+	}
+	// Avro resolution: a reader field the writer lacks takes its default.
+	var onlyReader avrobq.Fields
+	for _, f := range readerFields {
+		if _, ok := cd.columns.Lookup(f.Name); !ok {
+			if _, inTable := table.Lookup(f.Name); inTable {
+				onlyReader = append(onlyReader, f)
+			}
+		}
+	}
+	if cd.defaults, err = onlyReader.Convert(map[string]any{}); err != nil {
+		return nil, failure.Retryable(failure.StageRegistry, fmt.Errorf("defaults of reader schema %d: %w", readerID, err))
+	}
+	return cd, nil
 }
 
-// decode reads one record. hamba's Unmarshal takes running out of input
-// exactly at a field boundary for success (it ignores io.EOF), which would
-// let a truncated message through with its last fields missing; reading
-// through a Reader and treating any end-of-input as an error does not.
-func (cd *codec) decode(payload []byte) (map[string]any, error) {
-	r := avro.NewReader(nil, 0, avro.WithReaderConfig(cd.api)).Reset(payload)
-	var rec map[string]any
-	r.ReadVal(cd.writer, &rec)
-	switch {
-	case errors.Is(r.Error, io.EOF):
-		return nil, fmt.Errorf("payload truncated: %w", io.ErrUnexpectedEOF)
-	case r.Error != nil:
-		return nil, r.Error
+// keysPresent refuses a writer schema that lacks a key column. The keys are
+// the changelog's clustering columns: `bqcdc apply` clusters a changelog by
+// the KEYS of its source's first flow. A row without its key cannot be
+// placed in any view.
+func keysPresent(t *bqwrite.Table, writer schema.Columns) error {
+	if t.Metadata == nil || t.Metadata.Clustering == nil {
+		return nil
 	}
-	return rec, nil
+	for _, k := range t.Metadata.Clustering.Fields {
+		if strings.HasPrefix(k, "_cdc_") {
+			continue
+		}
+		if _, ok := writer.Lookup(k); !ok {
+			return fmt.Errorf("key column %s of changelog %s (a KEYS column of its flow) is missing from the writer schema: a changed key cannot be applied to existing rows", k, t.Name)
+		}
+	}
+	return nil
 }

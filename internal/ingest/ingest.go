@@ -16,14 +16,16 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/bqcdc/bqcdc/internal/bqwrite"
 	"github.com/bqcdc/bqcdc/internal/cdc"
 	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/evolve"
 	"github.com/bqcdc/bqcdc/internal/failure"
+	"github.com/bqcdc/bqcdc/internal/formats"
+	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/bqcdc/bqcdc/internal/wire"
 )
 
@@ -58,11 +60,17 @@ type Appender interface {
 	Table(ctx context.Context, name string) (*bqwrite.Table, error)
 	Append(ctx context.Context, table string, rows []map[string]any) error
 	AppendTo(ctx context.Context, t *bqwrite.Table, rows []map[string]any) error
+	Evolve(ctx context.Context, t *bqwrite.Table, cols schema.Columns, labels map[string]string) (bqwrite.Evolution, error)
 }
 
 // Stats are counters since the service started.
 type Stats struct {
 	Appended, Tombstones, DeadLetters, Retries int64
+	// IgnoredValues counts non-NULL values dropped because their column is
+	// not in the changelog and schema evolution is off for the source.
+	IgnoredValues int64
+	// Evolutions counts changelog schema changes this instance made.
+	Evolutions int64
 }
 
 // Service runs the pipeline. It is safe for concurrent use.
@@ -72,21 +80,43 @@ type Service struct {
 	log    *slog.Logger
 	now    func() time.Time
 
-	appended, tombstones, deadLetters, retries atomic.Int64
-	readerIDs                                  sync.Map // *bqwrite.Table -> int
+	frozen  map[string]struct{}     // topics whose changelog keeps its columns
+	pubsub  *formats.PubSubSchemas  // Pub/Sub schema revisions; nil if not configured
+	connect *formats.ConnectSchemas // Debezium JSON (JsonConverter) schemas
+
+	appended, tombstones, deadLetters, retries, ignored, evolutions atomic.Int64
 }
 
-// New returns a service appending with w and looking schemas up in reg.
+// New returns a service appending with w and looking Confluent writer
+// schemas up in reg (nil: no registry; such messages are dead-lettered).
 func New(reg SchemaSource, w Appender, log *slog.Logger) *Service {
-	return &Service{writer: w, codecs: newCodecs(reg), log: log, now: time.Now}
+	return &Service{writer: w, codecs: newCodecs(reg), connect: formats.NewConnectSchemas(), log: log, now: time.Now}
 }
+
+// FreezeSchema turns schema evolution off for the given topics: their
+// changelogs keep their columns, and values of columns a writer schema adds
+// are dropped and counted (Stats.IgnoredValues, and a log line per writer
+// schema).
+func (s *Service) FreezeSchema(topics ...string) {
+	if s.frozen == nil {
+		s.frozen = map[string]struct{}{}
+	}
+	for _, t := range topics {
+		s.frozen[t] = struct{}{}
+	}
+}
+
+// UsePubSubSchemas lets the service decode Pub/Sub schema-encoded messages,
+// fetching schema revisions through ps.
+func (s *Service) UsePubSubSchemas(ps *formats.PubSubSchemas) { s.pubsub = ps }
 
 // SetClock replaces the clock that stamps _cdc_ingested_at (tests).
 func (s *Service) SetClock(now func() time.Time) { s.now = now }
 
 // Stats returns the counters.
 func (s *Service) Stats() Stats {
-	return Stats{Appended: s.appended.Load(), Tombstones: s.tombstones.Load(), DeadLetters: s.deadLetters.Load(), Retries: s.retries.Load()}
+	return Stats{Appended: s.appended.Load(), Tombstones: s.tombstones.Load(), DeadLetters: s.deadLetters.Load(), Retries: s.retries.Load(),
+		IgnoredValues: s.ignored.Load(), Evolutions: s.evolutions.Load()}
 }
 
 // Handle processes one message.
@@ -98,6 +128,11 @@ func (s *Service) Handle(ctx context.Context, m Message) (Outcome, error) {
 		return Tombstone, nil
 	}
 	schemaID, err := s.process(ctx, m, table)
+	if errors.Is(err, errTombstone) {
+		s.tombstones.Add(1)
+		s.log.Info("tombstone acknowledged", "event", "tombstone", "topic", m.Topic, "message_id", m.MessageID, "ordering_key", m.OrderingKey)
+		return Tombstone, nil
+	}
 	if err == nil {
 		s.appended.Add(1)
 		return Appended, nil
@@ -135,11 +170,20 @@ func (s *Service) deadLetter(ctx context.Context, m Message, table string, schem
 	return DeadLettered, nil
 }
 
+// errTombstone is process telling Handle that the message is a delete
+// marker in a format that wraps it (a JsonConverter null payload).
+var errTombstone = errors.New("tombstone")
+
 // process runs the pipeline; it returns the writer schema id when known.
 func (s *Service) process(ctx context.Context, m Message, table string) (int, error) {
-	frame, err := wire.Parse(m.Data)
-	if err != nil {
-		return 0, failure.Permanent(failure.StageWire, fmt.Errorf("parsing Confluent framing: %w", err))
+	format := formats.Detect(m.Attributes, m.Data)
+	var frame wire.Frame
+	if format == formats.Confluent || format == formats.Unknown {
+		var err error
+		if frame, err = wire.Parse(m.Data); err != nil {
+			return 0, failure.Permanent(failure.StageWire, fmt.Errorf(
+				"not a known message format (Confluent Avro, Pub/Sub schema-encoded Avro, Debezium JSON): parsing Confluent framing: %w", err))
+		}
 	}
 	id := int(frame.SchemaID)
 	t, err := s.writer.Table(ctx, table)
@@ -149,13 +193,26 @@ func (s *Service) process(ctx context.Context, m Message, table string) (int, er
 		}
 		return id, failure.Retryable(failure.StageTable, err)
 	}
-	cd, err := s.codecs.get(ctx, id, s.readerSchemaID(t))
+	ref, payload, rec, err := s.identify(ctx, format, m, frame, t)
 	if err != nil {
 		return id, err
 	}
-	rec, err := cd.decode(frame.Payload)
+	cd, err := s.codecs.get(ctx, ref, t)
 	if err != nil {
-		return id, failure.Permanent(failure.StageDecode, fmt.Errorf("decoding Avro payload with schema %d: %w", id, err))
+		return id, err
+	}
+	if cd.conflict == nil && (cd.missing.metadata || (cd.missing.image && s.evolves(m.Topic))) {
+		if t, cd, err = s.evolve(ctx, m.Topic, t, ref, cd); err != nil {
+			return id, err
+		}
+	}
+	if cd.conflict != nil {
+		return id, failure.Permanent(failure.StageSchema, cd.conflict)
+	}
+	if rec == nil {
+		if rec, err = cd.writer.Decode(payload); err != nil {
+			return id, failure.Permanent(failure.StageDecode, fmt.Errorf("decoding %s payload with schema %s: %w", format, ref.key, err))
+		}
 	}
 	ch, err := cd.shape.Flatten(rec)
 	if err != nil {
@@ -165,14 +222,127 @@ func (s *Service) process(ctx context.Context, m Message, table string) (int, er
 	if err != nil {
 		return id, failure.Permanent(failure.StageConvert, fmt.Errorf("converting to BigQuery values: %w", err))
 	}
+	values, dropped, err := cd.fitter.Fit(values)
+	if err != nil {
+		return id, failure.Permanent(failure.StageConvert, fmt.Errorf("fitting schema %s into changelog %s: %w", ref.key, table, err))
+	}
+	if dropped > 0 {
+		s.ignored.Add(int64(dropped))
+	}
+	for k, v := range cd.defaults {
+		if _, ok := values[k]; !ok {
+			values[k] = v
+		}
+	}
 	if !cd.shape.Envelope {
 		ch.Sequence = cdc.TimestampSequence(m.PublishTime)
 	}
 	row := changelog.Row(values, changelog.Meta{
 		Op: ch.Op, SourceTS: ch.SourceTS, Sequence: ch.Sequence, IngestedAt: s.now(),
-		PublishTime: m.PublishTime, MessageID: m.MessageID, SchemaID: id,
+		PublishTime: m.PublishTime, MessageID: m.MessageID, SchemaID: id, Transaction: ch.Transaction,
 	})
 	return id, s.writer.AppendTo(ctx, t, []map[string]any{row})
+}
+
+// identify finds the writer schema of a message by its format. It returns
+// the payload to decode, or the record itself when the format decoded it
+// already (Debezium JSON with its schema).
+func (s *Service) identify(ctx context.Context, format formats.Format, m Message, frame wire.Frame, t *bqwrite.Table) (writerRef, []byte, map[string]any, error) {
+	switch format {
+	case formats.Confluent:
+		return s.codecs.registryRef(int(frame.SchemaID)), frame.Payload, nil, nil
+	case formats.PubSubSchema:
+		if s.pubsub == nil {
+			return writerRef{}, nil, nil, failure.Permanent(failure.StageRegistry, errors.New("message is Pub/Sub schema-encoded but the function has no Pub/Sub schema client"))
+		}
+		w, err := s.pubsub.Lookup(ctx, m.Attributes)
+		if err != nil {
+			return writerRef{}, nil, nil, err
+		}
+		return fixedRef(w), m.Data, nil, nil
+	case formats.DebeziumJSON:
+		w, rec, err := s.connect.Decode(m.Data)
+		switch {
+		case err == nil:
+			return fixedRef(w), nil, rec, nil
+		case errors.Is(err, formats.ErrTombstone):
+			return writerRef{}, nil, nil, errTombstone
+		case !errors.Is(err, formats.ErrNoSchema):
+			return writerRef{}, nil, nil, err
+		}
+		// schemas.enable=false: read the payload with the changelog's
+		// reader schema.
+		readerID := readerSchemaID(t)
+		if readerID == 0 {
+			return writerRef{}, nil, nil, failure.Permanent(failure.StageRegistry, fmt.Errorf(
+				"Debezium JSON without its schema needs the changelog's reader schema, and table %s names none (label %s): run bqcdc apply with a registry, or enable schemas in the JsonConverter", t.Name, changelog.ReaderSchemaLabel))
+		}
+		key := "schemaless-json:reader:" + strconv.Itoa(readerID)
+		return writerRef{key: key, load: func(ctx context.Context) (*formats.Writer, error) {
+			reader, err := s.codecs.schema(ctx, readerID, "reader")
+			if err != nil {
+				return nil, err
+			}
+			w, err := formats.SchemalessJSON(reader)
+			if err != nil {
+				return nil, failure.Permanent(failure.StageRegistry, fmt.Errorf("reader schema %d: %w", readerID, err))
+			}
+			w.Key = key
+			return w, nil
+		}}, m.Data, nil, nil
+	}
+	return writerRef{}, nil, nil, failure.Permanent(failure.StageWire, errors.New("not a known message format"))
+}
+
+// fixedRef is the ref of a writer schema already at hand.
+func fixedRef(w *formats.Writer) writerRef {
+	return writerRef{key: w.Key, load: func(context.Context) (*formats.Writer, error) { return w, nil }}
+}
+
+// evolves reports whether the changelog of topic follows its source's
+// schema (the default) or keeps its columns.
+func (s *Service) evolves(topic string) bool {
+	_, frozen := s.frozen[topic]
+	return !frozen
+}
+
+// evolve adds the columns the writer schema of cd has and table t lacks
+// (only bqcdc's metadata columns when evolution is off for the topic),
+// then returns the table as it now is and the codec for it. The reader
+// schema label moves to the writer's id when that is newer, so later writers
+// resolve against the newest defaults. Failures are retryable: the message
+// comes back and evolution is tried again.
+func (s *Service) evolve(ctx context.Context, topic string, t *bqwrite.Table, ref writerRef, cd *codec) (*bqwrite.Table, *codec, error) {
+	labels := map[string]string{}
+	cols := cd.columns
+	if s.evolves(topic) {
+		if cd.writerID > readerSchemaID(t) {
+			labels[changelog.ReaderSchemaLabel] = strconv.Itoa(cd.writerID)
+		}
+	} else {
+		// The source's columns stay; bqcdc's own metadata columns are
+		// always added (a changelog made by an older bqcdc lacks new ones).
+		cols = changelog.MetadataColumns()
+	}
+	ev, err := s.writer.Evolve(ctx, t, cols, labels)
+	if err != nil {
+		var conflict *evolve.Conflict
+		if errors.As(err, &conflict) {
+			// The table changed under us in a way this writer cannot follow.
+			return nil, nil, failure.Permanent(failure.StageSchema, fmt.Errorf("writer schema %d: %w", cd.writerID, err))
+		}
+		return nil, nil, failure.Retryable(failure.StageSchema, fmt.Errorf("evolving changelog %s for writer schema %d: %w", t.Name, cd.writerID, err))
+	}
+	if len(ev.Added) > 0 {
+		s.evolutions.Add(1)
+		s.log.Info("changelog evolved", "event", "schema_evolved", "topic", topic, "table", t.Name,
+			"writer_schema_id", cd.writerID, "added", ev.Added)
+	}
+	ncd, err := s.codecs.get(ctx, ref, ev.Table)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ev.Table, ncd, nil
 }
 
 // Truncate shortens an error for a log line. Errors from BigQuery can quote
@@ -184,19 +354,4 @@ func Truncate(s string) string {
 		return s
 	}
 	return s[:max] + "... (truncated)"
-}
-
-// readerSchemaID is the registry id the changelog was built from (0 if the
-// table carries none, and then records are read as written). It is parsed
-// once per table version: a refreshed table is a new *bqwrite.Table.
-func (s *Service) readerSchemaID(t *bqwrite.Table) int {
-	if id, ok := s.readerIDs.Load(t); ok {
-		return id.(int)
-	}
-	id := 0
-	if t.Metadata != nil {
-		id, _ = strconv.Atoi(t.Metadata.Labels[changelog.ReaderSchemaLabel])
-	}
-	s.readerIDs.Store(t, id)
-	return id
 }

@@ -14,8 +14,10 @@ import (
 	"github.com/bqcdc/bqcdc/internal/bqschema"
 	"github.com/bqcdc/bqcdc/internal/bqwrite"
 	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/evolve"
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/registry"
+	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/bqcdc/bqcdc/internal/wire"
 	"github.com/hamba/avro/v2"
 )
@@ -40,8 +42,9 @@ func (f *fakeRegistry) Schema(_ context.Context, id int) (avro.Schema, error) {
 // fakeTables encodes rows with the real encoder (so a row that would not
 // fit fails as it would) and keeps them instead of appending.
 type fakeTables struct {
-	tables map[string]*bqwrite.Table
-	rows   map[string][]map[string]any
+	tables     map[string]*bqwrite.Table
+	rows       map[string][]map[string]any
+	evolutions int
 }
 
 func newFakeTables(t testing.TB) *fakeTables {
@@ -95,6 +98,32 @@ func (f *fakeTables) AppendTo(_ context.Context, t *bqwrite.Table, rows []map[st
 	return nil
 }
 
+// Evolve merges columns as bqwrite.Writer does, and returns a new table
+// version (a new pointer, as a reopened stream would be).
+func (f *fakeTables) Evolve(_ context.Context, t *bqwrite.Table, cols schema.Columns, labels map[string]string) (bqwrite.Evolution, error) {
+	merged, added, err := evolve.Merge(bqschema.FromBigQuery(t.Metadata.Schema), cols)
+	if err != nil {
+		return bqwrite.Evolution{}, err
+	}
+	f.evolutions++
+	md := *t.Metadata
+	md.Schema = bqschema.ToBigQuery(merged)
+	md.Labels = map[string]string{}
+	for k, v := range t.Metadata.Labels {
+		md.Labels[k] = v
+	}
+	for k, v := range labels {
+		md.Labels[k] = v
+	}
+	enc, err := bqwrite.NewEncoder(md.Schema)
+	if err != nil {
+		return bqwrite.Evolution{}, err
+	}
+	nt := &bqwrite.Table{Name: t.Name, Metadata: &md, Encoder: enc}
+	f.tables[t.Name] = nt
+	return bqwrite.Evolution{Table: nt, Added: added}, nil
+}
+
 const customers = "dbserver1.inventory.customers"
 
 func customerMessage(t testing.TB, s avro.Schema, op string, id int) []byte {
@@ -142,7 +171,8 @@ func TestHandleOutcomes(t *testing.T) {
 	}{
 		{"insert", customerMessage(t, s, "c", 1), Appended, ""},
 		{"tombstone", nil, Tombstone, ""},
-		{"not framed", []byte("{}"), DeadLettered, failure.StageWire},
+		{"not framed", []byte("\x01abcdef"), DeadLettered, failure.StageWire},
+		{"schemaless JSON without a reader schema", []byte(`{"id": 1}`), DeadLettered, failure.StageRegistry},
 		{"unknown schema", wire.Append(nil, 9, []byte{2}), DeadLettered, failure.StageRegistry},
 		{"truncated", customerMessage(t, s, "c", 2)[:20], DeadLettered, failure.StageDecode},
 		{"unknown op", customerMessage(t, s, "x", 3), DeadLettered, failure.StageEnvelope},
@@ -162,7 +192,7 @@ func TestHandleOutcomes(t *testing.T) {
 			}
 		})
 	}
-	if st := svc.Stats(); st.Appended != 1 || st.Tombstones != 1 || st.DeadLetters != 4 {
+	if st := svc.Stats(); st.Appended != 1 || st.Tombstones != 1 || st.DeadLetters != 5 {
 		t.Errorf("stats = %+v", st)
 	}
 	row := tables.rows[changelog.TableName(customers)][0]

@@ -166,6 +166,7 @@ func (s *Stack) startBigQuery(ctx context.Context) error {
 		return fmt.Errorf("starting BigQuery emulator: %w", err)
 	}
 	s.emulator = em
+	em.Handler = &schemaShim{next: em.Handler}
 	if err := em.SetProject(s.Project); err != nil {
 		return fmt.Errorf("starting BigQuery emulator: %w", err)
 	}
@@ -229,6 +230,8 @@ func (s *Stack) startFunctions() error {
 		config.EnvBigQueryEndpoint: s.BigQueryURL, config.EnvStorageEndpoint: s.StorageAddr,
 		config.EnvRegistryURL: s.RegistryURL, compactfn.EnvFlowsDir: flowsDir,
 		config.EnvVisibilityLag: s.VisibilityLag.String(),
+		// Pub/Sub schema revisions come from pstest's schema service.
+		"PUBSUB_EMULATOR_HOST": s.PubSubAddr,
 	}
 	for k, v := range env {
 		if err := os.Setenv(k, v); err != nil {

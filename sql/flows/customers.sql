@@ -7,7 +7,7 @@ KEYS (id)
 APPLY AS DELETE WHEN _cdc_op = 'd'
 APPLY AS TRUNCATE WHEN _cdc_op = 't'
 SEQUENCE BY _cdc_sequence
-COLUMNS * EXCEPT (_cdc_message_id, _cdc_schema_id, _cdc_publish_time)
+COLUMNS * EXCEPT (_cdc_message_id, _cdc_schema_id, _cdc_publish_time, _cdc_transaction)
 STORED AS SCD TYPE 1;
 
 -- Full history: one row per version, with __START_AT / __END_AT. A change
@@ -20,6 +20,6 @@ KEYS (id)
 WHERE _cdc_op IS DISTINCT FROM 't'
 APPLY AS DELETE WHEN _cdc_op = 'd'
 SEQUENCE BY _cdc_sequence
-COLUMNS * EXCEPT (_cdc_message_id, _cdc_schema_id, _cdc_publish_time, _cdc_ingested_at)
+COLUMNS * EXCEPT (_cdc_message_id, _cdc_schema_id, _cdc_publish_time, _cdc_transaction, _cdc_ingested_at)
 STORED AS SCD TYPE 2
 TRACK HISTORY ON * EXCEPT (balance);

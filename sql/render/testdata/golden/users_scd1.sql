@@ -22,6 +22,7 @@ WITH
       `_cdc_publish_time`,
       `_cdc_message_id`,
       `_cdc_schema_id`,
+      `_cdc_transaction`,
       CASE WHEN (`operation` = 'DELETE') THEN 'D' ELSE 'U' END AS __op
     FROM `my-project`.`cdc`.`users_changelog`
     -- The constant bound lets BigQuery prune partitions; it never exceeds the watermark.
@@ -34,13 +35,13 @@ WITH
   -- TIMESTAMPs by their internal text encoding, not by time.)
   state_generations AS (
     SELECT
-      `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, __op,
+      `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, __op,
       UNIX_MICROS(__gen) = MAX(UNIX_MICROS(__gen)) OVER (PARTITION BY `userId`) AS __latest
     FROM `my-project`.`cdc`.`users_current__state`
     WHERE __op IN ('U', 'D')
   ),
   state AS (
-    SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, __op
+    SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, __op
     FROM state_generations
     WHERE __latest
   ),
@@ -72,7 +73,8 @@ SELECT
   `_cdc_ingested_at`,
   `_cdc_publish_time`,
   `_cdc_message_id`,
-  `_cdc_schema_id`
+  `_cdc_schema_id`,
+  `_cdc_transaction`
 FROM ranked
 WHERE __rn = 1 AND __op = 'U'
 ;
@@ -99,7 +101,7 @@ SELECT
 -- event, the newest delete (a tombstone, until tombstone_cutoff), and for each
 -- IGNORE NULL UPDATES column the newest upsert that set it; plus the newest
 -- truncate. One INSERT: the new rows and the watermark marker commit together.
-INSERT INTO `my-project`.`cdc`.`users_current__state` (`userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, __key, __op, __gen, __watermark)
+INSERT INTO `my-project`.`cdc`.`users_current__state` (`userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, __key, __op, __gen, __watermark)
 WITH
   -- Changes not folded yet.
   tail AS (
@@ -116,6 +118,7 @@ WITH
       `_cdc_publish_time`,
       `_cdc_message_id`,
       `_cdc_schema_id`,
+      `_cdc_transaction`,
       CASE WHEN (`operation` = 'DELETE') THEN 'D' ELSE 'U' END AS __op,
       TRUE AS __new
     FROM `my-project`.`cdc`.`users_changelog`
@@ -127,13 +130,13 @@ WITH
   -- TIMESTAMPs by their internal text encoding, not by time.)
   state_generations AS (
     SELECT
-      `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, __op,
+      `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, __op,
       UNIX_MICROS(__gen) = MAX(UNIX_MICROS(__gen)) OVER (PARTITION BY `userId`) AS __latest
     FROM `my-project`.`cdc`.`users_current__state`
     WHERE __op IN ('U', 'D')
   ),
   state AS (
-    SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, __op, FALSE AS __new
+    SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, __op, FALSE AS __new
     FROM state_generations
     WHERE __latest
   ),
@@ -164,14 +167,14 @@ WITH
       *
     FROM segmented
   )
-SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, TO_JSON_STRING(STRUCT(`userId`)), __op, TIMESTAMP '2026-11-30 08:00:00+00:00', CAST(NULL AS TIMESTAMP)
+SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, TO_JSON_STRING(STRUCT(`userId`)), __op, TIMESTAMP '2026-11-30 08:00:00+00:00', CAST(NULL AS TIMESTAMP)
 FROM marked
 WHERE (__rn = 1 OR __rn = __first_delete)
   AND NOT (__op = 'D' AND `_cdc_ingested_at` < TIMESTAMP '2026-10-31 08:00:00+00:00')
 UNION ALL
 -- The watermark marker: every changelog row ingested at or before
 -- new_watermark is folded; folded_max is the newest ingestion time read.
-SELECT CAST(NULL AS INT64), CAST(NULL AS STRING), CAST(NULL AS STRING), CAST(NULL AS INT64), CAST([] AS ARRAY<STRING>), CAST(NULL AS STRING), CAST(NULL AS TIMESTAMP), CAST(NULL AS STRING), TIMESTAMP '2026-11-30 07:09:00.123456+00:00', CAST(NULL AS TIMESTAMP), CAST(NULL AS STRING), CAST(NULL AS INT64), CAST(NULL AS STRING), 'W', TIMESTAMP '2026-11-30 08:00:00+00:00', TIMESTAMP '2026-11-30 07:50:00+00:00'
+SELECT CAST(NULL AS INT64), CAST(NULL AS STRING), CAST(NULL AS STRING), CAST(NULL AS INT64), CAST([] AS ARRAY<STRING>), CAST(NULL AS STRING), CAST(NULL AS TIMESTAMP), CAST(NULL AS STRING), TIMESTAMP '2026-11-30 07:09:00.123456+00:00', CAST(NULL AS TIMESTAMP), CAST(NULL AS STRING), CAST(NULL AS INT64), CAST(NULL AS STRUCT<`id` STRING, `total_order` INT64, `data_collection_order` INT64>), CAST(NULL AS STRING), 'W', TIMESTAMP '2026-11-30 08:00:00+00:00', TIMESTAMP '2026-11-30 07:50:00+00:00'
 ;
 
 -- Rows of keys rewritten by generation generation, from older generations.

@@ -22,6 +22,7 @@ WITH
       `_cdc_publish_time`,
       `_cdc_message_id`,
       `_cdc_schema_id`,
+      `_cdc_transaction`,
       CASE WHEN (`operation` = 'DELETE') THEN 'D' ELSE 'U' END AS __op
     FROM `my-project`.`cdc`.`users_changelog`
     -- The constant bound lets BigQuery prune partitions; it never exceeds the watermark.
@@ -35,13 +36,13 @@ WITH
   -- TIMESTAMPs by their internal text encoding, not by time.)
   state_generations AS (
     SELECT
-      `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, __op,
+      `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, __op,
       UNIX_MICROS(__gen) = MAX(UNIX_MICROS(__gen)) OVER (PARTITION BY `userId`) AS __latest
     FROM `my-project`.`cdc`.`users_tracked__state`
     WHERE __op IN ('U', 'D')
   ),
   state AS (
-    SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, __op
+    SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, __op
     FROM state_generations
     WHERE __latest
   ),
@@ -86,7 +87,8 @@ WITH
       `_cdc_ingested_at`,
       `_cdc_publish_time`,
       `_cdc_message_id`,
-      `_cdc_schema_id`
+      `_cdc_schema_id`,
+      `_cdc_transaction`
     FROM filled_counts
   ),
   -- An upsert opens a version after a delete, at the start, or when a tracked
@@ -124,6 +126,7 @@ WITH
       ANY_VALUE(`_cdc_publish_time` HAVING MAX __i) AS `_cdc_publish_time`,
       ANY_VALUE(`_cdc_message_id` HAVING MAX __i) AS `_cdc_message_id`,
       ANY_VALUE(`_cdc_schema_id` HAVING MAX __i) AS `_cdc_schema_id`,
+      ANY_VALUE(`_cdc_transaction` HAVING MAX __i) AS `_cdc_transaction`,
       ANY_VALUE(`sequenceNum` HAVING MIN __i) AS __start0,
       ANY_VALUE(__next0 HAVING MAX __i) AS __next0,
       ANY_VALUE(`_cdc_sequence` HAVING MIN __i) AS __start1,
@@ -145,6 +148,7 @@ SELECT
   `_cdc_publish_time`,
   `_cdc_message_id`,
   `_cdc_schema_id`,
+  `_cdc_transaction`,
   STRUCT(__start0 AS `sequenceNum`, __start1 AS `_cdc_sequence`) AS `__START_AT`,
   IF(__next0 IS NULL, NULL, STRUCT(__next0 AS `sequenceNum`, __next1 AS `_cdc_sequence`)) AS `__END_AT`
 FROM versions
@@ -173,7 +177,7 @@ SELECT
 -- event of a key to re-cut its versions exactly when a late event arrives,
 -- so the keys the new rows touch are rewritten with all their events, each
 -- once. One INSERT: the new rows and the watermark marker commit together.
-INSERT INTO `my-project`.`cdc`.`users_tracked__state` (`userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, __key, __op, __gen, __watermark)
+INSERT INTO `my-project`.`cdc`.`users_tracked__state` (`userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, __key, __op, __gen, __watermark)
 WITH
   -- Changes not folded yet.
   tail AS (
@@ -190,6 +194,7 @@ WITH
       `_cdc_publish_time`,
       `_cdc_message_id`,
       `_cdc_schema_id`,
+      `_cdc_transaction`,
       CASE WHEN (`operation` = 'DELETE') THEN 'D' ELSE 'U' END AS __op,
       TRUE AS __new
     FROM `my-project`.`cdc`.`users_changelog`
@@ -202,13 +207,13 @@ WITH
   -- TIMESTAMPs by their internal text encoding, not by time.)
   state_generations AS (
     SELECT
-      `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, __op,
+      `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, __op,
       UNIX_MICROS(__gen) = MAX(UNIX_MICROS(__gen)) OVER (PARTITION BY `userId`) AS __latest
     FROM `my-project`.`cdc`.`users_tracked__state`
     WHERE __op IN ('U', 'D')
   ),
   state AS (
-    SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, __op, FALSE AS __new
+    SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, __op, FALSE AS __new
     FROM state_generations
     WHERE __latest
   ),
@@ -226,13 +231,13 @@ WITH
     SELECT *, LOGICAL_OR(__new) OVER (PARTITION BY `userId`) AS __touched
     FROM events
   )
-SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, TO_JSON_STRING(STRUCT(`userId`)), __op, TIMESTAMP '2026-11-30 08:00:00+00:00', CAST(NULL AS TIMESTAMP)
+SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, TO_JSON_STRING(STRUCT(`userId`)), __op, TIMESTAMP '2026-11-30 08:00:00+00:00', CAST(NULL AS TIMESTAMP)
 FROM touched
 WHERE __touched
 UNION ALL
 -- The watermark marker: every changelog row ingested at or before
 -- new_watermark is folded; folded_max is the newest ingestion time read.
-SELECT CAST(NULL AS INT64), CAST(NULL AS STRING), CAST(NULL AS STRING), CAST(NULL AS INT64), CAST([] AS ARRAY<STRING>), CAST(NULL AS STRING), CAST(NULL AS TIMESTAMP), CAST(NULL AS STRING), TIMESTAMP '2026-11-30 07:09:00.123456+00:00', CAST(NULL AS TIMESTAMP), CAST(NULL AS STRING), CAST(NULL AS INT64), CAST(NULL AS STRING), 'W', TIMESTAMP '2026-11-30 08:00:00+00:00', TIMESTAMP '2026-11-30 07:50:00+00:00'
+SELECT CAST(NULL AS INT64), CAST(NULL AS STRING), CAST(NULL AS STRING), CAST(NULL AS INT64), CAST([] AS ARRAY<STRING>), CAST(NULL AS STRING), CAST(NULL AS TIMESTAMP), CAST(NULL AS STRING), TIMESTAMP '2026-11-30 07:09:00.123456+00:00', CAST(NULL AS TIMESTAMP), CAST(NULL AS STRING), CAST(NULL AS INT64), CAST(NULL AS STRUCT<`id` STRING, `total_order` INT64, `data_collection_order` INT64>), CAST(NULL AS STRING), 'W', TIMESTAMP '2026-11-30 08:00:00+00:00', TIMESTAMP '2026-11-30 07:50:00+00:00'
 ;
 
 -- Rows of keys rewritten by generation generation, from older generations.

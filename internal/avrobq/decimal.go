@@ -1,0 +1,189 @@
+package avrobq
+
+import (
+	"fmt"
+	"math/big"
+	"strings"
+
+	"github.com/bqcdc/bqcdc/internal/schema"
+)
+
+// decimalType picks the narrowest exact BigQuery type for a decimal:
+// NUMERIC holds 29 integer and 9 fractional digits, BIGNUMERIC 38 and 38,
+// STRING (the exact text) anything wider. Precision 0 means unknown, so only
+// the scale decides.
+func decimalType(precision, scale int) string {
+	intDigits := precision - scale
+	switch {
+	case scale <= 9 && intDigits <= 29 && precision > 0:
+		return schema.Numeric
+	case scale <= 38 && intDigits <= 38:
+		return schema.BigNumeric
+	}
+	return schema.String
+}
+
+// decimalColumn is the column of a decimal of known scale; its precision and
+// scale become the column's type parameters when the precision is known
+// (BigQuery refuses a scale without a precision).
+func decimalColumn(name, avroType string, precision, scale int) Field {
+	typ := decimalType(precision, scale)
+	f := newField(name, typ, avroType, decimalConv(decimalLimits{typ: typ, precision: precision, scale: scale}))
+	if precision > 0 && typ != schema.String {
+		f.Precision, f.Scale = precision, scale
+	}
+	return f
+}
+
+// decimalLimits is what a column accepts: its type, and its declared
+// precision and scale (precision 0: not declared).
+type decimalLimits struct {
+	typ              string
+	precision, scale int
+}
+
+// The range of an unparameterised BIGNUMERIC, in units of 10^-38: a 256-bit
+// two's complement integer.
+var (
+	bigNumericMin = new(big.Int).Neg(new(big.Int).Lsh(big.NewInt(1), 255))
+	bigNumericMax = new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 255), big.NewInt(1))
+)
+
+// decimalConv converts a decimal of the column's scale: the *big.Rat hamba
+// makes of an Avro decimal, or the unscaled big-endian two's complement
+// bytes Kafka Connect's Decimal carries when the schema lacks the Avro
+// logical type.
+func decimalConv(lim decimalLimits) converter {
+	scale := big.NewInt(int64(lim.scale))
+	return func(v any) (any, error) {
+		var unscaled *big.Int
+		switch x := v.(type) {
+		case *big.Rat:
+			n := new(big.Int).Mul(x.Num(), new(big.Int).Exp(big.NewInt(10), scale, nil))
+			var rem big.Int
+			unscaled, _ = n.QuoRem(n, x.Denom(), &rem)
+			if rem.Sign() != 0 {
+				return nil, fmt.Errorf("%w: %s has more than the %d fractional digits of the schema", ErrValue, x.RatString(), lim.scale)
+			}
+		case []byte:
+			unscaled = twosComplement(x)
+		default:
+			b, ok := fixedBytes(v)
+			if !ok {
+				return nil, badType("decimal", v)
+			}
+			unscaled = twosComplement(b)
+		}
+		return decimalText(unscaled, lim.scale, lim)
+	}
+}
+
+// variableScaleDecimalConv decodes io.debezium.data.VariableScaleDecimal, a
+// record {scale int, value bytes} used for PostgreSQL NUMERIC without a
+// declared scale and Oracle NUMBER without precision.
+func variableScaleDecimalConv(v any) (any, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, badType("VariableScaleDecimal record", v)
+	}
+	scale, ok := integer(plain(m["scale"]))
+	if !ok {
+		return nil, badType("VariableScaleDecimal scale int", m["scale"])
+	}
+	b, ok := plain(m["value"]).([]byte)
+	if !ok {
+		return nil, badType("VariableScaleDecimal value bytes", m["value"])
+	}
+	if scale > 1<<20 || scale < -(1<<20) {
+		return nil, fmt.Errorf("%w: VariableScaleDecimal scale %d", ErrValue, scale)
+	}
+	return decimalText(twosComplement(b), int(scale), decimalLimits{typ: schema.BigNumeric})
+}
+
+// decimalText writes unscaled×10^-scale as exact decimal text with scale
+// fractional digits, after checking that the column can hold it. Digits
+// are never rounded away: trailing zeros beyond the type's scale are
+// dropped, any other excess is ErrValue.
+func decimalText(unscaled *big.Int, scale int, lim decimalLimits) (string, error) {
+	if scale < 0 { // 12E+3 (Java BigDecimal allows negative scales)
+		unscaled = new(big.Int).Mul(unscaled, pow10(-scale))
+		scale = 0
+	}
+	maxScale := 38
+	if lim.typ == schema.Numeric {
+		maxScale = 9
+	}
+	if lim.typ != schema.String && scale > maxScale {
+		var q, r big.Int
+		q.QuoRem(unscaled, pow10(scale-maxScale), &r)
+		if r.Sign() != 0 {
+			return "", fmt.Errorf("%w: %s has %d fractional digits; %s holds %d",
+				ErrValue, formatDecimal(unscaled, scale), scale, lim.typ, maxScale)
+		}
+		unscaled, scale = &q, maxScale
+	}
+	if err := checkDecimalRange(unscaled, scale, lim); err != nil {
+		return "", err
+	}
+	return formatDecimal(unscaled, scale), nil
+}
+
+func checkDecimalRange(unscaled *big.Int, scale int, lim decimalLimits) error {
+	intDigits := 0
+	switch {
+	case lim.typ == schema.String:
+		return nil
+	case lim.precision > 0:
+		intDigits = lim.precision - lim.scale
+	case lim.typ == schema.Numeric:
+		intDigits = 29
+	default: // unparameterised BIGNUMERIC: 76.76 digits, bounded in binary
+		at38 := new(big.Int).Mul(unscaled, pow10(38-scale))
+		if at38.Cmp(bigNumericMax) > 0 || at38.Cmp(bigNumericMin) < 0 {
+			return fmt.Errorf("%w: %s is outside BIGNUMERIC's ±5.78×10^38", ErrValue, formatDecimal(unscaled, scale))
+		}
+		return nil
+	}
+	// |value| < 10^intDigits  ⟺  |unscaled| < 10^(intDigits+scale)
+	if new(big.Int).Abs(unscaled).Cmp(pow10(intDigits+scale)) >= 0 {
+		return fmt.Errorf("%w: %s has more than the %d integer digits of %s", ErrValue,
+			formatDecimal(unscaled, scale), intDigits, describeDecimalColumn(lim))
+	}
+	return nil
+}
+
+func describeDecimalColumn(lim decimalLimits) string {
+	if lim.precision > 0 {
+		return fmt.Sprintf("%s(%d,%d)", lim.typ, lim.precision, lim.scale)
+	}
+	return lim.typ
+}
+
+// formatDecimal writes unscaled×10^-scale (scale >= 0) with exactly scale
+// fractional digits.
+func formatDecimal(unscaled *big.Int, scale int) string {
+	digits := new(big.Int).Abs(unscaled).String()
+	if len(digits) <= scale {
+		digits = strings.Repeat("0", scale-len(digits)+1) + digits
+	}
+	var b strings.Builder
+	if unscaled.Sign() < 0 {
+		b.WriteByte('-')
+	}
+	b.WriteString(digits[:len(digits)-scale])
+	if scale > 0 {
+		b.WriteByte('.')
+		b.WriteString(digits[len(digits)-scale:])
+	}
+	return b.String()
+}
+
+func twosComplement(b []byte) *big.Int {
+	n := new(big.Int).SetBytes(b)
+	if len(b) > 0 && b[0]&0x80 != 0 {
+		n.Sub(n, new(big.Int).Lsh(big.NewInt(1), uint(len(b)*8)))
+	}
+	return n
+}
+
+func pow10(n int) *big.Int { return new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(n)), nil) }

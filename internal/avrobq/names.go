@@ -1,0 +1,112 @@
+package avrobq
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// maxNameLen is BigQuery's limit on the length of a column name.
+const maxNameLen = 300
+
+// reservedPrefixes start column names BigQuery refuses, compared without
+// regard to case.
+var reservedPrefixes = []string{"_TABLE_", "_FILE_", "_PARTITION", "_ROW_TIMESTAMP", "__ROOT__", "_COLIDENTIFIER"}
+
+// ColumnName returns the BigQuery column name bqcdc gives a source field.
+//
+// A name BigQuery accepts is kept as it is: it consists of ASCII letters,
+// digits and underscores, does not start with a digit, has at most 300
+// characters, and does not start with one of BigQuery's reserved prefixes
+// _TABLE_, _FILE_, _PARTITION, _ROW_TIMESTAMP, __ROOT__ or _COLIDENTIFIER
+// (in any letter case). Any other name is rewritten in three steps:
+//
+//  1. every character other than an ASCII letter, digit or underscore
+//     becomes one underscore ("unit price" → "unit_price", "Größe" →
+//     "Gr__e"; each byte of invalid UTF-8 counts as one character);
+//  2. if the result is empty, starts with a digit or starts with a reserved
+//     prefix, an underscore is put in front ("1st" → "_1st",
+//     "_PARTITIONTIME" → "__PARTITIONTIME");
+//  3. if the result is longer than 300 characters, it is cut to its first
+//     291 characters followed by an underscore and the first 8 hexadecimal
+//     digits (lower case) of the SHA-256 of the source name's UTF-8 bytes.
+//
+// The rule looks at one name only, never at the other fields of the schema,
+// so a later schema version maps every field exactly as earlier versions
+// did, and a column keeps its name for the life of the table. Letter case is
+// kept. Because BigQuery compares column names without regard to case, two
+// fields of one record whose column names are equal ignoring case (such as
+// "id" and "Id", or "unit price" and "unit_price") cannot both be columns:
+// compiling such a schema fails with an error naming both source fields.
+// Characters outside ASCII are replaced rather than kept as BigQuery's
+// flexible column names because the Storage Write API's protocol buffer
+// field names are limited to the ASCII set.
+func ColumnName(source string) string {
+	if validColumnName(source) {
+		return source
+	}
+	var b strings.Builder
+	b.Grow(len(source) + 1)
+	for i := 0; i < len(source); {
+		r, size := utf8.DecodeRuneInString(source[i:])
+		i += size
+		if isNameChar(r) {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	name := b.String()
+	if name == "" || isDigit(name[0]) || reservedPrefix(name) {
+		name = "_" + name
+	}
+	if len(name) > maxNameLen {
+		sum := sha256.Sum256([]byte(source))
+		name = name[:maxNameLen-9] + "_" + hex.EncodeToString(sum[:4])
+	}
+	return name
+}
+
+func validColumnName(s string) bool {
+	if s == "" || len(s) > maxNameLen || isDigit(s[0]) || reservedPrefix(s) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isNameChar(rune(s[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+func isNameChar(r rune) bool {
+	return r == '_' || '0' <= r && r <= '9' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z'
+}
+
+func reservedPrefix(s string) bool {
+	for _, p := range reservedPrefixes {
+		if len(s) >= len(p) && strings.EqualFold(s[:len(p)], p) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkColumnNames refuses a record whose fields map to column names that
+// BigQuery would take for the same column.
+func checkColumnNames(fs Fields) error {
+	seen := make(map[string]Field, len(fs))
+	for _, f := range fs {
+		key := strings.ToLower(f.Name)
+		if other, dup := seen[key]; dup {
+			return fmt.Errorf("fields %q (column %s) and %q (column %s) would be the same BigQuery column: "+
+				"BigQuery compares column names without regard to case (see ColumnName)", other.Source, other.Name, f.Source, f.Name)
+		}
+		seen[key] = f
+	}
+	return nil
+}

@@ -1,0 +1,211 @@
+package formats
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/bqcdc/bqcdc/internal/failure"
+	"github.com/hamba/avro/v2"
+	"golang.org/x/sync/singleflight"
+)
+
+// Sentinels of ConnectSchemas.Decode, for conditions callers act on.
+var (
+	// ErrNoSchema: the message is JsonConverter output without the schema
+	// wrapper (schemas.enable=false). There is no writer schema; read it with
+	// SchemalessJSON and the source's reader schema.
+	ErrNoSchema = errors.New("Debezium JSON without the schema wrapper (schemas.enable=false)")
+	// ErrTombstone: the wrapper holds a null schema and a null payload, the
+	// JSON form of a tombstone.
+	ErrTombstone = errors.New("Debezium JSON tombstone (null payload)")
+)
+
+// maxTexts bounds the cache of schema texts seen (see ConnectSchemas).
+const maxTexts = 1024
+
+// ConnectSchemas decodes JsonConverter messages that carry their schema,
+// building the Avro schema and Writer of each distinct Connect schema once.
+// It is safe for concurrent use.
+//
+// Every message repeats its schema, so the lookup must be cheap: a message
+// whose schema text is byte-for-byte one already seen finds its Writer by
+// that text. Other texts are canonicalised (parsed, keys sorted, whitespace
+// dropped) and hashed into Writer.Key, so reformatted copies of one schema
+// share one Writer; only a new Key builds one. The text cache is cleared when
+// it exceeds maxTexts entries, the Key cache never is: it grows with the
+// number of distinct schemas, like the registry's id cache.
+type ConnectSchemas struct {
+	mu     sync.RWMutex
+	byText map[string]*Writer
+	byKey  map[string]*Writer
+	group  singleflight.Group
+}
+
+// NewConnectSchemas returns an empty cache.
+func NewConnectSchemas() *ConnectSchemas {
+	return &ConnectSchemas{byText: map[string]*Writer{}, byKey: map[string]*Writer{}}
+}
+
+// Decode reads one JsonConverter message with the schema wrapper
+// ({"schema": {...}, "payload": {...}}) and returns the Writer of its schema
+// and the payload in hamba's generic form. It returns ErrNoSchema for a
+// message without the wrapper and ErrTombstone for a null payload; other
+// errors are permanent, at the registry stage for a schema that cannot be
+// converted and at the decode stage for a payload that does not fit it.
+func (c *ConnectSchemas) Decode(data []byte) (*Writer, map[string]any, error) {
+	schema, payload, err := splitWrapper(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	w, err := c.writer(schema)
+	if err != nil {
+		return nil, nil, failure.Permanent(failure.StageRegistry, fmt.Errorf("Connect schema: %w", err))
+	}
+	rec, err := w.Decode(payload)
+	if err != nil {
+		return nil, nil, failure.Permanent(failure.StageDecode, fmt.Errorf("decoding Debezium JSON payload: %w", err))
+	}
+	return w, rec, nil
+}
+
+// splitWrapper recognises the wrapper JsonConverter writes with
+// schemas.enable=true: an object of exactly "schema" and "payload".
+func splitWrapper(data []byte) (schema, payload json.RawMessage, err error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		return nil, nil, failure.Permanent(failure.StageDecode, fmt.Errorf("parsing Debezium JSON: %w", err))
+	}
+	schema, hasSchema := top["schema"]
+	payload, hasPayload := top["payload"]
+	if len(top) != 2 || !hasSchema || !hasPayload {
+		return nil, nil, ErrNoSchema
+	}
+	schema, payload = bytes.TrimSpace(schema), bytes.TrimSpace(payload)
+	switch {
+	case string(payload) == "null":
+		return nil, nil, ErrTombstone
+	case len(schema) == 0 || schema[0] != '{':
+		return nil, nil, failure.Permanent(failure.StageRegistry, fmt.Errorf("the Debezium JSON schema is %.20s, want an object", schema))
+	}
+	return schema, payload, nil
+}
+
+func (c *ConnectSchemas) writer(text []byte) (*Writer, error) {
+	c.mu.RLock()
+	w := c.byText[string(text)]
+	c.mu.RUnlock()
+	if w != nil {
+		return w, nil
+	}
+	canon, err := canonicalJSON(text)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(canon)
+	key := "connect:" + hex.EncodeToString(sum[:])
+	v, err, _ := c.group.Do(key, func() (any, error) {
+		c.mu.RLock()
+		w := c.byKey[key]
+		c.mu.RUnlock()
+		if w != nil {
+			return w, nil
+		}
+		w, err := connectWriter(key, canon)
+		if err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		c.byKey[key] = w
+		c.mu.Unlock()
+		return w, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	w = v.(*Writer)
+	c.mu.Lock()
+	if len(c.byText) >= maxTexts {
+		clear(c.byText)
+	}
+	c.byText[string(text)] = w
+	c.mu.Unlock()
+	return w, nil
+}
+
+// canonicalJSON re-encodes JSON with sorted keys and no insignificant
+// whitespace, numbers kept as written.
+func canonicalJSON(text []byte) ([]byte, error) {
+	v, err := parseJSON(text)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(v)
+}
+
+// ConnectWriter builds the Writer for one Connect schema, given as the
+// JSON of the wrapper's "schema" member. ConnectSchemas caches its results;
+// call it directly only to inspect a schema.
+func ConnectWriter(schema []byte) (*Writer, error) {
+	canon, err := canonicalJSON(schema)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(canon)
+	return connectWriter("connect:"+hex.EncodeToString(sum[:]), canon)
+}
+
+func connectWriter(key string, schema []byte) (*Writer, error) {
+	var cs connectSchema
+	if err := json.Unmarshal(schema, &cs); err != nil {
+		return nil, fmt.Errorf("reading the Connect schema: %w", err)
+	}
+	text, err := avroSchemaJSON(&cs)
+	if err != nil {
+		return nil, err
+	}
+	// A private cache: names are only unique within one schema.
+	s, err := avro.ParseBytesWithCache(text, "", &avro.SchemaCache{})
+	if err != nil {
+		return nil, fmt.Errorf("parsing the Avro schema converted from the Connect schema: %w", err)
+	}
+	return newWriter(key, s, connectToBinary), nil
+}
+
+func connectToBinary(w *Writer, data []byte) ([]byte, error) {
+	return transcode(connectJSON, w.api, w.Schema, data)
+}
+
+// SchemalessJSON returns a Writer that reads JsonConverter payloads written
+// without the schema wrapper (schemas.enable=false) according to reader, an
+// Avro record schema such as the one AvroConverter registered for the same
+// source: Connect's conventions (bare optional values, base64 bytes, Decimal
+// as base64 or as a number, int8/int16 ranges from "connect.type") are read
+// by the types and connect.* properties of reader.
+//
+// Resolution is by field name: members the reader lacks are ignored, a
+// reader field the payload lacks takes its default, else null when it is
+// nullable; otherwise the message fails with an error naming the field.
+// Build one per reader schema and keep it: its hamba config compiles the
+// decoder on first use. Its Key is empty.
+func SchemalessJSON(reader avro.Schema) (*Writer, error) {
+	if reader == nil || reader.Type() != avro.Record {
+		return nil, errors.New("the reader schema must be a record")
+	}
+	return newWriter("", reader, connectToBinary), nil
+}
+
+// DecodeJSONWith reads one schemaless JsonConverter payload according to
+// reader (see SchemalessJSON). It compiles the decoder on every call; keep a
+// SchemalessJSON Writer per reader schema on hot paths.
+func DecodeJSONWith(reader avro.Schema, data []byte) (map[string]any, error) {
+	w, err := SchemalessJSON(reader)
+	if err != nil {
+		return nil, err
+	}
+	return w.Decode(data)
+}

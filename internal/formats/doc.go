@@ -1,0 +1,39 @@
+// Package formats recognises the message formats bqcdc ingests and turns
+// each into the same thing: a writer schema (hamba/avro) and a record in
+// hamba's generic decoded form, ready for cdc.Shape.Flatten and
+// avrobq.Fields.Convert.
+//
+// Three formats are understood:
+//
+//   - Confluent: Avro binary behind a magic byte and a registry id (package
+//     wire and the registry handle these; this package only detects them).
+//   - PubSubSchema: Avro validated by a Pub/Sub topic schema. Pub/Sub names
+//     the schema revision in the googclient_schema* attributes; PubSubSchemas
+//     fetches and caches revisions, and decodes both of Pub/Sub's encodings,
+//     BINARY and JSON.
+//   - DebeziumJSON: Kafka Connect's JsonConverter output. With
+//     schemas.enable=true every message carries its Connect schema, which
+//     ConnectSchemas converts (once per distinct schema) into the Avro schema
+//     Confluent's AvroConverter would have registered. With
+//     schemas.enable=false there is no writer schema and SchemalessJSON (or
+//     DecodeJSONWith) reads the payload with a reader schema the caller
+//     supplies.
+//
+// # One decoded form
+//
+// JSON is never turned into generic values by hand. It is transcoded, along
+// the schema, into Avro binary, which is then decoded exactly as the Confluent
+// path decodes (a private frozen hamba config per schema, end of input taken
+// as truncation). A JSON message therefore yields the very map, with the same
+// union wrapping, time.Time, *big.Rat and [N]byte values, that the binary
+// encoding of the same record yields; the downstream converters see no
+// difference between formats.
+//
+// # Errors
+//
+// Errors returned by PubSubSchemas.Lookup and ConnectSchemas.Decode are
+// classified with package failure (permanent: the same message can never
+// succeed; retryable: redeliver). Errors from Writer.Decode are not
+// classified; they are all permanent (the bytes do not fit the schema) and
+// name the field that failed where there is one.
+package formats

@@ -1,0 +1,78 @@
+package formats_test
+
+import (
+	"math/big"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/bqcdc/bqcdc/internal/avrobq"
+	"github.com/bqcdc/bqcdc/internal/cdc"
+	"github.com/google/go-cmp/cmp"
+	"github.com/hamba/avro/v2"
+)
+
+// equateRats compares decoded decimals by value.
+var equateRats = cmp.Comparer(func(a, b *big.Rat) bool { return a.Cmp(b) == 0 })
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func debezium(t *testing.T, name string) []byte {
+	t.Helper()
+	return readFile(t, filepath.Join("testdata", "debezium", name))
+}
+
+// wrap builds what JsonConverter writes with schemas.enable=true.
+func wrap(schema, payload []byte) []byte {
+	out := append([]byte(`{"schema":`), trim(schema)...)
+	out = append(out, `,"payload":`...)
+	out = append(out, trim(payload)...)
+	return append(out, '}')
+}
+
+func trim(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == ' ') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// parseSchema parses with a private cache, as the registry path does.
+func parseSchema(t *testing.T, text []byte) avro.Schema {
+	t.Helper()
+	s, err := avro.ParseBytesWithCache(text, "", &avro.SchemaCache{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// pipeline runs what ingest runs after decoding: flatten the envelope, then
+// convert the row image to BigQuery values.
+func pipeline(t *testing.T, writer avro.Schema, rec map[string]any) (cdc.Change, map[string]any) {
+	t.Helper()
+	sh, err := cdc.ShapeOf(writer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := sh.Flatten(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields, err := avrobq.FromRecord(sh.Image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	values, err := fields.Convert(ch.Image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch, values
+}

@@ -1,0 +1,81 @@
+package formats
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/hamba/avro/v2"
+)
+
+// Writer decodes the messages written with one schema.
+type Writer struct {
+	// Key identifies the schema and the encoding: two Writers with equal
+	// keys decode the same bytes to the same records. Anything built from
+	// Schema (a cdc.Shape, avrobq.Fields) can be cached per Key. It is
+	//   "pubsub:projects/p/schemas/s@<revision>/binary" (or /json) for a
+	//   Pub/Sub schema revision,
+	//   "connect:<sha256 hex of the canonical Connect schema JSON>" for a
+	//   JsonConverter schema,
+	//   "" for SchemalessJSON, whose schema the caller supplied.
+	Key string
+	// Schema is the writer schema, always a record.
+	Schema avro.Schema
+
+	// api is private to the Writer: hamba caches compiled codecs by schema
+	// fingerprint, and a reference to a named record has the fingerprint of
+	// its name only, so a config shared between versions of one record
+	// decodes one version with another's layout (see ingest's codec).
+	api avro.API
+	// toBinary transcodes one message into Avro binary for Schema; nil when
+	// the messages are Avro binary already.
+	toBinary func(data []byte) ([]byte, error)
+}
+
+func newWriter(key string, s avro.Schema, toBinary func(*Writer, []byte) ([]byte, error)) *Writer {
+	w := &Writer{Key: key, Schema: s, api: avro.Config{}.Freeze()}
+	if toBinary != nil {
+		w.toBinary = func(b []byte) ([]byte, error) { return toBinary(w, b) }
+	}
+	return w
+}
+
+// Decode reads one message into hamba's generic form. Every error is
+// permanent: the same bytes always fail the same way.
+func (w *Writer) Decode(data []byte) (map[string]any, error) {
+	if w.toBinary != nil {
+		b, err := w.toBinary(data)
+		if err != nil {
+			return nil, err
+		}
+		data = b
+	}
+	return decodeBinary(w.api, w.Schema, data)
+}
+
+// decodeBinary reads one record as ingest's codec does. hamba's Unmarshal
+// takes running out of input at a field boundary for success, which would
+// let a truncated message through with its last fields missing; reading
+// through a Reader and treating any end of input as an error does not.
+// Unlike the codec it also refuses trailing bytes: a schema-validated
+// message is exactly one record.
+func decodeBinary(api avro.API, s avro.Schema, data []byte) (map[string]any, error) {
+	r := avro.NewReader(nil, 0, avro.WithReaderConfig(api)).Reset(data)
+	var rec map[string]any
+	r.ReadVal(s, &rec)
+	switch {
+	case errors.Is(r.Error, io.EOF), errors.Is(r.Error, io.ErrUnexpectedEOF):
+		return nil, fmt.Errorf("payload truncated: %w", io.ErrUnexpectedEOF)
+	case r.Error != nil:
+		return nil, r.Error
+	}
+	if r.Peek(); r.Error == nil {
+		return nil, errors.New("trailing bytes after the record")
+	}
+	return rec, nil
+}
+
+// AvroBinary returns the Writer of messages that are plain Avro binary
+// encoded with s (the Confluent wire format's payload); key names s, e.g.
+// "registry:42".
+func AvroBinary(key string, s avro.Schema) *Writer { return newWriter(key, s, nil) }

@@ -1,0 +1,159 @@
+package ingest
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/failure"
+	"github.com/bqcdc/bqcdc/internal/registry"
+	"github.com/bqcdc/bqcdc/internal/wire"
+	"github.com/hamba/avro/v2"
+)
+
+// customerVersion derives a version of the demo customers schema by editing
+// the fields of its row image.
+func customerVersion(t testing.TB, edit func(fields []any) []any) avro.Schema {
+	t.Helper()
+	text, err := os.ReadFile("../../schemas/dbserver1.inventory.customers-value.avsc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env map[string]any
+	if err := json.Unmarshal(text, &env); err != nil {
+		t.Fatal(err)
+	}
+	value := env["fields"].([]any)[0].(map[string]any)["type"].([]any)[1].(map[string]any)
+	value["fields"] = edit(value["fields"].([]any))
+	b, _ := json.Marshal(env)
+	s, err := registry.Parse(string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func setType(fields []any, name string, typ any) []any {
+	for _, f := range fields {
+		if m := f.(map[string]any); m["name"] == name {
+			m["type"] = typ
+		}
+	}
+	return fields
+}
+
+// message encodes an insert of row with schema s registered as id.
+func message(t testing.TB, s avro.Schema, id int, row map[string]any) []byte {
+	t.Helper()
+	rec := map[string]any{"op": "c", "ts_ms": nil, "ts_us": nil, "ts_ns": nil, "transaction": nil, "before": nil,
+		"source": map[string]any{"version": "2", "connector": "mysql", "name": "db", "ts_ms": int64(1000), "snapshot": "false", "db": "inventory",
+			"sequence": nil, "ts_us": nil, "ts_ns": nil, "table": "customers", "server_id": int64(1), "gtid": nil, "file": "mysql-bin.000001",
+			"pos": int64(100), "row": 0, "thread": nil, "query": nil},
+		"after": map[string]any{customers + ".Value": row}}
+	b, err := avro.Config{}.Freeze().Marshal(s, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wire.Append(nil, int32(id), b)
+}
+
+func baseRow(id any) map[string]any {
+	return map[string]any{"id": id, "first_name": "Ann", "last_name": "Lee", "email": "a@x", "tier": nil, "balance": nil, "birth_date": nil, "updated_at": nil}
+}
+
+func TestSchemaEvolution(t *testing.T) {
+	v1 := customerVersion(t, func(f []any) []any { return f })
+	// v2 widens id from int to long and adds a nullable column.
+	v2 := customerVersion(t, func(f []any) []any {
+		f = setType(f, "id", "long")
+		return append(f, map[string]any{"name": "loyalty", "type": []any{"null", "long"}, "default": nil, "doc": "loyalty points"})
+	})
+	// v3 narrows the NUMERIC balance to a double: BigQuery cannot hold it.
+	v3 := customerVersion(t, func(f []any) []any { return setType(f, "balance", []any{"null", "double"}) })
+	reg := &fakeRegistry{schemas: map[int]avro.Schema{1: v1, 2: v2, 3: v3}}
+	svc, tables, _ := newService(t, reg)
+	ctx := context.Background()
+	name := changelog.TableName(customers)
+	handle := func(data []byte, want Outcome) {
+		t.Helper()
+		got, err := svc.Handle(ctx, Message{Topic: customers, MessageID: "m", PublishTime: time.Unix(1_799_999_999, 0), Data: data})
+		if got != want || err != nil {
+			t.Fatalf("Handle = %v, %v; want %v", got, err, want)
+		}
+	}
+	handle(message(t, v1, 1, baseRow(1)), Appended)
+	v2row := baseRow(int64(2))
+	v2row["loyalty"] = map[string]any{"long": int64(42)}
+	handle(message(t, v2, 2, v2row), Appended)
+	handle(message(t, v1, 1, baseRow(3)), Appended) // an old-schema message still in flight
+	if tables.evolutions != 1 {
+		t.Errorf("evolutions = %d, want 1", tables.evolutions)
+	}
+	md := tables.tables[name].Metadata
+	if col := md.Schema[len(md.Schema)-1]; col.Name != "loyalty" || col.Required || col.Description != "loyalty points" {
+		t.Errorf("added column = %+v, want NULLABLE loyalty with its doc", col)
+	}
+	if md.Labels[changelog.ReaderSchemaLabel] != "2" {
+		t.Errorf("reader schema label = %q, want 2", md.Labels[changelog.ReaderSchemaLabel])
+	}
+	rows := tables.rows[name]
+	if len(rows) != 3 || rows[0]["loyalty"] != nil || rows[1]["loyalty"] != int64(42) || rows[2]["loyalty"] != nil || rows[1]["id"] != int64(2) {
+		t.Errorf("rows = %v", rows)
+	}
+
+	handle(message(t, v3, 3, baseRow(4)), DeadLettered)
+	dl := tables.rows[changelog.DeadLetterTable]
+	if len(dl) != 1 || dl[0]["stage"] != string(failure.StageSchema) ||
+		!strings.Contains(dl[0]["reason"].(string), "column balance: the changelog has NUMERIC, the writer schema has FLOAT64") {
+		t.Errorf("dead letters = %v", dl)
+	}
+	handle(message(t, v2, 2, v2row), Appended) // the source keeps flowing for compatible writers
+}
+
+func TestFrozenSchemaIgnoresAndCounts(t *testing.T) {
+	v1 := customerVersion(t, func(f []any) []any { return f })
+	v2 := customerVersion(t, func(f []any) []any {
+		return append(f, map[string]any{"name": "loyalty", "type": []any{"null", "long"}, "default": nil})
+	})
+	svc, tables, _ := newService(t, &fakeRegistry{schemas: map[int]avro.Schema{1: v1, 2: v2}})
+	svc.FreezeSchema(customers)
+	row := baseRow(5)
+	row["loyalty"] = map[string]any{"long": int64(7)}
+	got, err := svc.Handle(context.Background(), Message{Topic: customers, MessageID: "m", Data: message(t, v2, 2, row)})
+	if got != Appended || err != nil {
+		t.Fatalf("Handle = %v, %v", got, err)
+	}
+	if tables.evolutions != 0 {
+		t.Error("a frozen source's changelog was evolved")
+	}
+	if st := svc.Stats(); st.IgnoredValues != 1 {
+		t.Errorf("ignored values = %d, want 1", st.IgnoredValues)
+	}
+	if r := tables.rows[changelog.TableName(customers)][0]; r["id"] != int64(5) || len(tables.rows[changelog.DeadLetterTable]) != 0 {
+		t.Errorf("row = %v", r)
+	}
+}
+
+func TestMissingKeyIsDeadLettered(t *testing.T) {
+	v1 := customerVersion(t, func(f []any) []any { return f })
+	noID := customerVersion(t, func(f []any) []any { return f[1:] })
+	svc, tables, _ := newService(t, &fakeRegistry{schemas: map[int]avro.Schema{1: v1, 2: noID}})
+	tbl := tables.tables[changelog.TableName(customers)]
+	md := *tbl.Metadata
+	md.Clustering = &bigquery.Clustering{Fields: []string{"id"}}
+	tbl.Metadata = &md
+	row := baseRow(nil)
+	delete(row, "id")
+	got, err := svc.Handle(context.Background(), Message{Topic: customers, MessageID: "m", Data: message(t, noID, 2, row)})
+	if got != DeadLettered || err != nil {
+		t.Fatalf("Handle = %v, %v", got, err)
+	}
+	if dl := tables.rows[changelog.DeadLetterTable]; len(dl) != 1 || !strings.Contains(dl[0]["reason"].(string), "key column id") {
+		t.Errorf("dead letters = %v", dl)
+	}
+}
