@@ -16,7 +16,7 @@ import (
 	"io/fs"
 
 	"github.com/bqcdc/bqcdc/functions/compact"
-	_ "github.com/bqcdc/bqcdc/functions/ingest"
+	"github.com/bqcdc/bqcdc/functions/ingest"
 )
 
 //go:embed sql/flows/*.sql
@@ -28,4 +28,5 @@ func init() {
 		panic(err) // the embed pattern guarantees the folder
 	}
 	compact.UseFlows(sub)
+	ingest.UseFlows(sub)
 }

@@ -17,7 +17,7 @@ func TestLocalOnce(t *testing.T) {
 	if err := os.Chdir("../.."); err != nil { // the README runs it from the repository root
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	err := runLocal(ctx, []string{"--once", "--bigquery-port=0", "--storage-port=0", "--pubsub-port=0",
 		"--registry-port=0", "--function-port=0"})

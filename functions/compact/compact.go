@@ -14,8 +14,6 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
-	"path"
-	"sort"
 	"sync"
 	"time"
 
@@ -33,8 +31,8 @@ import (
 const EntryPoint = "Compact"
 
 // EnvFlowsDir names a folder of flow files that overrides the flows built
-// into the function.
-const EnvFlowsDir = "BQCDC_FLOWS_DIR"
+// into the functions.
+const EnvFlowsDir = config.EnvFlowsDir
 
 func init() {
 	functions.HTTP(EntryPoint, Handle)
@@ -88,31 +86,7 @@ func setup(ctx context.Context) (*runner, error) {
 	return service, initErr
 }
 
-func loadFlows() ([]*flow.Flow, error) {
-	if dir := os.Getenv(EnvFlowsDir); dir != "" {
-		return flow.ParseDir(dir)
-	}
-	if builtin == nil {
-		return nil, fmt.Errorf("no flows: set %s or deploy from the repository root (which builds sql/flows in)", EnvFlowsDir)
-	}
-	names, err := fs.Glob(builtin, "*.sql")
-	if err != nil {
-		return nil, err
-	}
-	sort.Strings(names)
-	srcs := map[string]string{}
-	var files []string
-	for _, n := range names {
-		b, err := fs.ReadFile(builtin, n)
-		if err != nil {
-			return nil, err
-		}
-		file := path.Join("sql/flows", n)
-		files = append(files, file)
-		srcs[file] = string(b)
-	}
-	return flow.ParseFiles(files, srcs)
-}
+func loadFlows() ([]*flow.Flow, error) { return flow.Load(os.Getenv(EnvFlowsDir), builtin) }
 
 // Response is the function's answer.
 type Response struct {

@@ -13,22 +13,30 @@ package ingest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
 	"time"
 
+	"cloud.google.com/go/bigquery"
 	pubsubapi "cloud.google.com/go/pubsub/v2/apiv1"
 	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
+	"github.com/bqcdc/bqcdc/internal/apply"
 	"github.com/bqcdc/bqcdc/internal/bqclient"
+	"github.com/bqcdc/bqcdc/internal/bqschema"
 	"github.com/bqcdc/bqcdc/internal/bqwrite"
 	"github.com/bqcdc/bqcdc/internal/config"
 	"github.com/bqcdc/bqcdc/internal/failure"
+	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/formats"
 	"github.com/bqcdc/bqcdc/internal/ingest"
 	"github.com/bqcdc/bqcdc/internal/logging"
 	"github.com/bqcdc/bqcdc/internal/registry"
+	"github.com/bqcdc/bqcdc/sql/render"
 	"github.com/cloudevents/sdk-go/v2/event"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
@@ -87,9 +95,50 @@ func Service(ctx context.Context) (*ingest.Service, error) {
 		log.Info("ingest configured", "config", cfg.Redacted())
 		service = ingest.New(reg, bqwrite.NewWriter(bq, mw, cfg.BigQuery.Project, cfg.Dataset), log)
 		service.UsePubSubSchemas(formats.NewPubSubSchemas(schemas))
+		if flows, err := flow.Load(os.Getenv(config.EnvFlowsDir), builtin); err != nil {
+			// Ingest does not need the flows to store messages; views then
+			// follow a changelog's new columns at the next compaction run.
+			log.Warn("flows not loaded: views will follow new changelog columns at the next compaction", "error", err.Error())
+		} else {
+			loc := render.Location{Project: cfg.BigQuery.Project, DefaultDataset: cfg.Dataset}
+			service.OnEvolved(followFlows(bq, loc, flows, log))
+		}
 		service.FreezeSchema(cfg.SchemaEvolutionOff...)
 	})
 	return service, initErr
+}
+
+var builtin fs.FS // set by the deployable root package: sql/flows embedded
+
+// UseFlows sets the flow files built into the function (the root package
+// embeds sql/flows and calls it from init).
+func UseFlows(files fs.FS) { builtin = files }
+
+// followFlows brings the state tables and views of a topic's flows up to its
+// changelog after ingest added columns, so views show them at once. It uses
+// table metadata only (apply.FollowChangelog), which the function's
+// dataset-level role allows.
+func followFlows(bq *bigquery.Client, loc render.Location, flows []*flow.Flow, log *slog.Logger) func(context.Context, string, *bqwrite.Table) error {
+	return func(ctx context.Context, topic string, t *bqwrite.Table) error {
+		mine := flow.ForSource(flows, topic)
+		if len(mine) == 0 {
+			return nil
+		}
+		bound, err := apply.Bind(mine, map[string]apply.SourceSchema{topic: {Source: topic, Columns: bqschema.FromBigQuery(t.Metadata.Schema)}})
+		if err != nil {
+			return err
+		}
+		var errs []error
+		for _, b := range bound {
+			var rep apply.Report
+			if err := apply.FollowChangelog(ctx, bq, loc, b, &rep); err != nil {
+				errs = append(errs, fmt.Errorf("flow %s: %w", b.Name, err))
+				continue
+			}
+			log.Info("flow follows its evolved changelog", "event", "flow_evolved", "flow", b.Name, "report", strings.Join(rep, "; "))
+		}
+		return errors.Join(errs...)
+	}
 }
 
 // pubsubSchemaClient connects to Pub/Sub's schema service, or to the

@@ -3,6 +3,7 @@ package apply
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -73,19 +74,37 @@ func Watermark(ctx context.Context, bq *bigquery.Client, loc render.Location, f 
 	return render.Epoch, nil
 }
 
+// HintLabel is the view label holding the view's pruning bound (the hint it
+// was rendered with, microseconds since the epoch), so the view can be
+// rendered again with the same bound without reading the state table.
+const HintLabel = "bqcdc-hint-us"
+
 // View creates or updates a flow's view in place (tables.update is atomic:
 // a query never sees the view missing). hint must be a committed watermark.
 func View(ctx context.Context, bq *bigquery.Client, loc render.Location, b *flow.Bound, hint time.Time, rep *Report) error {
+	t := bq.Dataset(loc.Dataset(b.Flow)).Table(render.ViewName(b.Flow))
+	have, err := t.Metadata(ctx)
+	if err != nil && !isNotFound(err) {
+		return fmt.Errorf("reading view %s: %w", b.Target, err)
+	}
+	if err != nil {
+		have = nil
+	}
+	return view(ctx, t, have, loc, b, hint, rep)
+}
+
+// view brings view t (have: its metadata, nil if it does not exist) to the
+// flow's SQL rendered with hint.
+func view(ctx context.Context, t *bigquery.Table, have *bigquery.TableMetadata, loc render.Location, b *flow.Bound, hint time.Time, rep *Report) error {
 	sql, err := render.View(b, loc, hint)
 	if err != nil {
 		return err
 	}
-	t := bq.Dataset(loc.Dataset(b.Flow)).Table(render.ViewName(b.Flow))
 	desc := viewDescription(b, loc)
-	have, err := t.Metadata(ctx)
+	hintLabel := strconv.FormatInt(hint.UnixMicro(), 10)
 	switch {
-	case isNotFound(err):
-		if err := t.Create(ctx, &bigquery.TableMetadata{ViewQuery: sql, Description: desc}); err != nil {
+	case have == nil:
+		if err := t.Create(ctx, &bigquery.TableMetadata{ViewQuery: sql, Description: desc, Labels: map[string]string{HintLabel: hintLabel}}); err != nil {
 			return fmt.Errorf("creating view %s of flow %s: %w", b.Target, b.Name, err)
 		}
 		rep.add("view %s: created", b.Target)
@@ -93,12 +112,12 @@ func View(ctx context.Context, bq *bigquery.Client, loc render.Location, b *flow
 		if have, err = t.Metadata(ctx); err != nil {
 			return fmt.Errorf("reading view %s: %w", b.Target, err)
 		}
-	case err != nil:
-		return fmt.Errorf("reading view %s: %w", b.Target, err)
 	case have.Type != bigquery.ViewTable:
 		return fmt.Errorf("%s exists and is not a view (it is a %s): flow %s (%s) needs that name for its view; rename the target or drop the table", b.Target, have.Type, b.Name, b.Pos)
-	case have.ViewQuery != sql || have.Description != desc:
-		if have, err = t.Update(ctx, bigquery.TableMetadataToUpdate{ViewQuery: sql, Description: desc}, have.ETag); err != nil {
+	case have.ViewQuery != sql || have.Description != desc || have.Labels[HintLabel] != hintLabel:
+		upd := bigquery.TableMetadataToUpdate{ViewQuery: sql, Description: desc}
+		upd.SetLabel(HintLabel, hintLabel)
+		if have, err = t.Update(ctx, upd, have.ETag); err != nil {
 			return fmt.Errorf("updating view %s of flow %s: %w", b.Target, b.Name, err)
 		}
 		rep.add("view %s: updated", b.Target)
@@ -106,6 +125,33 @@ func View(ctx context.Context, bq *bigquery.Client, loc render.Location, b *flow
 		rep.add("view %s: unchanged", b.Target)
 	}
 	return describeColumns(ctx, t, b, have)
+}
+
+// FollowChangelog brings a flow's state table and view up to a changelog
+// that gained columns, without running a query: the view is rendered again
+// with the pruning bound it carries in HintLabel. A view without the label
+// (or without a view) is left for the next compaction run or apply, which
+// read the watermark. It needs only table metadata permissions, which the
+// ingest function has.
+func FollowChangelog(ctx context.Context, bq *bigquery.Client, loc render.Location, b *flow.Bound, rep *Report) error {
+	if err := State(ctx, bq, loc, b, rep); err != nil {
+		return err
+	}
+	t := bq.Dataset(loc.Dataset(b.Flow)).Table(render.ViewName(b.Flow))
+	have, err := t.Metadata(ctx)
+	if isNotFound(err) {
+		rep.add("view %s: missing, left to apply", b.Target)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading view %s: %w", b.Target, err)
+	}
+	us, err := strconv.ParseInt(have.Labels[HintLabel], 10, 64)
+	if err != nil {
+		rep.add("view %s: no %s label, left to the next compaction", b.Target, HintLabel)
+		return nil
+	}
+	return view(ctx, t, have, loc, b, time.UnixMicro(us).UTC(), rep)
 }
 
 func viewDescription(b *flow.Bound, loc render.Location) string {

@@ -50,6 +50,7 @@ const (
 	EnvChangelogRetention = "BQCDC_CHANGELOG_RETENTION_DAYS"
 	EnvTombstoneRetention = "BQCDC_TOMBSTONE_RETENTION_DAYS"
 	EnvSchemaEvolutionOff = "BQCDC_SCHEMA_EVOLUTION_OFF"
+	EnvFlowsDir           = "BQCDC_FLOWS_DIR" // overrides the flows built into the functions
 )
 
 // Defaults.

@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +16,7 @@ import (
 	ingestfn "github.com/bqcdc/bqcdc/functions/ingest"
 	"github.com/bqcdc/bqcdc/internal/bqclient"
 	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/compact"
 	"github.com/bqcdc/bqcdc/internal/localstack"
 	"github.com/bqcdc/bqcdc/internal/registry"
 	"github.com/bqcdc/bqcdc/internal/viewcheck"
@@ -29,7 +31,8 @@ type Published struct {
 }
 
 // Produce registers the demo schemas under their subjects (as Debezium's
-// AvroConverter does) and publishes the scenario, in order, to Pub/Sub.
+// AvroConverter does: version 1 of each, and version 2 of customers, which
+// adds LoyaltyField) and publishes the events, in order, to Pub/Sub.
 func Produce(ctx context.Context, st *localstack.Stack, events []Event) ([]Published, error) {
 	reg := registry.New(st.RegistryURL, registry.Options{})
 	type topicSchema struct {
@@ -37,28 +40,46 @@ func Produce(ctx context.Context, st *localstack.Stack, events []Event) ([]Publi
 		schema avro.Schema
 		api    avro.API // per schema: hamba's shared codec cache confuses record versions
 	}
+	register := func(subject, text string) (topicSchema, error) {
+		id, err := reg.Register(ctx, subject, text)
+		if err != nil {
+			return topicSchema{}, err
+		}
+		s, err := registry.Parse(text)
+		if err != nil {
+			return topicSchema{}, err
+		}
+		return topicSchema{id, s, avro.Config{}.Freeze()}, nil
+	}
 	schemas := map[string]topicSchema{}
+	var v2 topicSchema
 	for _, topic := range []string{Customers, Orders} {
 		subject := changelog.Subject(topic)
 		b, err := os.ReadFile(filepath.Join(st.SchemasDir, subject+".avsc"))
 		if err != nil {
 			return nil, fmt.Errorf("reading demo schema: %w", err)
 		}
-		id, err := reg.Register(ctx, subject, string(b))
-		if err != nil {
+		if schemas[topic], err = register(subject, string(b)); err != nil {
 			return nil, err
 		}
-		s, err := registry.Parse(string(b))
-		if err != nil {
-			return nil, err
+		if topic == Customers {
+			text, err := withField(b, LoyaltyField)
+			if err != nil {
+				return nil, err
+			}
+			if v2, err = register(subject, text); err != nil {
+				return nil, err
+			}
 		}
-		schemas[topic] = topicSchema{id, s, avro.Config{}.Freeze()}
 	}
 	var out []Published
 	for _, e := range events {
 		data := e.Raw
 		if !e.Tombstone() && e.Raw == nil {
 			ts := schemas[e.Topic]
+			if e.V2 {
+				ts = v2
+			}
 			payload, err := ts.api.Marshal(ts.schema, envelope(e))
 			if err != nil {
 				return nil, fmt.Errorf("encoding demo event %+v: %w", e, err)
@@ -73,6 +94,19 @@ func Produce(ctx context.Context, st *localstack.Stack, events []Event) ([]Publi
 		out = append(out, Published{Event: e, MessageID: id})
 	}
 	return out, nil
+}
+
+// withField adds a field to the row image ("before"/"after" Value record)
+// of a Debezium envelope schema.
+func withField(envelopeSchema []byte, field map[string]any) (string, error) {
+	var env map[string]any
+	if err := json.Unmarshal(envelopeSchema, &env); err != nil {
+		return "", fmt.Errorf("parsing demo schema: %w", err)
+	}
+	value := env["fields"].([]any)[0].(map[string]any)["type"].([]any)[1].(map[string]any)
+	value["fields"] = append(value["fields"].([]any), field)
+	b, err := json.Marshal(env)
+	return string(b), err
 }
 
 // envelope builds the Debezium MySQL envelope of an event.
@@ -182,7 +216,13 @@ func Check(ctx context.Context, st *localstack.Stack, sent []Published) (Result,
 			}
 		}
 	}
-	for _, b := range st.Bound {
+	// Bind the flows to the changelogs as they are now: schema evolution may
+	// have added columns since the stack applied them.
+	bound, err := compact.Bind(ctx, st.BigQuery, st.Location(), st.Flows)
+	if err != nil {
+		return res, err
+	}
+	for _, b := range bound {
 		diff, err := viewcheck.Check(ctx, st.BigQuery, b, st.Location())
 		if err != nil {
 			return res, err

@@ -26,6 +26,7 @@ type Event struct {
 	Row   map[string]any // the after image (before image for d)
 	Pos   int64          // binlog position
 	Raw   []byte         // sent as is instead of an Avro record (bad input)
+	V2    bool           // encoded with version 2 of the customers schema (see Evolution)
 	Note  string
 }
 
@@ -101,6 +102,27 @@ func Scenario() []Event {
 		{Topic: Orders, Key: 10003, Note: "tombstone after the delete"},
 		{Topic: Customers, Key: 1002, Op: "u", Row: with(georgeRich, "tier", "gold"), Pos: 2900, Note: "tier change: a new history version"},
 		{Topic: Customers, Key: 1005, Op: "c", Row: jane, Pos: 1020, Note: "re-sent after a connector restart: counted once"},
-		{Topic: Customers, Key: 0, Raw: []byte(`{"id": 1006, "note": "JSON sent to an Avro topic"}`), Note: "not Confluent Avro: dead-lettered"},
+		{Topic: Customers, Key: 0, Raw: []byte(`{"id": 1006, "note": "JSON sent to an Avro topic"}`), Note: "JSON that is not a Debezium record: dead-lettered"},
+	}
+}
+
+// LoyaltyField is the field version 2 of the customers schema adds.
+var LoyaltyField = map[string]any{"name": "loyalty", "type": []any{"null", "long"}, "default": nil,
+	"doc": "Loyalty points (added in version 2 of the customers schema)."}
+
+// Evolution is the schema-evolution part of the demo, in phases published
+// one after the other: the source table gains a column (version 2 of the
+// customers schema, registered by Produce), and a message written with
+// version 1 is still in flight after it. The first phase is the message that
+// makes ingest add the column.
+func Evolution() [][]Event {
+	sally := customer(1001, "Sally", "Thomas", "sally@thomas.dev", "gold", "120.50", days(1985, 3, 14))
+	kim := customer(1006, "Kim", "Park", "kim@park.kr", "bronze", "5.00", nil)
+	edward := customer(1003, "Edward", "Walker", "ed@walker.com", "gold", "55.25", days(1979, 7, 1))
+	return [][]Event{
+		{{Topic: Customers, Key: 1001, Op: "u", Row: with(sally, "loyalty", map[string]any{"long": int64(250)}), Pos: 3100, V2: true,
+			Note: "schema v2 adds loyalty: the changelog gains a NULLABLE column"}},
+		{{Topic: Customers, Key: 1006, Op: "c", Row: with(kim, "loyalty", map[string]any{"long": int64(10)}), Pos: 3200, V2: true, Note: "insert with schema v2"},
+			{Topic: Customers, Key: 1003, Op: "u", Row: with(edward, "balance", dec("60.00")), Pos: 3300, Note: "schema v1 still in flight: loyalty NULL"}},
 	}
 }

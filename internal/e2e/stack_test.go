@@ -75,10 +75,13 @@ func publish(t *testing.T, topic string, data []byte, attrs map[string]string) s
 // waitDelivered waits until n more messages than base were acknowledged.
 func waitDelivered(t *testing.T, base int64, n int) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	// The emulator's SQLite waits up to 60 s on a lock held by a concurrent
+	// statement (its busy timeout), so one delivery can legitimately take
+	// longer than that.
+	deadline := time.Now().Add(150 * time.Second)
 	for delivered() < base+int64(n) {
 		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d messages acknowledged after 60 s", delivered()-base, n)
+			t.Fatalf("only %d of %d messages acknowledged after 150 s", delivered()-base, n)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -2,7 +2,9 @@ package flow
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -66,6 +68,36 @@ func ParseFiles(names []string, srcs map[string]string) ([]*Flow, error) {
 		return nil, fmt.Errorf("no flows declared in %s", strings.Join(names, ", "))
 	}
 	return all, nil
+}
+
+// Load reads the flows a deployed function runs: the *.sql files of dir when
+// it is set (an override for local runs and tests), else those of builtin
+// (the deployable root package embeds sql/flows), named sql/flows/<file> in
+// errors.
+func Load(dir string, builtin fs.FS) ([]*Flow, error) {
+	if dir != "" {
+		return ParseDir(dir)
+	}
+	if builtin == nil {
+		return nil, fmt.Errorf("no flows: set BQCDC_FLOWS_DIR or deploy from the repository root (which builds sql/flows in)")
+	}
+	names, err := fs.Glob(builtin, "*.sql")
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	srcs := map[string]string{}
+	var files []string
+	for _, n := range names {
+		b, err := fs.ReadFile(builtin, n)
+		if err != nil {
+			return nil, err
+		}
+		file := path.Join("sql/flows", n)
+		files = append(files, file)
+		srcs[file] = string(b)
+	}
+	return ParseFiles(files, srcs)
 }
 
 // Sources lists the distinct source topics of flows, in first-use order.

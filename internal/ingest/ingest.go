@@ -80,7 +80,8 @@ type Service struct {
 	log    *slog.Logger
 	now    func() time.Time
 
-	frozen  map[string]struct{}     // topics whose changelog keeps its columns
+	frozen  map[string]struct{} // topics whose changelog keeps its columns
+	evolved func(ctx context.Context, topic string, t *bqwrite.Table) error
 	pubsub  *formats.PubSubSchemas  // Pub/Sub schema revisions; nil if not configured
 	connect *formats.ConnectSchemas // Debezium JSON (JsonConverter) schemas
 
@@ -104,6 +105,16 @@ func (s *Service) FreezeSchema(topics ...string) {
 	for _, t := range topics {
 		s.frozen[t] = struct{}{}
 	}
+}
+
+// OnEvolved sets what runs after this instance added columns to a topic's
+// changelog (t is the table as it now is): the ingest function brings the
+// topic's flows (state tables and views) up to the new columns. It runs
+// before the message is appended; its failure is logged, not returned: the
+// message is stored either way, and the next compaction run brings the flows
+// up to date too.
+func (s *Service) OnEvolved(fn func(ctx context.Context, topic string, t *bqwrite.Table) error) {
+	s.evolved = fn
 }
 
 // UsePubSubSchemas lets the service decode Pub/Sub schema-encoded messages,
@@ -336,7 +347,13 @@ func (s *Service) evolve(ctx context.Context, topic string, t *bqwrite.Table, re
 	if len(ev.Added) > 0 {
 		s.evolutions.Add(1)
 		s.log.Info("changelog evolved", "event", "schema_evolved", "topic", topic, "table", t.Name,
-			"writer_schema_id", cd.writerID, "added", ev.Added)
+			"writer", ref.key, "added", ev.Added)
+		if s.evolved != nil {
+			if err := s.evolved(ctx, topic, ev.Table); err != nil {
+				s.log.Warn("flows not brought up to the evolved changelog; the next compaction will",
+					"event", "flows_not_evolved", "topic", topic, "error", Truncate(err.Error()))
+			}
+		}
 	}
 	ncd, err := s.codecs.get(ctx, ref, ev.Table)
 	if err != nil {
