@@ -105,8 +105,10 @@ func TestIngestDebeziumEndToEnd(t *testing.T) {
 		data     []byte
 		id       string
 	}
+	insert := pgEnvelope("c", 1000, nil, item1)
+	insert["transaction"] = map[string]any{"event.block": map[string]any{"id": "571:53195832", "total_order": int64(3), "data_collection_order": int64(2)}}
 	good := []*sent{
-		{name: "insert", op: "c", lsn: 1000, data: encode(t, schema, id, pgEnvelope("c", 1000, nil, item1))},
+		{name: "insert", op: "c", lsn: 1000, data: encode(t, schema, id, insert)},
 		{name: "update", op: "u", lsn: 1100, data: encode(t, schema, id, pgEnvelope("u", 1100, item1, item1b))},
 		{name: "snapshot read with NULLs", op: "r", lsn: 900, data: encode(t, schema, id, pgEnvelope("r", 900, nil, item2))},
 		{name: "delete", op: "d", lsn: 1200, data: encode(t, schema, id, pgEnvelope("d", 1200, item1b, nil))},
@@ -172,6 +174,12 @@ func TestIngestDebeziumEndToEnd(t *testing.T) {
 	}
 	// Every value of the insert, as BigQuery returns it.
 	ins := byMsg[good[0].id][0]
+	if got := fmt.Sprint(ins["_cdc_transaction"]); got != "map[data_collection_order:2 id:571:53195832 total_order:3]" {
+		t.Errorf("_cdc_transaction of the insert = %s, want Debezium's transaction block", got)
+	}
+	if got := byMsg[good[1].id][0]["_cdc_transaction"]; got != nil {
+		t.Errorf("_cdc_transaction of an event without a block = %v, want NULL", got)
+	}
 	wantIns := map[string]bigquery.Value{
 		"id": int64(1), "sku": "SKU-1", "price": big.NewRat(19990, 1000), "qty": int64(3), "active": true, "weight": 1.25,
 		"tags":      []bigquery.Value{"red", "sale"},

@@ -157,3 +157,36 @@ func TestMissingKeyIsDeadLettered(t *testing.T) {
 		t.Errorf("dead letters = %v", dl)
 	}
 }
+
+// A writer schema that drops a field leaves the column: the table is not
+// touched, new rows leave it NULL.
+func TestDroppedFieldKeepsItsColumn(t *testing.T) {
+	v1 := customerVersion(t, func(f []any) []any { return f })
+	noTier := customerVersion(t, func(f []any) []any {
+		var out []any
+		for _, x := range f {
+			if x.(map[string]any)["name"] != "tier" {
+				out = append(out, x)
+			}
+		}
+		return out
+	})
+	svc, tables, _ := newService(t, &fakeRegistry{schemas: map[int]avro.Schema{1: v1, 2: noTier}})
+	row := baseRow(7)
+	delete(row, "tier")
+	got, err := svc.Handle(context.Background(), Message{Topic: customers, MessageID: "m", Data: message(t, noTier, 2, row)})
+	if got != Appended || err != nil {
+		t.Fatalf("Handle = %v, %v", got, err)
+	}
+	name := changelog.TableName(customers)
+	if tables.evolutions != 0 {
+		t.Error("dropping a field changed the table")
+	}
+	if c := tables.tables[name].Metadata.Schema; c[4].Name != "tier" {
+		t.Errorf("column 5 = %s, want tier kept", c[4].Name)
+	}
+	r := tables.rows[name][0]
+	if v, set := r["tier"]; set || r["id"] != int64(7) {
+		t.Errorf("row = %v (tier %v), want tier absent (NULL)", r, v)
+	}
+}
