@@ -40,6 +40,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"cloud.google.com/go/bigquery"
@@ -87,6 +88,11 @@ type Compactor struct {
 	bq   *bigquery.Client
 	loc  render.Location
 	opts Options
+
+	// stateSchemas remembers, per flow, the state columns this compactor
+	// last made sure of, so a run reads the state table's metadata only
+	// when the flow's columns changed (a changelog gained columns).
+	stateSchemas sync.Map // flow name -> string
 }
 
 // New returns a compactor.
@@ -164,8 +170,12 @@ func (c *Compactor) flow(ctx context.Context, b *flow.Bound, now time.Time, rep 
 	// The state table follows the changelog: columns ingest added since the
 	// last run are added here before anything is folded into them.
 	var applied apply.Report
-	if err := apply.State(ctx, c.bq, c.loc, b, &applied); err != nil {
-		return fmt.Errorf("bringing the state table up to date: %w", err)
+	cols := fmt.Sprint(apply.StateColumns(b))
+	if seen, ok := c.stateSchemas.Load(b.Name); !ok || seen != cols {
+		if err := apply.State(ctx, c.bq, c.loc, b, &applied); err != nil {
+			return fmt.Errorf("bringing the state table up to date: %w", err)
+		}
+		c.stateSchemas.Store(b.Name, cols)
 	}
 	sql, err := render.Compaction(b, c.loc, render.Run{})
 	if err != nil {
