@@ -106,6 +106,10 @@ func TestIngestDebeziumEndToEnd(t *testing.T) {
 		id       string
 	}
 	insert := pgEnvelope("c", 1000, nil, item1)
+	// A realistic PostgreSQL source block names the last commit LSN too
+	// (source.sequence): the sequence is then commit LSN / LSN / phase.
+	src := insert["source"].(map[string]any)
+	src["sequence"] = map[string]any{"string": `["936","1000"]`}
 	insert["transaction"] = map[string]any{"event.block": map[string]any{"id": "571:53195832", "total_order": int64(3), "data_collection_order": int64(2)}}
 	good := []*sent{
 		{name: "insert", op: "c", lsn: 1000, data: encode(t, schema, id, insert)},
@@ -157,8 +161,12 @@ func TestIngestDebeziumEndToEnd(t *testing.T) {
 			t.Fatalf("%s: %d changelog rows for message %s, want %d", g.name, len(got), g.id, want)
 		}
 		r := got[0]
-		if r["_cdc_op"] != g.op || r["_cdc_sequence"] != cdc.PostgresSequence(uint64(g.lsn)) {
-			t.Errorf("%s: op %v sequence %v, want %s %s", g.name, r["_cdc_op"], r["_cdc_sequence"], g.op, cdc.PostgresSequence(uint64(g.lsn)))
+		wantSeq := cdc.PostgresSequence(uint64(g.lsn))
+		if g.name == "insert" {
+			wantSeq = cdc.PostgresCommitSequence(936, 1000, cdc.PhaseChange)
+		}
+		if r["_cdc_op"] != g.op || r["_cdc_sequence"] != wantSeq {
+			t.Errorf("%s: op %v sequence %v, want %s %s", g.name, r["_cdc_op"], r["_cdc_sequence"], g.op, wantSeq)
 		}
 		if r["_cdc_schema_id"] != int64(id) {
 			t.Errorf("%s: _cdc_schema_id = %v, want %d", g.name, r["_cdc_schema_id"], id)
