@@ -66,6 +66,19 @@ resource "google_bigquery_table_iam_member" "pubsub_writes_dead_letters" {
   member     = local.pubsub_service_agent_member
 }
 
+# --- Pub/Sub schemas: only when topics use them ------------------------------
+
+# Fetching a schema revision needs pubsub.schemas.get, which only exists at
+# project level (schemas have no IAM policy of their own); roles/pubsub.viewer
+# is the narrowest predefined role holding it. It reads metadata, never
+# messages.
+resource "google_project_iam_member" "ingest_reads_pubsub_schemas" {
+  count   = var.pubsub_schema_encoded ? 1 : 0
+  project = var.project_id
+  role    = "roles/pubsub.viewer"
+  member  = "serviceAccount:${google_service_account.ingest.email}"
+}
+
 # --- Secret Manager: only the registry secrets, only for ingest ---------------
 
 resource "google_secret_manager_secret_iam_member" "ingest_registry_url" {

@@ -87,6 +87,12 @@ variable "sources" {
   }
 }
 
+variable "pubsub_schema_encoded" {
+  type        = bool
+  description = "Set when some source topics carry a Pub/Sub schema (messages encoded by Pub/Sub, with googclient_schema* attributes) instead of Confluent-framed Avro. Grants the ingest account roles/pubsub.viewer on the project, which holds pubsub.schemas.get (Pub/Sub schemas have no resource-level IAM), so it can fetch schema revisions."
+  default     = false
+}
+
 variable "max_delivery_attempts" {
   type        = number
   description = "Push deliveries of a message before Pub/Sub moves it to the source's dead-letter topic (5-100). The ingest function acknowledges permanent failures itself (they land in _bqcdc_dead_letters), so only retryable failures (a BigQuery or registry outage) reach this bound; with the default backoff (10 s growing to 600 s) 10 attempts span roughly 40 minutes."
