@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/bqcdc/bqcdc/internal/avrobq"
 	"github.com/bqcdc/bqcdc/internal/bqschema"
@@ -48,6 +49,7 @@ type codec struct {
 	missing  missing         // what the table lacks
 	defaults map[string]any  // reader defaults for table columns the writer lacks
 	conflict error           // permanent: messages of this writer cannot be stored
+	warned   atomic.Bool     // the dropping of unknown fields was logged
 }
 
 // missing classifies the writer columns a table version lacks.

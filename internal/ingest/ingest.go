@@ -1,7 +1,9 @@
 // Package ingest turns one Pub/Sub message into one changelog row, a counted
 // tombstone, or a dead letter. It holds the pipeline the ingest function runs
-// (wire framing -> registry -> Avro decoding -> Debezium flattening -> BigQuery
-// values -> Storage Write append) without any knowledge of HTTP or CloudEvents.
+// (format detection -> writer schema: registry, Pub/Sub schema revision or
+// Connect schema -> Avro decoding -> fitting to the changelog, evolving it
+// when the writer adds fields -> Debezium flattening -> BigQuery values ->
+// Storage Write append) without any knowledge of HTTP or CloudEvents.
 //
 // Delivery semantics: Handle returns nil only once the row (or the dead
 // letter) is acknowledged by BigQuery, or for a tombstone. Any other outcome
@@ -239,6 +241,10 @@ func (s *Service) process(ctx context.Context, m Message, table string) (int, er
 	}
 	if dropped > 0 {
 		s.ignored.Add(int64(dropped))
+		if !cd.warned.Swap(true) {
+			s.log.Warn("values of fields the changelog lacks are dropped (schema evolution is off for the topic)",
+				"event", "fields_ignored", "topic", m.Topic, "writer", ref.key, "fields", cd.fitter.Missing())
+		}
 	}
 	for k, v := range cd.defaults {
 		if _, ok := values[k]; !ok {
