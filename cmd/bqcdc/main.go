@@ -26,6 +26,7 @@ var commands = []command{
 	{"apply", "create or update the dataset, changelog tables, dead-letter table, state tables and views in BigQuery", runApply},
 	{"render", "print (or write with --out) the SQL of every flow's view; needs no BigQuery", runRender},
 	{"compact", "fold the changelogs into the flows' state tables once, and print the per-flow report", runCompact},
+	{"replay", "publish dead letters again to their topics (after fixing their cause); replays are counted once", runReplay},
 }
 
 func usage() {

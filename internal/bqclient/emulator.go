@@ -2,8 +2,6 @@ package bqclient
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"sync"
@@ -25,16 +23,16 @@ import (
 // so nothing is lost by sending it; it is simply not needed there.
 //
 // It also works around a second bug. The emulator caches a table's schema in
-// its default stream when the stream is first used, and keeps inserting
-// with that schema: after a table gains columns (schema evolution) their
-// values are silently dropped, where BigQuery picks up the new schema. So
-// on emulator connections a writer schema other than the first one a table
-// was written with in this process gets a default stream of its own: the
-// interceptor asks the emulator for ".../streams/s<hash>/_default" (which
-// the emulator creates fresh, with the table's current schema) and sends the
-// rows there. The first schema keeps the real default stream, so the common
-// case makes no extra call (creating a stream reads the table, and under
-// concurrent appends the emulator's SQLite can keep that read waiting).
+// its default stream when it creates that stream, and keeps inserting with
+// it: after the table is recreated with more columns (the local stack's
+// schema shim does that when a column is added), their values would be
+// silently dropped, where BigQuery picks up the new schema. So after
+// EmulatorTableRecreated, appends to that table's default stream go to a
+// default stream of the new table generation,
+// ".../streams/g<generation>/_default", which the emulator creates fresh with
+// the table's current schema. Streams are created only after a rebuild, not
+// on every connection: creating one reads the table and syncs the emulator's
+// catalog, which under concurrent appends can wait on SQLite's lock.
 func nameEveryAppend(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 	cs, err := streamer(ctx, desc, cc, method, opts...)
 	if err != nil {
@@ -54,7 +52,7 @@ func (s *namedStream) SendMsg(m any) error {
 	if r, ok := m.(*storagepb.AppendRowsRequest); ok {
 		if r.GetWriteStream() != "" {
 			r = proto.Clone(r).(*storagepb.AppendRowsRequest)
-			name, err := s.perSchema(r)
+			name, err := s.streamFor(r)
 			if err != nil {
 				return err
 			}
@@ -70,31 +68,43 @@ func (s *namedStream) SendMsg(m any) error {
 
 const defaultSuffix = "/streams/_default"
 
-// firstSchema maps a default stream name to the hash of the first writer
-// schema sent to it by this process.
-var firstSchema sync.Map
+var (
+	generations sync.Map // table path -> int: times the table was recreated
+	created     sync.Map // generation stream names already created
+)
 
-// perSchema returns the default stream the emulator should use for the
-// writer schema the request announces (the request's own stream if it is
-// not a default stream or announces none), creating it if needed.
-func (s *namedStream) perSchema(r *storagepb.AppendRowsRequest) (string, error) {
+// EmulatorTableRecreated records that the emulator dropped and created
+// project.dataset.table again, so appends must use a fresh default stream.
+func EmulatorTableRecreated(project, dataset, table string) {
+	path := "projects/" + project + "/datasets/" + dataset + "/tables/" + table
+	for {
+		old, _ := generations.LoadOrStore(path, 0)
+		if generations.CompareAndSwap(path, old, old.(int)+1) {
+			return
+		}
+	}
+}
+
+// streamFor returns the stream the emulator should append the request's
+// rows to: the request's own, or the default stream of the table's current
+// generation, created if needed.
+func (s *namedStream) streamFor(r *storagepb.AppendRowsRequest) (string, error) {
 	name := r.GetWriteStream()
-	desc := r.GetProtoRows().GetWriterSchema().GetProtoDescriptor()
-	if !strings.HasSuffix(name, defaultSuffix) || desc == nil {
+	if !strings.HasSuffix(name, defaultSuffix) {
 		return name, nil
 	}
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(desc)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(b)
-	hash := hex.EncodeToString(sum[:6])
-	if first, _ := firstSchema.LoadOrStore(name, hash); first == hash {
+	table := strings.TrimSuffix(name, defaultSuffix)
+	gen, _ := generations.Load(table)
+	if gen == nil || gen.(int) == 0 {
 		return name, nil
 	}
-	alias := strings.TrimSuffix(name, defaultSuffix) + "/streams/s" + hash + "/_default"
+	alias := fmt.Sprintf("%s/streams/g%d/_default", table, gen.(int))
+	if _, done := created.Load(alias); done {
+		return alias, nil
+	}
 	if _, err := s.write.GetWriteStream(s.ctx, &storagepb.GetWriteStreamRequest{Name: alias}); err != nil {
-		return "", fmt.Errorf("creating the emulator's default stream for this schema: %w", err)
+		return "", fmt.Errorf("creating the emulator's default stream for the recreated table: %w", err)
 	}
+	created.Store(alias, true)
 	return alias, nil
 }

@@ -79,6 +79,12 @@ func Subject(source string) string { return source + "-value" }
 // against it, so decoded records always fit the table.
 const ReaderSchemaLabel = "bqcdc-reader-schema-id"
 
+// ReplayOfAttribute marks a message `bqcdc replay` published again from the
+// dead-letter table; its value is the original Pub/Sub message id, which
+// ingest keeps as the message's identity (_cdc_message_id), so replays are
+// counted once.
+const ReplayOfAttribute = "bqcdc-replay-of"
+
 // SourceLabel records the topic a changelog table belongs to.
 const SourceLabel = "bqcdc-source"
 

@@ -134,6 +134,11 @@ func (s *Service) Stats() Stats {
 
 // Handle processes one message.
 func (s *Service) Handle(ctx context.Context, m Message) (Outcome, error) {
+	if orig := m.Attributes[changelog.ReplayOfAttribute]; orig != "" {
+		// A dead letter published again by `bqcdc replay`: it keeps the
+		// identity of the original message, so views count it once.
+		m.MessageID = orig
+	}
 	table := changelog.TableName(m.Topic)
 	if wire.IsTombstone(m.Data) {
 		s.tombstones.Add(1)

@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+
+	"github.com/bqcdc/bqcdc/internal/bqclient"
 )
 
 // schemaShim stands in front of the BigQuery emulator's REST API and gives
@@ -177,6 +179,9 @@ func (s *schemaShim) evolve(project, dataset, table string, fields []fieldJSON) 
 		ref(table), strings.Join(cols, ", "), strings.Join(exprs, ", "), ref(tmp))); err != nil {
 		return fmt.Errorf("copying the rows back into %s (they are in %s): %w", table, tmp, err)
 	}
+	// The emulator's default write stream of the table still has the old
+	// schema: make the connections use a fresh one.
+	bqclient.EmulatorTableRecreated(project, dataset, table)
 	return s.ok(http.MethodDelete, s.tableURL(project, dataset, tmp), nil)
 }
 

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"time"
+
+	"cloud.google.com/go/pubsub/v2"
+	"github.com/bqcdc/bqcdc/internal/bqclient"
+	"github.com/bqcdc/bqcdc/internal/replay"
+)
+
+// runReplay publishes dead letters again to their topics, once their cause
+// is fixed, and prints what it replayed.
+func runReplay(ctx context.Context, args []string) error {
+	var t target
+	var ids names
+	var f replay.Filter
+	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
+	t.register(fs)
+	fs.StringVar(&f.Topic, "topic", "", "replay only dead letters of this topic")
+	fs.StringVar(&f.Stage, "stage", "", "replay only dead letters of this stage (wire, registry, decode, envelope, convert, table, schema, encode, append)")
+	fs.Var(&ids, "message-id", "replay only this message (repeatable)")
+	since := fs.Duration("since", 7*24*time.Hour, "replay only messages dead-lettered within this long (0: any time)")
+	dryRun := fs.Bool("dry-run", false, "list what would be replayed, publish nothing")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if t.bq.Project == "" {
+		return fmt.Errorf("--project is required")
+	}
+	f.MessageIDs = ids
+	if *since > 0 {
+		f.Since = time.Now().Add(-*since)
+	}
+	bq, err := bqclient.NewBigQuery(ctx, t.bq)
+	if err != nil {
+		return err
+	}
+	defer bq.Close()
+	letters, err := replay.Select(ctx, bq, t.dataset, f)
+	if err != nil {
+		return err
+	}
+	for _, l := range letters {
+		fmt.Printf("%s  %-40s %-10s %s  %s\n", l.DeadLetteredAt.Format(time.RFC3339), l.Topic, l.Stage, l.MessageID, truncate(l.Reason, 120))
+	}
+	if *dryRun || len(letters) == 0 {
+		fmt.Printf("%d dead letter(s) selected; nothing published\n", len(letters))
+		return nil
+	}
+	// PUBSUB_EMULATOR_HOST, when set, points the client at an emulator.
+	ps, err := pubsub.NewClient(ctx, t.bq.Project)
+	if err != nil {
+		return fmt.Errorf("creating the Pub/Sub client: %w", err)
+	}
+	defer ps.Close()
+	n, err := replay.Replay(ctx, letters, clientPublisher{ps})
+	fmt.Printf("%d of %d dead letter(s) published again\n", n, len(letters))
+	return err
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// clientPublisher publishes with the Pub/Sub client.
+type clientPublisher struct{ c *pubsub.Client }
+
+func (p clientPublisher) Publish(ctx context.Context, topic string, data []byte, attrs map[string]string) (string, error) {
+	pub := p.c.Publisher(topic)
+	defer pub.Stop()
+	return pub.Publish(ctx, &pubsub.Message{Data: data, Attributes: attrs}).Get(ctx)
+}

@@ -1,0 +1,115 @@
+// Package replay sends dead letters back through the pipeline once their
+// cause is fixed (a schema registered late, a changelog created, a column
+// migrated): it reads messages from the dead-letter table and publishes each
+// again to its topic, byte for byte with its attributes, plus the attribute
+// ReplayOf naming the original Pub/Sub message id. Ingest stores that id as
+// the row's _cdc_message_id, so a message replayed twice, or replayed after
+// it landed after all, is still counted once by the views.
+package replay
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"github.com/bqcdc/bqcdc/internal/bqclient"
+	"github.com/bqcdc/bqcdc/internal/changelog"
+)
+
+// Filter selects dead letters. Empty fields select everything.
+type Filter struct {
+	Topic      string
+	Stage      string
+	MessageIDs []string
+	Since      time.Time // dead-lettered at or after; zero: any time
+}
+
+// Letter is one dead-lettered message.
+type Letter struct {
+	Topic, MessageID, Stage, Reason string
+	Attributes                      map[string]string
+	Data                            []byte
+	DeadLetteredAt                  time.Time
+}
+
+// Select reads the dead letters matching f from project.dataset, one per
+// message id (the newest, when a message was dead-lettered more than once),
+// oldest first. Topic and stage are query parameters, never spliced.
+func Select(ctx context.Context, bq *bigquery.Client, dataset string, f Filter) ([]Letter, error) {
+	since := f.Since
+	if since.IsZero() {
+		since = time.Unix(0, 0)
+	}
+	q := bq.Query(fmt.Sprintf("SELECT topic, message_id, stage, reason, attributes, data, dead_lettered_at FROM `%s.%s` "+
+		"WHERE (@topic = '' OR topic = @topic) AND (@stage = '' OR stage = @stage) AND dead_lettered_at >= TIMESTAMP_MICROS(@since) "+
+		"ORDER BY dead_lettered_at", dataset, changelog.DeadLetterTable))
+	q.Parameters = []bigquery.QueryParameter{{Name: "topic", Value: f.Topic}, {Name: "stage", Value: f.Stage}, {Name: "since", Value: since.UnixMicro()}}
+	it, err := q.Read(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading dead letters: %w", err)
+	}
+	rows, err := bqclient.Collect(it)
+	if err != nil {
+		return nil, fmt.Errorf("reading dead letters: %w", err)
+	}
+	want := map[string]bool{}
+	for _, id := range f.MessageIDs {
+		want[id] = true
+	}
+	byID := map[string]Letter{}
+	for _, r := range rows {
+		l := Letter{Attributes: map[string]string{}}
+		l.Topic, _ = r["topic"].(string)
+		l.MessageID, _ = r["message_id"].(string)
+		l.Stage, _ = r["stage"].(string)
+		l.Reason, _ = r["reason"].(string)
+		l.Data, _ = r["data"].([]byte)
+		l.DeadLetteredAt, _ = r["dead_lettered_at"].(time.Time)
+		if len(want) > 0 && !want[l.MessageID] {
+			continue
+		}
+		if l.Topic == "" {
+			continue // an event the function could not even read a topic from
+		}
+		attrs, _ := r["attributes"].([]bigquery.Value)
+		for _, a := range attrs {
+			if kv, ok := a.(map[string]bigquery.Value); ok {
+				k, _ := kv["key"].(string)
+				v, _ := kv["value"].(string)
+				l.Attributes[k] = v
+			}
+		}
+		byID[l.MessageID] = l // rows are oldest first: the newest wins
+	}
+	out := make([]Letter, 0, len(byID))
+	for _, l := range byID {
+		out = append(out, l)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].DeadLetteredAt.Before(out[j].DeadLetteredAt) })
+	return out, nil
+}
+
+// Publisher publishes one message to a topic and returns its new id.
+type Publisher interface {
+	Publish(ctx context.Context, topic string, data []byte, attrs map[string]string) (string, error)
+}
+
+// Replay publishes every letter again, marked with ReplayOf. It stops at the
+// first failure and returns how many were published.
+func Replay(ctx context.Context, letters []Letter, pub Publisher) (int, error) {
+	for i, l := range letters {
+		attrs := make(map[string]string, len(l.Attributes)+1)
+		for k, v := range l.Attributes {
+			attrs[k] = v
+		}
+		if attrs[changelog.ReplayOfAttribute] == "" {
+			attrs[changelog.ReplayOfAttribute] = l.MessageID
+		}
+		if _, err := pub.Publish(ctx, l.Topic, l.Data, attrs); err != nil {
+			return i, fmt.Errorf("replaying message %s to %s: %w", l.MessageID, l.Topic, err)
+		}
+	}
+	return len(letters), nil
+}
