@@ -69,10 +69,13 @@ func FromEnv() (Config, error) {
 			Endpoint:        os.Getenv(EnvBigQueryEndpoint),
 			StorageEndpoint: os.Getenv(EnvStorageEndpoint),
 		},
-		Dataset:                first(os.Getenv(EnvDataset), DefaultDataset),
-		RegistryURL:            os.Getenv(EnvRegistryURL),
-		RegistryUsername:       os.Getenv(EnvRegistryUsername),
-		RegistryPassword:       os.Getenv(EnvRegistryPassword),
+		Dataset: first(os.Getenv(EnvDataset), DefaultDataset),
+		// Secrets created with `echo ... | gcloud secrets create` end with a
+		// newline; a URL or user name never does, and a blank URL means no
+		// registry. A password keeps inner and leading spaces.
+		RegistryURL:            strings.TrimSpace(os.Getenv(EnvRegistryURL)),
+		RegistryUsername:       strings.TrimSpace(os.Getenv(EnvRegistryUsername)),
+		RegistryPassword:       strings.TrimRight(os.Getenv(EnvRegistryPassword), "\r\n"),
 		VisibilityLag:          DefaultVisibilityLag,
 		TombstoneRetentionDays: DefaultTombstoneRetention,
 	}

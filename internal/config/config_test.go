@@ -8,13 +8,17 @@ import (
 
 func TestFromEnv(t *testing.T) {
 	t.Setenv(EnvProject, "p")
-	t.Setenv(EnvRegistryPassword, "s3cret")
-	t.Setenv(EnvRegistryUsername, "u")
+	t.Setenv(EnvRegistryPassword, " s3cret\n")
+	t.Setenv(EnvRegistryUsername, "u\n")
+	t.Setenv(EnvRegistryURL, "https://registry.example.com\n")
 	t.Setenv(EnvVisibilityLag, "3m")
 	t.Setenv(EnvSchemaEvolutionOff, " a.b.c, ,d ")
 	c, err := FromEnv()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if c.RegistryURL != "https://registry.example.com" || c.RegistryUsername != "u" || c.RegistryPassword != " s3cret" {
+		t.Errorf("registry settings not trimmed of the newline a secret often ends with: %q %q", c.RegistryURL, c.RegistryUsername)
 	}
 	if strings.Join(c.SchemaEvolutionOff, "|") != "a.b.c|d" {
 		t.Errorf("schema evolution off = %q", c.SchemaEvolutionOff)
