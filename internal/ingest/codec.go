@@ -41,7 +41,6 @@ import (
 // image as NULL.
 type codec struct {
 	writer   *formats.Writer // decodes payloads (one private hamba config per schema)
-	writerID int             // registry id, 0 for other formats
 	shape    cdc.Shape       // of the writer schema: where the row image is
 	fields   avrobq.Fields   // of the writer's row image
 	columns  schema.Columns  // the full changelog the writer needs: image + metadata
@@ -57,11 +56,38 @@ type missing struct {
 	image, metadata bool // source columns; bqcdc's own _cdc_ columns
 }
 
-// writerRef names a writer schema and loads it on a codec cache miss.
+// writerRef names a writer schema. It is a comparable value built without
+// allocating, because every message makes one; the schema itself is loaded
+// only when no codec for it is cached.
 type writerRef struct {
-	key  string // cache key: "registry:<id>", or formats.Writer.Key
-	id   int    // registry id, 0 for other formats
-	load func(ctx context.Context) (*formats.Writer, error)
+	registryID int             // Confluent: the registry id in the frame
+	readerID   int             // schemaless Debezium JSON: read with this registry schema
+	writer     *formats.Writer // other formats: the writer already at hand
+}
+
+// key is the writer's identity in the codec cache.
+type writerKey struct {
+	registryID, readerID int
+	name                 string // formats.Writer.Key
+}
+
+func (r writerRef) key() writerKey {
+	k := writerKey{registryID: r.registryID, readerID: r.readerID}
+	if r.writer != nil {
+		k.name = r.writer.Key
+	}
+	return k
+}
+
+// String names the writer schema in errors and logs.
+func (r writerRef) String() string {
+	switch {
+	case r.writer != nil:
+		return r.writer.Key
+	case r.readerID != 0:
+		return "schemaless-json:reader:" + strconv.Itoa(r.readerID)
+	}
+	return "registry:" + strconv.Itoa(r.registryID)
 }
 
 // codecs caches codecs per writer schema for the current version of each
@@ -70,14 +96,14 @@ type writerRef struct {
 // entries. Building a codec costs ~15 µs plus registry lookups (cached).
 type codecs struct {
 	reg   SchemaSource
-	mu    sync.Mutex
+	mu    sync.RWMutex
 	m     map[string]*tableCodecs // by table name
 	group singleflight.Group
 }
 
 type tableCodecs struct {
 	t      *bqwrite.Table
-	codecs map[string]*codec // by writerRef.key
+	codecs map[writerKey]*codec
 }
 
 // SchemaSource looks schemas up by registry id (see package registry).
@@ -87,9 +113,9 @@ type SchemaSource interface {
 
 func newCodecs(reg SchemaSource) *codecs { return &codecs{reg: reg, m: map[string]*tableCodecs{}} }
 
-func (c *codecs) lookup(key string, t *bqwrite.Table) *codec {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+func (c *codecs) lookup(key writerKey, t *bqwrite.Table) *codec {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	tc := c.m[t.Name]
 	if tc == nil || tc.t != t {
 		return nil
@@ -97,24 +123,37 @@ func (c *codecs) lookup(key string, t *bqwrite.Table) *codec {
 	return tc.codecs[key]
 }
 
-// registryRef is the writer schema of a Confluent-framed message.
-func (c *codecs) registryRef(id int) writerRef {
-	key := "registry:" + strconv.Itoa(id)
-	return writerRef{key: key, id: id, load: func(ctx context.Context) (*formats.Writer, error) {
-		s, err := c.schema(ctx, id, "writer")
+// load returns the writer schema ref names.
+func (c *codecs) load(ctx context.Context, ref writerRef) (*formats.Writer, error) {
+	switch {
+	case ref.writer != nil:
+		return ref.writer, nil
+	case ref.readerID != 0:
+		reader, err := c.schema(ctx, ref.readerID, "reader")
 		if err != nil {
 			return nil, err
 		}
-		return formats.AvroBinary(key, s), nil
-	}}
+		w, err := formats.SchemalessJSON(reader)
+		if err != nil {
+			return nil, failure.Permanent(failure.StageRegistry, fmt.Errorf("reader schema %d: %w", ref.readerID, err))
+		}
+		w.Key = ref.String()
+		return w, nil
+	}
+	s, err := c.schema(ctx, ref.registryID, "writer")
+	if err != nil {
+		return nil, err
+	}
+	return formats.AvroBinary(ref.String(), s), nil
 }
 
 // get returns the codec for writer ref into table version t.
 func (c *codecs) get(ctx context.Context, ref writerRef, t *bqwrite.Table) (*codec, error) {
-	if cd := c.lookup(ref.key, t); cd != nil {
+	key := ref.key()
+	if cd := c.lookup(key, t); cd != nil {
 		return cd, nil
 	}
-	v, err, _ := c.group.Do(fmt.Sprintf("%s/%p/%s", t.Name, t, ref.key), func() (any, error) {
+	v, err, _ := c.group.Do(fmt.Sprintf("%s/%p/%v", t.Name, t, key), func() (any, error) {
 		cd, err := c.build(ctx, ref, t)
 		if err != nil {
 			return nil, err
@@ -122,10 +161,10 @@ func (c *codecs) get(ctx context.Context, ref writerRef, t *bqwrite.Table) (*cod
 		c.mu.Lock()
 		tc := c.m[t.Name]
 		if tc == nil || tc.t != t {
-			tc = &tableCodecs{t: t, codecs: map[string]*codec{}}
+			tc = &tableCodecs{t: t, codecs: map[writerKey]*codec{}}
 			c.m[t.Name] = tc
 		}
-		tc.codecs[ref.key] = cd
+		tc.codecs[key] = cd
 		c.mu.Unlock()
 		return cd, nil
 	})
@@ -161,11 +200,11 @@ func readerSchemaID(t *bqwrite.Table) int {
 }
 
 func (c *codecs) build(ctx context.Context, ref writerRef, t *bqwrite.Table) (*codec, error) {
-	w, err := ref.load(ctx)
+	w, err := c.load(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	name := ref.key
+	name := ref.String()
 	shape, err := cdc.ShapeOf(w.Schema)
 	if err != nil {
 		return nil, failure.Permanent(failure.StageDecode, fmt.Errorf("writer schema %s: %w", name, err))
@@ -174,7 +213,7 @@ func (c *codecs) build(ctx context.Context, ref writerRef, t *bqwrite.Table) (*c
 	if err != nil {
 		return nil, failure.Permanent(failure.StageConvert, fmt.Errorf("writer schema %s: %w", name, err))
 	}
-	cd := &codec{writer: w, writerID: ref.id, shape: shape, fields: fields}
+	cd := &codec{writer: w, shape: shape, fields: fields}
 	if cd.columns, err = changelog.Schema(fields.Columns()); err != nil {
 		cd.conflict = fmt.Errorf("writer schema %s: %w", name, err)
 		return cd, nil
@@ -199,7 +238,7 @@ func (c *codecs) build(ctx context.Context, ref writerRef, t *bqwrite.Table) (*c
 		return cd, nil
 	}
 	readerID := readerSchemaID(t)
-	if readerID == 0 || readerID == ref.id || c.reg == nil {
+	if readerID == 0 || readerID == ref.registryID || c.reg == nil {
 		return cd, nil
 	}
 	reader, err := c.reg.Schema(ctx, readerID)

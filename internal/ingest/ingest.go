@@ -229,7 +229,7 @@ func (s *Service) process(ctx context.Context, m Message, table string) (int, er
 	}
 	if rec == nil {
 		if rec, err = cd.writer.Decode(payload); err != nil {
-			return id, failure.Permanent(failure.StageDecode, fmt.Errorf("decoding %s payload with schema %s: %w", format, ref.key, err))
+			return id, failure.Permanent(failure.StageDecode, fmt.Errorf("decoding %s payload with schema %s: %w", format, ref, err))
 		}
 	}
 	ch, err := cd.shape.Flatten(rec)
@@ -242,13 +242,13 @@ func (s *Service) process(ctx context.Context, m Message, table string) (int, er
 	}
 	values, dropped, err := cd.fitter.Fit(values)
 	if err != nil {
-		return id, failure.Permanent(failure.StageConvert, fmt.Errorf("fitting schema %s into changelog %s: %w", ref.key, table, err))
+		return id, failure.Permanent(failure.StageConvert, fmt.Errorf("fitting schema %s into changelog %s: %w", ref, table, err))
 	}
 	if dropped > 0 {
 		s.ignored.Add(int64(dropped))
 		if !cd.warned.Swap(true) {
 			s.log.Warn("values of fields the changelog lacks are dropped (schema evolution is off for the topic)",
-				"event", "fields_ignored", "topic", m.Topic, "writer", ref.key, "fields", cd.fitter.Missing())
+				"event", "fields_ignored", "topic", m.Topic, "writer", ref.String(), "fields", cd.fitter.Missing())
 		}
 	}
 	for k, v := range cd.defaults {
@@ -272,7 +272,7 @@ func (s *Service) process(ctx context.Context, m Message, table string) (int, er
 func (s *Service) identify(ctx context.Context, format formats.Format, m Message, frame wire.Frame, t *bqwrite.Table) (writerRef, []byte, map[string]any, error) {
 	switch format {
 	case formats.Confluent:
-		return s.codecs.registryRef(int(frame.SchemaID)), frame.Payload, nil, nil
+		return writerRef{registryID: int(frame.SchemaID)}, frame.Payload, nil, nil
 	case formats.PubSubSchema:
 		if s.pubsub == nil {
 			return writerRef{}, nil, nil, failure.Permanent(failure.StageRegistry, errors.New("message is Pub/Sub schema-encoded but the function has no Pub/Sub schema client"))
@@ -281,12 +281,12 @@ func (s *Service) identify(ctx context.Context, format formats.Format, m Message
 		if err != nil {
 			return writerRef{}, nil, nil, err
 		}
-		return fixedRef(w), m.Data, nil, nil
+		return writerRef{writer: w}, m.Data, nil, nil
 	case formats.DebeziumJSON:
 		w, rec, err := s.connect.Decode(m.Data)
 		switch {
 		case err == nil:
-			return fixedRef(w), nil, rec, nil
+			return writerRef{writer: w}, nil, rec, nil
 		case errors.Is(err, formats.ErrTombstone):
 			return writerRef{}, nil, nil, errTombstone
 		case !errors.Is(err, formats.ErrNoSchema):
@@ -299,26 +299,9 @@ func (s *Service) identify(ctx context.Context, format formats.Format, m Message
 			return writerRef{}, nil, nil, failure.Permanent(failure.StageRegistry, fmt.Errorf(
 				"Debezium JSON without its schema needs the changelog's reader schema, and table %s names none (label %s): run bqcdc apply with a registry, or enable schemas in the JsonConverter", t.Name, changelog.ReaderSchemaLabel))
 		}
-		key := "schemaless-json:reader:" + strconv.Itoa(readerID)
-		return writerRef{key: key, load: func(ctx context.Context) (*formats.Writer, error) {
-			reader, err := s.codecs.schema(ctx, readerID, "reader")
-			if err != nil {
-				return nil, err
-			}
-			w, err := formats.SchemalessJSON(reader)
-			if err != nil {
-				return nil, failure.Permanent(failure.StageRegistry, fmt.Errorf("reader schema %d: %w", readerID, err))
-			}
-			w.Key = key
-			return w, nil
-		}}, m.Data, nil, nil
+		return writerRef{readerID: readerID}, m.Data, nil, nil
 	}
 	return writerRef{}, nil, nil, failure.Permanent(failure.StageWire, errors.New("not a known message format"))
-}
-
-// fixedRef is the ref of a writer schema already at hand.
-func fixedRef(w *formats.Writer) writerRef {
-	return writerRef{key: w.Key, load: func(context.Context) (*formats.Writer, error) { return w, nil }}
 }
 
 // evolves reports whether the changelog of topic follows its source's
@@ -338,8 +321,8 @@ func (s *Service) evolve(ctx context.Context, topic string, t *bqwrite.Table, re
 	labels := map[string]string{}
 	cols := cd.columns
 	if s.evolves(topic) {
-		if cd.writerID > readerSchemaID(t) {
-			labels[changelog.ReaderSchemaLabel] = strconv.Itoa(cd.writerID)
+		if ref.registryID > readerSchemaID(t) {
+			labels[changelog.ReaderSchemaLabel] = strconv.Itoa(ref.registryID)
 		}
 	} else {
 		// The source's columns stay; bqcdc's own metadata columns are
@@ -351,14 +334,14 @@ func (s *Service) evolve(ctx context.Context, topic string, t *bqwrite.Table, re
 		var conflict *evolve.Conflict
 		if errors.As(err, &conflict) {
 			// The table changed under us in a way this writer cannot follow.
-			return nil, nil, failure.Permanent(failure.StageSchema, fmt.Errorf("writer schema %d: %w", cd.writerID, err))
+			return nil, nil, failure.Permanent(failure.StageSchema, fmt.Errorf("writer schema %s: %w", ref, err))
 		}
-		return nil, nil, failure.Retryable(failure.StageSchema, fmt.Errorf("evolving changelog %s for writer schema %d: %w", t.Name, cd.writerID, err))
+		return nil, nil, failure.Retryable(failure.StageSchema, fmt.Errorf("evolving changelog %s for writer schema %s: %w", t.Name, ref, err))
 	}
 	if len(ev.Added) > 0 {
 		s.evolutions.Add(1)
 		s.log.Info("changelog evolved", "event", "schema_evolved", "topic", topic, "table", t.Name,
-			"writer", ref.key, "added", ev.Added)
+			"writer", ref.String(), "added", ev.Added)
 		if s.evolved != nil {
 			if err := s.evolved(ctx, topic, ev.Table); err != nil {
 				s.log.Warn("flows not brought up to the evolved changelog; the next compaction will",
