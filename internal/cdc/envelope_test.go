@@ -3,6 +3,7 @@ package cdc
 import (
 	"errors"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -230,5 +231,23 @@ func TestFlattenPlainRecord(t *testing.T) {
 	}
 	if d := cmp.Diff(Change{Image: rec}, got); d != "" {
 		t.Errorf("Flatten (-want +got):\n%s", d)
+	}
+}
+
+func TestEditImage(t *testing.T) {
+	env := `{"type":"record","name":"Envelope","fields":[
+ {"name":"before","type":["null",{"type":"record","name":"Value","fields":[{"name":"id","type":"int"}]}]},
+ {"name":"after","type":["null","Value"]},{"name":"op","type":"string"}]}`
+	got, err := EditImage([]byte(env), func(f []any) []any {
+		return append(f, map[string]any{"name": "note", "type": []any{"null", "string"}, "default": nil})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got, `"fields":[{"name":"id","type":"int"},{"default":null,"name":"note","type":["null","string"]}]`) {
+		t.Errorf("edited schema = %s", got)
+	}
+	if _, err := EditImage([]byte(`{"type":"record","name":"Plain","fields":[]}`), nil); err == nil {
+		t.Error("a schema without a before record was edited")
 	}
 }

@@ -2,7 +2,6 @@ package demo
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"cloud.google.com/go/pubsub/v2"
 	ingestfn "github.com/bqcdc/bqcdc/functions/ingest"
 	"github.com/bqcdc/bqcdc/internal/bqclient"
+	"github.com/bqcdc/bqcdc/internal/cdc"
 	"github.com/bqcdc/bqcdc/internal/changelog"
 	"github.com/bqcdc/bqcdc/internal/compact"
 	"github.com/bqcdc/bqcdc/internal/localstack"
@@ -63,7 +63,7 @@ func Produce(ctx context.Context, st *localstack.Stack, events []Event) ([]Publi
 			return nil, err
 		}
 		if topic == Customers {
-			text, err := withField(b, LoyaltyField)
+			text, err := cdc.EditImage(b, func(f []any) []any { return append(f, LoyaltyField) })
 			if err != nil {
 				return nil, err
 			}
@@ -94,19 +94,6 @@ func Produce(ctx context.Context, st *localstack.Stack, events []Event) ([]Publi
 		out = append(out, Published{Event: e, MessageID: id})
 	}
 	return out, nil
-}
-
-// withField adds a field to the row image ("before"/"after" Value record)
-// of a Debezium envelope schema.
-func withField(envelopeSchema []byte, field map[string]any) (string, error) {
-	var env map[string]any
-	if err := json.Unmarshal(envelopeSchema, &env); err != nil {
-		return "", fmt.Errorf("parsing demo schema: %w", err)
-	}
-	value := env["fields"].([]any)[0].(map[string]any)["type"].([]any)[1].(map[string]any)
-	value["fields"] = append(value["fields"].([]any), field)
-	b, err := json.Marshal(env)
-	return string(b), err
 }
 
 // envelope builds the Debezium MySQL envelope of an event.

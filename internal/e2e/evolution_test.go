@@ -2,13 +2,13 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/big"
 	"strings"
 	"testing"
 
 	"cloud.google.com/go/bigquery"
+	"github.com/bqcdc/bqcdc/internal/cdc"
 	"github.com/bqcdc/bqcdc/internal/changelog"
 	"github.com/bqcdc/bqcdc/internal/compact"
 	"github.com/bqcdc/bqcdc/internal/flow"
@@ -26,18 +26,15 @@ const evo = "test.evo.customers"
 // srclient.
 func evoVersion(t *testing.T, edit func(fields []any) []any) (int, avro.Schema) {
 	t.Helper()
-	var env map[string]any
-	if err := json.Unmarshal([]byte(readTestdata(t, "testdata/schemas/"+changelog.Subject(evo)+".avsc")), &env); err != nil {
-		t.Fatal(err)
-	}
-	value := env["fields"].([]any)[0].(map[string]any)["type"].([]any)[1].(map[string]any)
-	value["fields"] = edit(value["fields"].([]any))
-	b, _ := json.Marshal(env)
-	s, err := srclient.NewSchemaRegistryClient(stack.RegistryURL).CreateSchema(changelog.Subject(evo), string(b), srclient.Avro)
+	text, err := cdc.EditImage([]byte(readTestdata(t, "testdata/schemas/"+changelog.Subject(evo)+".avsc")), edit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	parsed, err := registry.Parse(string(b))
+	s, err := srclient.NewSchemaRegistryClient(stack.RegistryURL).CreateSchema(changelog.Subject(evo), text, srclient.Avro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := registry.Parse(text)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -80,16 +79,9 @@ func TestIngestPlainRecord(t *testing.T) {
 // its row image (the Value record, declared in "before").
 func withField(t *testing.T, text string, field map[string]any) string {
 	t.Helper()
-	var env map[string]any
-	if err := json.Unmarshal([]byte(text), &env); err != nil {
-		t.Fatal(err)
-	}
-	before := env["fields"].([]any)[0].(map[string]any)
-	value := before["type"].([]any)[1].(map[string]any)
-	value["fields"] = append(value["fields"].([]any), field)
-	b, err := json.Marshal(env)
+	out, err := cdc.EditImage([]byte(text), func(f []any) []any { return append(f, field) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(b)
+	return out
 }

@@ -2,13 +2,13 @@ package ingest
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"cloud.google.com/go/bigquery"
+	"github.com/bqcdc/bqcdc/internal/cdc"
 	"github.com/bqcdc/bqcdc/internal/changelog"
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/registry"
@@ -24,14 +24,11 @@ func customerVersion(t testing.TB, edit func(fields []any) []any) avro.Schema {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var env map[string]any
-	if err := json.Unmarshal(text, &env); err != nil {
+	edited, err := cdc.EditImage(text, edit)
+	if err != nil {
 		t.Fatal(err)
 	}
-	value := env["fields"].([]any)[0].(map[string]any)["type"].([]any)[1].(map[string]any)
-	value["fields"] = edit(value["fields"].([]any))
-	b, _ := json.Marshal(env)
-	s, err := registry.Parse(string(b))
+	s, err := registry.Parse(edited)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,6 @@ package realbq
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
@@ -27,6 +26,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/apply"
 	"github.com/bqcdc/bqcdc/internal/bqclient"
 	"github.com/bqcdc/bqcdc/internal/bqwrite"
+	"github.com/bqcdc/bqcdc/internal/cdc"
 	"github.com/bqcdc/bqcdc/internal/changelog"
 	"github.com/bqcdc/bqcdc/internal/ingest"
 	"github.com/bqcdc/bqcdc/internal/registry"
@@ -47,16 +47,16 @@ func TestMain(m *testing.M) {
 
 func version(t *testing.T, base string, added bool) string {
 	t.Helper()
-	var env map[string]any
-	if err := json.Unmarshal([]byte(base), &env); err != nil {
+	out, err := cdc.EditImage([]byte(base), func(f []any) []any {
+		if added {
+			f = append(f, map[string]any{"name": "loyalty", "type": []any{"null", "long"}, "default": nil})
+		}
+		return f
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if added {
-		value := env["fields"].([]any)[0].(map[string]any)["type"].([]any)[1].(map[string]any)
-		value["fields"] = append(value["fields"].([]any), map[string]any{"name": "loyalty", "type": []any{"null", "long"}, "default": nil})
-	}
-	b, _ := json.Marshal(env)
-	return string(b)
+	return out
 }
 
 func message(t *testing.T, text string, id, customer int, loyalty any) []byte {
