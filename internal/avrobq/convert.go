@@ -58,13 +58,8 @@ func boolConv(v any) (any, error) {
 }
 
 func intConv(v any) (any, error) {
-	switch x := v.(type) {
-	case int:
-		return int64(x), nil
-	case int32:
-		return int64(x), nil
-	case int64:
-		return x, nil
+	if n, ok := integer(v); ok {
+		return n, nil
 	}
 	return nil, badType("int or long", v)
 }

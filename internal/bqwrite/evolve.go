@@ -57,7 +57,10 @@ func (w *Writer) Evolve(ctx context.Context, t *Table, cols schema.Columns, labe
 			_, err = ref.Update(ctx, upd, md.ETag)
 		}
 		if err == nil {
-			nt, err := w.reopen(ctx, t)
+			// Read the table again now, whatever its age, for a stream with
+			// its new schema; not through w.setup, as a refresh already in
+			// flight may have read the metadata before this update.
+			nt, err := w.open(ctx, t.Name, t)
 			return Evolution{Table: nt, Added: added}, err
 		}
 		var gerr *googleapi.Error
@@ -69,14 +72,6 @@ func (w *Writer) Evolve(ctx context.Context, t *Table, cols schema.Columns, labe
 			return Evolution{}, fmt.Errorf("re-reading table %s: %w", t.Name, err)
 		}
 	}
-}
-
-// reopen reads the table again now, whatever its age, and opens a stream for
-// its schema if that changed.
-func (w *Writer) reopen(ctx context.Context, old *Table) (*Table, error) {
-	// Not through w.setup: a refresh already in flight may have read the
-	// metadata before this instance's update.
-	return w.open(ctx, old.Name, old)
 }
 
 // propagating reports whether err is BigQuery refusing rows for columns it

@@ -15,7 +15,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/bqcdc/bqcdc/internal/schema"
@@ -112,7 +111,7 @@ func merge(prefix string, table, writer schema.Columns) (schema.Columns, []strin
 	merged := append(schema.Columns{}, table...)
 	var added []string
 	for _, w := range writer {
-		i := indexOf(merged, w.Name)
+		i := merged.Index(w.Name)
 		if i < 0 {
 			merged = append(merged, nullable(w))
 			added = append(added, prefix+w.Name)
@@ -147,15 +146,6 @@ func nullable(c schema.Column) schema.Column {
 	return c
 }
 
-func indexOf(cols schema.Columns, name string) int {
-	for i, c := range cols {
-		if strings.EqualFold(c.Name, name) {
-			return i
-		}
-	}
-	return -1
-}
-
 // Fitter fits the converted values of one writer schema into one table
 // schema. Build it once per (writer schema, table version) with NewFitter.
 type Fitter struct {
@@ -182,7 +172,7 @@ func newFitter(prefix string, table, writer schema.Columns) (*Fitter, error) {
 	f := &Fitter{fields: make(map[string]fit, len(writer))}
 	for _, w := range writer {
 		path := prefix + w.Name
-		i := indexOf(table, w.Name)
+		i := table.Index(w.Name)
 		if i < 0 {
 			f.fields[w.Name] = fit{drop: true, path: path}
 			f.missing = append(f.missing, path)

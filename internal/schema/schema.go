@@ -110,12 +110,20 @@ type Columns []Column
 // Lookup returns the column called name (BigQuery column names are
 // case-insensitive).
 func (cs Columns) Lookup(name string) (Column, bool) {
-	for _, c := range cs {
-		if strings.EqualFold(c.Name, name) {
-			return c, true
-		}
+	if i := cs.Index(name); i >= 0 {
+		return cs[i], true
 	}
 	return Column{}, false
+}
+
+// Index returns the position of the column called name, or -1.
+func (cs Columns) Index(name string) int {
+	for i, c := range cs {
+		if strings.EqualFold(c.Name, name) {
+			return i
+		}
+	}
+	return -1
 }
 
 // Names lists the column names in order.
