@@ -41,14 +41,15 @@ func runCompact(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if bound, err = compact.Select(bound, only); err != nil {
-		return err
-	}
 	c := compact.New(bq, loc, compact.Options{VisibilityLag: *lag,
 		TombstoneRetention: time.Duration(*tombstones) * 24 * time.Hour,
 		ChangelogRetention: time.Duration(*retention) * 24 * time.Hour})
+	reports, err := c.RunSelected(ctx, bound, only)
+	if err != nil {
+		return err
+	}
 	failed := 0
-	for _, r := range c.Run(ctx, bound) {
+	for _, r := range reports {
 		fmt.Println(FormatReport(r))
 		if r.Outcome == compact.Failed {
 			failed++

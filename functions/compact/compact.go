@@ -122,12 +122,11 @@ func Handle(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusInternalServerError, Response{Error: err.Error()})
 		return
 	}
-	flows, err := compact.Select(bound, names)
+	reports, err := svc.compactor.RunSelected(r.Context(), bound, names)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, Response{Error: err.Error()})
 		return
 	}
-	reports := svc.compactor.Run(r.Context(), flows)
 	status := http.StatusOK
 	for _, rep := range reports {
 		if rep.Outcome == compact.Failed {

@@ -135,14 +135,27 @@ const (
 // Run compacts every flow, one after the other; a failing flow does not stop
 // the others. Then it expires changelog days every flow has folded.
 func (c *Compactor) Run(ctx context.Context, flows []*flow.Bound) []Report {
+	reports, _ := c.RunSelected(ctx, flows, nil)
+	return reports
+}
+
+// RunSelected compacts the flows of all named in names (every flow when
+// names is empty). Changelog days expire only for sources whose every flow
+// in all was compacted by this run: a flow left out may not have folded
+// them yet.
+func (c *Compactor) RunSelected(ctx context.Context, all []*flow.Bound, names []string) ([]Report, error) {
+	flows, err := Select(all, names)
+	if err != nil {
+		return nil, err
+	}
 	var reports []Report
 	for _, b := range flows {
 		reports = append(reports, c.Flow(ctx, b))
 	}
 	if c.opts.ChangelogRetention > 0 {
-		c.expire(ctx, flows, reports)
+		c.expire(ctx, all, flows, reports)
 	}
-	return reports
+	return reports, nil
 }
 
 type marker struct {

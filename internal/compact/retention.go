@@ -12,11 +12,21 @@ import (
 // expire deletes changelog days that are older than the retention and that
 // every flow reading the source has folded (strictly before the day of the
 // lowest watermark). Whole days only: BigQuery drops whole partitions
-// without scanning them. A source with a failed flow is left alone this run.
-func (c *Compactor) expire(ctx context.Context, flows []*flow.Bound, reports []Report) {
+// without scanning them. A source with a failed flow, or with a flow of all
+// that this run did not compact, is left alone this run.
+func (c *Compactor) expire(ctx context.Context, all, flows []*flow.Bound, reports []Report) {
 	now := c.opts.Now().UTC()
 	lowest := map[string]time.Time{}
 	failed := map[string]bool{}
+	ran := map[string]bool{}
+	for _, b := range flows {
+		ran[b.Name] = true
+	}
+	for _, b := range all {
+		if !ran[b.Name] {
+			failed[b.Source.Name] = true // not folded by this run: its days may still be needed
+		}
+	}
 	for i, b := range flows {
 		src := b.Source.Name
 		r := reports[i]
