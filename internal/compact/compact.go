@@ -93,6 +93,10 @@ type Compactor struct {
 	// last made sure of, so a run reads the state table's metadata only
 	// when the flow's columns changed (a changelog gained columns).
 	stateSchemas sync.Map // flow name -> string
+	// views remembers, per flow, the columns and pruning bound this
+	// compactor last rendered the view with, so a run with nothing to fold
+	// reads the view's metadata only when the flow's columns changed.
+	views sync.Map // flow name -> string
 }
 
 // New returns a compactor.
@@ -213,10 +217,7 @@ func (c *Compactor) flow(ctx context.Context, b *flow.Bound, now time.Time, rep 
 		// columns ingest added to the changelog appear in it without
 		// waiting for new changes.
 		rep.Outcome = UpToDate
-		if err := apply.View(ctx, c.bq, c.loc, b, m.watermark, &applied); err != nil {
-			return fmt.Errorf("updating the view: %w", err)
-		}
-		return nil
+		return c.view(ctx, b, cols, m.watermark, &applied)
 	}
 	gen := now
 	if !gen.After(m.newestGen) {
@@ -252,10 +253,24 @@ func (c *Compactor) flow(ctx context.Context, b *flow.Bound, now time.Time, rep 
 	if err := c.step(b, StepGC); err != nil {
 		return err
 	}
-	if err := apply.View(ctx, c.bq, c.loc, b, watermark, &applied); err != nil {
-		return fmt.Errorf("moving the view's pruning bound: %w", err)
+	if err := c.view(ctx, b, cols, watermark, &applied); err != nil {
+		return err
 	}
 	return c.step(b, StepView)
+}
+
+// view renders b's view with the pruning bound hint, unless this compactor
+// already did for the same columns (cols) and hint.
+func (c *Compactor) view(ctx context.Context, b *flow.Bound, cols string, hint time.Time, rep *apply.Report) error {
+	key := cols + "@" + hint.Format(time.RFC3339Nano)
+	if seen, ok := c.views.Load(b.Name); ok && seen == key {
+		return nil
+	}
+	if err := apply.View(ctx, c.bq, c.loc, b, hint, rep); err != nil {
+		return fmt.Errorf("updating the view (pruning bound %s): %w", hint.Format(time.RFC3339), err)
+	}
+	c.views.Store(b.Name, key)
+	return nil
 }
 
 func (c *Compactor) step(b *flow.Bound, step string) error {
