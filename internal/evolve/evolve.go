@@ -149,8 +149,9 @@ func nullable(c schema.Column) schema.Column {
 // Fitter fits the converted values of one writer schema into one table
 // schema. Build it once per (writer schema, table version) with NewFitter.
 type Fitter struct {
-	fields  map[string]fit // by writer column name
-	missing []string       // writer columns the table lacks, dotted
+	fields   map[string]fit // by writer column name
+	missing  []string       // writer columns the table lacks, dotted
+	identity bool           // Fit returns its input: decided once, not per message
 }
 
 type fit struct {
@@ -189,7 +190,7 @@ func newFitter(prefix string, table, writer schema.Columns) (*Fitter, error) {
 				return nil, err
 			}
 			f.missing = append(f.missing, sub.missing...)
-			if len(sub.missing) > 0 || sub.renames() || sub.converts() {
+			if !sub.identity {
 				ft.record = sub
 			}
 		} else {
@@ -197,6 +198,7 @@ func newFitter(prefix string, table, writer schema.Columns) (*Fitter, error) {
 		}
 		f.fields[w.Name] = ft
 	}
+	f.identity = len(f.missing) == 0 && !f.renames() && !f.converts()
 	return f, nil
 }
 
@@ -223,7 +225,7 @@ func (f *Fitter) converts() bool {
 func (f *Fitter) Missing() []string { return f.missing }
 
 // Identity reports whether Fit returns its input unchanged.
-func (f *Fitter) Identity() bool { return len(f.missing) == 0 && !f.renames() && !f.converts() }
+func (f *Fitter) Identity() bool { return f.identity }
 
 // Fit rewrites converted values (keyed by writer column) into table values.
 // It returns how many non-NULL values were dropped because the table lacks
