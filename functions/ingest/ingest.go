@@ -18,6 +18,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -102,6 +103,7 @@ func Service(ctx context.Context) (*ingest.Service, error) {
 		} else {
 			loc := render.Location{Project: cfg.BigQuery.Project, DefaultDataset: cfg.Dataset}
 			service.OnEvolved(followFlows(bq, loc, flows, log))
+			service.UseKeys(flowKeys(flows))
 		}
 		service.FreezeSchema(cfg.SchemaEvolutionOff...)
 	})
@@ -113,6 +115,19 @@ var builtin fs.FS // set by the deployable root package: sql/flows embedded
 // UseFlows sets the flow files built into the function (the root package
 // embeds sql/flows and calls it from init).
 func UseFlows(files fs.FS) { builtin = files }
+
+// flowKeys lists, by source topic, the KEYS columns of every flow reading it.
+func flowKeys(flows []*flow.Flow) map[string][]string {
+	keys := map[string][]string{}
+	for _, f := range flows {
+		for _, k := range f.Keys {
+			if !slices.Contains(keys[f.Source.Name], k.Name) {
+				keys[f.Source.Name] = append(keys[f.Source.Name], k.Name)
+			}
+		}
+	}
+	return keys
+}
 
 // followFlows brings the state tables and views of a topic's flows up to its
 // changelog after ingest added columns, so views show them at once. It uses

@@ -96,6 +96,7 @@ func (r writerRef) String() string {
 // entries. Building a codec costs ~15 µs plus registry lookups (cached).
 type codecs struct {
 	reg   SchemaSource
+	keys  map[string][]string // flow KEYS by changelog table name; set before use
 	mu    sync.RWMutex
 	m     map[string]*tableCodecs // by table name
 	group singleflight.Group
@@ -233,7 +234,7 @@ func (c *codecs) build(ctx context.Context, ref writerRef, t *bqwrite.Table) (*c
 			cd.missing.image = true
 		}
 	}
-	if err := keysPresent(t, cd.columns); err != nil {
+	if err := keysPresent(t.Name, c.keys[t.Name], cd.columns); err != nil {
 		cd.conflict = fmt.Errorf("writer schema %s: %w", name, err)
 		return cd, nil
 	}
@@ -274,20 +275,13 @@ func (c *codecs) build(ctx context.Context, ref writerRef, t *bqwrite.Table) (*c
 	return cd, nil
 }
 
-// keysPresent refuses a writer schema that lacks a key column. The keys are
-// the changelog's clustering columns: `bqcdc apply` clusters a changelog by
-// the KEYS of its source's first flow. A row without its key cannot be
-// placed in any view.
-func keysPresent(t *bqwrite.Table, writer schema.Columns) error {
-	if t.Metadata == nil || t.Metadata.Clustering == nil {
-		return nil
-	}
-	for _, k := range t.Metadata.Clustering.Fields {
-		if strings.HasPrefix(k, "_cdc_") {
-			continue
-		}
+// keysPresent refuses a writer schema that lacks a key column: a row
+// without its key cannot be placed in any view. keys are the KEYS of the
+// flows reading the changelog (none known: nothing to check).
+func keysPresent(table string, keys []string, writer schema.Columns) error {
+	for _, k := range keys {
 		if _, ok := writer.Lookup(k); !ok {
-			return fmt.Errorf("key column %s of changelog %s (a KEYS column of its flow) is missing from the writer schema: a changed key cannot be applied to existing rows", k, t.Name)
+			return fmt.Errorf("key column %s of changelog %s (a KEYS column of its flows) is missing from the writer schema: a changed key cannot be applied to existing rows", k, table)
 		}
 	}
 	return nil

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/cdc"
 	"github.com/bqcdc/bqcdc/internal/changelog"
 	"github.com/bqcdc/bqcdc/internal/failure"
@@ -140,10 +139,7 @@ func TestMissingKeyIsDeadLettered(t *testing.T) {
 	v1 := customerVersion(t, func(f []any) []any { return f })
 	noID := customerVersion(t, func(f []any) []any { return f[1:] })
 	svc, tables, _ := newService(t, &fakeRegistry{schemas: map[int]avro.Schema{1: v1, 2: noID}})
-	tbl := tables.tables[changelog.TableName(customers)]
-	md := *tbl.Metadata
-	md.Clustering = &bigquery.Clustering{Fields: []string{"id"}}
-	tbl.Metadata = &md
+	svc.UseKeys(map[string][]string{customers: {"id"}})
 	row := baseRow(nil)
 	delete(row, "id")
 	got, err := svc.Handle(context.Background(), Message{Topic: customers, MessageID: "m", Data: message(t, noID, 2, row)})

@@ -119,6 +119,16 @@ func (s *Service) OnEvolved(fn func(ctx context.Context, topic string, t *bqwrit
 	s.evolved = fn
 }
 
+// UseKeys tells the service the KEYS columns of the flows reading each topic
+// (by topic), so a writer schema that lacks one is refused. Call it before
+// the first message.
+func (s *Service) UseKeys(keys map[string][]string) {
+	s.codecs.keys = make(map[string][]string, len(keys))
+	for topic, k := range keys {
+		s.codecs.keys[changelog.TableName(topic)] = k
+	}
+}
+
 // UsePubSubSchemas lets the service decode Pub/Sub schema-encoded messages,
 // fetching schema revisions through ps.
 func (s *Service) UsePubSubSchemas(ps *formats.PubSubSchemas) { s.pubsub = ps }
