@@ -1,11 +1,13 @@
 // Package bqcdc is the deployable root of the repository.
 //
 // The Cloud Run functions Go buildpack builds the package at the root of the
-// uploaded source and generates a main that imports it. Importing the function
-// packages here runs their init(), which registers the entry points with the
-// Functions Framework; the deployment's entry point ("Ingest" or "Compact")
-// then selects one. Registration is all init() does: clients are created on
-// the first request, so each deployed function pays only for itself.
+// uploaded source and generates a main that imports it. This package's
+// init() registers both entry points with the Functions Framework; the
+// deployment's entry point ("Ingest" or "Compact") then selects one.
+// Registration is all init() does: each function configures itself from the
+// environment on its first request, so each deployed function pays only for
+// itself. The function packages register nothing themselves, so the local
+// stack can serve them configured its own way.
 //
 // The flow declarations are built in, so the flows that run locally are the
 // flows that are deployed.
@@ -27,6 +29,6 @@ func init() {
 	if err != nil {
 		panic(err) // the embed pattern guarantees the folder
 	}
-	compact.UseFlows(sub)
-	ingest.UseFlows(sub)
+	compact.Register(sub)
+	ingest.Register(sub)
 }

@@ -150,7 +150,7 @@ func TestEntryPointsMatchGoRegistrations(t *testing.T) {
 		t.Fatalf("functions deployed by the root module (-want +got):\n%s", diff)
 	}
 	for call, fn := range map[string]struct{ dir, kind string }{
-		"ingest_function":  {"ingest", "CloudEvent"},
+		"ingest_function":  {"ingest", "HTTP"},
 		"compact_function": {"compact", "HTTP"},
 	} {
 		if name, ok := registeredName(t, fn.dir, fn.kind); ok && name != deployed[call] {

@@ -9,7 +9,7 @@ import (
 	"os"
 
 	"github.com/bqcdc/bqcdc/internal/apply"
-	"github.com/bqcdc/bqcdc/internal/bqclient"
+	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/config"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/registry"
@@ -17,7 +17,7 @@ import (
 
 // target flags shared by commands that talk to BigQuery.
 type target struct {
-	bq       bqclient.Config
+	bq       clients.Config
 	dataset  string
 	flows    string
 	schemas  string
@@ -59,7 +59,7 @@ func (t *target) open(ctx context.Context) ([]*flow.Flow, *bigquery.Client, erro
 	if err != nil {
 		return nil, nil, err
 	}
-	bq, err := bqclient.NewBigQuery(ctx, t.bq)
+	bq, err := clients.NewBigQuery(ctx, t.bq)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bqcdc/bqcdc/internal/apply"
 	"github.com/bqcdc/bqcdc/internal/compact"
 	"github.com/bqcdc/bqcdc/internal/config"
 	"github.com/bqcdc/bqcdc/sql/render"
@@ -37,7 +38,7 @@ func runCompact(ctx context.Context, args []string) error {
 	}
 	defer bq.Close()
 	loc := render.Location{Project: t.bq.Project, DefaultDataset: t.dataset}
-	bound, err := compact.Bind(ctx, bq, loc, flows)
+	bound, err := apply.BindToChangelogs(ctx, bq, loc, flows)
 	if err != nil {
 		return err
 	}

@@ -10,10 +10,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bqcdc/bqcdc/internal/apply"
 	"github.com/bqcdc/bqcdc/internal/changelog"
 	"github.com/bqcdc/bqcdc/internal/compact"
-	"github.com/bqcdc/bqcdc/internal/demo"
-	"github.com/bqcdc/bqcdc/internal/localstack"
+	"github.com/bqcdc/bqcdc/internal/dev/demo"
+	"github.com/bqcdc/bqcdc/internal/dev/localstack"
 )
 
 func runLocal(ctx context.Context, args []string) error {
@@ -158,7 +159,7 @@ func playDemo(ctx context.Context, st *localstack.Stack) error {
 	fmt.Printf("check: after compaction the %d views still equal the reference model\n", res.Views)
 	// The views as compaction left them: it bound the flows to the evolved
 	// changelog, so they show the column schema v2 added.
-	bound, err := compact.Bind(ctx, st.BigQuery, st.Location(), st.Flows)
+	bound, err := apply.BindToChangelogs(ctx, st.BigQuery, st.Location(), st.Flows)
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ func runRender(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	bound, err := apply.Bind(flows, sources)
+	bound, err := apply.BindAll(flows, sources)
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/pubsub/v2"
-	"github.com/bqcdc/bqcdc/internal/bqclient"
+	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/replay"
 )
 
@@ -34,7 +34,7 @@ func runReplay(ctx context.Context, args []string) error {
 	if *since > 0 {
 		f.Since = time.Now().Add(-*since)
 	}
-	bq, err := bqclient.NewBigQuery(ctx, t.bq)
+	bq, err := clients.NewBigQuery(ctx, t.bq)
 	if err != nil {
 		return err
 	}

@@ -2,9 +2,11 @@
 // OIDC token; Cloud Run checks it) to compact every flow, or the flows named
 // in the request: ?flow=a&flow=b, or a JSON body {"flows": ["a", "b"]}.
 //
-// The entry point is "Compact". It answers 200 with a per-flow JSON report,
-// or 500 with the same report when any flow failed, so the scheduler records
-// the failure (and may retry: compaction is idempotent).
+// It is a thin shell over internal/compact: configuration in (config.Config,
+// from the environment when deployed, built directly by the local stack),
+// one constructor, an HTTP handler. It answers 200 with a per-flow JSON
+// report, or 500 with the same report when any flow failed, so the
+// scheduler records the failure (and may retry: compaction is idempotent).
 package compact
 
 import (
@@ -12,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"os"
 	"sync"
@@ -19,7 +22,8 @@ import (
 
 	"cloud.google.com/go/bigquery"
 	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
-	"github.com/bqcdc/bqcdc/internal/bqclient"
+	"github.com/bqcdc/bqcdc/internal/apply"
+	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/compact"
 	"github.com/bqcdc/bqcdc/internal/config"
 	"github.com/bqcdc/bqcdc/internal/flow"
@@ -30,63 +34,82 @@ import (
 // EntryPoint is the name the function is registered and deployed under.
 const EntryPoint = "Compact"
 
-// EnvFlowsDir names a folder of flow files that overrides the flows built
-// into the functions.
-const EnvFlowsDir = config.EnvFlowsDir
-
-func init() {
-	functions.HTTP(EntryPoint, Handle)
+// Register registers the entry point with the Functions Framework. The
+// function configures itself from the environment on its first request,
+// with builtin as its flows unless BQCDC_FLOWS_DIR names others.
+func Register(builtin fs.FS) {
+	functions.HTTP(EntryPoint, fromEnv(builtin))
 }
 
-var (
-	builtin fs.FS // set by the deployable root package: sql/flows embedded
+// fromEnv returns a handler that builds the function from the environment
+// on first use; a failed build is tried again on the next request.
+func fromEnv(builtin fs.FS) http.HandlerFunc {
+	var (
+		mu sync.Mutex
+		fn *Function
+	)
+	get := func(ctx context.Context) (*Function, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if fn != nil {
+			return fn, nil
+		}
+		cfg, err := config.FromEnv()
+		if err != nil {
+			return nil, fmt.Errorf("configuring compact: %w", err)
+		}
+		flows, err := flow.Load(cfg.FlowsDir, builtin)
+		if err != nil {
+			return nil, err
+		}
+		if fn, err = New(ctx, cfg, Options{Flows: flows}); err != nil {
+			return nil, err
+		}
+		return fn, nil
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		f, err := get(r.Context())
+		if err != nil {
+			writeJSON(w, http.StatusInternalServerError, Response{Error: err.Error()})
+			return
+		}
+		f.ServeHTTP(w, r)
+	}
+}
 
-	once    sync.Once
-	service *runner
-	initErr error
-)
+// Options are what New needs besides the configuration.
+type Options struct {
+	Flows []*flow.Flow // the flows deployed
+	// Log receives one line per flow and run; nil means JSON on stdout.
+	Log *slog.Logger
+}
 
-// UseFlows sets the flow files built into the function (the root package
-// embeds sql/flows and calls it from init).
-func UseFlows(files fs.FS) { builtin = files }
-
-type runner struct {
+// Function is the compact function of one instance.
+type Function struct {
 	compactor *compact.Compactor
 	bq        *bigquery.Client
 	loc       render.Location
 	flows     []*flow.Flow
 }
 
-func setup(ctx context.Context) (*runner, error) {
-	once.Do(func() {
-		cfg, err := config.FromEnv()
-		if err != nil {
-			initErr = fmt.Errorf("configuring compact: %w", err)
-			return
-		}
-		flows, err := loadFlows()
-		if err != nil {
-			initErr = err
-			return
-		}
-		ctx := context.WithoutCancel(ctx)
-		bq, err := bqclient.NewBigQuery(ctx, cfg.BigQuery)
-		if err != nil {
-			initErr = err
-			return
-		}
-		loc := render.Location{Project: cfg.BigQuery.Project, DefaultDataset: cfg.Dataset}
-		logging.New(os.Stdout).Info("compact configured", "config", cfg.Redacted(), "flows", len(flows))
-		service = &runner{flows: flows, bq: bq, loc: loc, compactor: compact.New(bq, loc, compact.Options{
-			VisibilityLag:      cfg.VisibilityLag,
-			TombstoneRetention: time.Duration(cfg.TombstoneRetentionDays) * 24 * time.Hour,
-			ChangelogRetention: time.Duration(cfg.ChangelogRetentionDays) * 24 * time.Hour,
-		})}
-	})
-	return service, initErr
+// New creates the function's client and compactor.
+func New(ctx context.Context, cfg config.Config, o Options) (*Function, error) {
+	if o.Log == nil {
+		o.Log = logging.New(os.Stdout)
+	}
+	bq, err := clients.NewBigQuery(context.WithoutCancel(ctx), cfg.BigQuery)
+	if err != nil {
+		return nil, err
+	}
+	loc := render.Location{Project: cfg.BigQuery.Project, DefaultDataset: cfg.Dataset}
+	o.Log.Info("compact configured", "config", cfg.Redacted(), "flows", len(o.Flows))
+	return &Function{flows: o.Flows, bq: bq, loc: loc, compactor: compact.New(bq, loc, compact.Options{
+		VisibilityLag:      cfg.VisibilityLag,
+		TombstoneRetention: time.Duration(cfg.TombstoneRetentionDays) * 24 * time.Hour,
+		ChangelogRetention: time.Duration(cfg.ChangelogRetentionDays) * 24 * time.Hour,
+		Log:                o.Log,
+	})}, nil
 }
-
-func loadFlows() ([]*flow.Flow, error) { return flow.Load(os.Getenv(EnvFlowsDir), builtin) }
 
 // Response is the function's answer.
 type Response struct {
@@ -94,20 +117,14 @@ type Response struct {
 	Error   string           `json:"error,omitempty"`
 }
 
-// Handle is the HTTP entry point.
-func Handle(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	svc, err := setup(r.Context())
-	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, Response{Error: err.Error()})
-		return
-	}
+// ServeHTTP runs one compaction.
+func (f *Function) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	names := r.URL.Query()["flow"]
 	if r.Body != nil && r.ContentLength != 0 {
 		var body struct {
 			Flows []string `json:"flows"`
 		}
-		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&body); err != nil {
 			writeJSON(w, http.StatusBadRequest, Response{Error: "decoding the request body: " + err.Error()})
 			return
 		}
@@ -117,12 +134,12 @@ func Handle(w http.ResponseWriter, r *http.Request) {
 	// schema gains fields, and the run must fold them (and show them in the
 	// view). Reading one table's metadata per source is cheap next to the
 	// queries of a run.
-	bound, err := compact.Bind(r.Context(), svc.bq, svc.loc, svc.flows)
+	bound, err := apply.BindToChangelogs(r.Context(), f.bq, f.loc, f.flows)
 	if err != nil {
 		writeJSON(w, http.StatusInternalServerError, Response{Error: err.Error()})
 		return
 	}
-	reports, err := svc.compactor.RunSelected(r.Context(), bound, names)
+	reports, err := f.compactor.RunSelected(r.Context(), bound, names)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, Response{Error: err.Error()})
 		return
@@ -137,6 +154,7 @@ func Handle(w http.ResponseWriter, r *http.Request) {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
 }

@@ -1,13 +1,19 @@
-// Package ingest is the Cloud Run function that receives Pub/Sub messages as
-// CloudEvents (google.cloud.pubsub.topic.v1.messagePublished) and appends
-// each to its source's changelog table. In production a push subscription per
-// topic posts the plain push body, which the Functions Framework converts to
-// that CloudEvent; Eventarc delivers the same event in binary mode, as the
-// local relay does.
+// Package ingest is the Cloud Run function that Pub/Sub push subscriptions
+// call with each message of a source topic; it appends the message to the
+// source's changelog table (see internal/ingest for the pipeline).
 //
-// The entry point is "Ingest". Returning nil acknowledges the message; an
-// error makes Pub/Sub redeliver it, which the function does only for failures
-// a retry can fix (see internal/ingest).
+// It is a thin shell: configuration in (config.Config, from the environment
+// when deployed, built directly by the local stack), one constructor, and an
+// HTTP handler that reads Pub/Sub's push body. It reads the push body itself
+// rather than letting the Functions Framework turn it into a CloudEvent: the
+// framework's conversion drops the ordering key, the subscription and the
+// delivery attempt, and parses the body twice more. An Eventarc binary-mode
+// CloudEvent (ce-* headers, the same body) is accepted as well.
+//
+// The answer is what Pub/Sub acts on: 204 acknowledges the message (stored
+// as a changelog row or a dead letter, or counted as a tombstone); any
+// other status makes Pub/Sub redeliver it, which the function asks for only
+// for failures a retry can fix.
 package ingest
 
 import (
@@ -15,21 +21,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"os"
-	"slices"
-	"strings"
+	"regexp"
 	"sync"
 	"time"
 
-	"cloud.google.com/go/bigquery"
-	pubsubapi "cloud.google.com/go/pubsub/v2/apiv1"
 	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
 	"github.com/bqcdc/bqcdc/internal/apply"
-	"github.com/bqcdc/bqcdc/internal/bqclient"
-	"github.com/bqcdc/bqcdc/internal/bqschema"
 	"github.com/bqcdc/bqcdc/internal/bqwrite"
+	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/config"
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/flow"
@@ -38,141 +42,144 @@ import (
 	"github.com/bqcdc/bqcdc/internal/logging"
 	"github.com/bqcdc/bqcdc/internal/registry"
 	"github.com/bqcdc/bqcdc/sql/render"
-	"github.com/cloudevents/sdk-go/v2/event"
-	"google.golang.org/api/option"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
 // EntryPoint is the name the function is registered and deployed under.
 const EntryPoint = "Ingest"
 
-func init() {
-	// Registration only: clients are created on the first event, so an
-	// instance that serves the other function pays nothing for this one.
-	functions.CloudEvent(EntryPoint, Handle)
+// MaxBody bounds the push body read: Pub/Sub messages are at most 10 MB,
+// which base64 makes 13.4 MB, plus attributes and the JSON around them.
+const MaxBody = 16 << 20
+
+// Register registers the entry point with the Functions Framework. The
+// function configures itself from the environment on its first request (so
+// an instance that serves the other function pays nothing for this one),
+// with builtin as its flows unless BQCDC_FLOWS_DIR names others.
+func Register(builtin fs.FS) {
+	functions.HTTP(EntryPoint, fromEnv(builtin))
 }
 
-var (
-	once    sync.Once
-	service *ingest.Service
-	initErr error
-)
-
-// Service returns the process-wide pipeline, creating it from the
-// environment on first use.
-func Service(ctx context.Context) (*ingest.Service, error) {
-	once.Do(func() {
+// fromEnv returns a handler that builds the function from the environment
+// on first use. A failed build is not remembered: the next request tries
+// again (and answers 500 meanwhile, so Pub/Sub keeps every message).
+func fromEnv(builtin fs.FS) http.HandlerFunc {
+	var (
+		mu sync.Mutex
+		fn *Function
+	)
+	get := func(ctx context.Context) (*Function, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if fn != nil {
+			return fn, nil
+		}
 		cfg, err := config.FromEnv()
 		if err != nil {
-			initErr = fmt.Errorf("configuring ingest: %w", err)
-			return
-		}
-		// Clients outlive the first request.
-		ctx := context.WithoutCancel(ctx)
-		bq, err := bqclient.NewBigQuery(ctx, cfg.BigQuery)
-		if err != nil {
-			initErr = err
-			return
-		}
-		mw, err := bqclient.NewWriter(ctx, cfg.BigQuery)
-		if err != nil {
-			initErr = err
-			return
-		}
-		// Without a registry URL, Confluent-framed messages are
-		// dead-lettered with that reason; Pub/Sub schema-encoded Avro and
-		// Debezium JSON with its schema still flow.
-		var reg ingest.SchemaSource
-		if cfg.RegistryURL != "" {
-			reg = registry.New(cfg.RegistryURL, registry.Options{Username: cfg.RegistryUsername, Password: cfg.RegistryPassword})
-		}
-		schemas, err := pubsubSchemaClient(ctx)
-		if err != nil {
-			initErr = err
-			return
+			return nil, fmt.Errorf("configuring ingest: %w", err)
 		}
 		log := logging.New(os.Stdout)
-		log.Info("ingest configured", "config", cfg.Redacted())
-		service = ingest.New(reg, bqwrite.NewWriter(bq, mw, cfg.BigQuery.Project, cfg.Dataset), log)
-		service.UsePubSubSchemas(formats.NewPubSubSchemas(schemas))
-		if flows, err := flow.Load(os.Getenv(config.EnvFlowsDir), builtin); err != nil {
+		flows, err := flow.Load(cfg.FlowsDir, builtin)
+		if err != nil {
 			// Ingest does not need the flows to store messages; views then
 			// follow a changelog's new columns at the next compaction run.
 			log.Warn("flows not loaded: views will follow new changelog columns at the next compaction", "error", err.Error())
-		} else {
-			loc := render.Location{Project: cfg.BigQuery.Project, DefaultDataset: cfg.Dataset}
-			service.OnEvolved(followFlows(bq, loc, flows, log))
-			service.UseKeys(flowKeys(flows))
 		}
-		service.FreezeSchema(cfg.SchemaEvolutionOff...)
-	})
-	return service, initErr
-}
-
-var builtin fs.FS // set by the deployable root package: sql/flows embedded
-
-// UseFlows sets the flow files built into the function (the root package
-// embeds sql/flows and calls it from init).
-func UseFlows(files fs.FS) { builtin = files }
-
-// flowKeys lists, by source topic, the KEYS columns of every flow reading it.
-func flowKeys(flows []*flow.Flow) map[string][]string {
-	keys := map[string][]string{}
-	for _, f := range flows {
-		for _, k := range f.Keys {
-			if !slices.Contains(keys[f.Source.Name], k.Name) {
-				keys[f.Source.Name] = append(keys[f.Source.Name], k.Name)
-			}
-		}
-	}
-	return keys
-}
-
-// followFlows brings the state tables and views of a topic's flows up to its
-// changelog after ingest added columns, so views show them at once. It uses
-// table metadata only (apply.FollowChangelog), which the function's
-// dataset-level role allows.
-func followFlows(bq *bigquery.Client, loc render.Location, flows []*flow.Flow, log *slog.Logger) func(context.Context, string, *bqwrite.Table) error {
-	return func(ctx context.Context, topic string, t *bqwrite.Table) error {
-		mine := flow.ForSource(flows, topic)
-		if len(mine) == 0 {
-			return nil
-		}
-		bound, err := apply.Bind(mine, map[string]apply.SourceSchema{topic: {Source: topic, Columns: bqschema.FromBigQuery(t.Metadata.Schema)}})
+		f, err := New(ctx, cfg, Options{Flows: flows, Log: log})
 		if err != nil {
-			return err
+			return nil, err
 		}
-		var errs []error
-		for _, b := range bound {
-			var rep apply.Report
-			if err := apply.FollowChangelog(ctx, bq, loc, b, &rep); err != nil {
-				errs = append(errs, fmt.Errorf("flow %s: %w", b.Name, err))
-				continue
-			}
-			log.Info("flow follows its evolved changelog", "event", "flow_evolved", "flow", b.Name, "report", strings.Join(rep, "; "))
+		fn = f
+		return fn, nil
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		f, err := get(r.Context())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError) // misconfigured: keep every message
+			return
 		}
-		return errors.Join(errs...)
+		f.ServeHTTP(w, r)
 	}
 }
 
-// pubsubSchemaClient connects to Pub/Sub's schema service, or to the
-// emulator named by PUBSUB_EMULATOR_HOST (as the Pub/Sub client does).
-func pubsubSchemaClient(ctx context.Context) (*pubsubapi.SchemaClient, error) {
-	var opts []option.ClientOption
-	if host := os.Getenv("PUBSUB_EMULATOR_HOST"); host != "" {
-		opts = append(opts, option.WithEndpoint(host), option.WithoutAuthentication(),
-			option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())))
+// Options are what New needs besides the configuration.
+type Options struct {
+	// Flows are the flows deployed: ingest refuses a writer schema without
+	// one of their KEYS columns, and brings their views along when it adds
+	// columns to a changelog.
+	Flows []*flow.Flow
+	// Log receives the function's structured logs; nil means JSON on stdout.
+	Log *slog.Logger
+}
+
+// Function is the ingest function of one instance.
+type Function struct {
+	svc *ingest.Service
+	log *slog.Logger
+}
+
+// New creates the function's clients and pipeline. Clients connect lazily;
+// nothing here waits on the network.
+func New(ctx context.Context, cfg config.Config, o Options) (*Function, error) {
+	if o.Log == nil {
+		o.Log = logging.New(os.Stdout)
 	}
-	c, err := pubsubapi.NewSchemaClient(ctx, opts...)
+	ctx = context.WithoutCancel(ctx) // clients outlive the first request
+	bq, err := clients.NewBigQuery(ctx, cfg.BigQuery)
 	if err != nil {
-		return nil, fmt.Errorf("creating the Pub/Sub schema client: %w", err)
+		return nil, err
 	}
-	return c, nil
+	mw, err := clients.NewWriter(ctx, cfg.BigQuery)
+	if err != nil {
+		return nil, err
+	}
+	schemas, err := clients.NewPubSubSchemas(ctx, cfg.PubSubEndpoint)
+	if err != nil {
+		return nil, err
+	}
+	opts := ingest.Options{
+		Writer:        bqwrite.NewWriter(bq, mw, cfg.BigQuery.Project, cfg.Dataset),
+		PubSubSchemas: formats.NewPubSubSchemas(schemas),
+		Keys:          flow.KeysBySource(o.Flows),
+		Frozen:        cfg.SchemaEvolutionOff,
+		Log:           o.Log,
+	}
+	// Without a registry URL, Confluent-framed messages are dead-lettered
+	// with that reason; Pub/Sub schema-encoded Avro and Debezium JSON with
+	// its schema still flow.
+	if cfg.RegistryURL != "" {
+		opts.Registry = registry.New(cfg.RegistryURL, registry.Options{Username: cfg.RegistryUsername, Password: cfg.RegistryPassword})
+	}
+	if len(o.Flows) > 0 {
+		loc := render.Location{Project: cfg.BigQuery.Project, DefaultDataset: cfg.Dataset}
+		opts.Flows = apply.NewFollower(bq, loc, o.Flows, o.Log)
+	}
+	o.Log.Info("ingest configured", "config", cfg.Redacted(), "flows", len(o.Flows))
+	return &Function{svc: ingest.New(opts), log: o.Log}, nil
 }
 
-// PushBody is the data of a messagePublished CloudEvent: what Pub/Sub
-// pushes, and what the local relay sends.
+// Stats returns the pipeline's counters.
+func (f *Function) Stats() ingest.Stats { return f.svc.Stats() }
+
+// ServeHTTP handles one push request.
+func (f *Function) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	msg, err := ReadPush(r)
+	if err == nil {
+		_, err = f.svc.Handle(r.Context(), msg)
+	} else {
+		// The request itself is malformed; keep its raw body as the dead letter.
+		_, err = f.svc.DeadLetter(r.Context(), msg, failure.Permanent(failure.StageEvent, err))
+	}
+	if err != nil {
+		// Handle logged the details; keep the answer short (BigQuery errors
+		// can quote row values).
+		http.Error(w, fmt.Sprintf("message %s will be redelivered: %s", msg.MessageID, ingest.Truncate(err.Error())), http.StatusServiceUnavailable)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// PushBody is what a Pub/Sub push subscription posts (the wrapped format),
+// and the data of an Eventarc messagePublished CloudEvent.
 type PushBody struct {
 	Message struct {
 		Data        []byte            `json:"data,omitempty"`
@@ -181,39 +188,42 @@ type PushBody struct {
 		PublishTime time.Time         `json:"publishTime"`
 		OrderingKey string            `json:"orderingKey,omitempty"`
 	} `json:"message"`
-	Subscription string `json:"subscription"`
+	Subscription    string `json:"subscription"`
+	DeliveryAttempt int    `json:"deliveryAttempt,omitempty"`
 }
 
-// Handle is the CloudEvent entry point.
-func Handle(ctx context.Context, e event.Event) error {
-	svc, err := Service(ctx)
-	if err != nil {
-		return err // misconfigured: keep every message until it is fixed
-	}
-	msg, err := Decode(e)
-	if err != nil {
-		// The event itself is malformed; keep its raw body as the dead letter.
-		_, err = svc.DeadLetter(ctx, msg, failure.Permanent(failure.StageEvent, err))
-		return err
-	}
-	if _, err := svc.Handle(ctx, msg); err != nil {
-		// Handle logged the details; the framework logs what is returned, so
-		// keep it short (BigQuery errors can quote row values).
-		return fmt.Errorf("message %s will be redelivered: %s", msg.MessageID, ingest.Truncate(err.Error()))
-	}
-	return nil
-}
+// topicInPath finds the topic in a push endpoint's path, which ends in
+// /projects/PROJECT/topics/TOPIC (Terraform sets it so), or in an Eventarc
+// source (//pubsub.googleapis.com/projects/PROJECT/topics/TOPIC).
+var topicInPath = regexp.MustCompile(`/projects/[^/]+/topics/([^/?]+)/?$`)
 
-// Decode extracts the Pub/Sub message from a CloudEvent. On error the
-// returned message still carries what could be read (topic, id, raw body).
-func Decode(e event.Event) (ingest.Message, error) {
-	msg := ingest.Message{Topic: TopicOf(e.Source()), MessageID: e.ID(), Data: e.Data()}
+// ReadPush reads the message of a push request. On error the returned
+// message still carries what could be read (topic, id, raw body).
+func ReadPush(r *http.Request) (ingest.Message, error) {
+	var msg ingest.Message
+	source := r.Header.Get("Ce-Source")
+	if source == "" {
+		source = r.URL.Path
+	}
+	if m := topicInPath.FindStringSubmatch(source); m != nil {
+		msg.Topic = m[1]
+	}
+	msg.MessageID = r.Header.Get("Ce-Id")
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, MaxBody))
+	msg.Data = body
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return msg, fmt.Errorf("push body larger than %d bytes (Pub/Sub messages are at most 10 MB)", MaxBody)
+		}
+		return msg, fmt.Errorf("reading the push body: %w", err)
+	}
 	var d PushBody
-	if err := json.Unmarshal(e.Data(), &d); err != nil {
-		return msg, fmt.Errorf("decoding Pub/Sub push body: %w", err)
+	if err := json.Unmarshal(body, &d); err != nil {
+		return msg, fmt.Errorf("decoding the Pub/Sub push body: %w", err)
 	}
 	if d.Message.MessageID == "" && d.Message.Data == nil && d.Message.Attributes == nil {
-		return msg, fmt.Errorf("push body has no message")
+		return msg, errors.New("push body has no message")
 	}
 	msg.Data = d.Message.Data
 	msg.Attributes = d.Message.Attributes
@@ -224,18 +234,7 @@ func Decode(e event.Event) (ingest.Message, error) {
 		msg.MessageID = d.Message.MessageID
 	}
 	if msg.Topic == "" {
-		return msg, fmt.Errorf("event source %q names no Pub/Sub topic", e.Source())
+		return msg, fmt.Errorf("request path %q names no Pub/Sub topic: the push endpoint must end in /projects/PROJECT/topics/TOPIC", r.URL.Path)
 	}
 	return msg, nil
-}
-
-// TopicOf extracts the topic id from an event source such as
-// //pubsub.googleapis.com/projects/p/topics/t.
-func TopicOf(source string) string {
-	const marker = "/topics/"
-	i := strings.LastIndex(source, marker)
-	if i < 0 {
-		return ""
-	}
-	return source[i+len(marker):]
 }

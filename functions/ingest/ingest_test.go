@@ -1,22 +1,57 @@
 package ingest
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
-
-	"github.com/bqcdc/bqcdc/internal/flow"
-	"github.com/google/go-cmp/cmp"
+	"time"
 )
 
-func TestFlowKeys(t *testing.T) {
-	flows, err := flow.Parse("k.sql", `
-CREATE FLOW a AS AUTO CDC INTO a FROM STREAM(`+"`src.one`"+`) KEYS (id) SEQUENCE BY seq;
-CREATE FLOW b AS AUTO CDC INTO b FROM STREAM(`+"`src.one`"+`) KEYS (id, region) SEQUENCE BY seq STORED AS SCD TYPE 2;
-CREATE FLOW c AS AUTO CDC INTO c FROM STREAM(`+"`src.two`"+`) KEYS (k) SEQUENCE BY seq;`)
-	if err != nil {
-		t.Fatal(err)
+func TestReadPush(t *testing.T) {
+	const body = `{"message":{"data":"aGk=","attributes":{"a":"b"},"messageId":"42","publishTime":"2026-01-02T03:04:05Z","orderingKey":"k"},"subscription":"projects/p/subscriptions/s","deliveryAttempt":2}`
+	tests := []struct {
+		name    string
+		path    string
+		header  map[string]string
+		body    string
+		topic   string
+		wantErr string
+	}{
+		{name: "push endpoint", path: "/projects/p/topics/db.inv.t", body: body, topic: "db.inv.t"},
+		{name: "local path prefix", path: "/Ingest/projects/p/topics/t", body: body, topic: "t"},
+		{name: "eventarc binary mode", path: "/", header: map[string]string{"Ce-Source": "//pubsub.googleapis.com/projects/p/topics/t2", "Ce-Id": "ce"}, body: body, topic: "t2"},
+		{name: "no topic", path: "/", body: body, wantErr: "names no Pub/Sub topic"},
+		{name: "not json", path: "/projects/p/topics/t", body: "nope", topic: "t", wantErr: "decoding the Pub/Sub push body"},
+		{name: "no message", path: "/projects/p/topics/t", body: `{"subscription":"s"}`, topic: "t", wantErr: "no message"},
+		{name: "too large", path: "/projects/p/topics/t", body: `{"message":{"data":"` + strings.Repeat("A", MaxBody) + `"}}`, topic: "t", wantErr: "larger than"},
 	}
-	want := map[string][]string{"src.one": {"id", "region"}, "src.two": {"k"}}
-	if d := cmp.Diff(want, flowKeys(flows)); d != "" {
-		t.Errorf("keys (-want +got):\n%s", d)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodPost, tt.path, strings.NewReader(tt.body))
+			for k, v := range tt.header {
+				r.Header.Set(k, v)
+			}
+			msg, err := ReadPush(r)
+			if msg.Topic != tt.topic {
+				t.Errorf("topic = %q, want %q", msg.Topic, tt.topic)
+			}
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want %q", err, tt.wantErr)
+				}
+				if len(msg.Data) == 0 {
+					t.Error("the raw body is not kept for the dead letter")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(msg.Data) != "hi" || msg.MessageID != "42" || msg.Attributes["a"] != "b" || msg.OrderingKey != "k" ||
+				msg.Subscription != "projects/p/subscriptions/s" || !msg.PublishTime.Equal(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)) {
+				t.Errorf("message = %+v", msg)
+			}
+		})
 	}
 }

@@ -16,9 +16,9 @@ type Target struct {
 	Dataset string // the default dataset: changelogs, dead letters, unqualified targets
 }
 
-// Bind checks every flow against its source's changelog columns and returns
+// BindAll checks every flow against its source's changelog columns and returns
 // the bound flows, with all errors (file:line:column) at once.
-func Bind(flows []*flow.Flow, sources map[string]SourceSchema) ([]*flow.Bound, error) {
+func BindAll(flows []*flow.Flow, sources map[string]SourceSchema) ([]*flow.Bound, error) {
 	var bound []*flow.Bound
 	var errs flow.ErrorList
 	for _, f := range flows {
@@ -61,7 +61,7 @@ func All(ctx context.Context, bq *bigquery.Client, t Target, flows []*flow.Flow,
 	if err != nil {
 		return nil, err
 	}
-	bound, err := Bind(flows, sources)
+	bound, err := BindAll(flows, sources)
 	if err != nil {
 		return nil, err
 	}

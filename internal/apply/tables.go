@@ -7,17 +7,15 @@ package apply
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 
 	"cloud.google.com/go/bigquery"
+	"github.com/bqcdc/bqcdc/internal/bqerror"
 	"github.com/bqcdc/bqcdc/internal/bqschema"
 	"github.com/bqcdc/bqcdc/internal/changelog"
 	"github.com/bqcdc/bqcdc/internal/evolve"
-	"google.golang.org/api/googleapi"
 )
 
 // Report lists what a run did, one line per object.
@@ -25,18 +23,13 @@ type Report []string
 
 func (r *Report) add(format string, args ...any) { *r = append(*r, fmt.Sprintf(format, args...)) }
 
-func isNotFound(err error) bool {
-	var gerr *googleapi.Error
-	return errors.As(err, &gerr) && gerr.Code == http.StatusNotFound
-}
-
 // Dataset creates the dataset if it does not exist.
 func Dataset(ctx context.Context, bq *bigquery.Client, dataset string, rep *Report) error {
 	ds := bq.Dataset(dataset)
 	if _, err := ds.Metadata(ctx); err == nil {
 		rep.add("dataset %s: exists", dataset)
 		return nil
-	} else if !isNotFound(err) {
+	} else if !bqerror.NotFound(err) {
 		return fmt.Errorf("reading dataset %s: %w", dataset, err)
 	}
 	md := &bigquery.DatasetMetadata{Description: "bqcdc change data: changelogs, snapshots and views"}
@@ -110,7 +103,7 @@ func CompactionReport(ctx context.Context, bq *bigquery.Client, dataset string, 
 // at creation: changing them would rewrite the table.
 func ensureTable(ctx context.Context, t *bigquery.Table, want *bigquery.TableMetadata, rep *Report) error {
 	have, err := t.Metadata(ctx)
-	if isNotFound(err) {
+	if bqerror.NotFound(err) {
 		if err := t.Create(ctx, want); err != nil {
 			return fmt.Errorf("creating table %s: %w", t.TableID, err)
 		}

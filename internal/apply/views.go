@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigquery"
+	"github.com/bqcdc/bqcdc/internal/bqerror"
 	"github.com/bqcdc/bqcdc/internal/bqschema"
 	"github.com/bqcdc/bqcdc/internal/changelog"
 	"github.com/bqcdc/bqcdc/internal/flow"
@@ -84,7 +85,7 @@ const HintLabel = "bqcdc-hint-us"
 func View(ctx context.Context, bq *bigquery.Client, loc render.Location, b *flow.Bound, hint time.Time, rep *Report) error {
 	t := bq.Dataset(loc.Dataset(b.Flow)).Table(render.ViewName(b.Flow))
 	have, err := t.Metadata(ctx)
-	if err != nil && !isNotFound(err) {
+	if err != nil && !bqerror.NotFound(err) {
 		return fmt.Errorf("reading view %s: %w", b.Target, err)
 	}
 	if err != nil {
@@ -139,7 +140,7 @@ func FollowChangelog(ctx context.Context, bq *bigquery.Client, loc render.Locati
 	}
 	t := bq.Dataset(loc.Dataset(b.Flow)).Table(render.ViewName(b.Flow))
 	have, err := t.Metadata(ctx)
-	if isNotFound(err) {
+	if bqerror.NotFound(err) {
 		rep.add("view %s: missing, left to apply", b.Target)
 		return nil
 	}

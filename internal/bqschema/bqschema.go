@@ -7,13 +7,12 @@ import (
 	"github.com/bqcdc/bqcdc/internal/schema"
 )
 
-// float64Type is FLOAT64 rather than the client's legacy FLOAT: the API
-// accepts both, and the BigQuery emulator refuses INSERT ... SELECT of a
-// FLOAT64 value into a column created as FLOAT.
+// float64Type is the standard SQL name of FLOAT, which a table created
+// with it reports (the local emulator's tables are, see package emulator).
 const float64Type bigquery.FieldType = "FLOAT64"
 
 var toField = map[string]bigquery.FieldType{
-	schema.Int64: bigquery.IntegerFieldType, schema.Float64: float64Type, schema.Bool: bigquery.BooleanFieldType,
+	schema.Int64: bigquery.IntegerFieldType, schema.Float64: bigquery.FloatFieldType, schema.Bool: bigquery.BooleanFieldType,
 	schema.String: bigquery.StringFieldType, schema.Bytes: bigquery.BytesFieldType, schema.Numeric: bigquery.NumericFieldType,
 	schema.BigNumeric: bigquery.BigNumericFieldType, schema.Date: bigquery.DateFieldType, schema.Time: bigquery.TimeFieldType,
 	schema.Datetime: bigquery.DateTimeFieldType, schema.Timestamp: bigquery.TimestampFieldType, schema.JSON: bigquery.JSONFieldType,

@@ -2,17 +2,15 @@ package bqwrite
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
 	"cloud.google.com/go/bigquery"
+	"github.com/bqcdc/bqcdc/internal/bqerror"
 	"github.com/bqcdc/bqcdc/internal/bqschema"
 	"github.com/bqcdc/bqcdc/internal/evolve"
 	"github.com/bqcdc/bqcdc/internal/schema"
-	"google.golang.org/api/googleapi"
 )
 
 // SchemaPropagation is how long after a table's schema changed BigQuery may
@@ -63,8 +61,7 @@ func (w *Writer) Evolve(ctx context.Context, t *Table, cols schema.Columns, labe
 			nt, err := w.open(ctx, t.Name, t)
 			return Evolution{Table: nt, Added: added}, err
 		}
-		var gerr *googleapi.Error
-		if !errors.As(err, &gerr) || gerr.Code != http.StatusPreconditionFailed || attempt == 4 {
+		if !bqerror.PreconditionFailed(err) || attempt == 4 {
 			return Evolution{}, fmt.Errorf("adding columns %s to table %s: %w", strings.Join(added, ", "), t.Name, err)
 		}
 		// Another instance changed the table first: merge again on top of it.
@@ -77,13 +74,11 @@ func (w *Writer) Evolve(ctx context.Context, t *Table, cols schema.Columns, labe
 // propagating reports whether err is BigQuery refusing rows for columns it
 // does not know yet on a table whose metadata changed within
 // SchemaPropagation (lastModifiedTime covers schema updates by any
-// instance). The refusal text is the Storage Write API's ("Input schema has
-// more fields than BigQuery schema, extra fields: ..."); this path has not
-// been exercised against BigQuery itself, whose emulator accepts the rows.
+// instance). This path has not been exercised against BigQuery itself,
+// whose emulator accepts the rows.
 func (t *Table) propagating(err error) bool {
 	if t.Metadata == nil || time.Since(t.Metadata.LastModifiedTime) >= SchemaPropagation {
 		return false
 	}
-	msg := err.Error()
-	return strings.Contains(msg, "more fields than") || strings.Contains(msg, "extra fields")
+	return bqerror.SchemaNotYetKnown(err)
 }

@@ -4,17 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"sync"
 	"time"
 
 	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/bigquery/storage/managedwriter"
+	"github.com/bqcdc/bqcdc/internal/bqerror"
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"golang.org/x/sync/singleflight"
-	"google.golang.org/api/googleapi"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -81,8 +78,7 @@ func (w *Writer) Table(ctx context.Context, name string) (*Table, error) {
 func (w *Writer) open(ctx context.Context, name string, old *Table) (*Table, error) {
 	md, err := w.bq.Dataset(w.dataset).Table(name).Metadata(ctx)
 	if err != nil {
-		var gerr *googleapi.Error
-		if errors.As(err, &gerr) && gerr.Code == http.StatusNotFound {
+		if bqerror.NotFound(err) {
 			return nil, fmt.Errorf("%w: %s.%s.%s", ErrNoTable, w.project, w.dataset, name)
 		}
 		return nil, fmt.Errorf("reading metadata of table %s: %w", name, err)
@@ -163,7 +159,7 @@ func (w *Writer) AppendTo(ctx context.Context, t *Table, rows []map[string]any) 
 		_, err = res.GetResult(ctx)
 	}
 	if err != nil {
-		if permanentAppendError(err) && !t.propagating(err) {
+		if bqerror.RowsRefused(err) && !t.propagating(err) {
 			return failure.Permanent(failure.StageAppend, fmt.Errorf("appending to %s: %w", t.Name, err))
 		}
 		if ctx.Err() == nil {
@@ -172,15 +168,6 @@ func (w *Writer) AppendTo(ctx context.Context, t *Table, rows []map[string]any) 
 		return failure.Retryable(failure.StageAppend, fmt.Errorf("appending to %s: %w", t.Name, err))
 	}
 	return nil
-}
-
-// permanentAppendError reports whether BigQuery refused the rows themselves
-// (INVALID_ARGUMENT, with or without row errors), as opposed to the call.
-func permanentAppendError(err error) bool {
-	if s, ok := status.FromError(err); ok {
-		return s.Code() == codes.InvalidArgument
-	}
-	return false
 }
 
 // Close closes every open stream.

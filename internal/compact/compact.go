@@ -36,20 +36,18 @@ package compact
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
-	"strings"
+	"log/slog"
 	"sync"
 	"time"
 
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/apply"
-	"github.com/bqcdc/bqcdc/internal/bqclient"
+	"github.com/bqcdc/bqcdc/internal/bqerror"
 	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/sql/render"
-	"google.golang.org/api/googleapi"
 )
 
 // Steps of a run, in order; AfterStep is called after each.
@@ -81,6 +79,8 @@ type Options struct {
 	// (concurrent DML on the same table, rate limits, 5xx).
 	Attempts int
 	Backoff  time.Duration
+	// Log receives one line per flow and run (its outcome); nil discards.
+	Log *slog.Logger
 }
 
 // Compactor runs compactions against one BigQuery project.
@@ -109,6 +109,9 @@ func New(bq *bigquery.Client, loc render.Location, opts Options) *Compactor {
 	}
 	if opts.Backoff == 0 {
 		opts.Backoff = time.Second
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	return &Compactor{bq: bq, loc: loc, opts: opts}
 }
@@ -180,7 +183,23 @@ func (c *Compactor) Flow(ctx context.Context, b *flow.Bound) Report {
 	if rerr := c.report(ctx, b, rep, start); rerr != nil && rep.Error == "" {
 		rep.Error = "writing the report: " + rerr.Error()
 	}
+	c.logOutcome(rep)
 	return rep
+}
+
+// logOutcome writes the run of one flow as one structured line (an error
+// for a failed run, so alerts on error logs see it).
+func (c *Compactor) logOutcome(rep Report) {
+	attrs := []any{"event", "compaction", "flow", rep.Flow, "outcome", rep.Outcome, "events_read", rep.EventsRead,
+		"keys_touched", rep.KeysTouched, "rows_written", rep.RowsWritten, "watermark", rep.WatermarkAfter, "duration_ms", rep.Duration.Milliseconds()}
+	if rep.Outcome == Failed {
+		c.opts.Log.Error("compaction failed", append(attrs, "error", rep.Error)...)
+		return
+	}
+	if rep.Error != "" {
+		attrs = append(attrs, "error", rep.Error)
+	}
+	c.opts.Log.Info("compaction", attrs...)
 }
 
 func (c *Compactor) flow(ctx context.Context, b *flow.Bound, now time.Time, rep *Report) error {
@@ -194,19 +213,13 @@ func (c *Compactor) flow(ctx context.Context, b *flow.Bound, now time.Time, rep 
 		}
 		c.stateSchemas.Store(b.Name, cols)
 	}
-	sql, err := render.Compaction(b, c.loc, render.Run{})
-	if err != nil {
-		return err
-	}
-	m, err := c.marker(ctx, sql.Marker)
+	plan := render.NewCompaction(b, c.loc)
+	m, err := c.marker(ctx, plan)
 	if err != nil {
 		return err
 	}
 	rep.WatermarkBefore, rep.WatermarkAfter = m.watermark, m.watermark
-	if sql, err = render.Compaction(b, c.loc, render.Run{Watermark: m.watermark, FoldedMax: m.foldedMax}); err != nil {
-		return err
-	}
-	st, err := c.stats(ctx, sql.Stats)
+	st, err := c.stats(ctx, plan, render.Run{Watermark: m.watermark, FoldedMax: m.foldedMax})
 	if err != nil {
 		return err
 	}
@@ -233,21 +246,25 @@ func (c *Compactor) flow(ctx context.Context, b *flow.Bound, now time.Time, rep 
 	}
 	run := render.Run{Watermark: m.watermark, FoldedMax: foldedMax, Generation: gen, NewWatermark: watermark,
 		TombstoneCutoff: c.tombstoneCutoff(now)}
-	if sql, err = render.Compaction(b, c.loc, run); err != nil {
+	fold, err := plan.Fold(run)
+	if err != nil {
 		return err
 	}
-	if err := c.exec(ctx, sql.Fold); err != nil {
+	if err := c.exec(ctx, fold); err != nil {
 		return fmt.Errorf("folding: %w", err)
 	}
 	rep.Outcome, rep.Generation, rep.WatermarkAfter = Compacted, gen, watermark
 	if err := c.step(b, StepFold); err != nil {
 		return err
 	}
-	if rep.RowsWritten, err = c.count(ctx, fmt.Sprintf("SELECT COUNT(*) FROM %s WHERE __gen = %s AND __op != 'W'",
-		c.loc.StateTable(b.Flow), render.Literal(gen))); err != nil {
+	count, err := plan.RowsWritten(run)
+	if err != nil {
 		return err
 	}
-	if err := c.gc(ctx, b, sql, run, m); err != nil {
+	if rep.RowsWritten, err = c.count(ctx, count); err != nil {
+		return err
+	}
+	if err := c.gc(ctx, plan, run, m); err != nil {
 		return err
 	}
 	if err := c.step(b, StepGC); err != nil {
@@ -291,34 +308,34 @@ func (c *Compactor) tombstoneCutoff(now time.Time) time.Time {
 }
 
 // gc deletes rows no view reads any more. Each statement is idempotent.
-func (c *Compactor) gc(ctx context.Context, b *flow.Bound, sql render.CompactionSQL, run render.Run, m marker) error {
-	if err := c.exec(ctx, sql.GCSuperseded); err != nil {
-		return fmt.Errorf("deleting superseded rows: %w", err)
-	}
+func (c *Compactor) gc(ctx context.Context, plan *render.Compaction, run render.Run, m marker) error {
+	runs := []render.Run{run}
 	if m.found && m.gen.Before(run.Generation) {
-		// Finish the cleanup of the previous run, in case it stopped early.
+		// Finish the cleanup of the previous run too, in case it stopped
+		// early (its tombstones are the ones this run's cutoff covers).
 		prev := run
-		prev.Generation = m.gen
-		psql, err := render.Compaction(b, c.loc, prev)
+		prev.Generation, prev.TombstoneCutoff = m.gen, render.Epoch
+		runs = append(runs, prev)
+	}
+	for _, r := range runs {
+		stmts, err := plan.GC(r)
 		if err != nil {
 			return err
 		}
-		if err := c.exec(ctx, psql.GCSuperseded); err != nil {
-			return fmt.Errorf("deleting rows superseded by the previous run: %w", err)
-		}
-	}
-	if err := c.exec(ctx, sql.GCMarkers); err != nil {
-		return fmt.Errorf("deleting older markers: %w", err)
-	}
-	if sql.GCTombstones != "" && c.opts.TombstoneRetention > 0 {
-		if err := c.exec(ctx, sql.GCTombstones); err != nil {
-			return fmt.Errorf("deleting expired tombstones: %w", err)
+		for _, sql := range stmts {
+			if err := c.exec(ctx, sql); err != nil {
+				return fmt.Errorf("deleting rows no view reads (generation %s): %w", r.Generation.Format(time.RFC3339Nano), err)
+			}
 		}
 	}
 	return nil
 }
 
-func (c *Compactor) marker(ctx context.Context, sql string) (marker, error) {
+func (c *Compactor) marker(ctx context.Context, plan *render.Compaction) (marker, error) {
+	sql, err := plan.Marker()
+	if err != nil {
+		return marker{}, err
+	}
 	rows, err := c.query(ctx, sql)
 	if err != nil {
 		return marker{}, fmt.Errorf("reading the watermark: %w", err)
@@ -346,15 +363,22 @@ type stats struct {
 	newest                                  time.Time
 }
 
-func (c *Compactor) stats(ctx context.Context, sql string) (stats, error) {
+func (c *Compactor) stats(ctx context.Context, plan *render.Compaction, r render.Run) (stats, error) {
+	sql, err := plan.Stats(r)
+	if err != nil {
+		return stats{}, err
+	}
 	rows, err := c.query(ctx, sql)
-	if err != nil || len(rows) != 1 {
+	if err != nil {
 		return stats{}, fmt.Errorf("reading what to fold: %w", err)
 	}
-	r := rows[0]
-	n := func(k string) int64 { v, _ := r[k].(int64); return v }
+	if len(rows) != 1 {
+		return stats{}, fmt.Errorf("reading what to fold: the statistics query returned %d rows, want 1", len(rows))
+	}
+	row := rows[0]
+	n := func(k string) int64 { v, _ := row[k].(int64); return v }
 	return stats{events: n("events"), withoutSequence: n("without_sequence"), unfolded: n("unfolded"), keys: n("keys"),
-		newest: ts(r["newest"], render.Epoch)}, nil
+		newest: ts(row["newest"], render.Epoch)}, nil
 }
 
 func (c *Compactor) count(ctx context.Context, sql string, params ...bigquery.QueryParameter) (int64, error) {
@@ -375,7 +399,7 @@ func (c *Compactor) query(ctx context.Context, sql string, params ...bigquery.Qu
 	if err != nil {
 		return nil, err
 	}
-	return bqclient.Collect(it)
+	return clients.Collect(it)
 }
 
 // exec runs a DML statement, retrying transient failures.
@@ -400,32 +424,11 @@ func (c *Compactor) read(ctx context.Context, sql string, params []bigquery.Quer
 		if it, err = q.Read(ctx); err == nil {
 			return it, nil
 		}
-		if !Transient(err) {
+		if !bqerror.IsTransient(err) {
 			return nil, err
 		}
 	}
 	return nil, fmt.Errorf("giving up after %d attempts: %w", c.opts.Attempts, err)
-}
-
-// Transient reports whether a BigQuery error deserves a retry: concurrent
-// DML on one table (BigQuery runs 2 mutating statements per table and queues
-// 20, and aborts on conflicts), rate limits, and server errors.
-func Transient(err error) bool {
-	var gerr *googleapi.Error
-	if errors.As(err, &gerr) {
-		if gerr.Code == http.StatusTooManyRequests || gerr.Code >= 500 {
-			return true
-		}
-		for _, e := range gerr.Errors {
-			switch e.Reason {
-			case "rateLimitExceeded", "backendError", "internalError", "jobRateLimitExceeded", "quotaExceeded":
-				return true
-			}
-		}
-	}
-	msg := strings.ToLower(err.Error())
-	return strings.Contains(msg, "concurrent update") || strings.Contains(msg, "could not serialize access") ||
-		strings.Contains(msg, "database is locked") // the emulator's SQLite under concurrent writes
 }
 
 func (c *Compactor) report(ctx context.Context, b *flow.Bound, r Report, start time.Time) error {

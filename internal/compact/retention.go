@@ -47,8 +47,11 @@ func (c *Compactor) expire(ctx context.Context, all, flows []*flow.Bound, report
 			cutoff = w
 		}
 		cutoff = cutoff.Truncate(24 * time.Hour)
-		sql := fmt.Sprintf("DELETE FROM %s WHERE `_cdc_ingested_at` < %s", c.loc.ChangelogTable(sourceFlow(flows, src)), render.Literal(cutoff))
-		if err := c.exec(ctx, sql); err != nil {
+		sql, err := render.NewCompaction(sourceFlow(flows, src), c.loc).ExpireChangelog(cutoff)
+		if err == nil {
+			err = c.exec(ctx, sql)
+		}
+		if err != nil {
 			for i := range reports {
 				if flows[i].Source.Name == src && reports[i].Error == "" {
 					reports[i].Error = fmt.Sprintf("expiring changelog days before %s: %v", cutoff.Format(time.DateOnly), err)
@@ -58,10 +61,10 @@ func (c *Compactor) expire(ctx context.Context, all, flows []*flow.Bound, report
 	}
 }
 
-func sourceFlow(flows []*flow.Bound, src string) *flow.Flow {
+func sourceFlow(flows []*flow.Bound, src string) *flow.Bound {
 	for _, b := range flows {
 		if b.Source.Name == src {
-			return b.Flow
+			return b
 		}
 	}
 	return nil

@@ -11,12 +11,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bqcdc/bqcdc/internal/bqclient"
+	"github.com/bqcdc/bqcdc/internal/clients"
 )
 
 // Config is the runtime configuration of the ingest and compact functions.
 type Config struct {
-	BigQuery bqclient.Config
+	BigQuery clients.Config
 	Dataset  string
 
 	RegistryURL      string
@@ -34,6 +34,13 @@ type Config struct {
 	// columns when a writer schema adds fields (ingest drops and counts
 	// those values instead).
 	SchemaEvolutionOff []string
+
+	// FlowsDir, when set, is a folder of flow files read instead of the
+	// flows built into the functions.
+	FlowsDir string
+	// PubSubEndpoint is a Pub/Sub emulator's host:port (the standard
+	// PUBSUB_EMULATOR_HOST); empty means Google's Pub/Sub.
+	PubSubEndpoint string
 }
 
 // Environment variable names.
@@ -51,6 +58,7 @@ const (
 	EnvTombstoneRetention = "BQCDC_TOMBSTONE_RETENTION_DAYS"
 	EnvSchemaEvolutionOff = "BQCDC_SCHEMA_EVOLUTION_OFF"
 	EnvFlowsDir           = "BQCDC_FLOWS_DIR" // overrides the flows built into the functions
+	EnvPubSubEmulator     = "PUBSUB_EMULATOR_HOST"
 )
 
 // Defaults.
@@ -63,7 +71,7 @@ const (
 // FromEnv reads the configuration.
 func FromEnv() (Config, error) {
 	c := Config{
-		BigQuery: bqclient.Config{
+		BigQuery: clients.Config{
 			Project:         first(os.Getenv(EnvProject), os.Getenv("GOOGLE_CLOUD_PROJECT")),
 			Location:        os.Getenv(EnvLocation),
 			Endpoint:        os.Getenv(EnvBigQueryEndpoint),
@@ -78,6 +86,8 @@ func FromEnv() (Config, error) {
 		RegistryPassword:       strings.TrimRight(os.Getenv(EnvRegistryPassword), "\r\n"),
 		VisibilityLag:          DefaultVisibilityLag,
 		TombstoneRetentionDays: DefaultTombstoneRetention,
+		FlowsDir:               os.Getenv(EnvFlowsDir),
+		PubSubEndpoint:         os.Getenv(EnvPubSubEmulator),
 	}
 	if c.BigQuery.Project == "" {
 		return c, fmt.Errorf("%s (or GOOGLE_CLOUD_PROJECT) is not set: name the Google Cloud project", EnvProject)

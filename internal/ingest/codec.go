@@ -96,7 +96,7 @@ func (r writerRef) String() string {
 // entries. Building a codec costs ~15 µs plus registry lookups (cached).
 type codecs struct {
 	reg   SchemaSource
-	keys  map[string][]string // flow KEYS by changelog table name; set before use
+	keys  map[string][]string // flow KEYS by changelog table name; set by New
 	mu    sync.RWMutex
 	m     map[string]*tableCodecs // by table name
 	group singleflight.Group

@@ -116,8 +116,7 @@ func TestFrozenSchemaIgnoresAndCounts(t *testing.T) {
 	v2 := customerVersion(t, func(f []any) []any {
 		return append(f, map[string]any{"name": "loyalty", "type": []any{"null", "long"}, "default": nil})
 	})
-	svc, tables, _ := newService(t, &fakeRegistry{schemas: map[int]avro.Schema{1: v1, 2: v2}})
-	svc.FreezeSchema(customers)
+	svc, tables, _ := newServiceWith(t, &fakeRegistry{schemas: map[int]avro.Schema{1: v1, 2: v2}}, Options{Frozen: []string{customers}})
 	row := baseRow(5)
 	row["loyalty"] = map[string]any{"long": int64(7)}
 	got, err := svc.Handle(context.Background(), Message{Topic: customers, MessageID: "m", Data: message(t, v2, 2, row)})
@@ -138,8 +137,7 @@ func TestFrozenSchemaIgnoresAndCounts(t *testing.T) {
 func TestMissingKeyIsDeadLettered(t *testing.T) {
 	v1 := customerVersion(t, func(f []any) []any { return f })
 	noID := customerVersion(t, func(f []any) []any { return f[1:] })
-	svc, tables, _ := newService(t, &fakeRegistry{schemas: map[int]avro.Schema{1: v1, 2: noID}})
-	svc.UseKeys(map[string][]string{customers: {"id"}})
+	svc, tables, _ := newServiceWith(t, &fakeRegistry{schemas: map[int]avro.Schema{1: v1, 2: noID}}, Options{Keys: map[string][]string{customers: {"id"}}})
 	row := baseRow(nil)
 	delete(row, "id")
 	got, err := svc.Handle(context.Background(), Message{Topic: customers, MessageID: "m", Data: message(t, noID, 2, row)})

@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/bqwrite"
 	"github.com/bqcdc/bqcdc/internal/cdc"
 	"github.com/bqcdc/bqcdc/internal/changelog"
@@ -75,6 +76,39 @@ type Stats struct {
 	Evolutions int64
 }
 
+// FlowFollower brings the flows reading a topic (their state tables and
+// views) up to its changelog after ingest added columns to it, so the views
+// show them at once. package apply implements it with metadata calls only.
+type FlowFollower interface {
+	FollowChangelog(ctx context.Context, topic string, table *bigquery.TableMetadata) error
+}
+
+// Options configure a Service. Writer and Log are required.
+type Options struct {
+	Writer Appender
+	// Registry looks Confluent writer schemas up by id; nil means no
+	// registry, and such messages are dead-lettered with that reason.
+	Registry SchemaSource
+	// PubSubSchemas fetches Pub/Sub schema revisions; nil means Pub/Sub
+	// schema-encoded messages are dead-lettered with that reason.
+	PubSubSchemas *formats.PubSubSchemas
+	// Keys are the KEYS columns of the flows reading each topic, so a writer
+	// schema that lacks one is refused (none known: nothing checked).
+	Keys map[string][]string
+	// Frozen lists the topics whose changelog keeps its columns: values of
+	// columns a writer schema adds are dropped and counted
+	// (Stats.IgnoredValues, and a log line per writer schema).
+	Frozen []string
+	// Flows, when set, brings a topic's flows up to its changelog after
+	// this instance added columns. It runs before the message is appended;
+	// its failure is logged, not returned: the message is stored either
+	// way, and the next compaction run brings the flows up to date too.
+	Flows FlowFollower
+	Log   *slog.Logger
+	// Now stamps _cdc_ingested_at; nil means time.Now.
+	Now func() time.Time
+}
+
 // Service runs the pipeline. It is safe for concurrent use.
 type Service struct {
 	writer Appender
@@ -83,58 +117,29 @@ type Service struct {
 	now    func() time.Time
 
 	frozen  map[string]struct{} // topics whose changelog keeps its columns
-	evolved func(ctx context.Context, topic string, t *bqwrite.Table) error
+	flows   FlowFollower
 	pubsub  *formats.PubSubSchemas  // Pub/Sub schema revisions; nil if not configured
 	connect *formats.ConnectSchemas // Debezium JSON (JsonConverter) schemas
 
 	appended, tombstones, deadLetters, retries, ignored, evolutions atomic.Int64
 }
 
-// New returns a service appending with w and looking Confluent writer
-// schemas up in reg (nil: no registry; such messages are dead-lettered).
-func New(reg SchemaSource, w Appender, log *slog.Logger) *Service {
-	return &Service{writer: w, codecs: newCodecs(reg), connect: formats.NewConnectSchemas(), log: log, now: time.Now}
-}
-
-// FreezeSchema turns schema evolution off for the given topics: their
-// changelogs keep their columns, and values of columns a writer schema adds
-// are dropped and counted (Stats.IgnoredValues, and a log line per writer
-// schema).
-func (s *Service) FreezeSchema(topics ...string) {
-	if s.frozen == nil {
-		s.frozen = map[string]struct{}{}
+// New returns a service.
+func New(o Options) *Service {
+	s := &Service{writer: o.Writer, codecs: newCodecs(o.Registry), connect: formats.NewConnectSchemas(), log: o.Log, now: o.Now,
+		frozen: map[string]struct{}{}, flows: o.Flows, pubsub: o.PubSubSchemas}
+	if s.now == nil {
+		s.now = time.Now
 	}
-	for _, t := range topics {
+	for _, t := range o.Frozen {
 		s.frozen[t] = struct{}{}
 	}
-}
-
-// OnEvolved sets what runs after this instance added columns to a topic's
-// changelog (t is the table as it now is): the ingest function brings the
-// topic's flows (state tables and views) up to the new columns. It runs
-// before the message is appended; its failure is logged, not returned: the
-// message is stored either way, and the next compaction run brings the flows
-// up to date too.
-func (s *Service) OnEvolved(fn func(ctx context.Context, topic string, t *bqwrite.Table) error) {
-	s.evolved = fn
-}
-
-// UseKeys tells the service the KEYS columns of the flows reading each topic
-// (by topic), so a writer schema that lacks one is refused. Call it before
-// the first message.
-func (s *Service) UseKeys(keys map[string][]string) {
-	s.codecs.keys = make(map[string][]string, len(keys))
-	for topic, k := range keys {
+	s.codecs.keys = make(map[string][]string, len(o.Keys))
+	for topic, k := range o.Keys {
 		s.codecs.keys[changelog.TableName(topic)] = k
 	}
+	return s
 }
-
-// UsePubSubSchemas lets the service decode Pub/Sub schema-encoded messages,
-// fetching schema revisions through ps.
-func (s *Service) UsePubSubSchemas(ps *formats.PubSubSchemas) { s.pubsub = ps }
-
-// SetClock replaces the clock that stamps _cdc_ingested_at (tests).
-func (s *Service) SetClock(now func() time.Time) { s.now = now }
 
 // Stats returns the counters.
 func (s *Service) Stats() Stats {
@@ -352,8 +357,8 @@ func (s *Service) evolve(ctx context.Context, topic string, t *bqwrite.Table, re
 		s.evolutions.Add(1)
 		s.log.Info("changelog evolved", "event", "schema_evolved", "topic", topic, "table", t.Name,
 			"writer", ref.String(), "added", ev.Added)
-		if s.evolved != nil {
-			if err := s.evolved(ctx, topic, ev.Table); err != nil {
+		if s.flows != nil {
+			if err := s.flows.FollowChangelog(ctx, topic, ev.Table.Metadata); err != nil {
 				s.log.Warn("flows not brought up to the evolved changelog; the next compaction will",
 					"event", "flows_not_evolved", "topic", topic, "error", Truncate(err.Error()))
 			}

@@ -142,6 +142,12 @@ func customerMessage(t testing.TB, s avro.Schema, op string, id int) []byte {
 }
 
 func newService(t testing.TB, reg SchemaSource) (*Service, *fakeTables, avro.Schema) {
+	return newServiceWith(t, reg, Options{})
+}
+
+// newServiceWith is newService with options (Writer, Registry, Log and Now
+// are set here).
+func newServiceWith(t testing.TB, reg SchemaSource, o Options) (*Service, *fakeTables, avro.Schema) {
 	t.Helper()
 	text, _ := os.ReadFile("../../schemas/dbserver1.inventory.customers-value.avsc")
 	s, err := registry.Parse(string(text))
@@ -152,9 +158,9 @@ func newService(t testing.TB, reg SchemaSource) (*Service, *fakeTables, avro.Sch
 		reg = &fakeRegistry{schemas: map[int]avro.Schema{1: s}}
 	}
 	tables := newFakeTables(t)
-	svc := New(reg, tables, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	svc.SetClock(func() time.Time { return time.Unix(1_800_000_000, 0) })
-	return svc, tables, s
+	o.Registry, o.Writer, o.Log = reg, tables, slog.New(slog.NewTextHandler(io.Discard, nil))
+	o.Now = func() time.Time { return time.Unix(1_800_000_000, 0) }
+	return New(o), tables, s
 }
 
 func TestHandleOutcomes(t *testing.T) {

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigquery"
-	"github.com/bqcdc/bqcdc/internal/bqclient"
 	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/clients"
 )
 
 // Filter selects dead letters. Empty fields select everything.
@@ -50,7 +50,7 @@ func Select(ctx context.Context, bq *bigquery.Client, dataset string, f Filter) 
 	if err != nil {
 		return nil, fmt.Errorf("reading dead letters: %w", err)
 	}
-	rows, err := bqclient.Collect(it)
+	rows, err := clients.Collect(it)
 	if err != nil {
 		return nil, fmt.Errorf("reading dead letters: %w", err)
 	}

@@ -239,57 +239,81 @@ func Literal(t time.Time) string {
 	return "TIMESTAMP '" + t.UTC().Format("2006-01-02 15:04:05.999999-07:00") + "'"
 }
 
-// CompactionSQL are the statements of one flow's compaction run, in order.
-type CompactionSQL struct {
-	Marker       string // the newest watermark marker and generation
-	Stats        string // what the run would read
-	Fold         string // the INSERT of the new generation and its marker
-	GCSuperseded string // older generations of rewritten keys
-	GCMarkers    string // older truncates and markers
-	GCTombstones string // expired tombstones (SCD 1 only; "" otherwise)
+// Compaction renders the statements of a flow's compaction runs. It is
+// built once per flow and bound schema; each statement is rendered for the
+// run at hand, from the same template data.
+type Compaction struct {
+	b *flow.Bound
+	d data
 }
 
-// Compaction renders the compaction statements of a flow for one run.
-func Compaction(b *flow.Bound, loc Location, r Run) (CompactionSQL, error) {
+// NewCompaction prepares the compaction statements of a flow.
+func NewCompaction(b *flow.Bound, loc Location) *Compaction {
 	d := newData(b, loc, Epoch)
 	d.Compaction = true
+	return &Compaction{b: b, d: *d}
+}
+
+// render runs one template with the run's timestamps as literals.
+func (c *Compaction) render(name string, r Run) (string, error) {
+	d := c.d
 	d.P = params{Watermark: Literal(r.Watermark), FoldedMax: Literal(r.FoldedMax), Generation: Literal(r.Generation),
 		NewWatermark: Literal(r.NewWatermark), TombstoneCutoff: Literal(r.TombstoneCutoff)}
+	d.MarkerValues = append([]string(nil), c.d.MarkerValues...)
 	for i, v := range d.MarkerValues {
 		if v == foldedMaxMarker {
 			d.MarkerValues[i] = d.P.FoldedMax
 		}
 	}
-	run := func(name string) (string, error) {
-		var buf bytes.Buffer
-		if err := templates.ExecuteTemplate(&buf, name, d); err != nil {
-			return "", fmt.Errorf("rendering %s of flow %s: %w", name, b.Name, err)
+	var buf bytes.Buffer
+	if err := templates.ExecuteTemplate(&buf, name, &d); err != nil {
+		return "", fmt.Errorf("rendering %s of flow %s: %w", name, c.b.Name, err)
+	}
+	return buf.String(), nil
+}
+
+// Marker reads the newest watermark marker and generation of the state.
+func (c *Compaction) Marker() (string, error) { return c.render("marker_now", Run{}) }
+
+// Stats counts what a run from r.Watermark would read (r.Watermark and
+// r.FoldedMax are used).
+func (c *Compaction) Stats(r Run) (string, error) { return c.render("stats", r) }
+
+// Fold is the INSERT of the run's generation and its marker: the run's
+// commit point.
+func (c *Compaction) Fold(r Run) (string, error) {
+	if c.b.SCDType == 2 {
+		return c.render("compact_scd2.sql.tmpl", r)
+	}
+	return c.render("compact_scd1.sql.tmpl", r)
+}
+
+// RowsWritten counts the state rows of r.Generation (markers excluded).
+func (c *Compaction) RowsWritten(r Run) (string, error) { return c.render("rows_written", r) }
+
+// GC are the idempotent deletes of rows no view reads after generation
+// r.Generation: older generations of rewritten keys, older truncates and
+// markers, and (SCD 1 with tombstones, r.TombstoneCutoff after Epoch)
+// expired tombstones.
+func (c *Compaction) GC(r Run) ([]string, error) {
+	names := []string{"gc_superseded", "gc_markers"}
+	if c.b.SCDType == 1 && r.TombstoneCutoff.After(Epoch) {
+		names = append(names, "gc_tombstones")
+	}
+	out := make([]string, len(names))
+	for i, n := range names {
+		var err error
+		if out[i], err = c.render(n, r); err != nil {
+			return nil, err
 		}
-		return buf.String(), nil
 	}
-	var c CompactionSQL
-	var err error
-	fold := "compact_scd1.sql.tmpl"
-	if b.SCDType == 2 {
-		fold = "compact_scd2.sql.tmpl"
-	}
-	for _, step := range []struct {
-		name string
-		dst  *string
-	}{
-		{"marker_now", &c.Marker}, {"stats", &c.Stats}, {fold, &c.Fold},
-		{"gc_superseded", &c.GCSuperseded}, {"gc_markers", &c.GCMarkers},
-	} {
-		if *step.dst, err = run(step.name); err != nil {
-			return c, err
-		}
-	}
-	if b.SCDType == 1 {
-		if c.GCTombstones, err = run("gc_tombstones"); err != nil {
-			return c, err
-		}
-	}
-	return c, nil
+	return out, nil
+}
+
+// ExpireChangelog deletes the rows of the flow's changelog ingested before
+// cutoff (a day boundary, so BigQuery drops whole partitions).
+func (c *Compaction) ExpireChangelog(cutoff time.Time) (string, error) {
+	return c.render("expire_changelog", Run{Watermark: cutoff})
 }
 
 // EventColumns are the changelog columns a flow's events carry, in changelog

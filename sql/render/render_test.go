@@ -60,16 +60,34 @@ func renderAll(t *testing.T, b *flow.Bound) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := Compaction(b, loc, Run{
+	run := Run{
 		Watermark: time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC), FoldedMax: time.Date(2026, 11, 30, 7, 9, 0, 123456000, time.UTC),
 		Generation: time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC), NewWatermark: time.Date(2026, 11, 30, 7, 50, 0, 0, time.UTC),
-		TombstoneCutoff: time.Date(2026, 10, 31, 8, 0, 0, 0, time.UTC)})
+		TombstoneCutoff: time.Date(2026, 10, 31, 8, 0, 0, 0, time.UTC)}
+	c := NewCompaction(b, loc)
+	parts := []string{view}
+	for _, step := range []func() (string, error){
+		c.Marker, func() (string, error) { return c.Stats(run) }, func() (string, error) { return c.Fold(run) },
+	} {
+		sql, err := step()
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, sql)
+	}
+	gc, err := c.GC(run)
 	if err != nil {
 		t.Fatal(err)
 	}
-	parts := []string{view, c.Marker, c.Stats, c.Fold, c.GCSuperseded, c.GCMarkers}
-	if c.GCTombstones != "" {
-		parts = append(parts, c.GCTombstones)
+	parts = append(parts, gc...)
+	for _, step := range []func() (string, error){
+		func() (string, error) { return c.RowsWritten(run) }, func() (string, error) { return c.ExpireChangelog(run.Watermark) },
+	} {
+		sql, err := step()
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, sql)
 	}
 	return strings.Join(parts, ";\n\n") + ";\n"
 }

@@ -32,7 +32,7 @@ variable "labels" {
 
 variable "entry_point" {
   type        = string
-  description = "Name under which the Go code registers the function (functions.CloudEvent / functions.HTTP), e.g. Ingest or Compact."
+  description = "Name under which the Go code registers the function (functions.HTTP), e.g. Ingest or Compact."
 
   validation {
     condition     = can(regex("^[A-Z][A-Za-z0-9]*$", var.entry_point))

@@ -13,11 +13,9 @@
 # headroom, while 1000 Eventarc triggers would not fit (see
 # terraform/README.md).
 #
-# The push endpoint ends in /projects/PROJECT/topics/TOPIC: the Functions
-# Framework turns a plain Pub/Sub push body posted to such a path into a
-# google.cloud.pubsub.topic.v1.messagePublished CloudEvent whose source is
-# //pubsub.googleapis.com/projects/PROJECT/topics/TOPIC, which is how the
-# ingest function finds the changelog table of the message.
+# The push endpoint ends in /projects/PROJECT/topics/TOPIC: the ingest
+# function reads the plain Pub/Sub push body and takes the topic from that
+# path, which is how it finds the changelog table of the message.
 locals {
   push_endpoint = "${trimsuffix(var.ingest_uri, "/")}/projects/${var.project_id}/topics/${var.topic_name}"
 }

@@ -224,3 +224,8 @@ WHERE __op IN ('T', 'W') AND __gen < TIMESTAMP '2026-11-30 08:00:00+00:00';
 -- resurrect a deleted key, which the retention period rules out.
 DELETE FROM `my-project`.`analytics`.`users_partial__state`
 WHERE __op = 'D' AND `_cdc_ingested_at` < TIMESTAMP '2026-10-31 08:00:00+00:00';
+
+SELECT COUNT(*) FROM `my-project`.`analytics`.`users_partial__state` WHERE __gen = TIMESTAMP '2026-11-30 08:00:00+00:00' AND __op != 'W';
+
+-- Changelog days every flow of the source has folded, past the retention.
+DELETE FROM `my-project`.`cdc`.`users_changelog` WHERE `_cdc_ingested_at` < TIMESTAMP '2026-11-30 07:00:00+00:00';

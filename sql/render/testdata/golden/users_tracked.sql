@@ -248,3 +248,8 @@ WHERE __op IN ('U', 'D') AND __gen < TIMESTAMP '2026-11-30 08:00:00+00:00'
 -- Older truncates and watermark markers: the newest generation repeats them.
 DELETE FROM `my-project`.`cdc`.`users_tracked__state`
 WHERE __op IN ('T', 'W') AND __gen < TIMESTAMP '2026-11-30 08:00:00+00:00';
+
+SELECT COUNT(*) FROM `my-project`.`cdc`.`users_tracked__state` WHERE __gen = TIMESTAMP '2026-11-30 08:00:00+00:00' AND __op != 'W';
+
+-- Changelog days every flow of the source has folded, past the retention.
+DELETE FROM `my-project`.`cdc`.`users_changelog` WHERE `_cdc_ingested_at` < TIMESTAMP '2026-11-30 07:00:00+00:00';

@@ -1,0 +1,68 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"cloud.google.com/go/bigquery"
+	"github.com/bqcdc/bqcdc/internal/bqschema"
+	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/sql/render"
+)
+
+// BindToChangelogs binds flows to the schemas of their changelog tables as
+// they are in BigQuery now (compaction has no registry: the tables are the
+// truth, and ingest may have added columns since the last apply).
+func BindToChangelogs(ctx context.Context, bq *bigquery.Client, loc render.Location, flows []*flow.Flow) ([]*flow.Bound, error) {
+	sources := map[string]SourceSchema{}
+	for _, src := range flow.Sources(flows) {
+		md, err := bq.Dataset(loc.DefaultDataset).Table(changelog.TableName(src)).Metadata(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("reading the changelog of %s (run bqcdc apply first?): %w", src, err)
+		}
+		sources[src] = SourceSchema{Source: src, Columns: bqschema.FromBigQuery(md.Schema)}
+	}
+	return BindAll(flows, sources)
+}
+
+// Follower brings the flows of a topic up to its changelog after ingest
+// added columns (see ingest.FlowFollower), with table metadata calls only,
+// which the ingest function's dataset-level role allows.
+type Follower struct {
+	bq    *bigquery.Client
+	loc   render.Location
+	flows []*flow.Flow
+	log   *slog.Logger
+}
+
+// NewFollower returns a follower for flows.
+func NewFollower(bq *bigquery.Client, loc render.Location, flows []*flow.Flow, log *slog.Logger) *Follower {
+	return &Follower{bq: bq, loc: loc, flows: flows, log: log}
+}
+
+// FollowChangelog brings the state tables and views of topic's flows up to
+// its changelog as described by table.
+func (f *Follower) FollowChangelog(ctx context.Context, topic string, table *bigquery.TableMetadata) error {
+	mine := flow.ForSource(f.flows, topic)
+	if len(mine) == 0 {
+		return nil
+	}
+	bound, err := BindAll(mine, map[string]SourceSchema{topic: {Source: topic, Columns: bqschema.FromBigQuery(table.Schema)}})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, b := range bound {
+		var rep Report
+		if err := FollowChangelog(ctx, f.bq, f.loc, b, &rep); err != nil {
+			errs = append(errs, fmt.Errorf("flow %s: %w", b.Name, err))
+			continue
+		}
+		f.log.Info("flow follows its evolved changelog", "event", "flow_evolved", "flow", b.Name, "report", strings.Join(rep, "; "))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,269 @@
+package property
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"github.com/bqcdc/bqcdc/internal/dev/testenv"
+	"math/rand"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/compact"
+	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/schema"
+)
+
+var (
+	propSeeds = flag.Int("prop.seeds", 8, "random histories per property test")
+	propSeed  = flag.Int64("prop.seed", 0, "run only this seed (reproduce a failure)")
+)
+
+// propImage has a column of every kind the views must fold: composite keys,
+// a two-column sequence, and values of each BigQuery type.
+var propImage = schema.Columns{
+	{Name: "k1", Type: schema.Int64}, {Name: "k2", Type: schema.String},
+	{Name: "s1", Type: schema.Int64}, {Name: "s2", Type: schema.Int64}, {Name: "op", Type: schema.String},
+	{Name: "v_str", Type: schema.String}, {Name: "v_int", Type: schema.Int64}, {Name: "v_num", Type: schema.Numeric, Precision: 10, Scale: 2},
+	{Name: "v_date", Type: schema.Date}, {Name: "v_ts", Type: schema.Timestamp}, {Name: "v_bool", Type: schema.Bool},
+	{Name: "v_float", Type: schema.Float64}, {Name: "v_bytes", Type: schema.Bytes},
+	{Name: "v_arr", Type: schema.String, Repeated: true},
+	{Name: "v_rec", Type: schema.Record, Fields: []schema.Column{{Name: "a", Type: schema.Int64}, {Name: "b", Type: schema.String}}},
+}
+
+// propFlows covers SCD 1 (with truncate), SCD 1 with partial updates and a
+// WHERE, SCD 2, and SCD 2 with TRACK HISTORY and partial updates.
+func propFlows(source, p string) string {
+	meta := strings.Join(changelog.MetadataColumns().Names(), ", ")
+	return fmt.Sprintf(`
+CREATE FLOW %[2]s_scd1 AS AUTO CDC INTO %[2]s_scd1 FROM STREAM(`+"`%[1]s`"+`)
+KEYS (k1, k2) APPLY AS DELETE WHEN op = 'D' APPLY AS TRUNCATE WHEN op = 'T'
+SEQUENCE BY STRUCT(s1, s2) COLUMNS * EXCEPT (op, %[3]s) STORED AS SCD TYPE 1;
+
+CREATE FLOW %[2]s_partial AS AUTO CDC INTO %[2]s_partial FROM STREAM(`+"`%[1]s`"+`)
+KEYS (k1, k2) APPLY AS DELETE WHEN op = 'D' SEQUENCE BY s1
+WHERE v_int IS NULL OR v_int != 13
+COLUMNS (k1, k2, s2, v_str, v_int, v_num, v_date, v_arr, v_rec)
+IGNORE NULL UPDATES ON (v_str, v_int, v_num, v_date);
+
+CREATE FLOW %[2]s_hist AS AUTO CDC INTO %[2]s_hist FROM STREAM(`+"`%[1]s`"+`)
+KEYS (k1, k2) APPLY AS DELETE WHEN op = 'D'
+SEQUENCE BY STRUCT(s1, s2) COLUMNS * EXCEPT (op, %[3]s) STORED AS SCD TYPE 2;
+
+CREATE FLOW %[2]s_track AS AUTO CDC INTO %[2]s_track FROM STREAM(`+"`%[1]s`"+`)
+KEYS (k1, k2) APPLY AS DELETE WHEN op = 'D'
+SEQUENCE BY s1 COLUMNS * EXCEPT (op, s2, %[3]s) STORED AS SCD TYPE 2
+TRACK HISTORY ON (v_str, v_bool, v_arr, v_rec)
+IGNORE NULL UPDATES ON (v_str, v_num, v_date, v_ts);
+`, source, p, meta)
+}
+
+// history is a random change history and its arrival order.
+type history struct {
+	rows    []map[string]any // in arrival order, duplicates included
+	batches []int            // cut points in rows
+}
+
+func pick[T any](r *rand.Rand, xs ...T) T { return xs[r.Intn(len(xs))] }
+
+func maybe(r *rand.Rand, v any) any {
+	if r.Intn(10) < 3 {
+		return nil
+	}
+	return v
+}
+
+func genHistory(r *rand.Rand, _ time.Time) history {
+	n := 15 + r.Intn(26)
+	var events []map[string]any
+	usedMsg := map[string]bool{}
+	newMsg := func() string {
+		for {
+			m := fmt.Sprintf("m%06d", r.Intn(1_000_000))
+			if !usedMsg[m] {
+				usedMsg[m] = true
+				return m
+			}
+		}
+	}
+	for i := 0; i < n; i++ {
+		e := map[string]any{
+			"k1": int64(1 + r.Intn(3)), "k2": maybeNull(r, pick(r, "a", "b"), 20),
+			"s1": int64(1 + r.Intn(8)), "s2": int64(r.Intn(3)),
+			"op":      pick(r, "I", "U", "U", "U"),
+			"v_str":   maybe(r, pick(r, "x", "y", "z")),
+			"v_int":   maybe(r, pick(r, int64(1), int64(2), int64(13))),
+			"v_num":   maybe(r, pick(r, "1.50", "2.25", "-3.00")),
+			"v_date":  maybe(r, pick(r, int32(19000), int32(19001))),
+			"v_ts":    maybe(r, pick(r, int64(1_700_000_000_000_000), int64(1_700_000_000_000_001))),
+			"v_bool":  maybe(r, pick(r, true, false)),
+			"v_float": maybe(r, pick(r, 1.5, -2.25)), "v_bytes": maybe(r, pick(r, []byte{1}, []byte{2, 3})),
+			"v_arr":                pick(r, []any{}, []any{"p"}, []any{"p", "q"}),
+			"v_rec":                maybe(r, pick(r, map[string]any{"a": int64(1), "b": "u"}, map[string]any{"a": int64(2)})),
+			changelog.ColMessageID: newMsg(),
+		}
+		switch x := r.Intn(100); {
+		case x < 18:
+			e["op"] = "D"
+		case x < 22:
+			e["op"], e["k1"], e["k2"] = "T", nil, nil // a truncate marker has no key
+		case x < 25:
+			delete(e, "s1") // NULL sequence: excluded from every view
+		}
+		events = append(events, e)
+	}
+	// 20 % duplicates: a redelivery keeps the message id, a re-send gets a new one.
+	for _, e := range append([]map[string]any(nil), events...) {
+		if r.Intn(5) != 0 {
+			continue
+		}
+		dup := map[string]any{}
+		for k, v := range e {
+			dup[k] = v
+		}
+		if r.Intn(2) == 0 {
+			dup[changelog.ColMessageID] = newMsg()
+		}
+		events = append(events, dup)
+	}
+	r.Shuffle(len(events), func(i, j int) { events[i], events[j] = events[j], events[i] })
+
+	a, b := 1+r.Intn(len(events)-2), 0
+	b = a + 1 + r.Intn(len(events)-a-1)
+	return history{rows: events, batches: []int{a, b, len(events)}}
+}
+
+func maybeNull(r *rand.Rand, v any, percent int) any {
+	if r.Intn(100) < percent {
+		return nil
+	}
+	return v
+}
+
+func seeds() []int64 {
+	if *propSeed != 0 {
+		return []int64{*propSeed}
+	}
+	out := make([]int64, *propSeeds)
+	for i := range out {
+		out[i] = int64(1000 + i)
+	}
+	return out
+}
+
+// TestViewsMatchModel appends random histories (composite keys, every column
+// type, deletes, truncates, NULL sequences, 20 % duplicates, shuffled and
+// delivered in three batches) and compares each of four views with the
+// reference model after every batch. Compaction runs at random points; some
+// runs crash after a random step and are re-run; some runs see rows appended
+// after they read the changelog (with an ingestion time between the new
+// watermark and the run's start, as a slow ingest append would). The views
+// must equal the model after every batch, after every compaction step, and
+// after every crash.
+func TestViewsMatchModel(t *testing.T) {
+	const lag = 20 * time.Second
+	for _, seed := range seeds() {
+		seed := seed
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			r := rand.New(rand.NewSource(seed))
+			e := testenv.New(t, stack, testenv.Project("views", seed))
+			// Names are unique per seed although each seed has its own
+			// project: the emulator mixed up same-named tables of different
+			// projects (views read another seed's rows).
+			source := fmt.Sprintf("prop.s%d", seed)
+			cols := e.CreateSource(t, source, propImage)
+			bound := e.ApplyFlows(t, "prop.sql", propFlows(source, fmt.Sprintf("p%d", seed)), map[string]schema.Columns{source: cols})
+			base := time.Now().Add(-time.Hour).Truncate(time.Minute)
+			h := genHistory(r, base)
+			from := 0
+			for bi, to := range h.batches {
+				// Batch bi is ingested during minute bi after base.
+				batchStart := base.Add(time.Duration(bi) * time.Minute)
+				for i, row := range h.rows[from:to] {
+					row[changelog.ColIngestedAt] = batchStart.Add(time.Duration(i) * time.Millisecond).UnixMicro()
+				}
+				e.AppendRows(t, source, h.rows[from:to])
+				from = to
+				when := fmt.Sprintf("seed %d, after batch %d (%d rows)", seed, bi+1, to)
+				e.CheckViews(t, bound, when)
+				if r.Intn(10) < 7 {
+					compactRandomly(t, e, r, bound, source, batchStart.Add(50*time.Second), lag, when)
+				}
+			}
+		})
+	}
+}
+
+// compactRandomly runs compaction at clock now, possibly crashing after a
+// random step (then re-running it), possibly appending rows while it runs,
+// and checks the views after every step.
+func compactRandomly(t *testing.T, e *testenv.Env, r *rand.Rand, bound []*flow.Bound, source string, now time.Time, lag time.Duration, when string) {
+	t.Helper()
+	crashAt := ""
+	if r.Intn(10) < 3 {
+		crashAt = pick(r, compact.StepFold, compact.StepGC, compact.StepView)
+	}
+	late := r.Intn(10) < 4
+	step := 0
+	opts := compact.Options{VisibilityLag: lag, Now: func() time.Time { return now }, Backoff: 20 * time.Millisecond,
+		AfterStep: func(flowName, name string) error {
+			step++
+			if late && name == compact.StepFold {
+				// Rows whose append became visible after the run read the
+				// changelog, stamped between the new watermark and now.
+				e.AppendRows(t, source, lateRows(r, now.Add(-lag/2)))
+				late = false
+			}
+			if r.Intn(2) == 0 {
+				// The flow being compacted is the one whose state changes.
+				e.CheckViews(t, only(bound, flowName), fmt.Sprintf("%s, compaction of %s after step %s", when, flowName, name))
+			}
+			if name == crashAt {
+				return errors.New("injected crash")
+			}
+			return nil
+		}}
+	reports := compact.New(e.BQ, e.Loc, opts).Run(context.Background(), bound)
+	for _, rep := range reports {
+		if rep.Outcome == compact.Failed && !strings.Contains(rep.Error, "injected crash") {
+			t.Fatalf("%s: compaction of %s failed: %s", when, rep.Flow, rep.Error)
+		}
+	}
+	e.CheckViews(t, bound, fmt.Sprintf("%s, after compaction (crash after %q)", when, crashAt))
+	if crashAt != "" {
+		opts.AfterStep = nil
+		opts.Now = func() time.Time { return now.Add(time.Second) }
+		for _, rep := range compact.New(e.BQ, e.Loc, opts).Run(context.Background(), bound) {
+			if rep.Outcome == compact.Failed {
+				t.Fatalf("%s: re-run of %s after the crash failed: %s", when, rep.Flow, rep.Error)
+			}
+		}
+		e.CheckViews(t, bound, fmt.Sprintf("%s, after re-running the crashed compaction", when))
+	}
+}
+
+// lateRows are a few fresh events for existing keys, ingested at "at".
+func lateRows(r *rand.Rand, at time.Time) []map[string]any {
+	var rows []map[string]any
+	for i := 0; i < 1+r.Intn(3); i++ {
+		rows = append(rows, map[string]any{
+			"k1": int64(1 + r.Intn(3)), "k2": pick(r, "a", "b"), "s1": int64(1 + r.Intn(9)), "s2": int64(r.Intn(3)),
+			"op": pick(r, "U", "U", "D"), "v_str": maybe(r, pick(r, "late", "x")), "v_int": maybe(r, int64(2)),
+			"v_arr": []any{"late"}, changelog.ColMessageID: fmt.Sprintf("late%06d", r.Intn(1_000_000)),
+			changelog.ColIngestedAt: at.Add(time.Duration(i) * time.Millisecond).UnixMicro(),
+		})
+	}
+	return rows
+}
+
+func only(bound []*flow.Bound, name string) []*flow.Bound {
+	for _, b := range bound {
+		if b.Name == name {
+			return []*flow.Bound{b}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,179 @@
+// Package realbq runs the schema-evolution path against real BigQuery. It is
+// opt-in: set BQCDC_TEST_PROJECT to a Google Cloud project where Application
+// Default Credentials may create and delete datasets (BigQuery Data Owner and
+// Job User), and optionally BQCDC_TEST_LOCATION (default US). Without it the
+// test says why it does not run. It has never been run by CI: CI has no
+// cloud credentials.
+//
+//	BQCDC_TEST_PROJECT=my-project go test ./internal/e2e/realbq -v -timeout 30m
+//
+// What it covers that the emulator cannot: tables.update adding a column in
+// place (the emulator needs the local stack's rebuild shim), the Storage
+// Write API's default stream picking up the new schema (the emulator caches
+// it per stream), and the retry of rows refused while it propagates.
+package realbq
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"github.com/bqcdc/bqcdc/internal/apply"
+	"github.com/bqcdc/bqcdc/internal/bqwrite"
+	"github.com/bqcdc/bqcdc/internal/cdc"
+	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/clients"
+	"github.com/bqcdc/bqcdc/internal/dev/registryserver"
+	"github.com/bqcdc/bqcdc/internal/ingest"
+	"github.com/bqcdc/bqcdc/internal/registry"
+	"github.com/bqcdc/bqcdc/internal/wire"
+	"github.com/hamba/avro/v2"
+)
+
+const topic = "realbq.inventory.customers"
+
+// TestMain says on every run why the test does not run, not only with -v.
+func TestMain(m *testing.M) {
+	if os.Getenv("BQCDC_TEST_PROJECT") == "" {
+		fmt.Println("realbq: not run: set BQCDC_TEST_PROJECT to run the schema-evolution test against real BigQuery")
+	}
+	os.Exit(m.Run())
+}
+
+func version(t *testing.T, base string, added bool) string {
+	t.Helper()
+	out, err := cdc.EditImage([]byte(base), func(f []any) []any {
+		if added {
+			f = append(f, map[string]any{"name": "loyalty", "type": []any{"null", "long"}, "default": nil})
+		}
+		return f
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func message(t *testing.T, text string, id, customer int, loyalty any) []byte {
+	t.Helper()
+	s, err := registry.Parse(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := map[string]any{"id": customer, "first_name": "Ann", "last_name": "Lee", "email": "a@x", "tier": nil, "balance": nil, "birth_date": nil, "updated_at": nil}
+	if loyalty != nil {
+		row["loyalty"] = loyalty
+	}
+	rec := map[string]any{"op": "c", "ts_ms": nil, "ts_us": nil, "ts_ns": nil, "transaction": nil, "before": nil,
+		"after": map[string]any{"dbserver1.inventory.customers.Value": row},
+		"source": map[string]any{"version": "2", "connector": "mysql", "name": "db", "ts_ms": int64(1000), "snapshot": "false", "db": "inventory",
+			"sequence": nil, "ts_us": nil, "ts_ns": nil, "table": "customers", "server_id": int64(1), "gtid": nil, "file": "mysql-bin.000001",
+			"pos": int64(100 + customer), "row": 0, "thread": nil, "query": nil}}
+	b, err := avro.Config{}.Freeze().Marshal(s, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wire.Append(nil, int32(id), b)
+}
+
+func TestSchemaEvolutionOnBigQuery(t *testing.T) {
+	project := os.Getenv("BQCDC_TEST_PROJECT")
+	if project == "" {
+		t.Skip("BQCDC_TEST_PROJECT is not set: this opt-in test needs a Google Cloud project and credentials")
+	}
+	ctx := context.Background()
+	cfg := clients.Config{Project: project, Location: os.Getenv("BQCDC_TEST_LOCATION")}
+	if cfg.Location == "" {
+		cfg.Location = "US"
+	}
+	bq, err := clients.NewBigQuery(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mw, err := clients.NewWriter(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dataset := fmt.Sprintf("bqcdc_test_%d", time.Now().UnixNano())
+	var rep apply.Report
+	if err := apply.Dataset(ctx, bq, dataset, &rep); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bq.Dataset(dataset).DeleteWithContents(context.Background()) })
+
+	reg := registryserver.New()
+	srv := httptest.NewServer(reg)
+	defer srv.Close()
+	base, err := os.ReadFile("../../../../schemas/dbserver1.inventory.customers-value.avsc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1, v2 := version(t, string(base), false), version(t, string(base), true)
+	id1, _ := reg.Register(changelog.Subject(topic), v1)
+	id2, _ := reg.Register(changelog.Subject(topic), v2)
+	cols, err := apply.ChangelogColumns(v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := apply.Changelog(ctx, bq, dataset, apply.SourceSchema{Source: topic, Columns: cols, SchemaID: id1, Origin: "test"}, []string{"id"}, &rep); err != nil {
+		t.Fatal(err)
+	}
+	w := bqwrite.NewWriter(bq, mw, project, dataset)
+	defer w.Close()
+	svc := ingest.New(ingest.Options{Registry: registry.New(srv.URL, registry.Options{}), Writer: w, Log: slog.Default()})
+
+	// Handle until acknowledged, as Pub/Sub would redeliver: rows using the
+	// new column may be refused while the schema propagates.
+	deliver := func(id string, data []byte) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Minute)
+		for {
+			out, err := svc.Handle(ctx, ingest.Message{Topic: topic, MessageID: id, PublishTime: time.Now(), Data: data})
+			if err == nil {
+				if out != ingest.Appended {
+					t.Fatalf("message %s: %v", id, out)
+				}
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("message %s still failing after 15 minutes: %v", id, err)
+			}
+			t.Logf("message %s: %v (retrying in 10 s)", id, err)
+			time.Sleep(10 * time.Second)
+		}
+	}
+	deliver("m1", message(t, v1, id1, 1, nil))
+	deliver("m2", message(t, v2, id2, 2, map[string]any{"long": int64(42)}))
+	deliver("m3", message(t, v1, id1, 3, nil))
+
+	it, err := bq.Query(fmt.Sprintf("SELECT _cdc_message_id AS m, loyalty FROM `%s.%s` ORDER BY m", dataset, changelog.TableName(topic))).Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := clients.Collect(it)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprint(rows)
+	if want := "[map[loyalty:<nil> m:m1] map[loyalty:42 m:m2] map[loyalty:<nil> m:m3]]"; got != want {
+		t.Errorf("rows = %s, want %s", got, want)
+	}
+	md, err := bq.Dataset(dataset).Table(changelog.TableName(topic)).Metadata(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var loyalty *bigquery.FieldSchema
+	for _, f := range md.Schema {
+		if f.Name == "loyalty" {
+			loyalty = f
+		}
+	}
+	if loyalty == nil || loyalty.Required {
+		t.Errorf("loyalty column = %+v, want NULLABLE", loyalty)
+	}
+}

@@ -1,0 +1,110 @@
+package localstack
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"cloud.google.com/go/pubsub/v2"
+	ingestfn "github.com/bqcdc/bqcdc/functions/ingest"
+)
+
+// Relay delivers a subscription's messages to the ingest function the way a
+// Pub/Sub push subscription does in production: each message is POSTed as
+// Pub/Sub's push body to URL + projects/PROJECT/topics/TOPIC (the push
+// endpoint Terraform sets); a 2xx acknowledges it, anything else is retried
+// with exponential backoff until the subscription's dead-letter policy moves
+// it to the dead-letter topic. pstest never calls push endpoints, hence this
+// relay.
+type Relay struct {
+	Project, Topic, Subscription string
+	URL                          string
+	HTTP                         *http.Client
+	Log                          *slog.Logger
+	// MaxBackoff caps the pause before a failed delivery is released.
+	MaxBackoff time.Duration
+
+	delivered, failed atomic.Int64
+}
+
+// RelayStats counts deliveries.
+type RelayStats struct{ Delivered, Failed int64 }
+
+// Stats returns the counters.
+func (r *Relay) Stats() RelayStats {
+	return RelayStats{Delivered: r.delivered.Load(), Failed: r.failed.Load()}
+}
+
+// Run delivers until ctx ends.
+func (r *Relay) Run(ctx context.Context, sub *pubsub.Subscriber) error {
+	return sub.Receive(ctx, func(ctx context.Context, m *pubsub.Message) {
+		err := r.Deliver(ctx, m)
+		if err == nil {
+			r.delivered.Add(1)
+			m.Ack()
+			return
+		}
+		r.failed.Add(1)
+		attempt := 1
+		if m.DeliveryAttempt != nil {
+			attempt = *m.DeliveryAttempt
+		}
+		r.Log.Warn("delivery failed, will retry", "topic", r.Topic, "message_id", m.ID, "attempt", attempt, "error", err.Error())
+		// pstest ignores RetryPolicy backoff, so back off here before the nack.
+		select {
+		case <-time.After(backoff(attempt, r.MaxBackoff)):
+		case <-ctx.Done():
+		}
+		m.Nack()
+	})
+}
+
+func backoff(attempt int, max time.Duration) time.Duration {
+	d := 100 * time.Millisecond << min(attempt-1, 10)
+	if max > 0 && d > max {
+		d = max
+	}
+	return d
+}
+
+// Deliver posts one message to the function as Pub/Sub's push body; it
+// fails unless the function answers 2xx.
+func (r *Relay) Deliver(ctx context.Context, m *pubsub.Message) error {
+	var body ingestfn.PushBody
+	body.Message.Data = m.Data
+	body.Message.Attributes = m.Attributes
+	body.Message.MessageID = m.ID
+	body.Message.PublishTime = m.PublishTime.UTC()
+	body.Message.OrderingKey = m.OrderingKey
+	body.Subscription = fmt.Sprintf("projects/%s/subscriptions/%s", r.Project, r.Subscription)
+	if m.DeliveryAttempt != nil {
+		body.DeliveryAttempt = *m.DeliveryAttempt
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	endpoint := strings.TrimSuffix(r.URL, "/") + "/projects/" + r.Project + "/topics/" + r.Topic
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := r.HTTP.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("function answered %s: %s", resp.Status, bytes.TrimSpace(msg))
+	}
+	return nil
+}

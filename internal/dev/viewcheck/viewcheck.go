@@ -1,0 +1,257 @@
+// Package viewcheck compares a flow's view in BigQuery with the reference
+// model (package model) applied to the same changelog. BigQuery evaluates
+// the flow's conditions (they are SQL); the model does the folding. The demo
+// and the integration tests use it.
+package viewcheck
+
+import (
+	"context"
+	"fmt"
+	"math/big"
+	"sort"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"cloud.google.com/go/civil"
+	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/clients"
+	"github.com/bqcdc/bqcdc/internal/dev/model"
+	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/sql/render"
+)
+
+// Canon renders a BigQuery value as a canonical string, so values of any
+// type compare by content (NUMERIC by value, arrays and structs
+// element-wise, NULL as NULL).
+func Canon(v bigquery.Value) string {
+	switch x := v.(type) {
+	case nil:
+		return "NULL"
+	case *big.Rat:
+		return "N" + x.RatString()
+	case string:
+		return fmt.Sprintf("%q", x)
+	case []byte:
+		return fmt.Sprintf("b%x", x)
+	case time.Time:
+		return x.UTC().Format(time.RFC3339Nano)
+	case civil.Date, civil.DateTime, civil.Time:
+		return fmt.Sprint(x)
+	case []bigquery.Value:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = Canon(e)
+		}
+		return "[" + strings.Join(parts, ",") + "]"
+	case map[string]bigquery.Value:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = k + ":" + Canon(x[k])
+		}
+		return "{" + strings.Join(parts, ",") + "}"
+	}
+	return fmt.Sprintf("%T:%v", v, v)
+}
+
+func query(ctx context.Context, bq *bigquery.Client, sql string) ([]map[string]bigquery.Value, error) {
+	it, err := bq.Query(sql).Read(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("querying %q: %w", sql, err)
+	}
+	return clients.Collect(it)
+}
+
+// seqValue keeps a sequence value orderable by the model.
+func seqValue(v bigquery.Value) any {
+	switch x := v.(type) {
+	case int64, string, time.Time:
+		return x
+	case nil:
+		return nil
+	}
+	return Canon(v) // DATE, NUMERIC...: fine for the small test domains
+}
+
+// Events reads a flow's classified changelog events as model events.
+func Events(ctx context.Context, bq *bigquery.Client, b *flow.Bound, loc render.Location) ([]model.Event, error) {
+	rows, err := query(ctx, bq, render.EventsQuery(b, loc))
+	if err != nil {
+		return nil, err
+	}
+	var out []model.Event
+	for _, r := range rows {
+		e := model.Event{Op: model.Op(r["__op"].(string)[0]), Values: map[string]any{}}
+		for _, k := range b.Keys {
+			e.Key = append(e.Key, keyValue(r[k.Name]))
+		}
+		for _, s := range b.Sequence {
+			e.Seq = append(e.Seq, seqValue(r[s.Name]))
+		}
+		if id, ok := r[changelog.ColMessageID].(string); ok {
+			e.MsgID = id
+		}
+		e.Ingested, _ = r[changelog.ColIngestedAt].(time.Time)
+		for _, c := range values(b) {
+			if r[c] != nil {
+				e.Values[c] = Canon(r[c])
+			} else {
+				e.Values[c] = nil
+			}
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func keyValue(v bigquery.Value) any {
+	if v == nil {
+		return nil
+	}
+	return Canon(v)
+}
+
+func values(b *flow.Bound) []string {
+	var out []string
+	for _, c := range b.Output {
+		if _, isKey := b.Keys.Lookup(c.Name); !isKey {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
+// Config is the model configuration of a bound flow.
+func Config(b *flow.Bound) model.Config {
+	cfg := model.Config{Values: values(b), IgnoreNull: map[string]bool{}, Tracked: map[string]bool{}}
+	for _, c := range b.IgnoreNull {
+		cfg.IgnoreNull[c] = true
+	}
+	for _, c := range b.Tracked {
+		cfg.Tracked[c] = true
+	}
+	return cfg
+}
+
+// Expected computes what the flow's view must return for events, one
+// canonical line per row, sorted.
+func Expected(b *flow.Bound, events []model.Event) []string {
+	cfg := Config(b)
+	var lines []string
+	keyNames := b.Keys.Names()
+	line := func(key []any, vals map[string]any, extra ...string) string {
+		parts := []string{}
+		for _, c := range b.Output {
+			var v any
+			if i := indexOf(keyNames, c.Name); i >= 0 {
+				v = key[i]
+			} else {
+				v = vals[c.Name]
+			}
+			if v == nil {
+				v = "NULL"
+			}
+			parts = append(parts, c.Name+"="+v.(string))
+		}
+		return strings.Join(append(parts, extra...), " ")
+	}
+	if b.SCDType == 1 {
+		for _, r := range model.SCD1(events, cfg) {
+			lines = append(lines, line(r.Key, r.Values))
+		}
+	} else {
+		for _, v := range model.SCD2(events, cfg) {
+			lines = append(lines, line(v.Key, v.Values, flow.StartAt+"="+seqText(b, v.Start), flow.EndAt+"="+seqText(b, v.End)))
+		}
+	}
+	sort.Strings(lines)
+	return lines
+}
+
+func seqText(b *flow.Bound, seq []any) string {
+	if seq == nil {
+		return "NULL"
+	}
+	if !b.SequenceStruct {
+		return Canon(seq[0])
+	}
+	m := map[string]bigquery.Value{}
+	for i, s := range b.Sequence {
+		m[s.Name] = seq[i]
+	}
+	return Canon(m)
+}
+
+func indexOf(list []string, s string) int {
+	for i, x := range list {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// Actual reads the flow's view, one canonical line per row, sorted.
+func Actual(ctx context.Context, bq *bigquery.Client, b *flow.Bound, loc render.Location) ([]string, error) {
+	rows, err := query(ctx, bq, fmt.Sprintf("SELECT * FROM %s.%s.%s", flow.QuoteIdent(loc.Project), flow.QuoteIdent(loc.Dataset(b.Flow)), flow.QuoteIdent(render.ViewName(b.Flow))))
+	if err != nil {
+		return nil, err
+	}
+	var lines []string
+	for _, r := range rows {
+		parts := []string{}
+		for _, c := range b.Output {
+			parts = append(parts, c.Name+"="+Canon(r[c.Name]))
+		}
+		if b.SCDType == 2 {
+			parts = append(parts, flow.StartAt+"="+Canon(r[flow.StartAt]), flow.EndAt+"="+Canon(r[flow.EndAt]))
+		}
+		lines = append(lines, strings.Join(parts, " "))
+	}
+	sort.Strings(lines)
+	return lines, nil
+}
+
+// Check compares the view with the model over the current changelog and
+// returns a readable difference ("" when equal).
+func Check(ctx context.Context, bq *bigquery.Client, b *flow.Bound, loc render.Location) (string, error) {
+	events, err := Events(ctx, bq, b, loc)
+	if err != nil {
+		return "", err
+	}
+	got, err := Actual(ctx, bq, b, loc)
+	if err != nil {
+		return "", err
+	}
+	return Diff(Expected(b, events), got), nil
+}
+
+// Diff lists the lines only one side has.
+func Diff(want, got []string) string {
+	count := map[string]int{}
+	for _, w := range want {
+		count[w]++
+	}
+	for _, g := range got {
+		count[g]--
+	}
+	var b strings.Builder
+	for _, w := range want {
+		if count[w] > 0 {
+			fmt.Fprintf(&b, "- missing: %s\n", w)
+			count[w]--
+		}
+	}
+	for _, g := range got {
+		if count[g] < 0 {
+			fmt.Fprintf(&b, "+ extra:   %s\n", g)
+			count[g]++
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,57 @@
+// Package emulator holds every concession bqcdc makes to the emulators it
+// runs against locally and in tests: goccy/bigquery-emulator v0.8.1 (REST and
+// Storage Write gRPC) and pstest. Production code never asks "is this the
+// emulator?" anywhere else: package clients installs the client-side
+// concessions when an endpoint is configured, and the local stack puts
+// WrapREST in front of the emulator's REST handler. Against Google Cloud none
+// of this code runs.
+//
+// The concessions, and why each is needed:
+//
+//  1. Appends name their stream (storage.go, client side). managedwriter
+//     names the write stream only in the first AppendRows request of a
+//     connection, as the API allows; the emulator routes a request without a
+//     name to an arbitrary open stream, even another table's. The
+//     interceptor fills the name into every request (BigQuery accepts it).
+//  2. Fresh default streams after a table rebuild (storage.go). The emulator
+//     caches a table's schema in its default stream; after concession 3
+//     rebuilt a table with more columns, appends go to a default stream of
+//     the new table generation, which the emulator creates with the current
+//     schema.
+//  3. Schema changes take effect (rest.go, schemaShim). tables.update adding
+//     columns changes the emulator's metadata but not its SQL tables, and a
+//     view's changed query is ignored; the shim rebuilds the table (rows
+//     copied aside and back) or recreates the view before forwarding.
+//  4. FLOAT columns are created as FLOAT64 (rest.go). The client library
+//     names the type FLOAT, as BigQuery reports it; the emulator refuses
+//     INSERT ... SELECT of a FLOAT64 value into a column created as FLOAT.
+//     Reading either spelling back is package bqschema's job (LegacyNames),
+//     which is a no-op against BigQuery.
+//  5. SQLite's "database is locked" becomes 503 (rest.go). The emulator keeps
+//     every table in one SQLite file and answers concurrent writers with
+//     that text; BigQuery's transient failures are 5xx, and bqcdc retries
+//     by code (package bqerror), so the shim says it as BigQuery would.
+//  6. Finished jobs are purged (the local stack's janitor). Every emulator
+//     request loads all jobs of the project, so queries slow down as jobs
+//     accumulate.
+//  7. Pub/Sub: clients reach pstest through ClientOptions (no TLS, no
+//     credentials), as PUBSUB_EMULATOR_HOST does for the Pub/Sub client.
+//
+// Choices that suit both and are therefore not concessions: NUMERIC,
+// BIGNUMERIC, DATETIME and TIME are appended as strings (package bqwrite),
+// which the Storage Write API accepts and the emulator stores correctly
+// (its packed binary forms come out as zeros or garbage).
+package emulator
+
+import (
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// ClientOptions are the options a Google Cloud client needs to reach an
+// emulator at endpoint: plain text, no credentials.
+func ClientOptions(endpoint string) []option.ClientOption {
+	return []option.ClientOption{option.WithEndpoint(endpoint), option.WithoutAuthentication(),
+		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials()))}
+}
