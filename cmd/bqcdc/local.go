@@ -82,20 +82,45 @@ func runLocal(ctx context.Context, args []string) error {
 
 func playDemo(ctx context.Context, st *localstack.Stack) error {
 	fmt.Println("\nplaying the demo Debezium stream (MySQL inventory: customers, orders)")
-	// The stream, then the schema change in phases: the first v2 message
-	// evolves the changelog before anything else is written to it.
+	sent, err := publishDemo(ctx, st)
+	if err != nil {
+		return err
+	}
+	if err := printLanded(ctx, st); err != nil {
+		return err
+	}
+	res, err := checkDemo(ctx, st, sent, "what landed is not what was sent")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("check: every message accounted for; %d views equal the reference model\n", res.Views)
+	if err := compactDemo(ctx, st, sent); err != nil {
+		return err
+	}
+	fmt.Printf("check: after compaction the %d views still equal the reference model\n", res.Views)
+	return printViews(ctx, st)
+}
+
+// publishDemo plays the stream, then the schema change in phases: the first
+// v2 message evolves the changelog before anything else is written to it.
+func publishDemo(ctx context.Context, st *localstack.Stack) ([]demo.Published, error) {
 	var sent []demo.Published
 	for _, events := range append([][]demo.Event{demo.Scenario()}, demo.Evolution()...) {
 		published, err := demo.Produce(ctx, st, events)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		sent = append(sent, published...)
 		// Up to the emulator's 60 s SQLite busy timeout, and then some.
 		if err := demo.WaitDelivered(ctx, st, len(sent), 150*time.Second); err != nil {
-			return err
+			return nil, err
 		}
 	}
+	return sent, nil
+}
+
+// printLanded prints the changelogs and the dead letters.
+func printLanded(ctx context.Context, st *localstack.Stack) error {
 	for _, t := range []struct{ topic, cols string }{
 		{demo.Customers, "_cdc_op, _cdc_sequence, _cdc_schema_id, id, first_name, email, tier, balance, loyalty, birth_date, updated_at"},
 		{demo.Orders, "_cdc_op, _cdc_sequence, order_number, order_date, purchaser, quantity, product_id, created_at"},
@@ -112,9 +137,15 @@ func playDemo(ctx context.Context, st *localstack.Stack) error {
 		return err
 	}
 	demo.PrintTable(os.Stdout, "dead letters", []string{"topic", "message_id", "stage", "reason"}, dead)
+	return nil
+}
+
+// checkDemo checks that every message ended where it should and every view
+// equals the reference model; failure is reported as problem.
+func checkDemo(ctx context.Context, st *localstack.Stack, sent []demo.Published, problem string) (demo.Result, error) {
 	res, err := demo.Check(ctx, st, sent)
 	if err != nil {
-		return err
+		return res, err
 	}
 	fmt.Printf("\n%d messages published: %d changelog rows, %d tombstones counted, %d dead letters\n",
 		res.Published, res.Rows, res.Tombstones, res.DeadLetters)
@@ -122,12 +153,15 @@ func playDemo(ctx context.Context, st *localstack.Stack) error {
 		for _, p := range res.Problems {
 			fmt.Println("  PROBLEM:", p)
 		}
-		return errors.New("what landed is not what was sent")
+		return res, errors.New(problem)
 	}
-	fmt.Printf("check: every message accounted for; %d views equal the reference model\n", res.Views)
+	return res, nil
+}
 
-	// Compaction: fold the changelogs into the state tables, then check that
-	// every view returns the same rows from state + tail.
+// compactDemo folds the changelogs into the state tables, checks that every
+// view returns the same rows from state + tail, and that a second run with
+// nothing new writes nothing.
+func compactDemo(ctx context.Context, st *localstack.Stack, sent []demo.Published) error {
 	time.Sleep(st.VisibilityLag) // let the watermark pass the demo's rows
 	reports, err := st.Compact(ctx, nil)
 	printCompaction("compaction", reports, err)
@@ -139,15 +173,8 @@ func playDemo(ctx context.Context, st *localstack.Stack) error {
 			return fmt.Errorf("compaction of %s: %s %s", r.Flow, r.Outcome, r.Error)
 		}
 	}
-	res, err = demo.Check(ctx, st, sent)
-	if err != nil {
+	if _, err := checkDemo(ctx, st, sent, "views changed after compaction"); err != nil {
 		return err
-	}
-	if !res.OK() {
-		for _, p := range res.Problems {
-			fmt.Println("  PROBLEM:", p)
-		}
-		return errors.New("views changed after compaction")
 	}
 	reports, err = st.Compact(ctx, nil)
 	printCompaction("compaction again, nothing new", reports, err)
@@ -156,9 +183,12 @@ func playDemo(ctx context.Context, st *localstack.Stack) error {
 			return fmt.Errorf("a second compaction of %s with nothing new did %q", r.Flow, r.Outcome)
 		}
 	}
-	fmt.Printf("check: after compaction the %d views still equal the reference model\n", res.Views)
-	// The views as compaction left them: it bound the flows to the evolved
-	// changelog, so they show the column schema v2 added.
+	return nil
+}
+
+// printViews prints the views as compaction left them: it bound the flows
+// to the evolved changelog, so they show the column schema v2 added.
+func printViews(ctx context.Context, st *localstack.Stack) error {
 	bound, err := apply.BindToChangelogs(ctx, st.BigQuery, st.Location(), st.Flows)
 	if err != nil {
 		return err

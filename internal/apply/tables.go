@@ -1,8 +1,10 @@
 // Package apply creates and updates what bqcdc keeps in BigQuery: the
-// dataset, one changelog table per source, the dead-letter table, and (with
-// the views package) each flow's snapshot table and view. Every step compares
-// what exists with what is wanted and changes only the difference, so a second
-// run changes nothing.
+// dataset, one changelog table per source, the dead-letter and compaction
+// report tables, and each flow's state table and view (views.go; their SQL
+// comes from sql/render). Every step compares what exists with what is
+// wanted and changes only the difference, so a second run changes nothing.
+// It also binds flows to their changelogs (all.go, follow.go) and brings a
+// flow along when ingest adds columns to its changelog (Follower).
 package apply
 
 import (

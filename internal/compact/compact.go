@@ -50,13 +50,13 @@ import (
 	"github.com/bqcdc/bqcdc/sql/render"
 )
 
-// Steps of a run, in order; AfterStep is called after each.
+// Steps of a flow's run that Options.AfterStep is called after, in order.
+// (The report row and changelog retention follow them; neither affects
+// what a view shows.)
 const (
-	StepFold      = "fold"      // the INSERT of the new generation: the commit point
-	StepGC        = "gc"        // deleting superseded rows
-	StepView      = "view"      // moving the view's partition-pruning bound
-	StepReport    = "report"    // the row in _bqcdc_compaction_state
-	StepRetention = "retention" // expiring compacted changelog partitions
+	StepFold = "fold" // the INSERT of the new generation: the commit point
+	StepGC   = "gc"   // deleting superseded rows
+	StepView = "view" // moving the view's partition-pruning bound
 )
 
 // Options configure a Compactor.
@@ -203,15 +203,10 @@ func (c *Compactor) logOutcome(rep Report) {
 }
 
 func (c *Compactor) flow(ctx context.Context, b *flow.Bound, now time.Time, rep *Report) error {
-	// The state table follows the changelog: columns ingest added since the
-	// last run are added here before anything is folded into them.
 	var applied apply.Report
-	cols := fmt.Sprint(apply.StateColumns(b))
-	if seen, ok := c.stateSchemas.Load(b.Name); !ok || seen != cols {
-		if err := apply.State(ctx, c.bq, c.loc, b, &applied); err != nil {
-			return fmt.Errorf("bringing the state table up to date: %w", err)
-		}
-		c.stateSchemas.Store(b.Name, cols)
+	cols, err := c.ensureState(ctx, b, &applied)
+	if err != nil {
+		return err
 	}
 	plan := render.NewCompaction(b, c.loc)
 	m, err := c.marker(ctx, plan)
@@ -257,6 +252,28 @@ func (c *Compactor) flow(ctx context.Context, b *flow.Bound, now time.Time, rep 
 	if err := c.step(b, StepFold); err != nil {
 		return err
 	}
+	return c.afterFold(ctx, b, plan, run, m, cols, rep, &applied)
+}
+
+// ensureState makes sure the flow's state table has the flow's columns: the
+// state follows the changelog, so columns ingest added since the last run
+// are added before anything is folded into them. It returns the columns'
+// signature; the table is read only when it changed since this compactor
+// last made sure of it.
+func (c *Compactor) ensureState(ctx context.Context, b *flow.Bound, applied *apply.Report) (string, error) {
+	cols := fmt.Sprint(apply.StateColumns(b))
+	if seen, ok := c.stateSchemas.Load(b.Name); !ok || seen != cols {
+		if err := apply.State(ctx, c.bq, c.loc, b, applied); err != nil {
+			return "", fmt.Errorf("bringing the state table up to date: %w", err)
+		}
+		c.stateSchemas.Store(b.Name, cols)
+	}
+	return cols, nil
+}
+
+// afterFold runs what follows the commit point: counting the generation,
+// deleting what no view reads, moving the view's pruning bound.
+func (c *Compactor) afterFold(ctx context.Context, b *flow.Bound, plan *render.Compaction, run render.Run, m marker, cols string, rep *Report, applied *apply.Report) error {
 	count, err := plan.RowsWritten(run)
 	if err != nil {
 		return err
@@ -270,7 +287,7 @@ func (c *Compactor) flow(ctx context.Context, b *flow.Bound, now time.Time, rep 
 	if err := c.step(b, StepGC); err != nil {
 		return err
 	}
-	if err := c.view(ctx, b, cols, watermark, &applied); err != nil {
+	if err := c.view(ctx, b, cols, run.NewWatermark, applied); err != nil {
 		return err
 	}
 	return c.step(b, StepView)

@@ -25,6 +25,10 @@ const (
 	StageSchema   Stage = "schema"   // writer schema vs changelog columns (evolution, conflicts)
 	StageEncode   Stage = "encode"   // BigQuery value -> Storage Write row
 	StageAppend   Stage = "append"   // Storage Write append
+	// StageInternal is a panic while handling the message: a bug in bqcdc
+	// or a library, stored with the panic text so the message is kept and
+	// the instance keeps serving the others.
+	StageInternal Stage = "internal"
 )
 
 // Error is a classified error.

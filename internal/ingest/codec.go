@@ -238,27 +238,40 @@ func (c *codecs) build(ctx context.Context, ref writerRef, t *bqwrite.Table) (*c
 		cd.conflict = fmt.Errorf("writer schema %s: %w", name, err)
 		return cd, nil
 	}
+	if err := c.readerDefaults(ctx, ref, t, table, cd); err != nil {
+		return nil, err
+	}
+	return cd, nil
+}
+
+// readerDefaults sets cd.defaults: Avro resolution gives a reader field the
+// writer lacks its default, and the changelog's reader schema (its label)
+// is the reader. A conflict between writer and reader is recorded in
+// cd.conflict; a reader schema that cannot be read is retryable (a
+// deployment problem, not the message's).
+func (c *codecs) readerDefaults(ctx context.Context, ref writerRef, t *bqwrite.Table, table schema.Columns, cd *codec) error {
 	readerID := readerSchemaID(t)
 	if readerID == 0 || readerID == ref.registryID || c.reg == nil {
-		return cd, nil
+		return nil
 	}
+	name := ref.String()
 	reader, err := c.reg.Schema(ctx, readerID)
 	if err != nil {
 		// The changelog's own schema missing is a deployment problem, not
 		// the message's: keep the message and retry until it is fixed.
-		return nil, failure.Retryable(failure.StageRegistry, fmt.Errorf("reader schema %d of the changelog: %w", readerID, err))
+		return failure.Retryable(failure.StageRegistry, fmt.Errorf("reader schema %d of the changelog: %w", readerID, err))
 	}
 	readerShape, err := cdc.ShapeOf(reader)
 	if err != nil {
-		return nil, failure.Retryable(failure.StageRegistry, fmt.Errorf("reader schema %d of the changelog: %w", readerID, err))
+		return failure.Retryable(failure.StageRegistry, fmt.Errorf("reader schema %d of the changelog: %w", readerID, err))
 	}
-	if readerShape.Envelope != shape.Envelope {
+	if readerShape.Envelope != cd.shape.Envelope {
 		cd.conflict = fmt.Errorf("writer schema %s and the changelog's reader schema %d disagree on being a Debezium envelope", name, readerID)
-		return cd, nil
+		return nil
 	}
 	readerFields, err := avrobq.FromRecord(readerShape.Image)
 	if err != nil {
-		return nil, failure.Retryable(failure.StageRegistry, fmt.Errorf("reader schema %d of the changelog: %w", readerID, err))
+		return failure.Retryable(failure.StageRegistry, fmt.Errorf("reader schema %d of the changelog: %w", readerID, err))
 	}
 	// Avro resolution: a reader field the writer lacks takes its default.
 	var onlyReader avrobq.Fields
@@ -270,9 +283,9 @@ func (c *codecs) build(ctx context.Context, ref writerRef, t *bqwrite.Table) (*c
 		}
 	}
 	if cd.defaults, err = onlyReader.Convert(map[string]any{}); err != nil {
-		return nil, failure.Retryable(failure.StageRegistry, fmt.Errorf("defaults of reader schema %d: %w", readerID, err))
+		return failure.Retryable(failure.StageRegistry, fmt.Errorf("defaults of reader schema %d: %w", readerID, err))
 	}
-	return cd, nil
+	return nil
 }
 
 // keysPresent refuses a writer schema that lacks a key column: a row

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -147,8 +148,19 @@ func (s *Service) Stats() Stats {
 		IgnoredValues: s.ignored.Load(), Evolutions: s.evolutions.Load()}
 }
 
-// Handle processes one message.
-func (s *Service) Handle(ctx context.Context, m Message) (Outcome, error) {
+// Handle processes one message. A panic anywhere in it dead-letters the
+// message at stage internal instead of taking the instance (and every
+// message in flight on it) down; redelivering it would only repeat the
+// panic on the next instance.
+func (s *Service) Handle(ctx context.Context, m Message) (out Outcome, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("panic while handling a message", "event", "panic", "topic", m.Topic, "message_id", m.MessageID,
+				"panic", Truncate(fmt.Sprint(p)), "stack", string(debug.Stack()))
+			out, err = s.deadLetter(ctx, m, changelog.TableName(m.Topic), 0,
+				failure.Permanent(failure.StageInternal, fmt.Errorf("panic while handling the message (a bug: please report it): %v", p)))
+		}
+	}()
 	if orig := m.Attributes[changelog.ReplayOfAttribute]; orig != "" {
 		// A dead letter published again by `bqcdc replay`: it keeps the
 		// identity of the original message, so views count it once.
@@ -209,61 +221,95 @@ var errTombstone = errors.New("tombstone")
 
 // process runs the pipeline; it returns the writer schema id when known.
 func (s *Service) process(ctx context.Context, m Message, table string) (int, error) {
-	format := formats.Detect(m.Attributes, m.Data)
+	p, err := s.prepare(ctx, m, table)
+	if err != nil {
+		return p.schemaID, err
+	}
+	row, err := s.row(m, p)
+	if err != nil {
+		return p.schemaID, err
+	}
+	return p.schemaID, s.writer.AppendTo(ctx, p.table, []map[string]any{row})
+}
+
+// prepared is a message whose writer schema is known and fits the table.
+type prepared struct {
+	format   formats.Format
+	schemaID int // Confluent registry id, 0 for other formats
+	table    *bqwrite.Table
+	ref      writerRef
+	payload  []byte         // to decode with the codec's writer schema
+	record   map[string]any // or the record itself, when the format decoded it already
+	codec    *codec
+}
+
+// prepare finds the message's format, writer schema and table, and the
+// codec between them, evolving the table first when the writer adds
+// columns.
+func (s *Service) prepare(ctx context.Context, m Message, table string) (prepared, error) {
+	p := prepared{format: formats.Detect(m.Attributes, m.Data)}
 	var frame wire.Frame
-	if format == formats.Confluent || format == formats.Unknown {
+	if p.format == formats.Confluent || p.format == formats.Unknown {
 		var err error
 		if frame, err = wire.Parse(m.Data); err != nil {
-			return 0, failure.Permanent(failure.StageWire, fmt.Errorf(
+			return p, failure.Permanent(failure.StageWire, fmt.Errorf(
 				"not a known message format (Confluent Avro, Pub/Sub schema-encoded Avro, Debezium JSON): parsing Confluent framing: %w", err))
 		}
 	}
-	id := int(frame.SchemaID)
+	p.schemaID = int(frame.SchemaID)
 	t, err := s.writer.Table(ctx, table)
 	if err != nil {
 		if errors.Is(err, bqwrite.ErrNoTable) {
-			return id, failure.Permanent(failure.StageTable, fmt.Errorf("no changelog table for topic %s (run bqcdc apply): %w", m.Topic, err))
+			return p, failure.Permanent(failure.StageTable, fmt.Errorf("no changelog table for topic %s (run bqcdc apply): %w", m.Topic, err))
 		}
-		return id, failure.Retryable(failure.StageTable, err)
+		return p, failure.Retryable(failure.StageTable, err)
 	}
-	ref, payload, rec, err := s.identify(ctx, format, m, frame, t)
-	if err != nil {
-		return id, err
+	if p.ref, p.payload, p.record, err = s.identify(ctx, p.format, m, frame, t); err != nil {
+		return p, err
 	}
-	cd, err := s.codecs.get(ctx, ref, t)
+	cd, err := s.codecs.get(ctx, p.ref, t)
 	if err != nil {
-		return id, err
+		return p, err
 	}
 	if cd.conflict == nil && (cd.missing.metadata || (cd.missing.image && s.evolves(m.Topic))) {
-		if t, cd, err = s.evolve(ctx, m.Topic, t, ref, cd); err != nil {
-			return id, err
+		if t, cd, err = s.evolve(ctx, m.Topic, t, p.ref, cd); err != nil {
+			return p, err
 		}
 	}
 	if cd.conflict != nil {
-		return id, failure.Permanent(failure.StageSchema, cd.conflict)
+		return p, failure.Permanent(failure.StageSchema, cd.conflict)
 	}
+	p.table, p.codec = t, cd
+	return p, nil
+}
+
+// row decodes a prepared message into its changelog row: Debezium
+// flattening, BigQuery values, fitted to the table, plus the metadata.
+func (s *Service) row(m Message, p prepared) (map[string]any, error) {
+	cd, rec := p.codec, p.record
 	if rec == nil {
-		if rec, err = cd.writer.Decode(payload); err != nil {
-			return id, failure.Permanent(failure.StageDecode, fmt.Errorf("decoding %s payload with schema %s: %w", format, ref, err))
+		var err error
+		if rec, err = cd.writer.Decode(p.payload); err != nil {
+			return nil, failure.Permanent(failure.StageDecode, fmt.Errorf("decoding %s payload with schema %s: %w", p.format, p.ref, err))
 		}
 	}
 	ch, err := cd.shape.Flatten(rec)
 	if err != nil {
-		return id, failure.Permanent(failure.StageEnvelope, err)
+		return nil, failure.Permanent(failure.StageEnvelope, err)
 	}
 	values, err := cd.fields.Convert(ch.Image)
 	if err != nil {
-		return id, failure.Permanent(failure.StageConvert, fmt.Errorf("converting to BigQuery values: %w", err))
+		return nil, failure.Permanent(failure.StageConvert, fmt.Errorf("converting to BigQuery values: %w", err))
 	}
 	values, dropped, err := cd.fitter.Fit(values)
 	if err != nil {
-		return id, failure.Permanent(failure.StageConvert, fmt.Errorf("fitting schema %s into changelog %s: %w", ref, table, err))
+		return nil, failure.Permanent(failure.StageConvert, fmt.Errorf("fitting schema %s into changelog %s: %w", p.ref, p.table.Name, err))
 	}
 	if dropped > 0 {
 		s.ignored.Add(int64(dropped))
 		if !cd.warned.Swap(true) {
 			s.log.Warn("values of fields the changelog lacks are dropped (schema evolution is off for the topic)",
-				"event", "fields_ignored", "topic", m.Topic, "writer", ref.String(), "fields", cd.fitter.Missing())
+				"event", "fields_ignored", "topic", m.Topic, "writer", p.ref.String(), "fields", cd.fitter.Missing())
 		}
 	}
 	for k, v := range cd.defaults {
@@ -274,11 +320,10 @@ func (s *Service) process(ctx context.Context, m Message, table string) (int, er
 	if !cd.shape.Envelope {
 		ch.Sequence = cdc.TimestampSequence(m.PublishTime)
 	}
-	row := changelog.Row(values, changelog.Meta{
+	return changelog.Row(values, changelog.Meta{
 		Op: ch.Op, SourceTS: ch.SourceTS, Sequence: ch.Sequence, IngestedAt: s.now(),
-		PublishTime: m.PublishTime, MessageID: m.MessageID, SchemaID: id, Transaction: ch.Transaction,
-	})
-	return id, s.writer.AppendTo(ctx, t, []map[string]any{row})
+		PublishTime: m.PublishTime, MessageID: m.MessageID, SchemaID: p.schemaID, Transaction: ch.Transaction,
+	}), nil
 }
 
 // identify finds the writer schema of a message by its format. It returns

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,6 +46,7 @@ type fakeTables struct {
 	tables     map[string]*bqwrite.Table
 	rows       map[string][]map[string]any
 	evolutions int
+	panicOn    string // AppendTo panics for this table (a bug anywhere in the pipeline)
 }
 
 func newFakeTables(t testing.TB) *fakeTables {
@@ -89,6 +91,10 @@ func (f *fakeTables) Append(ctx context.Context, table string, rows []map[string
 
 func (f *fakeTables) AppendTo(_ context.Context, t *bqwrite.Table, rows []map[string]any) error {
 	table := t.Name
+	if table == f.panicOn {
+		var m map[string]int
+		m["boom"]++ // assignment to entry in nil map
+	}
 	for _, r := range rows {
 		if _, err := t.Encoder.Encode(r); err != nil {
 			return failure.Permanent(failure.StageEncode, err)
@@ -245,5 +251,22 @@ func BenchmarkHandle(b *testing.B) {
 		if out, err := svc.Handle(ctx, m); out != Appended || err != nil {
 			b.Fatal(out, err)
 		}
+	}
+}
+
+func TestPanicIsDeadLettered(t *testing.T) {
+	svc, tables, s := newService(t, nil)
+	tables.panicOn = changelog.TableName(customers)
+	got, err := svc.Handle(context.Background(), Message{Topic: customers, MessageID: "p", Data: customerMessage(t, s, "c", 1)})
+	if got != DeadLettered || err != nil {
+		t.Fatalf("Handle = %v, %v; want the message dead-lettered", got, err)
+	}
+	dl := tables.rows[changelog.DeadLetterTable]
+	if len(dl) != 1 || dl[0]["stage"] != string(failure.StageInternal) || !strings.Contains(dl[0]["reason"].(string), "nil map") || dl[0]["data"] == nil {
+		t.Errorf("dead letters = %v", dl)
+	}
+	tables.panicOn = ""
+	if got, err := svc.Handle(context.Background(), Message{Topic: customers, MessageID: "q", Data: customerMessage(t, s, "c", 2)}); got != Appended || err != nil {
+		t.Errorf("next message: %v, %v", got, err)
 	}
 }

@@ -145,8 +145,26 @@ func newData(b *flow.Bound, loc Location, hint time.Time) *data {
 		Where:       b.Where,
 		HasTruncate: b.Truncate != "",
 		IgnoreNull:  len(b.IgnoreNull) > 0,
+		OpExpr:      opExpr(b),
 	}
 	events := EventColumns(b)
+	d.columns(b, events)
+	d.sequence(b)
+	for _, c := range events {
+		switch {
+		case c.Name == changelog.ColIngestedAt:
+			d.MarkerValues = append(d.MarkerValues, foldedMaxMarker)
+		case c.Repeated:
+			d.MarkerValues = append(d.MarkerValues, "CAST([] AS "+c.SQLType()+")")
+		default:
+			d.MarkerValues = append(d.MarkerValues, "CAST(NULL AS "+c.SQLType()+")")
+		}
+	}
+	return d
+}
+
+// columns fills the event, key, output, value and carried columns.
+func (d *data) columns(b *flow.Bound, events schema.Columns) {
 	for _, c := range events {
 		d.Events = append(d.Events, q(c.Name))
 	}
@@ -175,7 +193,13 @@ func newData(b *flow.Bound, loc Location, hint time.Time) *data {
 			d.Carry = append(d.Carry, q(c.Name))
 		}
 	}
-	var nonEmpty, starts, ends []string
+}
+
+// sequence fills what is derived from the SEQUENCE BY columns: event
+// positions (the message id breaks ties), the SCD 2 interval bounds, and
+// the NULL-sequence test.
+func (d *data) sequence(b *flow.Bound) {
+	var nonEmpty, starts, ends, nulls []string
 	for i, s := range b.Sequence {
 		sc := seqCol{Name: q(s.Name), Field: q(s.Name), Start: fmt.Sprintf("__start%d", i), Next: fmt.Sprintf("__next%d", i)}
 		d.Sequence = append(d.Sequence, sc)
@@ -186,6 +210,7 @@ func newData(b *flow.Bound, loc Location, hint time.Time) *data {
 		nonEmpty = append(nonEmpty, fmt.Sprintf("%s = %s", sc.Next, sc.Start))
 		starts = append(starts, fmt.Sprintf("%s AS %s", sc.Start, sc.Field))
 		ends = append(ends, fmt.Sprintf("%s AS %s", sc.Next, sc.Field))
+		nulls = append(nulls, sc.Name+" IS NULL")
 	}
 	d.Position = append(d.Position, msgPos+" AS __pm")
 	d.PositionAsc = append(d.PositionAsc, msgPos)
@@ -199,23 +224,7 @@ func newData(b *flow.Bound, loc Location, hint time.Time) *data {
 	} else {
 		d.StartAt, d.EndAt = d.Sequence[0].Start, d.Sequence[0].Next
 	}
-	d.OpExpr = opExpr(b)
-	var nulls []string
-	for _, s := range d.Sequence {
-		nulls = append(nulls, s.Name+" IS NULL")
-	}
 	d.SequenceNull = strings.Join(nulls, " OR ")
-	for _, c := range events {
-		switch {
-		case c.Name == changelog.ColIngestedAt:
-			d.MarkerValues = append(d.MarkerValues, foldedMaxMarker)
-		case c.Repeated:
-			d.MarkerValues = append(d.MarkerValues, "CAST([] AS "+c.SQLType()+")")
-		default:
-			d.MarkerValues = append(d.MarkerValues, "CAST(NULL AS "+c.SQLType()+")")
-		}
-	}
-	return d
 }
 
 // Run holds the timestamps of one compaction run. They are rendered into the
