@@ -3,10 +3,11 @@ package main
 import (
 	"context"
 
-	"cloud.google.com/go/bigquery"
 	"flag"
 	"fmt"
 	"os"
+
+	"cloud.google.com/go/bigquery"
 
 	"github.com/bqcdc/bqcdc/internal/apply"
 	"github.com/bqcdc/bqcdc/internal/clients"

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bqcdc/bqcdc/internal/apply"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/compact"
 	"github.com/bqcdc/bqcdc/internal/config"
 	"github.com/bqcdc/bqcdc/sql/render"
@@ -37,7 +38,7 @@ func runCompact(ctx context.Context, args []string) error {
 		return err
 	}
 	defer bq.Close()
-	loc := render.Location{Project: t.bq.Project, DefaultDataset: t.dataset}
+	loc := catalog.Location{Project: t.bq.Project, DefaultDataset: t.dataset}
 	bound, err := apply.BindToChangelogs(ctx, bq, loc, flows)
 	if err != nil {
 		return err

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/bqcdc/bqcdc/internal/apply"
-	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/compact"
 	"github.com/bqcdc/bqcdc/internal/dev/demo"
 	"github.com/bqcdc/bqcdc/internal/dev/localstack"
@@ -125,14 +125,14 @@ func printLanded(ctx context.Context, st *localstack.Stack) error {
 		{demo.Customers, "_cdc_op, _cdc_sequence, _cdc_schema_id, id, first_name, email, tier, balance, loyalty, birth_date, updated_at"},
 		{demo.Orders, "_cdc_op, _cdc_sequence, order_number, order_date, purchaser, quantity, product_id, created_at"},
 	} {
-		table := changelog.TableName(t.topic)
+		table := catalog.TableName(t.topic)
 		rows, err := demo.Query(ctx, st.BigQuery, fmt.Sprintf("SELECT %s FROM `%s.%s` ORDER BY _cdc_sequence, _cdc_message_id", t.cols, st.Dataset, table))
 		if err != nil {
 			return err
 		}
 		demo.PrintTable(os.Stdout, "changelog "+table, strings.Split(strings.ReplaceAll(t.cols, " ", ""), ","), rows)
 	}
-	dead, err := demo.Query(ctx, st.BigQuery, fmt.Sprintf("SELECT topic, message_id, stage, reason FROM `%s.%s`", st.Dataset, changelog.DeadLetterTable))
+	dead, err := demo.Query(ctx, st.BigQuery, fmt.Sprintf("SELECT topic, message_id, stage, reason FROM `%s.%s`", st.Dataset, catalog.DeadLetterTable))
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/bqcdc/bqcdc/internal/apply"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/sql/render"
 )
@@ -38,7 +39,7 @@ func runRender(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	loc := render.Location{Project: t.bq.Project, DefaultDataset: t.dataset}
+	loc := catalog.Location{Project: t.bq.Project, DefaultDataset: t.dataset}
 	if *out != "" {
 		if err := os.MkdirAll(*out, 0o755); err != nil {
 			return err

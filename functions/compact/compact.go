@@ -23,12 +23,12 @@ import (
 	"cloud.google.com/go/bigquery"
 	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
 	"github.com/bqcdc/bqcdc/internal/apply"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/compact"
 	"github.com/bqcdc/bqcdc/internal/config"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/logging"
-	"github.com/bqcdc/bqcdc/sql/render"
 )
 
 // EntryPoint is the name the function is registered and deployed under.
@@ -88,7 +88,7 @@ type Options struct {
 type Function struct {
 	compactor *compact.Compactor
 	bq        *bigquery.Client
-	loc       render.Location
+	loc       catalog.Location
 	flows     []*flow.Flow
 }
 
@@ -101,7 +101,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Function, error) {
 	if err != nil {
 		return nil, err
 	}
-	loc := render.Location{Project: cfg.BigQuery.Project, DefaultDataset: cfg.Dataset}
+	loc := catalog.Location{Project: cfg.BigQuery.Project, DefaultDataset: cfg.Dataset}
 	o.Log.Info("compact configured", "config", cfg.Redacted(), "flows", len(o.Flows))
 	return &Function{flows: o.Flows, bq: bq, loc: loc, compactor: compact.New(bq, loc, compact.Options{
 		VisibilityLag:      cfg.VisibilityLag,

@@ -33,6 +33,7 @@ import (
 	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
 	"github.com/bqcdc/bqcdc/internal/apply"
 	"github.com/bqcdc/bqcdc/internal/bqwrite"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/config"
 	"github.com/bqcdc/bqcdc/internal/failure"
@@ -41,7 +42,6 @@ import (
 	"github.com/bqcdc/bqcdc/internal/ingest"
 	"github.com/bqcdc/bqcdc/internal/logging"
 	"github.com/bqcdc/bqcdc/internal/registry"
-	"github.com/bqcdc/bqcdc/sql/render"
 )
 
 // EntryPoint is the name the function is registered and deployed under.
@@ -150,7 +150,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Function, error) {
 		opts.Registry = registry.New(cfg.RegistryURL, registry.Options{Username: cfg.RegistryUsername, Password: cfg.RegistryPassword})
 	}
 	if len(o.Flows) > 0 {
-		loc := render.Location{Project: cfg.BigQuery.Project, DefaultDataset: cfg.Dataset}
+		loc := catalog.Location{Project: cfg.BigQuery.Project, DefaultDataset: cfg.Dataset}
 		opts.Flows = apply.NewFollower(bq, loc, o.Flows, o.Log)
 	}
 	o.Log.Info("ingest configured", "config", cfg.Redacted(), "flows", len(o.Flows))

@@ -5,9 +5,8 @@ import (
 	"fmt"
 
 	"cloud.google.com/go/bigquery"
-	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/flow"
-	"github.com/bqcdc/bqcdc/sql/render"
 )
 
 // Target names where bqcdc's objects live.
@@ -39,7 +38,7 @@ func LookupSources(ctx context.Context, flows []*flow.Flow, schemas Schemas) (ma
 	out := map[string]SourceSchema{}
 	tables := map[string]string{}
 	for _, src := range flow.Sources(flows) {
-		name := changelog.TableName(src)
+		name := catalog.TableName(src)
 		if other, clash := tables[name]; clash {
 			return nil, fmt.Errorf("sources %s and %s would share the changelog table %s: rename one topic", other, src, name)
 		}
@@ -90,7 +89,7 @@ func apply(ctx context.Context, bq *bigquery.Client, t Target, bound []*flow.Bou
 	if err := CompactionReport(ctx, bq, t.Dataset, rep); err != nil {
 		return err
 	}
-	loc := render.Location{Project: t.Project, DefaultDataset: t.Dataset}
+	loc := catalog.Location{Project: t.Project, DefaultDataset: t.Dataset}
 	for _, b := range bound {
 		if err := FlowObjects(ctx, bq, loc, b, rep); err != nil {
 			return err

@@ -8,19 +8,18 @@ import (
 	"strings"
 
 	"cloud.google.com/go/bigquery"
-	"github.com/bqcdc/bqcdc/internal/bqschema"
-	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/flow"
-	"github.com/bqcdc/bqcdc/sql/render"
+	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
 )
 
 // BindToChangelogs binds flows to the schemas of their changelog tables as
 // they are in BigQuery now (compaction has no registry: the tables are the
 // truth, and ingest may have added columns since the last apply).
-func BindToChangelogs(ctx context.Context, bq *bigquery.Client, loc render.Location, flows []*flow.Flow) ([]*flow.Bound, error) {
+func BindToChangelogs(ctx context.Context, bq *bigquery.Client, loc catalog.Location, flows []*flow.Flow) ([]*flow.Bound, error) {
 	sources := map[string]SourceSchema{}
 	for _, src := range flow.Sources(flows) {
-		md, err := bq.Dataset(loc.DefaultDataset).Table(changelog.TableName(src)).Metadata(ctx)
+		md, err := bq.Dataset(loc.DefaultDataset).Table(catalog.TableName(src)).Metadata(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("reading the changelog of %s (run bqcdc apply first?): %w", src, err)
 		}
@@ -34,13 +33,13 @@ func BindToChangelogs(ctx context.Context, bq *bigquery.Client, loc render.Locat
 // which the ingest function's dataset-level role allows.
 type Follower struct {
 	bq    *bigquery.Client
-	loc   render.Location
+	loc   catalog.Location
 	flows []*flow.Flow
 	log   *slog.Logger
 }
 
 // NewFollower returns a follower for flows.
-func NewFollower(bq *bigquery.Client, loc render.Location, flows []*flow.Flow, log *slog.Logger) *Follower {
+func NewFollower(bq *bigquery.Client, loc catalog.Location, flows []*flow.Flow, log *slog.Logger) *Follower {
 	return &Follower{bq: bq, loc: loc, flows: flows, log: log}
 }
 

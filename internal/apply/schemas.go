@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 
 	"github.com/bqcdc/bqcdc/internal/avrobq"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/cdc"
-	"github.com/bqcdc/bqcdc/internal/changelog"
 	"github.com/bqcdc/bqcdc/internal/registry"
 	"github.com/bqcdc/bqcdc/internal/schema"
 )
@@ -33,7 +33,7 @@ type Schemas struct {
 
 // Lookup returns the changelog layout of source.
 func (s Schemas) Lookup(ctx context.Context, source string) (SourceSchema, error) {
-	subject := changelog.Subject(source)
+	subject := catalog.Subject(source)
 	var text, origin string
 	id := 0
 	if s.Registry != nil {
@@ -86,5 +86,5 @@ func ChangelogColumns(avroSchema string) (schema.Columns, error) {
 	if err != nil {
 		return nil, err
 	}
-	return changelog.Schema(fields.Columns())
+	return catalog.Schema(fields.Columns())
 }

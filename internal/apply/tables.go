@@ -15,9 +15,9 @@ import (
 
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/bqerror"
-	"github.com/bqcdc/bqcdc/internal/bqschema"
-	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/evolve"
+	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
 )
 
 // Report lists what a run did, one line per object.
@@ -47,16 +47,16 @@ func Dataset(ctx context.Context, bq *bigquery.Client, dataset string, rep *Repo
 
 // Changelog creates or evolves the changelog table of one source.
 func Changelog(ctx context.Context, bq *bigquery.Client, dataset string, src SourceSchema, clusterBy []string, rep *Report) error {
-	name := changelog.TableName(src.Source)
-	labels := map[string]string{changelog.SourceLabel: changelog.LabelValue(src.Source)}
+	name := catalog.TableName(src.Source)
+	labels := map[string]string{catalog.SourceLabel: catalog.LabelValue(src.Source)}
 	if src.SchemaID != 0 {
-		labels[changelog.ReaderSchemaLabel] = strconv.Itoa(src.SchemaID)
+		labels[catalog.ReaderSchemaLabel] = strconv.Itoa(src.SchemaID)
 	}
 	want := &bigquery.TableMetadata{
 		Description: changelogDescription(src),
 		Schema:      bqschema.ToBigQuery(src.Columns),
 		TimePartitioning: &bigquery.TimePartitioning{
-			Type: bigquery.DayPartitioningType, Field: changelog.ColIngestedAt,
+			Type: bigquery.DayPartitioningType, Field: catalog.ColIngestedAt,
 		},
 		Labels: labels,
 	}
@@ -74,7 +74,7 @@ func Changelog(ctx context.Context, bq *bigquery.Client, dataset string, src Sou
 func changelogDescription(src SourceSchema) string {
 	schema := src.Origin
 	if src.SchemaID != 0 {
-		schema = fmt.Sprintf("registry subject %s, id %d", changelog.Subject(src.Source), src.SchemaID)
+		schema = fmt.Sprintf("registry subject %s, id %d", catalog.Subject(src.Source), src.SchemaID)
 	}
 	return fmt.Sprintf("bqcdc changelog of Pub/Sub topic %s: one row per change event, appended by the ingest function. Reader schema: %s.", src.Source, schema)
 }
@@ -83,21 +83,21 @@ func changelogDescription(src SourceSchema) string {
 func DeadLetters(ctx context.Context, bq *bigquery.Client, dataset string, rep *Report) error {
 	want := &bigquery.TableMetadata{
 		Description: "bqcdc dead letters: messages the ingest function could never turn into changelog rows, with the reason and the original bytes.",
-		Schema:      bqschema.ToBigQuery(changelog.DeadLetterColumns()),
+		Schema:      bqschema.ToBigQuery(catalog.DeadLetterColumns()),
 		TimePartitioning: &bigquery.TimePartitioning{
 			Type: bigquery.DayPartitioningType, Field: "dead_lettered_at",
 		},
 	}
-	return ensureTable(ctx, bq.Dataset(dataset).Table(changelog.DeadLetterTable), want, rep)
+	return ensureTable(ctx, bq.Dataset(dataset).Table(catalog.DeadLetterTable), want, rep)
 }
 
 // CompactionReport creates or evolves the compaction report table.
 func CompactionReport(ctx context.Context, bq *bigquery.Client, dataset string, rep *Report) error {
 	want := &bigquery.TableMetadata{
 		Description: "bqcdc compaction: the last run of every flow (watermark, counts, errors). Written by bqcdc compact.",
-		Schema:      bqschema.ToBigQuery(changelog.CompactionColumns()),
+		Schema:      bqschema.ToBigQuery(catalog.CompactionColumns()),
 	}
-	return ensureTable(ctx, bq.Dataset(dataset).Table(changelog.CompactionTable), want, rep)
+	return ensureTable(ctx, bq.Dataset(dataset).Table(catalog.CompactionTable), want, rep)
 }
 
 // ensureTable creates t as want, or brings an existing table's schema,

@@ -9,43 +9,18 @@ import (
 
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/bqerror"
-	"github.com/bqcdc/bqcdc/internal/bqschema"
-	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/flow"
-	"github.com/bqcdc/bqcdc/internal/schema"
+	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
 	"github.com/bqcdc/bqcdc/sql/render"
 	"google.golang.org/api/iterator"
 )
 
-// State table columns beyond the flow's event columns.
-const (
-	ColStateKey       = "__key"       // the key as one string, for set operations that must match NULL keys
-	ColStateOp        = "__op"        // U upsert, D delete, T truncate, W watermark marker
-	ColStateGen       = "__gen"       // generation: when the compaction run that wrote the row started
-	ColStateWatermark = "__watermark" // on W markers: changelog rows ingested up to it are folded
-)
-
-// StateColumns is the schema of a flow's state table: the event columns of
-// the flow (keys, sequence, output, message id, ingestion time) plus the op
-// and the generation.
-func StateColumns(b *flow.Bound) schema.Columns {
-	cols := append(schema.Columns{}, render.EventColumns(b)...)
-	for i := range cols {
-		cols[i].Required = false
-	}
-	return append(cols,
-		schema.Column{Name: ColStateKey, Type: schema.String, Description: "The key as JSON text (NULL on truncate and watermark rows)."},
-		schema.Column{Name: ColStateOp, Type: schema.String, Required: true, Description: "U upsert, D delete (tombstone), T truncate, W watermark marker."},
-		schema.Column{Name: ColStateGen, Type: schema.Timestamp, Required: true, Description: "Generation: start of the compaction run that wrote the row; per key only the newest generation counts."},
-		schema.Column{Name: ColStateWatermark, Type: schema.Timestamp, Description: "On W rows: every changelog row ingested at or before it is folded; _cdc_ingested_at holds the newest ingestion time read."},
-	)
-}
-
 // State creates or evolves a flow's state table.
-func State(ctx context.Context, bq *bigquery.Client, loc render.Location, b *flow.Bound, rep *Report) error {
+func State(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, rep *Report) error {
 	want := &bigquery.TableMetadata{
 		Description: fmt.Sprintf("bqcdc state of flow %s (%s): changelog events folded by compaction. Read through the view %s; written only by bqcdc compact.", b.Name, b.Pos.File, b.Target),
-		Schema:      bqschema.ToBigQuery(StateColumns(b)),
+		Schema:      bqschema.ToBigQuery(catalog.StateColumns(b)),
 	}
 	var keys []string
 	for _, k := range b.Keys {
@@ -55,12 +30,12 @@ func State(ctx context.Context, bq *bigquery.Client, loc render.Location, b *flo
 		keys = keys[:4]
 	}
 	want.Clustering = &bigquery.Clustering{Fields: keys}
-	return ensureTable(ctx, bq.Dataset(loc.Dataset(b.Flow)).Table(render.StateName(b.Flow)), want, rep)
+	return ensureTable(ctx, bq.Dataset(loc.Dataset(b.Flow)).Table(catalog.StateName(b.Flow)), want, rep)
 }
 
 // Watermark reads a flow's current watermark (render.Epoch if never compacted).
-func Watermark(ctx context.Context, bq *bigquery.Client, loc render.Location, f *flow.Flow) (time.Time, error) {
-	sql := fmt.Sprintf("SELECT MAX(%s) AS w FROM %s WHERE %s = 'W'", ColStateWatermark, loc.StateTable(f), ColStateOp)
+func Watermark(ctx context.Context, bq *bigquery.Client, loc catalog.Location, f *flow.Flow) (time.Time, error) {
+	sql := fmt.Sprintf("SELECT MAX(%s) AS w FROM %s WHERE %s = 'W'", catalog.ColStateWatermark, loc.StateTable(f), catalog.ColStateOp)
 	it, err := bq.Query(sql).Read(ctx)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("reading the watermark of flow %s: %w", f.Name, err)
@@ -82,8 +57,8 @@ const HintLabel = "bqcdc-hint-us"
 
 // View creates or updates a flow's view in place (tables.update is atomic:
 // a query never sees the view missing). hint must be a committed watermark.
-func View(ctx context.Context, bq *bigquery.Client, loc render.Location, b *flow.Bound, hint time.Time, rep *Report) error {
-	t := bq.Dataset(loc.Dataset(b.Flow)).Table(render.ViewName(b.Flow))
+func View(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, hint time.Time, rep *Report) error {
+	t := bq.Dataset(loc.Dataset(b.Flow)).Table(catalog.ViewName(b.Flow))
 	have, err := t.Metadata(ctx)
 	if err != nil && !bqerror.NotFound(err) {
 		return fmt.Errorf("reading view %s: %w", b.Target, err)
@@ -96,7 +71,7 @@ func View(ctx context.Context, bq *bigquery.Client, loc render.Location, b *flow
 
 // view brings view t (have: its metadata, nil if it does not exist) to the
 // flow's SQL rendered with hint.
-func view(ctx context.Context, t *bigquery.Table, have *bigquery.TableMetadata, loc render.Location, b *flow.Bound, hint time.Time, rep *Report) error {
+func view(ctx context.Context, t *bigquery.Table, have *bigquery.TableMetadata, loc catalog.Location, b *flow.Bound, hint time.Time, rep *Report) error {
 	sql, err := render.View(b, loc, hint)
 	if err != nil {
 		return err
@@ -134,11 +109,11 @@ func view(ctx context.Context, t *bigquery.Table, have *bigquery.TableMetadata, 
 // (or without a view) is left for the next compaction run or apply, which
 // read the watermark. It needs only table metadata permissions, which the
 // ingest function has.
-func FollowChangelog(ctx context.Context, bq *bigquery.Client, loc render.Location, b *flow.Bound, rep *Report) error {
+func FollowChangelog(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, rep *Report) error {
 	if err := State(ctx, bq, loc, b, rep); err != nil {
 		return err
 	}
-	t := bq.Dataset(loc.Dataset(b.Flow)).Table(render.ViewName(b.Flow))
+	t := bq.Dataset(loc.Dataset(b.Flow)).Table(catalog.ViewName(b.Flow))
 	have, err := t.Metadata(ctx)
 	if bqerror.NotFound(err) {
 		rep.add("view %s: missing, left to apply", b.Target)
@@ -155,13 +130,13 @@ func FollowChangelog(ctx context.Context, bq *bigquery.Client, loc render.Locati
 	return view(ctx, t, have, loc, b, time.UnixMicro(us).UTC(), rep)
 }
 
-func viewDescription(b *flow.Bound, loc render.Location) string {
+func viewDescription(b *flow.Bound, loc catalog.Location) string {
 	kind := "current state (SCD type 1): one row per key present now"
 	if b.SCDType == 2 {
 		kind = "history (SCD type 2): one row per version; __START_AT inclusive, __END_AT exclusive, NULL for the current version"
 	}
 	return fmt.Sprintf("bqcdc %s. Flow %s (%s), keys (%s), sequence %s, from Pub/Sub topic %s via changelog %s.%s. Generated by bqcdc apply; edit the flow, not the view.",
-		kind, b.Name, b.Pos, strings.Join(b.Keys.Names(), ", "), sequenceText(b.Flow), b.Source.Name, loc.DefaultDataset, changelog.TableName(b.Source.Name))
+		kind, b.Name, b.Pos, strings.Join(b.Keys.Names(), ", "), sequenceText(b.Flow), b.Source.Name, loc.DefaultDataset, catalog.TableName(b.Source.Name))
 }
 
 func sequenceText(f *flow.Flow) string {
@@ -210,7 +185,7 @@ func describeColumns(ctx context.Context, t *bigquery.Table, b *flow.Bound, md *
 }
 
 // FlowObjects applies a flow's state table and view.
-func FlowObjects(ctx context.Context, bq *bigquery.Client, loc render.Location, b *flow.Bound, rep *Report) error {
+func FlowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, rep *Report) error {
 	if ds := loc.Dataset(b.Flow); ds != loc.DefaultDataset {
 		if err := Dataset(ctx, bq, ds, rep); err != nil {
 			return err

@@ -8,9 +8,9 @@ import (
 
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/bqerror"
-	"github.com/bqcdc/bqcdc/internal/bqschema"
 	"github.com/bqcdc/bqcdc/internal/evolve"
 	"github.com/bqcdc/bqcdc/internal/schema"
+	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
 )
 
 // SchemaPropagation is how long after a table's schema changed BigQuery may

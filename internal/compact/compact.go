@@ -44,7 +44,7 @@ import (
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/apply"
 	"github.com/bqcdc/bqcdc/internal/bqerror"
-	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/sql/render"
@@ -86,7 +86,7 @@ type Options struct {
 // Compactor runs compactions against one BigQuery project.
 type Compactor struct {
 	bq   *bigquery.Client
-	loc  render.Location
+	loc  catalog.Location
 	opts Options
 
 	// stateSchemas remembers, per flow, the state columns this compactor
@@ -100,7 +100,7 @@ type Compactor struct {
 }
 
 // New returns a compactor.
-func New(bq *bigquery.Client, loc render.Location, opts Options) *Compactor {
+func New(bq *bigquery.Client, loc catalog.Location, opts Options) *Compactor {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -261,7 +261,7 @@ func (c *Compactor) flow(ctx context.Context, b *flow.Bound, now time.Time, rep 
 // signature; the table is read only when it changed since this compactor
 // last made sure of it.
 func (c *Compactor) ensureState(ctx context.Context, b *flow.Bound, applied *apply.Report) (string, error) {
-	cols := fmt.Sprint(apply.StateColumns(b))
+	cols := fmt.Sprint(catalog.StateColumns(b))
 	if seen, ok := c.stateSchemas.Load(b.Name); !ok || seen != cols {
 		if err := apply.State(ctx, c.bq, c.loc, b, applied); err != nil {
 			return "", fmt.Errorf("bringing the state table up to date: %w", err)
@@ -360,8 +360,8 @@ func (c *Compactor) marker(ctx context.Context, plan *render.Compaction) (marker
 	m := marker{gen: render.Epoch, watermark: render.Epoch, foldedMax: render.Epoch, newestGen: render.Epoch}
 	if len(rows) == 1 {
 		m.found = true
-		m.gen = ts(rows[0]["__gen"], render.Epoch)
-		m.watermark = ts(rows[0]["__watermark"], render.Epoch)
+		m.gen = ts(rows[0][catalog.ColStateGen], render.Epoch)
+		m.watermark = ts(rows[0][catalog.ColStateWatermark], render.Epoch)
 		m.foldedMax = ts(rows[0]["folded_max"], render.Epoch)
 		m.newestGen = ts(rows[0]["newest_gen"], m.gen)
 	}
@@ -449,7 +449,7 @@ func (c *Compactor) read(ctx context.Context, sql string, params []bigquery.Quer
 }
 
 func (c *Compactor) report(ctx context.Context, b *flow.Bound, r Report, start time.Time) error {
-	table := fmt.Sprintf("%s.%s.%s", flow.QuoteIdent(c.loc.Project), flow.QuoteIdent(c.loc.DefaultDataset), flow.QuoteIdent(changelog.CompactionTable))
+	table := fmt.Sprintf("%s.%s.%s", flow.QuoteIdent(c.loc.Project), flow.QuoteIdent(c.loc.DefaultDataset), flow.QuoteIdent(catalog.CompactionTable))
 	p := func(name string, v any) bigquery.QueryParameter { return bigquery.QueryParameter{Name: name, Value: v} }
 	if err := c.exec(ctx, "DELETE FROM "+table+" WHERE flow = @flow", p("flow", b.Name)); err != nil {
 		return err

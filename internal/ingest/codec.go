@@ -5,20 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/bqcdc/bqcdc/internal/avrobq"
-	"github.com/bqcdc/bqcdc/internal/bqschema"
 	"github.com/bqcdc/bqcdc/internal/bqwrite"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/cdc"
-	"github.com/bqcdc/bqcdc/internal/changelog"
 	"github.com/bqcdc/bqcdc/internal/evolve"
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/formats"
 	"github.com/bqcdc/bqcdc/internal/registry"
 	"github.com/bqcdc/bqcdc/internal/schema"
+	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
 	"github.com/hamba/avro/v2"
 	"golang.org/x/sync/singleflight"
 )
@@ -196,7 +195,7 @@ func readerSchemaID(t *bqwrite.Table) int {
 	if t.Metadata == nil {
 		return 0
 	}
-	id, _ := strconv.Atoi(t.Metadata.Labels[changelog.ReaderSchemaLabel])
+	id, _ := strconv.Atoi(t.Metadata.Labels[catalog.ReaderSchemaLabel])
 	return id
 }
 
@@ -215,7 +214,7 @@ func (c *codecs) build(ctx context.Context, ref writerRef, t *bqwrite.Table) (*c
 		return nil, failure.Permanent(failure.StageConvert, fmt.Errorf("writer schema %s: %w", name, err))
 	}
 	cd := &codec{writer: w, shape: shape, fields: fields}
-	if cd.columns, err = changelog.Schema(fields.Columns()); err != nil {
+	if cd.columns, err = catalog.Schema(fields.Columns()); err != nil {
 		cd.conflict = fmt.Errorf("writer schema %s: %w", name, err)
 		return cd, nil
 	}
@@ -228,7 +227,7 @@ func (c *codecs) build(ctx context.Context, ref writerRef, t *bqwrite.Table) (*c
 		return cd, nil
 	}
 	for _, col := range cd.fitter.Missing() {
-		if strings.HasPrefix(strings.ToLower(col), "_cdc_") {
+		if catalog.IsMetadata(col) {
 			cd.missing.metadata = true
 		} else {
 			cd.missing.image = true

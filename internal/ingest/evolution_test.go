@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/cdc"
-	"github.com/bqcdc/bqcdc/internal/changelog"
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/registry"
 	"github.com/bqcdc/bqcdc/internal/wire"
@@ -74,7 +74,7 @@ func TestSchemaEvolution(t *testing.T) {
 	reg := &fakeRegistry{schemas: map[int]avro.Schema{1: v1, 2: v2, 3: v3}}
 	svc, tables, _ := newService(t, reg)
 	ctx := context.Background()
-	name := changelog.TableName(customers)
+	name := catalog.TableName(customers)
 	handle := func(data []byte, want Outcome) {
 		t.Helper()
 		got, err := svc.Handle(ctx, Message{Topic: customers, MessageID: "m", PublishTime: time.Unix(1_799_999_999, 0), Data: data})
@@ -94,8 +94,8 @@ func TestSchemaEvolution(t *testing.T) {
 	if col := md.Schema[len(md.Schema)-1]; col.Name != "loyalty" || col.Required || col.Description != "loyalty points" {
 		t.Errorf("added column = %+v, want NULLABLE loyalty with its doc", col)
 	}
-	if md.Labels[changelog.ReaderSchemaLabel] != "2" {
-		t.Errorf("reader schema label = %q, want 2", md.Labels[changelog.ReaderSchemaLabel])
+	if md.Labels[catalog.ReaderSchemaLabel] != "2" {
+		t.Errorf("reader schema label = %q, want 2", md.Labels[catalog.ReaderSchemaLabel])
 	}
 	rows := tables.rows[name]
 	if len(rows) != 3 || rows[0]["loyalty"] != nil || rows[1]["loyalty"] != int64(42) || rows[2]["loyalty"] != nil || rows[1]["id"] != int64(2) {
@@ -103,7 +103,7 @@ func TestSchemaEvolution(t *testing.T) {
 	}
 
 	handle(message(t, v3, 3, baseRow(4)), DeadLettered)
-	dl := tables.rows[changelog.DeadLetterTable]
+	dl := tables.rows[catalog.DeadLetterTable]
 	if len(dl) != 1 || dl[0]["stage"] != string(failure.StageSchema) ||
 		!strings.Contains(dl[0]["reason"].(string), "column balance: the changelog has NUMERIC, the writer schema has FLOAT64") {
 		t.Errorf("dead letters = %v", dl)
@@ -129,7 +129,7 @@ func TestFrozenSchemaIgnoresAndCounts(t *testing.T) {
 	if st := svc.Stats(); st.IgnoredValues != 1 {
 		t.Errorf("ignored values = %d, want 1", st.IgnoredValues)
 	}
-	if r := tables.rows[changelog.TableName(customers)][0]; r["id"] != int64(5) || len(tables.rows[changelog.DeadLetterTable]) != 0 {
+	if r := tables.rows[catalog.TableName(customers)][0]; r["id"] != int64(5) || len(tables.rows[catalog.DeadLetterTable]) != 0 {
 		t.Errorf("row = %v", r)
 	}
 }
@@ -144,7 +144,7 @@ func TestMissingKeyIsDeadLettered(t *testing.T) {
 	if got != DeadLettered || err != nil {
 		t.Fatalf("Handle = %v, %v", got, err)
 	}
-	if dl := tables.rows[changelog.DeadLetterTable]; len(dl) != 1 || !strings.Contains(dl[0]["reason"].(string), "key column id") {
+	if dl := tables.rows[catalog.DeadLetterTable]; len(dl) != 1 || !strings.Contains(dl[0]["reason"].(string), "key column id") {
 		t.Errorf("dead letters = %v", dl)
 	}
 }
@@ -169,7 +169,7 @@ func TestDroppedFieldKeepsItsColumn(t *testing.T) {
 	if got != Appended || err != nil {
 		t.Fatalf("Handle = %v, %v", got, err)
 	}
-	name := changelog.TableName(customers)
+	name := catalog.TableName(customers)
 	if tables.evolutions != 0 {
 		t.Error("dropping a field changed the table")
 	}

@@ -24,8 +24,8 @@ import (
 
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/bqwrite"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/cdc"
-	"github.com/bqcdc/bqcdc/internal/changelog"
 	"github.com/bqcdc/bqcdc/internal/evolve"
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/formats"
@@ -137,7 +137,7 @@ func New(o Options) *Service {
 	}
 	s.codecs.keys = make(map[string][]string, len(o.Keys))
 	for topic, k := range o.Keys {
-		s.codecs.keys[changelog.TableName(topic)] = k
+		s.codecs.keys[catalog.TableName(topic)] = k
 	}
 	return s
 }
@@ -157,16 +157,16 @@ func (s *Service) Handle(ctx context.Context, m Message) (out Outcome, err error
 		if p := recover(); p != nil {
 			s.log.Error("panic while handling a message", "event", "panic", "topic", m.Topic, "message_id", m.MessageID,
 				"panic", Truncate(fmt.Sprint(p)), "stack", string(debug.Stack()))
-			out, err = s.deadLetter(ctx, m, changelog.TableName(m.Topic), 0,
+			out, err = s.deadLetter(ctx, m, catalog.TableName(m.Topic), 0,
 				failure.Permanent(failure.StageInternal, fmt.Errorf("panic while handling the message (a bug: please report it): %v", p)))
 		}
 	}()
-	if orig := m.Attributes[changelog.ReplayOfAttribute]; orig != "" {
+	if orig := m.Attributes[catalog.ReplayOfAttribute]; orig != "" {
 		// A dead letter published again by `bqcdc replay`: it keeps the
 		// identity of the original message, so views count it once.
 		m.MessageID = orig
 	}
-	table := changelog.TableName(m.Topic)
+	table := catalog.TableName(m.Topic)
 	if wire.IsTombstone(m.Data) {
 		s.tombstones.Add(1)
 		s.log.Info("tombstone acknowledged", "event", "tombstone", "topic", m.Topic, "message_id", m.MessageID, "ordering_key", m.OrderingKey)
@@ -194,7 +194,7 @@ func (s *Service) Handle(ctx context.Context, m Message) (out Outcome, err error
 // DeadLetter stores a message the caller could not even parse (for example a
 // malformed push body) with its reason.
 func (s *Service) DeadLetter(ctx context.Context, m Message, cause error) (Outcome, error) {
-	return s.deadLetter(ctx, m, changelog.TableName(m.Topic), 0, cause)
+	return s.deadLetter(ctx, m, catalog.TableName(m.Topic), 0, cause)
 }
 
 func (s *Service) deadLetter(ctx context.Context, m Message, table string, schemaID int, cause error) (Outcome, error) {
@@ -202,10 +202,10 @@ func (s *Service) deadLetter(ctx context.Context, m Message, table string, schem
 	if stage == "" {
 		stage = failure.StageEvent
 	}
-	dl := changelog.DeadLetter{At: s.now(), Topic: m.Topic, Subscription: m.Subscription, MessageID: m.MessageID,
+	dl := catalog.DeadLetter{At: s.now(), Topic: m.Topic, Subscription: m.Subscription, MessageID: m.MessageID,
 		PublishTime: m.PublishTime, OrderingKey: m.OrderingKey, Attributes: m.Attributes, Data: m.Data,
 		Stage: string(stage), Reason: cause.Error(), SchemaID: schemaID, Table: table}
-	if err := s.writer.Append(ctx, changelog.DeadLetterTable, []map[string]any{dl.Row()}); err != nil {
+	if err := s.writer.Append(ctx, catalog.DeadLetterTable, []map[string]any{dl.Row()}); err != nil {
 		// Not stored anywhere yet: the message must come back.
 		s.retries.Add(1)
 		return Failed, fmt.Errorf("dead-lettering message %s (%v): %w", m.MessageID, cause, err)
@@ -320,7 +320,7 @@ func (s *Service) row(m Message, p prepared) (map[string]any, error) {
 	if !cd.shape.Envelope {
 		ch.Sequence = cdc.TimestampSequence(m.PublishTime)
 	}
-	return changelog.Row(values, changelog.Meta{
+	return catalog.Row(values, catalog.Meta{
 		Op: ch.Op, SourceTS: ch.SourceTS, Sequence: ch.Sequence, IngestedAt: s.now(),
 		PublishTime: m.PublishTime, MessageID: m.MessageID, SchemaID: p.schemaID, Transaction: ch.Transaction,
 	}), nil
@@ -357,7 +357,7 @@ func (s *Service) identify(ctx context.Context, format formats.Format, m Message
 		readerID := readerSchemaID(t)
 		if readerID == 0 {
 			return writerRef{}, nil, nil, failure.Permanent(failure.StageRegistry, fmt.Errorf(
-				"Debezium JSON without its schema needs the changelog's reader schema, and table %s names none (label %s): run bqcdc apply with a registry, or enable schemas in the JsonConverter", t.Name, changelog.ReaderSchemaLabel))
+				"Debezium JSON without its schema needs the changelog's reader schema, and table %s names none (label %s): run bqcdc apply with a registry, or enable schemas in the JsonConverter", t.Name, catalog.ReaderSchemaLabel))
 		}
 		return writerRef{readerID: readerID}, m.Data, nil, nil
 	}
@@ -382,12 +382,12 @@ func (s *Service) evolve(ctx context.Context, topic string, t *bqwrite.Table, re
 	cols := cd.columns
 	if s.evolves(topic) {
 		if ref.registryID > readerSchemaID(t) {
-			labels[changelog.ReaderSchemaLabel] = strconv.Itoa(ref.registryID)
+			labels[catalog.ReaderSchemaLabel] = strconv.Itoa(ref.registryID)
 		}
 	} else {
 		// The source's columns stay; bqcdc's own metadata columns are
 		// always added (a changelog made by an older bqcdc lacks new ones).
-		cols = changelog.MetadataColumns()
+		cols = catalog.MetadataColumns()
 	}
 	ev, err := s.writer.Evolve(ctx, t, cols, labels)
 	if err != nil {

@@ -12,13 +12,13 @@ import (
 
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/apply"
-	"github.com/bqcdc/bqcdc/internal/bqschema"
 	"github.com/bqcdc/bqcdc/internal/bqwrite"
-	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/evolve"
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/registry"
 	"github.com/bqcdc/bqcdc/internal/schema"
+	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
 	"github.com/bqcdc/bqcdc/internal/wire"
 	"github.com/hamba/avro/v2"
 )
@@ -61,8 +61,8 @@ func newFakeTables(t testing.TB) *fakeTables {
 	}
 	f := &fakeTables{tables: map[string]*bqwrite.Table{}, rows: map[string][]map[string]any{}}
 	for name, schema := range map[string]bigquery.Schema{
-		changelog.TableName("dbserver1.inventory.customers"): bqschema.ToBigQuery(cols),
-		changelog.DeadLetterTable:                            bqschema.ToBigQuery(changelog.DeadLetterColumns()),
+		catalog.TableName("dbserver1.inventory.customers"): bqschema.ToBigQuery(cols),
+		catalog.DeadLetterTable:                            bqschema.ToBigQuery(catalog.DeadLetterColumns()),
 	} {
 		enc, err := bqwrite.NewEncoder(schema)
 		if err != nil {
@@ -191,13 +191,13 @@ func TestHandleOutcomes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			before := len(tables.rows[changelog.DeadLetterTable])
+			before := len(tables.rows[catalog.DeadLetterTable])
 			got, err := svc.Handle(ctx, msg(tt.data))
 			if got != tt.want || err != nil {
 				t.Fatalf("Handle = %v, %v; want %v", got, err, tt.want)
 			}
 			if tt.want == DeadLettered {
-				dl := tables.rows[changelog.DeadLetterTable]
+				dl := tables.rows[catalog.DeadLetterTable]
 				if len(dl) != before+1 || dl[len(dl)-1]["stage"] != string(tt.stage) {
 					t.Errorf("dead letter = %v, want stage %s", dl[len(dl)-1], tt.stage)
 				}
@@ -207,8 +207,8 @@ func TestHandleOutcomes(t *testing.T) {
 	if st := svc.Stats(); st.Appended != 1 || st.Tombstones != 1 || st.DeadLetters != 5 {
 		t.Errorf("stats = %+v", st)
 	}
-	row := tables.rows[changelog.TableName(customers)][0]
-	if row[changelog.ColOp] != "c" || row[changelog.ColSchemaID] != int64(1) || row["id"] != int64(1) {
+	row := tables.rows[catalog.TableName(customers)][0]
+	if row[catalog.ColOp] != "c" || row[catalog.ColSchemaID] != int64(1) || row["id"] != int64(1) {
 		t.Errorf("changelog row = %v", row)
 	}
 }
@@ -220,7 +220,7 @@ func TestHandleRetriesTransientRegistryFailures(t *testing.T) {
 	if got != Failed || !errors.Is(err, registry.ErrUnavailable) || failure.IsPermanent(err) {
 		t.Fatalf("Handle = %v, %v; want a retryable failure", got, err)
 	}
-	if len(tables.rows[changelog.DeadLetterTable]) != 0 {
+	if len(tables.rows[catalog.DeadLetterTable]) != 0 {
 		t.Error("a transient failure was dead-lettered")
 	}
 }
@@ -231,7 +231,7 @@ func TestHandleUnknownTopicIsDeadLettered(t *testing.T) {
 	if got != DeadLettered || err != nil {
 		t.Fatalf("Handle = %v, %v", got, err)
 	}
-	if dl := tables.rows[changelog.DeadLetterTable]; len(dl) != 1 || dl[0]["stage"] != string(failure.StageTable) {
+	if dl := tables.rows[catalog.DeadLetterTable]; len(dl) != 1 || dl[0]["stage"] != string(failure.StageTable) {
 		t.Errorf("dead letters = %v", dl)
 	}
 }
@@ -256,12 +256,12 @@ func BenchmarkHandle(b *testing.B) {
 
 func TestPanicIsDeadLettered(t *testing.T) {
 	svc, tables, s := newService(t, nil)
-	tables.panicOn = changelog.TableName(customers)
+	tables.panicOn = catalog.TableName(customers)
 	got, err := svc.Handle(context.Background(), Message{Topic: customers, MessageID: "p", Data: customerMessage(t, s, "c", 1)})
 	if got != DeadLettered || err != nil {
 		t.Fatalf("Handle = %v, %v; want the message dead-lettered", got, err)
 	}
-	dl := tables.rows[changelog.DeadLetterTable]
+	dl := tables.rows[catalog.DeadLetterTable]
 	if len(dl) != 1 || dl[0]["stage"] != string(failure.StageInternal) || !strings.Contains(dl[0]["reason"].(string), "nil map") || dl[0]["data"] == nil {
 		t.Errorf("dead letters = %v", dl)
 	}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigquery"
-	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/clients"
 )
 
@@ -44,7 +44,7 @@ func Select(ctx context.Context, bq *bigquery.Client, dataset string, f Filter) 
 	}
 	q := bq.Query(fmt.Sprintf("SELECT topic, message_id, stage, reason, attributes, data, dead_lettered_at FROM `%s.%s` "+
 		"WHERE (@topic = '' OR topic = @topic) AND (@stage = '' OR stage = @stage) AND dead_lettered_at >= TIMESTAMP_MICROS(@since) "+
-		"ORDER BY dead_lettered_at", dataset, changelog.DeadLetterTable))
+		"ORDER BY dead_lettered_at", dataset, catalog.DeadLetterTable))
 	q.Parameters = []bigquery.QueryParameter{{Name: "topic", Value: f.Topic}, {Name: "stage", Value: f.Stage}, {Name: "since", Value: since.UnixMicro()}}
 	it, err := q.Read(ctx)
 	if err != nil {
@@ -104,8 +104,8 @@ func Replay(ctx context.Context, letters []Letter, pub Publisher) (int, error) {
 		for k, v := range l.Attributes {
 			attrs[k] = v
 		}
-		if attrs[changelog.ReplayOfAttribute] == "" {
-			attrs[changelog.ReplayOfAttribute] = l.MessageID
+		if attrs[catalog.ReplayOfAttribute] == "" {
+			attrs[catalog.ReplayOfAttribute] = l.MessageID
 		}
 		if _, err := pub.Publish(ctx, l.Topic, l.Data, attrs); err != nil {
 			return i, fmt.Errorf("replaying message %s to %s: %w", l.MessageID, l.Topic, err)

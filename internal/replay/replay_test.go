@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -32,7 +32,7 @@ func TestReplayKeepsBytesAttributesAndOriginalID(t *testing.T) {
 	letters := []Letter{
 		{Topic: "a", MessageID: "m1", Data: []byte{0, 1, 2}, Attributes: map[string]string{"key": "7"}},
 		// Replaying a replay keeps the first message's identity.
-		{Topic: "b", MessageID: "m2", Data: []byte("x"), Attributes: map[string]string{changelog.ReplayOfAttribute: "m0"}},
+		{Topic: "b", MessageID: "m2", Data: []byte("x"), Attributes: map[string]string{catalog.ReplayOfAttribute: "m0"}},
 	}
 	var p fakePublisher
 	n, err := Replay(context.Background(), letters, &p)
@@ -40,13 +40,13 @@ func TestReplayKeepsBytesAttributesAndOriginalID(t *testing.T) {
 		t.Fatalf("Replay = %d, %v", n, err)
 	}
 	want := []published{
-		{"a", "\x00\x01\x02", map[string]string{"key": "7", changelog.ReplayOfAttribute: "m1"}},
-		{"b", "x", map[string]string{changelog.ReplayOfAttribute: "m0"}},
+		{"a", "\x00\x01\x02", map[string]string{"key": "7", catalog.ReplayOfAttribute: "m1"}},
+		{"b", "x", map[string]string{catalog.ReplayOfAttribute: "m0"}},
 	}
 	if d := cmp.Diff(want, p.got, cmp.AllowUnexported(published{})); d != "" {
 		t.Errorf("published (-want +got):\n%s", d)
 	}
-	if _, ok := letters[0].Attributes[changelog.ReplayOfAttribute]; ok {
+	if _, ok := letters[0].Attributes[catalog.ReplayOfAttribute]; ok {
 		t.Error("Replay modified the letter's attributes")
 	}
 }

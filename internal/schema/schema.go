@@ -1,7 +1,10 @@
 // Package schema models BigQuery columns the way bqcdc reasons about them:
 // a name, a standard SQL type and what the type allows (ordering, grouping,
 // equality). Changelog schemas from Avro, from a live BigQuery table and from
-// the flow renderer all meet in this one type.
+// the flow renderer all meet in this one type. It is pure: the adapter to
+// the BigQuery client library's schema type is the sub-package bqschema, so
+// packages that only reason about columns (flow, avrobq, evolve) link no
+// cloud client.
 package schema
 
 import "strings"

@@ -19,7 +19,7 @@ import (
 	"text/template"
 	"time"
 
-	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/schema"
 )
@@ -31,50 +31,13 @@ var templates = template.Must(template.New("").Funcs(template.FuncMap{
 	"join": func(list []string, sep string) string { return strings.Join(list, sep) },
 }).ParseFS(templateFS, "templates/*.sql.tmpl"))
 
-// Names of what a flow keeps in BigQuery besides its view.
-const (
-	StateSuffix = "__state" // the flow's state table: <target>__state
-)
-
 // Epoch is the watermark of a state table that was never compacted.
 var Epoch = time.Unix(0, 0).UTC()
-
-// Location says where a flow's objects live.
-type Location struct {
-	Project        string
-	DefaultDataset string // changelogs and unqualified targets
-}
-
-// Dataset is the dataset of the flow's view and state table.
-func (l Location) Dataset(f *flow.Flow) string {
-	if f.Target.Dataset != "" {
-		return f.Target.Dataset
-	}
-	return l.DefaultDataset
-}
-
-// ViewName is the view's table id (the flow's target).
-func ViewName(f *flow.Flow) string { return f.Target.Table }
-
-// StateName is the state table's id.
-func StateName(f *flow.Flow) string { return f.Target.Table + StateSuffix }
-
-func (l Location) table(dataset, table string) string {
-	return flow.QuoteIdent(l.Project) + "." + flow.QuoteIdent(dataset) + "." + flow.QuoteIdent(table)
-}
-
-// ChangelogTable is the quoted changelog of the flow's source.
-func (l Location) ChangelogTable(f *flow.Flow) string {
-	return l.table(l.DefaultDataset, changelog.TableName(f.Source.Name))
-}
-
-// StateTable is the quoted state table of the flow.
-func (l Location) StateTable(f *flow.Flow) string { return l.table(l.Dataset(f), StateName(f)) }
 
 // View renders the SQL of the flow's view. hint is a watermark already
 // committed to the state table (Epoch if none); it becomes the constant
 // partition filter, so it must never exceed the current watermark.
-func View(b *flow.Bound, loc Location, hint time.Time) (string, error) {
+func View(b *flow.Bound, loc catalog.Location, hint time.Time) (string, error) {
 	d := newData(b, loc, hint)
 	name := "scd1.sql.tmpl"
 	if b.SCDType == 2 {
@@ -135,7 +98,7 @@ const msgPos = "IFNULL(`_cdc_message_id`, '')"
 
 func q(name string) string { return flow.QuoteIdent(name) }
 
-func newData(b *flow.Bound, loc Location, hint time.Time) *data {
+func newData(b *flow.Bound, loc catalog.Location, hint time.Time) *data {
 	d := &data{
 		Summary:     b.String(),
 		File:        b.Pos.File,
@@ -147,12 +110,12 @@ func newData(b *flow.Bound, loc Location, hint time.Time) *data {
 		IgnoreNull:  len(b.IgnoreNull) > 0,
 		OpExpr:      opExpr(b),
 	}
-	events := EventColumns(b)
+	events := catalog.EventColumns(b)
 	d.columns(b, events)
 	d.sequence(b)
 	for _, c := range events {
 		switch {
-		case c.Name == changelog.ColIngestedAt:
+		case c.Name == catalog.ColIngestedAt:
 			d.MarkerValues = append(d.MarkerValues, foldedMaxMarker)
 		case c.Repeated:
 			d.MarkerValues = append(d.MarkerValues, "CAST([] AS "+c.SQLType()+")")
@@ -257,7 +220,7 @@ type Compaction struct {
 }
 
 // NewCompaction prepares the compaction statements of a flow.
-func NewCompaction(b *flow.Bound, loc Location) *Compaction {
+func NewCompaction(b *flow.Bound, loc catalog.Location) *Compaction {
 	d := newData(b, loc, Epoch)
 	d.Compaction = true
 	return &Compaction{b: b, d: *d}
@@ -325,29 +288,6 @@ func (c *Compaction) ExpireChangelog(cutoff time.Time) (string, error) {
 	return c.render("expire_changelog", Run{Watermark: cutoff})
 }
 
-// EventColumns are the changelog columns a flow's events carry, in changelog
-// order: keys, sequence, output columns, and the message id and ingestion
-// time used to count a redelivered message once.
-func EventColumns(b *flow.Bound) schema.Columns {
-	need := map[string]bool{changelog.ColMessageID: true, changelog.ColIngestedAt: true}
-	for _, c := range b.Keys {
-		need[c.Name] = true
-	}
-	for _, c := range b.Sequence {
-		need[c.Name] = true
-	}
-	for _, c := range b.Output {
-		need[c.Name] = true
-	}
-	var out schema.Columns
-	for _, c := range b.Changelog {
-		if need[c.Name] {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
 func isIn(cols schema.Columns, name string) bool {
 	_, ok := cols.Lookup(name)
 	return ok
@@ -397,7 +337,7 @@ func opExpr(b *flow.Bound) string {
 // folding: the flow's WHERE applied, NULL sequences dropped, and __op
 // classified by its DELETE/TRUNCATE conditions. Tests feed its rows to the
 // reference model; compaction reports use it to count.
-func EventsQuery(b *flow.Bound, loc Location) string {
+func EventsQuery(b *flow.Bound, loc catalog.Location) string {
 	d := newData(b, loc, Epoch)
 	where := []string{}
 	for _, s := range d.Sequence {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/google/go-cmp/cmp"
@@ -19,7 +19,7 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 
 // Changelog schemas of the test sources.
 func testSources() map[string]schema.Columns {
-	meta := changelog.MetadataColumns()
+	meta := catalog.MetadataColumns()
 	with := func(cols ...schema.Column) schema.Columns { return append(schema.Columns(cols), meta...) }
 	return map[string]schema.Columns{
 		"users": with(
@@ -50,7 +50,7 @@ func boundTestFlows(t *testing.T) []*flow.Bound {
 	return out
 }
 
-var loc = Location{Project: "my-project", DefaultDataset: "cdc"}
+var loc = catalog.Location{Project: "my-project", DefaultDataset: "cdc"}
 
 // renderAll renders everything bqcdc runs for a flow: the view, then the
 // compaction statements in order.

@@ -13,8 +13,8 @@ import (
 	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/pubsub/v2"
 	"github.com/bqcdc/bqcdc/internal/apply"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/cdc"
-	"github.com/bqcdc/bqcdc/internal/changelog"
 	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/dev/localstack"
 	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
@@ -53,7 +53,7 @@ func Produce(ctx context.Context, st *localstack.Stack, events []Event) ([]Publi
 	schemas := map[string]topicSchema{}
 	var v2 topicSchema
 	for _, topic := range []string{Customers, Orders} {
-		subject := changelog.Subject(topic)
+		subject := catalog.Subject(topic)
 		b, err := os.ReadFile(filepath.Join(st.SchemasDir, subject+".avsc"))
 		if err != nil {
 			return nil, fmt.Errorf("reading demo schema: %w", err)
@@ -159,7 +159,7 @@ func Check(ctx context.Context, st *localstack.Stack, sent []Published) (Result,
 	res := Result{Published: len(sent)}
 	landed := map[string][]map[string]bigquery.Value{}
 	for _, topic := range []string{Customers, Orders} {
-		rows, err := Query(ctx, st.BigQuery, fmt.Sprintf("SELECT _cdc_message_id, _cdc_op, _cdc_sequence FROM `%s.%s`", st.Dataset, changelog.TableName(topic)))
+		rows, err := Query(ctx, st.BigQuery, fmt.Sprintf("SELECT _cdc_message_id, _cdc_op, _cdc_sequence FROM `%s.%s`", st.Dataset, catalog.TableName(topic)))
 		if err != nil {
 			return res, err
 		}
@@ -168,7 +168,7 @@ func Check(ctx context.Context, st *localstack.Stack, sent []Published) (Result,
 		}
 		res.Rows += len(rows)
 	}
-	dead, err := Query(ctx, st.BigQuery, fmt.Sprintf("SELECT message_id, stage, reason FROM `%s.%s`", st.Dataset, changelog.DeadLetterTable))
+	dead, err := Query(ctx, st.BigQuery, fmt.Sprintf("SELECT message_id, stage, reason FROM `%s.%s`", st.Dataset, catalog.DeadLetterTable))
 	if err != nil {
 		return res, err
 	}

@@ -1,14 +1,15 @@
 package e2e
 
 import (
-	"cloud.google.com/go/bigquery"
 	"context"
 	"fmt"
-	"github.com/bqcdc/bqcdc/internal/dev/testenv"
 	"testing"
 	"time"
 
-	"github.com/bqcdc/bqcdc/internal/changelog"
+	"cloud.google.com/go/bigquery"
+	"github.com/bqcdc/bqcdc/internal/dev/testenv"
+
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/compact"
 	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
 	"github.com/bqcdc/bqcdc/internal/schema"
@@ -26,7 +27,7 @@ SEQUENCE BY sequenceNum COLUMNS (userId, name, city) STORED AS SCD TYPE 2;
 
 func userRow(id int64, name, op string, seq int64, msg string, at time.Time) map[string]any {
 	return map[string]any{"userId": id, "name": name, "city": "c" + name, "operation": op, "sequenceNum": seq,
-		changelog.ColMessageID: msg, changelog.ColIngestedAt: at.UnixMicro()}
+		catalog.ColMessageID: msg, catalog.ColIngestedAt: at.UnixMicro()}
 }
 
 func stateRows(t *testing.T, e *testenv.Env, table string) []map[string]bigquery.Value {

@@ -4,14 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/bqcdc/bqcdc/internal/dev/testenv"
 	"os"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/dev/testenv"
+
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/google/go-cmp/cmp"
@@ -79,7 +80,7 @@ func flowText(c dbxCase, source string) string {
 }
 
 func metadataNames() []string {
-	return changelog.MetadataColumns().Names()
+	return catalog.MetadataColumns().Names()
 }
 
 var usersImage = schema.Columns{
@@ -98,8 +99,8 @@ func TestDatabricksDocumentedExample(t *testing.T) {
 			start := time.Now().Add(-time.Hour)
 			for i, in := range c.Input {
 				row := map[string]any{
-					changelog.ColMessageID:  fmt.Sprintf("msg-%03d", i),
-					changelog.ColIngestedAt: start.Add(time.Duration(i) * time.Second).UnixMicro(),
+					catalog.ColMessageID:  fmt.Sprintf("msg-%03d", i),
+					catalog.ColIngestedAt: start.Add(time.Duration(i) * time.Second).UnixMicro(),
 				}
 				for k, v := range in {
 					switch x := v.(type) {

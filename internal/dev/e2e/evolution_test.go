@@ -9,8 +9,8 @@ import (
 
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/apply"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/cdc"
-	"github.com/bqcdc/bqcdc/internal/changelog"
 	"github.com/bqcdc/bqcdc/internal/compact"
 	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
 	"github.com/bqcdc/bqcdc/internal/flow"
@@ -27,11 +27,11 @@ const evo = "test.evo.customers"
 // srclient.
 func evoVersion(t *testing.T, edit func(fields []any) []any) (int, avro.Schema) {
 	t.Helper()
-	text, err := cdc.EditImage([]byte(readTestdata(t, "testdata/schemas/"+changelog.Subject(evo)+".avsc")), edit)
+	text, err := cdc.EditImage([]byte(readTestdata(t, "testdata/schemas/"+catalog.Subject(evo)+".avsc")), edit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := srclient.NewSchemaRegistryClient(stack.RegistryURL).CreateSchema(changelog.Subject(evo), text, srclient.Avro)
+	s, err := srclient.NewSchemaRegistryClient(stack.RegistryURL).CreateSchema(catalog.Subject(evo), text, srclient.Avro)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func customer(id any, first string, balance string) map[string]any {
 // types, while another source keeps flowing.
 func TestSchemaEvolutionEndToEnd(t *testing.T) {
 	ctx := context.Background()
-	table := "`cdc." + changelog.TableName(evo) + "`"
+	table := "`cdc." + catalog.TableName(evo) + "`"
 	v1id, v1 := evoVersion(t, func(f []any) []any { return f }) // the version the stack applied
 	send := func(msgs ...[]byte) []string {
 		t.Helper()
@@ -116,7 +116,7 @@ func TestSchemaEvolutionEndToEnd(t *testing.T) {
 		encode(t, v1, v1id, mysqlEnvelope("c", 230, customer(4, "Di", ""))),
 		encode(t, v2, v2id, mysqlEnvelope("u", 240, withLoyalty(customer(3, "Cyrus", "0.02"), 6))))
 
-	md, err := stack.BigQuery.Dataset("cdc").Table(changelog.TableName(evo)).Metadata(ctx)
+	md, err := stack.BigQuery.Dataset("cdc").Table(catalog.TableName(evo)).Metadata(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestSchemaEvolutionEndToEnd(t *testing.T) {
 	if added == nil || added.Required || added.Type != bigquery.IntegerFieldType || added.Description != "Loyalty points." {
 		t.Fatalf("changelog column loyalty = %+v, want a NULLABLE INTEGER with the field's doc", added)
 	}
-	if got := md.Labels[changelog.ReaderSchemaLabel]; got != fmt.Sprint(v2id) {
+	if got := md.Labels[catalog.ReaderSchemaLabel]; got != fmt.Sprint(v2id) {
 		t.Errorf("reader schema label = %s, want %d", got, v2id)
 	}
 	rows := query(t, "SELECT id, first_name, loyalty, balance, _cdc_schema_id FROM "+table+" ORDER BY _cdc_sequence")

@@ -13,8 +13,8 @@ import (
 	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/civil"
 	"cloud.google.com/go/pubsub/v2"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/cdc"
-	"github.com/bqcdc/bqcdc/internal/changelog"
 	"github.com/bqcdc/bqcdc/internal/dev/localstack"
 	"github.com/bqcdc/bqcdc/internal/registry"
 	"github.com/bqcdc/bqcdc/internal/wire"
@@ -27,13 +27,13 @@ const items = "test.shop.items"
 
 func itemsSchema(t *testing.T) (int, avro.Schema, string) {
 	t.Helper()
-	text, err := os.ReadFile("testdata/schemas/" + changelog.Subject(items) + ".avsc")
+	text, err := os.ReadFile("testdata/schemas/" + catalog.Subject(items) + ".avsc")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Register as Debezium's AvroConverter would: over HTTP, through srclient.
 	sr := srclient.NewSchemaRegistryClient(stack.RegistryURL)
-	s, err := sr.CreateSchema(changelog.Subject(items), string(text), srclient.Avro)
+	s, err := sr.CreateSchema(catalog.Subject(items), string(text), srclient.Avro)
 	if err != nil {
 		t.Fatal(err)
 	}

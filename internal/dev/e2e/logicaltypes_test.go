@@ -13,7 +13,7 @@ import (
 	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/civil"
 	"github.com/bqcdc/bqcdc/internal/avrobq"
-	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/dev/testenv"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/google/go-cmp/cmp"
@@ -252,13 +252,13 @@ func TestLogicalTypesRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("row %d: converting: %v", r, err)
 		}
-		row[changelog.ColMessageID] = fmt.Sprintf("r%02d", r)
-		row[changelog.ColIngestedAt] = at.Add(time.Duration(r) * time.Millisecond).UnixMicro()
+		row[catalog.ColMessageID] = fmt.Sprintf("r%02d", r)
+		row[catalog.ColIngestedAt] = at.Add(time.Duration(r) * time.Millisecond).UnixMicro()
 		appended = append(appended, row)
 	}
 	e.AppendRows(t, source, appended)
 
-	table := "`" + e.Loc.DefaultDataset + "." + changelog.TableName(source) + "`"
+	table := "`" + e.Loc.DefaultDataset + "." + catalog.TableName(source) + "`"
 	exact := cmp.Options{
 		cmp.Comparer(func(a, b *big.Rat) bool { return a.Cmp(b) == 0 }),
 		cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) }),
@@ -266,7 +266,7 @@ func TestLogicalTypesRoundTrip(t *testing.T) {
 	for i, c := range columns {
 		f := fields[i]
 		t.Run(f.Name+" "+f.SQLType(), func(t *testing.T) {
-			got, err := e.Query(fmt.Sprintf("SELECT `%s` AS v FROM %s ORDER BY %s", f.Name, table, changelog.ColMessageID))
+			got, err := e.Query(fmt.Sprintf("SELECT `%s` AS v FROM %s ORDER BY %s", f.Name, table, catalog.ColMessageID))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,11 +3,12 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"github.com/bqcdc/bqcdc/internal/dev/testenv"
 	"testing"
 	"time"
 
-	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/dev/testenv"
+
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/compact"
 	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
 	"github.com/bqcdc/bqcdc/internal/schema"
@@ -40,7 +41,7 @@ STORED AS SCD TYPE 2 TRACK HISTORY ON (`+"`from`, `where`"+`);
 	row := func(i int, order int64, group, sel string, from any, where any, window int64) map[string]any {
 		return map[string]any{"order": order, "group": group, "select": sel, "from": from, "where": where,
 			"by": at.Add(time.Duration(i) * time.Second).UnixMicro(), "Window": window,
-			changelog.ColMessageID: fmt.Sprintf("o%02d", i), changelog.ColIngestedAt: at.Add(time.Duration(i) * time.Millisecond).UnixMicro()}
+			catalog.ColMessageID: fmt.Sprintf("o%02d", i), catalog.ColIngestedAt: at.Add(time.Duration(i) * time.Millisecond).UnixMicro()}
 	}
 	e.AppendRows(t, "odd.names", []map[string]any{
 		row(1, 1, "g", "a", int32(19000), nil, 1),

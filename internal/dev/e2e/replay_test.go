@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"cloud.google.com/go/pubsub/v2"
-	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/registry"
 	"github.com/bqcdc/bqcdc/internal/replay"
 	"github.com/riferrei/srclient"
@@ -49,7 +49,7 @@ func TestReplayDeadLetters(t *testing.T) {
 		t.Fatalf("dead letters of %s = %v, want one at stage registry", msgID, dead)
 	}
 
-	if s, err := sr.CreateSchema(changelog.Subject(items), late, srclient.Avro); err != nil || s.ID() != next {
+	if s, err := sr.CreateSchema(catalog.Subject(items), late, srclient.Avro); err != nil || s.ID() != next {
 		t.Fatalf("registering the late schema: id %v, %v; want id %d (the id the message was written with)", s, err, next)
 	}
 	letters, err := replay.Select(ctx, stack.BigQuery, stack.Dataset, replay.Filter{Topic: items, Stage: "registry", MessageIDs: []string{msgID}})

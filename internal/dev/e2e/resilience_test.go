@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/cdc"
-	"github.com/bqcdc/bqcdc/internal/changelog"
 	"github.com/bqcdc/bqcdc/internal/registry"
 	"github.com/riferrei/srclient"
 )
@@ -17,7 +17,7 @@ func TestRegistryOutageIsRetriedAndNewWriterSchemaEvolves(t *testing.T) {
 	_, _, text := itemsSchema(t)
 	v2 := withField(t, text, map[string]any{"name": "color", "type": []any{"null", "string"}, "default": nil})
 	sr := srclient.NewSchemaRegistryClient(stack.RegistryURL)
-	s2, err := sr.CreateSchema(changelog.Subject(items), v2, srclient.Avro)
+	s2, err := sr.CreateSchema(catalog.Subject(items), v2, srclient.Avro)
 	if err != nil {
 		t.Fatal(err)
 	}

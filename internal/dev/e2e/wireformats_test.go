@@ -7,7 +7,7 @@ import (
 
 	pubsubapi "cloud.google.com/go/pubsub/v2/apiv1"
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
-	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/formats"
 	"github.com/bqcdc/bqcdc/internal/registry"
 	"github.com/hamba/avro/v2"
@@ -29,7 +29,7 @@ func TestOtherWireFormats(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sc.Close()
-	text := readTestdata(t, "testdata/schemas/"+changelog.Subject(evo)+".avsc")
+	text := readTestdata(t, "testdata/schemas/"+catalog.Subject(evo)+".avsc")
 	created, err := sc.CreateSchema(ctx, &pubsubpb.CreateSchemaRequest{Parent: "projects/" + stack.Project, SchemaId: "evo-customers",
 		Schema: &pubsubpb.Schema{Type: pubsubpb.Schema_AVRO, Definition: text}})
 	if err != nil {
@@ -63,7 +63,7 @@ func TestOtherWireFormats(t *testing.T) {
 	}
 	waitDelivered(t, base, len(ids))
 	for format, w := range ids {
-		rows := query(t, "SELECT first_name, _cdc_op, _cdc_schema_id, _cdc_sequence FROM `cdc."+changelog.TableName(evo)+"` WHERE _cdc_message_id = '"+w.id+"'")
+		rows := query(t, "SELECT first_name, _cdc_op, _cdc_schema_id, _cdc_sequence FROM `cdc."+catalog.TableName(evo)+"` WHERE _cdc_message_id = '"+w.id+"'")
 		if len(rows) != 1 || rows[0]["first_name"] != w.first || rows[0]["_cdc_op"] != w.op || rows[0]["_cdc_sequence"] == nil || rows[0]["_cdc_schema_id"] != nil {
 			dead := query(t, "SELECT stage, reason FROM `cdc._bqcdc_dead_letters` WHERE message_id = '"+w.id+"'")
 			t.Errorf("%s: changelog rows %v (want %s %s), dead letters %v", format, rows, w.first, w.op, dead)

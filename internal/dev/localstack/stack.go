@@ -27,6 +27,7 @@ import (
 	compactfn "github.com/bqcdc/bqcdc/functions/compact"
 	ingestfn "github.com/bqcdc/bqcdc/functions/ingest"
 	"github.com/bqcdc/bqcdc/internal/apply"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/compact"
 	"github.com/bqcdc/bqcdc/internal/config"
@@ -34,7 +35,6 @@ import (
 	"github.com/bqcdc/bqcdc/internal/emulator"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/registry"
-	"github.com/bqcdc/bqcdc/sql/render"
 	"github.com/goccy/bigquery-emulator/server"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
@@ -313,8 +313,8 @@ func (s *Stack) Compact(ctx context.Context, flows []string) ([]compact.Report, 
 }
 
 // Location is where the stack keeps flow objects.
-func (s *Stack) Location() render.Location {
-	return render.Location{Project: s.Project, DefaultDataset: s.Dataset}
+func (s *Stack) Location() catalog.Location {
+	return catalog.Location{Project: s.Project, DefaultDataset: s.Dataset}
 }
 
 // Topics and subscriptions per source.

@@ -19,14 +19,13 @@ import (
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/apply"
 	"github.com/bqcdc/bqcdc/internal/bqwrite"
-	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/dev/localstack"
 	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/schema"
-	"github.com/bqcdc/bqcdc/sql/render"
 	"github.com/goccy/bigquery-emulator/server"
 	"github.com/goccy/bigquery-emulator/types"
 )
@@ -35,7 +34,7 @@ import (
 type Env struct {
 	BQ  *bigquery.Client
 	W   *bqwrite.Writer
-	Loc render.Location
+	Loc catalog.Location
 }
 
 var projects sync.Map
@@ -62,7 +61,7 @@ func New(t testing.TB, st *localstack.Stack, project string) *Env {
 		t.Fatal(err)
 	}
 	e := &Env{BQ: bq, W: bqwrite.NewWriter(bq, mw, project, st.Dataset),
-		Loc: render.Location{Project: project, DefaultDataset: st.Dataset}}
+		Loc: catalog.Location{Project: project, DefaultDataset: st.Dataset}}
 	var rep apply.Report
 	if err := apply.CompactionReport(ctx, bq, st.Dataset, &rep); err != nil {
 		t.Fatal(err)
@@ -86,7 +85,7 @@ func Project(prefix string, n int64) string { return fmt.Sprintf("%s-%d", prefix
 // CreateSource creates the changelog of source for a row image.
 func (e *Env) CreateSource(t testing.TB, source string, image schema.Columns) schema.Columns {
 	t.Helper()
-	cols, err := changelog.Schema(image)
+	cols, err := catalog.Schema(image)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +125,7 @@ func (e *Env) ApplyFlows(t testing.TB, file, text string, changelogs map[string]
 func (e *Env) AppendRows(t testing.TB, source string, rows []map[string]any) {
 	t.Helper()
 	for attempt := 0; ; attempt++ {
-		err := e.W.Append(context.Background(), changelog.TableName(source), rows)
+		err := e.W.Append(context.Background(), catalog.TableName(source), rows)
 		if err == nil {
 			return
 		}

@@ -14,7 +14,7 @@ import (
 
 	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/civil"
-	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/dev/model"
 	"github.com/bqcdc/bqcdc/internal/flow"
@@ -79,7 +79,7 @@ func seqValue(v bigquery.Value) any {
 }
 
 // Events reads a flow's classified changelog events as model events.
-func Events(ctx context.Context, bq *bigquery.Client, b *flow.Bound, loc render.Location) ([]model.Event, error) {
+func Events(ctx context.Context, bq *bigquery.Client, b *flow.Bound, loc catalog.Location) ([]model.Event, error) {
 	rows, err := query(ctx, bq, render.EventsQuery(b, loc))
 	if err != nil {
 		return nil, err
@@ -93,10 +93,10 @@ func Events(ctx context.Context, bq *bigquery.Client, b *flow.Bound, loc render.
 		for _, s := range b.Sequence {
 			e.Seq = append(e.Seq, seqValue(r[s.Name]))
 		}
-		if id, ok := r[changelog.ColMessageID].(string); ok {
+		if id, ok := r[catalog.ColMessageID].(string); ok {
 			e.MsgID = id
 		}
-		e.Ingested, _ = r[changelog.ColIngestedAt].(time.Time)
+		e.Ingested, _ = r[catalog.ColIngestedAt].(time.Time)
 		for _, c := range values(b) {
 			if r[c] != nil {
 				e.Values[c] = Canon(r[c])
@@ -197,8 +197,8 @@ func indexOf(list []string, s string) int {
 }
 
 // Actual reads the flow's view, one canonical line per row, sorted.
-func Actual(ctx context.Context, bq *bigquery.Client, b *flow.Bound, loc render.Location) ([]string, error) {
-	rows, err := query(ctx, bq, fmt.Sprintf("SELECT * FROM %s.%s.%s", flow.QuoteIdent(loc.Project), flow.QuoteIdent(loc.Dataset(b.Flow)), flow.QuoteIdent(render.ViewName(b.Flow))))
+func Actual(ctx context.Context, bq *bigquery.Client, b *flow.Bound, loc catalog.Location) ([]string, error) {
+	rows, err := query(ctx, bq, fmt.Sprintf("SELECT * FROM %s.%s.%s", flow.QuoteIdent(loc.Project), flow.QuoteIdent(loc.Dataset(b.Flow)), flow.QuoteIdent(catalog.ViewName(b.Flow))))
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +219,7 @@ func Actual(ctx context.Context, bq *bigquery.Client, b *flow.Bound, loc render.
 
 // Check compares the view with the model over the current changelog and
 // returns a readable difference ("" when equal).
-func Check(ctx context.Context, bq *bigquery.Client, b *flow.Bound, loc render.Location) (string, error) {
+func Check(ctx context.Context, bq *bigquery.Client, b *flow.Bound, loc catalog.Location) (string, error) {
 	events, err := Events(ctx, bq, b, loc)
 	if err != nil {
 		return "", err

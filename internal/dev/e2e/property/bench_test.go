@@ -3,11 +3,12 @@ package property
 import (
 	"context"
 	"fmt"
-	"github.com/bqcdc/bqcdc/internal/dev/testenv"
 	"testing"
 	"time"
 
-	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/dev/testenv"
+
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/compact"
 	"github.com/bqcdc/bqcdc/internal/schema"
 )
@@ -51,7 +52,7 @@ KEYS (userId) APPLY AS DELETE WHEN operation = 'DELETE' SEQUENCE BY sequenceNum 
 				op = "DELETE"
 			}
 			out[i] = map[string]any{"userId": seq % 1000, "name": fmt.Sprint("n", seq%7), "city": fmt.Sprint("c", seq%13),
-				"operation": op, "sequenceNum": seq, changelog.ColMessageID: fmt.Sprint("m", seq), changelog.ColIngestedAt: clock.UnixMicro()}
+				"operation": op, "sequenceNum": seq, catalog.ColMessageID: fmt.Sprint("m", seq), catalog.ColIngestedAt: clock.UnixMicro()}
 		}
 		return out
 	}

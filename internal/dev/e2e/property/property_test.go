@@ -5,13 +5,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/bqcdc/bqcdc/internal/dev/testenv"
 	"math/rand"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/dev/testenv"
+
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/compact"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/schema"
@@ -37,7 +38,7 @@ var propImage = schema.Columns{
 // propFlows covers SCD 1 (with truncate), SCD 1 with partial updates and a
 // WHERE, SCD 2, and SCD 2 with TRACK HISTORY and partial updates.
 func propFlows(source, p string) string {
-	meta := strings.Join(changelog.MetadataColumns().Names(), ", ")
+	meta := strings.Join(catalog.MetadataColumns().Names(), ", ")
 	return fmt.Sprintf(`
 CREATE FLOW %[2]s_scd1 AS AUTO CDC INTO %[2]s_scd1 FROM STREAM(`+"`%[1]s`"+`)
 KEYS (k1, k2) APPLY AS DELETE WHEN op = 'D' APPLY AS TRUNCATE WHEN op = 'T'
@@ -101,9 +102,9 @@ func genHistory(r *rand.Rand, _ time.Time) history {
 			"v_ts":    maybe(r, pick(r, int64(1_700_000_000_000_000), int64(1_700_000_000_000_001))),
 			"v_bool":  maybe(r, pick(r, true, false)),
 			"v_float": maybe(r, pick(r, 1.5, -2.25)), "v_bytes": maybe(r, pick(r, []byte{1}, []byte{2, 3})),
-			"v_arr":                pick(r, []any{}, []any{"p"}, []any{"p", "q"}),
-			"v_rec":                maybe(r, pick(r, map[string]any{"a": int64(1), "b": "u"}, map[string]any{"a": int64(2)})),
-			changelog.ColMessageID: newMsg(),
+			"v_arr":              pick(r, []any{}, []any{"p"}, []any{"p", "q"}),
+			"v_rec":              maybe(r, pick(r, map[string]any{"a": int64(1), "b": "u"}, map[string]any{"a": int64(2)})),
+			catalog.ColMessageID: newMsg(),
 		}
 		switch x := r.Intn(100); {
 		case x < 18:
@@ -125,7 +126,7 @@ func genHistory(r *rand.Rand, _ time.Time) history {
 			dup[k] = v
 		}
 		if r.Intn(2) == 0 {
-			dup[changelog.ColMessageID] = newMsg()
+			dup[catalog.ColMessageID] = newMsg()
 		}
 		events = append(events, dup)
 	}
@@ -183,7 +184,7 @@ func TestViewsMatchModel(t *testing.T) {
 				// Batch bi is ingested during minute bi after base.
 				batchStart := base.Add(time.Duration(bi) * time.Minute)
 				for i, row := range h.rows[from:to] {
-					row[changelog.ColIngestedAt] = batchStart.Add(time.Duration(i) * time.Millisecond).UnixMicro()
+					row[catalog.ColIngestedAt] = batchStart.Add(time.Duration(i) * time.Millisecond).UnixMicro()
 				}
 				e.AppendRows(t, source, h.rows[from:to])
 				from = to
@@ -252,8 +253,8 @@ func lateRows(r *rand.Rand, at time.Time) []map[string]any {
 		rows = append(rows, map[string]any{
 			"k1": int64(1 + r.Intn(3)), "k2": pick(r, "a", "b"), "s1": int64(1 + r.Intn(9)), "s2": int64(r.Intn(3)),
 			"op": pick(r, "U", "U", "D"), "v_str": maybe(r, pick(r, "late", "x")), "v_int": maybe(r, int64(2)),
-			"v_arr": []any{"late"}, changelog.ColMessageID: fmt.Sprintf("late%06d", r.Intn(1_000_000)),
-			changelog.ColIngestedAt: at.Add(time.Duration(i) * time.Millisecond).UnixMicro(),
+			"v_arr": []any{"late"}, catalog.ColMessageID: fmt.Sprintf("late%06d", r.Intn(1_000_000)),
+			catalog.ColIngestedAt: at.Add(time.Duration(i) * time.Millisecond).UnixMicro(),
 		})
 	}
 	return rows

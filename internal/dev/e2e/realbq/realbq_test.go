@@ -25,8 +25,8 @@ import (
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/apply"
 	"github.com/bqcdc/bqcdc/internal/bqwrite"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/cdc"
-	"github.com/bqcdc/bqcdc/internal/changelog"
 	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/dev/registryserver"
 	"github.com/bqcdc/bqcdc/internal/ingest"
@@ -114,8 +114,8 @@ func TestSchemaEvolutionOnBigQuery(t *testing.T) {
 		t.Fatal(err)
 	}
 	v1, v2 := version(t, string(base), false), version(t, string(base), true)
-	id1, _ := reg.Register(changelog.Subject(topic), v1)
-	id2, _ := reg.Register(changelog.Subject(topic), v2)
+	id1, _ := reg.Register(catalog.Subject(topic), v1)
+	id2, _ := reg.Register(catalog.Subject(topic), v2)
 	cols, err := apply.ChangelogColumns(v1)
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +151,7 @@ func TestSchemaEvolutionOnBigQuery(t *testing.T) {
 	deliver("m2", message(t, v2, id2, 2, map[string]any{"long": int64(42)}))
 	deliver("m3", message(t, v1, id1, 3, nil))
 
-	it, err := bq.Query(fmt.Sprintf("SELECT _cdc_message_id AS m, loyalty FROM `%s.%s` ORDER BY m", dataset, changelog.TableName(topic))).Read(ctx)
+	it, err := bq.Query(fmt.Sprintf("SELECT _cdc_message_id AS m, loyalty FROM `%s.%s` ORDER BY m", dataset, catalog.TableName(topic))).Read(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestSchemaEvolutionOnBigQuery(t *testing.T) {
 	if want := "[map[loyalty:<nil> m:m1] map[loyalty:42 m:m2] map[loyalty:<nil> m:m3]]"; got != want {
 		t.Errorf("rows = %s, want %s", got, want)
 	}
-	md, err := bq.Dataset(dataset).Table(changelog.TableName(topic)).Metadata(ctx)
+	md, err := bq.Dataset(dataset).Table(catalog.TableName(topic)).Metadata(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,6 @@
-// Package bqschema converts between bqcdc's column model (package schema) and
-// the BigQuery client library's schema type.
+// Package bqschema converts between bqcdc's column model (its parent,
+// package schema) and the BigQuery client library's schema type: the one
+// column model, seen through the client library.
 package bqschema
 
 import (

@@ -1,7 +1,18 @@
-// Package changelog defines the shape of bqcdc's tables: the per-source
-// changelog (the row image plus the _cdc_* metadata columns), the dead-letter
-// table, and how a source topic names its changelog table.
-package changelog
+// Package catalog owns every BigQuery object bqcdc creates: its name, its
+// layout (columns with descriptions), and the labels and attributes that tie
+// objects together. Nothing else spells a table name, a metadata column or a
+// label:
+//
+//   - changelog.go: the per-source changelog (the row image plus the _cdc_*
+//     metadata columns) and how a source topic names it;
+//   - deadletter.go: the dead-letter table;
+//   - flow.go: a flow's view and state table (names, event and state
+//     columns) and where they live (Location);
+//   - report.go: the compaction report table.
+//
+// The SQL that reads and writes them is rendered from the templates in
+// sql/render; the tables are created by package apply.
+package catalog
 
 import (
 	"fmt"
@@ -10,6 +21,7 @@ import (
 	"time"
 
 	"github.com/bqcdc/bqcdc/internal/cdc"
+	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/schema"
 )
 
@@ -49,11 +61,19 @@ func MetadataColumns() schema.Columns {
 	}
 }
 
+// MetadataPrefix starts the name of every column bqcdc adds to a changelog
+// (package flow spells it too, as it sits below this package).
+const MetadataPrefix = flow.MetadataPrefix
+
+// IsMetadata reports whether a column name is one of bqcdc's (the prefix
+// compares case-insensitively, as BigQuery column names do).
+func IsMetadata(name string) bool { return strings.HasPrefix(strings.ToLower(name), MetadataPrefix) }
+
 // Schema is the full changelog schema for a row image.
 func Schema(image schema.Columns) (schema.Columns, error) {
 	for _, c := range image {
-		if strings.HasPrefix(strings.ToLower(c.Name), "_cdc_") {
-			return nil, fmt.Errorf("source column %s uses the reserved prefix _cdc_ of bqcdc's metadata columns", c.Name)
+		if IsMetadata(c.Name) {
+			return nil, fmt.Errorf("source column %s uses the reserved prefix %s of bqcdc's metadata columns", c.Name, MetadataPrefix)
 		}
 	}
 	return append(append(schema.Columns{}, image...), MetadataColumns()...), nil

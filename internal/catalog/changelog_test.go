@@ -1,4 +1,4 @@
-package changelog
+package catalog
 
 import (
 	"testing"

@@ -1,0 +1,94 @@
+package catalog
+
+import (
+	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/schema"
+)
+
+// A flow keeps two objects in BigQuery: its view (named by the flow's
+// target) and its state table (<target>__state), in the target's dataset
+// (the default dataset when the target names none).
+
+// StateSuffix ends the name of a flow's state table.
+const StateSuffix = "__state"
+
+// Location says where bqcdc's objects live: a project and the default
+// dataset (changelogs, dead letters, reports, unqualified targets).
+type Location struct {
+	Project        string
+	DefaultDataset string
+}
+
+// Dataset is the dataset of the flow's view and state table.
+func (l Location) Dataset(f *flow.Flow) string {
+	if f.Target.Dataset != "" {
+		return f.Target.Dataset
+	}
+	return l.DefaultDataset
+}
+
+// ViewName is the view's table id (the flow's target).
+func ViewName(f *flow.Flow) string { return f.Target.Table }
+
+// StateName is the state table's id.
+func StateName(f *flow.Flow) string { return f.Target.Table + StateSuffix }
+
+func (l Location) table(dataset, table string) string {
+	return flow.QuoteIdent(l.Project) + "." + flow.QuoteIdent(dataset) + "." + flow.QuoteIdent(table)
+}
+
+// ChangelogTable is the quoted changelog of the flow's source, for SQL.
+func (l Location) ChangelogTable(f *flow.Flow) string {
+	return l.table(l.DefaultDataset, TableName(f.Source.Name))
+}
+
+// StateTable is the quoted state table of the flow, for SQL.
+func (l Location) StateTable(f *flow.Flow) string { return l.table(l.Dataset(f), StateName(f)) }
+
+// EventColumns are the changelog columns a flow's events carry, in changelog
+// order: keys, sequence, output columns, and the message id and ingestion
+// time used to count a redelivered message once.
+func EventColumns(b *flow.Bound) schema.Columns {
+	need := map[string]bool{ColMessageID: true, ColIngestedAt: true}
+	for _, c := range b.Keys {
+		need[c.Name] = true
+	}
+	for _, c := range b.Sequence {
+		need[c.Name] = true
+	}
+	for _, c := range b.Output {
+		need[c.Name] = true
+	}
+	var out schema.Columns
+	for _, c := range b.Changelog {
+		if need[c.Name] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// State table columns beyond the flow's event columns. Compaction writes
+// them and the views read them (sql/render/templates spell them out).
+const (
+	ColStateKey       = "__key"       // the key as one string, for set operations that must match NULL keys
+	ColStateOp        = "__op"        // U upsert, D delete, T truncate, W watermark marker
+	ColStateGen       = "__gen"       // generation: when the compaction run that wrote the row started
+	ColStateWatermark = "__watermark" // on W markers: changelog rows ingested up to it are folded
+)
+
+// StateColumns is the schema of a flow's state table: the event columns of
+// the flow (keys, sequence, output, message id, ingestion time) plus the op
+// and the generation.
+func StateColumns(b *flow.Bound) schema.Columns {
+	cols := append(schema.Columns{}, EventColumns(b)...)
+	for i := range cols {
+		cols[i].Required = false
+	}
+	return append(cols,
+		schema.Column{Name: ColStateKey, Type: schema.String, Description: "The key as JSON text (NULL on truncate and watermark rows)."},
+		schema.Column{Name: ColStateOp, Type: schema.String, Required: true, Description: "U upsert, D delete (tombstone), T truncate, W watermark marker."},
+		schema.Column{Name: ColStateGen, Type: schema.Timestamp, Required: true, Description: "Generation: start of the compaction run that wrote the row; per key only the newest generation counts."},
+		schema.Column{Name: ColStateWatermark, Type: schema.Timestamp, Description: "On W rows: every changelog row ingested at or before it is folded; _cdc_ingested_at holds the newest ingestion time read."},
+	)
+}
