@@ -12,12 +12,10 @@ package compact
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
-	"sync"
 	"time"
 
 	"cloud.google.com/go/bigquery"
@@ -42,35 +40,19 @@ func Register(builtin fs.FS) {
 }
 
 // fromEnv returns a handler that builds the function from the environment
-// on first use; a failed build is tried again on the next request.
+// on first use.
 func fromEnv(builtin fs.FS) http.HandlerFunc {
-	var (
-		mu sync.Mutex
-		fn *Function
-	)
-	get := func(ctx context.Context) (*Function, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if fn != nil {
-			return fn, nil
-		}
-		cfg, err := config.FromEnv()
-		if err != nil {
-			return nil, fmt.Errorf("configuring compact: %w", err)
-		}
+	fn := config.NewLazy(func(ctx context.Context, cfg config.Config) (*Function, error) {
 		flows, err := flow.Load(cfg.FlowsDir, builtin)
 		if err != nil {
 			return nil, err
 		}
-		if fn, err = New(ctx, cfg, Options{Flows: flows}); err != nil {
-			return nil, err
-		}
-		return fn, nil
-	}
+		return New(ctx, cfg, Options{Flows: flows})
+	})
 	return func(w http.ResponseWriter, r *http.Request) {
-		f, err := get(r.Context())
+		f, err := fn.Get(r.Context())
 		if err != nil {
-			writeJSON(w, http.StatusInternalServerError, Response{Error: err.Error()})
+			writeJSON(w, http.StatusInternalServerError, Response{Error: "configuring compact: " + err.Error()})
 			return
 		}
 		f.ServeHTTP(w, r)

@@ -27,7 +27,6 @@ import (
 	"net/http"
 	"os"
 	"regexp"
-	"sync"
 	"time"
 
 	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
@@ -60,23 +59,9 @@ func Register(builtin fs.FS) {
 }
 
 // fromEnv returns a handler that builds the function from the environment
-// on first use. A failed build is not remembered: the next request tries
-// again (and answers 500 meanwhile, so Pub/Sub keeps every message).
+// on first use (answering 500 until it can, so Pub/Sub keeps every message).
 func fromEnv(builtin fs.FS) http.HandlerFunc {
-	var (
-		mu sync.Mutex
-		fn *Function
-	)
-	get := func(ctx context.Context) (*Function, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if fn != nil {
-			return fn, nil
-		}
-		cfg, err := config.FromEnv()
-		if err != nil {
-			return nil, fmt.Errorf("configuring ingest: %w", err)
-		}
+	fn := config.NewLazy(func(ctx context.Context, cfg config.Config) (*Function, error) {
 		log := logging.New(os.Stdout)
 		flows, err := flow.Load(cfg.FlowsDir, builtin)
 		if err != nil {
@@ -84,17 +69,12 @@ func fromEnv(builtin fs.FS) http.HandlerFunc {
 			// follow a changelog's new columns at the next compaction run.
 			log.Warn("flows not loaded: views will follow new changelog columns at the next compaction", "error", err.Error())
 		}
-		f, err := New(ctx, cfg, Options{Flows: flows, Log: log})
-		if err != nil {
-			return nil, err
-		}
-		fn = f
-		return fn, nil
-	}
+		return New(ctx, cfg, Options{Flows: flows, Log: log})
+	})
 	return func(w http.ResponseWriter, r *http.Request) {
-		f, err := get(r.Context())
+		f, err := fn.Get(r.Context())
 		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError) // misconfigured: keep every message
+			http.Error(w, "configuring ingest: "+err.Error(), http.StatusInternalServerError)
 			return
 		}
 		f.ServeHTTP(w, r)

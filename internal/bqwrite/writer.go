@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigquery"
+	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 	"cloud.google.com/go/bigquery/storage/managedwriter"
 	"github.com/bqcdc/bqcdc/internal/bqerror"
 	"github.com/bqcdc/bqcdc/internal/failure"
@@ -33,6 +34,11 @@ type Writer struct {
 	// CloseGrace is how long a replaced stream stays open for appends already
 	// in flight on it.
 	CloseGrace time.Duration
+	// Batch bounds the appends that carry the rows of concurrent callers
+	// (see batch.go). Set it before the first append.
+	Batch BatchOptions
+	// Sent counts appends and rows sent.
+	Sent Counters
 
 	mu     sync.RWMutex
 	tables map[string]*Table
@@ -46,13 +52,14 @@ type Table struct {
 	Metadata *bigquery.TableMetadata
 	Encoder  *Encoder
 	stream   *managedwriter.ManagedStream
+	batch    *batcher
 	loaded   time.Time
 }
 
 // NewWriter returns a writer for project.dataset.
 func NewWriter(bq *bigquery.Client, mw *managedwriter.Client, project, dataset string) *Writer {
 	return &Writer{bq: bq, mw: mw, project: project, dataset: dataset,
-		RefreshEvery: 5 * time.Minute, CloseGrace: 2 * time.Minute, tables: map[string]*Table{}}
+		RefreshEvery: 5 * time.Minute, CloseGrace: 2 * time.Minute, Batch: DefaultBatchOptions(), tables: map[string]*Table{}}
 }
 
 // Table returns the destination table, opening its stream on first use.
@@ -102,6 +109,7 @@ func (w *Writer) open(ctx context.Context, name string, old *Table) (*Table, err
 		return nil, fmt.Errorf("opening write stream for table %s: %w", name, err)
 	}
 	t := &Table{Name: name, Metadata: md, Encoder: enc, stream: ms, loaded: time.Now()}
+	t.batch = newBatcher(name, streamSender{w: w, t: t}, w.Batch, &w.Sent)
 	var retired *managedwriter.ManagedStream
 	if old != nil {
 		retired = old.stream
@@ -145,7 +153,10 @@ func (w *Writer) Append(ctx context.Context, table string, rows []map[string]any
 }
 
 // AppendTo is Append to a table the caller already looked up, so the rows
-// are encoded for the very table version the caller prepared them for.
+// are encoded for the very table version the caller prepared them for. The
+// rows share appends with those of concurrent callers (see batch.go); it
+// returns once BigQuery has acknowledged (or refused) the append carrying
+// them.
 func (w *Writer) AppendTo(ctx context.Context, t *Table, rows []map[string]any) error {
 	data := make([][]byte, len(rows))
 	for i, r := range rows {
@@ -154,20 +165,33 @@ func (w *Writer) AppendTo(ctx context.Context, t *Table, rows []map[string]any) 
 			return failure.Permanent(failure.StageEncode, fmt.Errorf("table %s: %w", t.Name, err))
 		}
 	}
-	res, err := t.stream.AppendRows(ctx, data)
+	return t.batch.submit(ctx, data)
+}
+
+// streamSender sends a table's batches on its managed stream.
+type streamSender struct {
+	w *Writer
+	t *Table
+}
+
+func (s streamSender) send(ctx context.Context, rows [][]byte) ([]bqerror.RowError, error) {
+	res, err := s.t.stream.AppendRows(ctx, rows)
+	var resp *storagepb.AppendRowsResponse
 	if err == nil {
-		_, err = res.GetResult(ctx)
+		resp, err = res.FullResponse(ctx)
 	}
-	if err != nil {
-		if bqerror.RowsRefused(err) && !t.propagating(err) {
-			return failure.Permanent(failure.StageAppend, fmt.Errorf("appending to %s: %w", t.Name, err))
-		}
-		if ctx.Err() == nil {
-			w.forget(t)
-		}
-		return failure.Retryable(failure.StageAppend, fmt.Errorf("appending to %s: %w", t.Name, err))
+	switch {
+	case err == nil:
+		return nil, nil
+	case s.t.propagating(err):
+		return nil, fmt.Errorf("%w: %w", errPropagating, err)
+	case bqerror.RowsRefused(err):
+		return bqerror.RowErrors(resp), err
 	}
-	return nil
+	if ctx.Err() == nil {
+		s.w.forget(s.t) // a connection-level failure: the next append reconnects
+	}
+	return nil, err
 }
 
 // Close closes every open stream.

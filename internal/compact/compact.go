@@ -326,23 +326,24 @@ func (c *Compactor) tombstoneCutoff(now time.Time) time.Time {
 
 // gc deletes rows no view reads any more. Each statement is idempotent.
 func (c *Compactor) gc(ctx context.Context, plan *render.Compaction, run render.Run, m marker) error {
-	runs := []render.Run{run}
-	if m.found && m.gen.Before(run.Generation) {
-		// Finish the cleanup of the previous run too, in case it stopped
-		// early (its tombstones are the ones this run's cutoff covers).
-		prev := run
-		prev.Generation, prev.TombstoneCutoff = m.gen, render.Epoch
-		runs = append(runs, prev)
+	stmts, err := plan.GC(run)
+	if err != nil {
+		return err
 	}
-	for _, r := range runs {
-		stmts, err := plan.GC(r)
+	if m.found && m.gen.Before(run.Generation) {
+		// Finish the previous run's cleanup too, in case it stopped early
+		// (the markers and tombstones this run deletes cover its own).
+		prev := run
+		prev.Generation = m.gen
+		sql, err := plan.GCSuperseded(prev)
 		if err != nil {
 			return err
 		}
-		for _, sql := range stmts {
-			if err := c.exec(ctx, sql); err != nil {
-				return fmt.Errorf("deleting rows no view reads (generation %s): %w", r.Generation.Format(time.RFC3339Nano), err)
-			}
+		stmts = append(stmts[:1:1], append([]string{sql}, stmts[1:]...)...)
+	}
+	for _, sql := range stmts {
+		if err := c.exec(ctx, sql); err != nil {
+			return fmt.Errorf("deleting rows no view reads: %w", err)
 		}
 	}
 	return nil

@@ -5,10 +5,12 @@
 package config
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bqcdc/bqcdc/internal/clients"
@@ -146,4 +148,39 @@ func (c Config) Redacted() string {
 		ep = c.BigQuery.Endpoint + " (emulator)"
 	}
 	return fmt.Sprintf("project=%s dataset=%s bigquery=%s registry=%s credentials=%s", c.BigQuery.Project, c.Dataset, ep, c.RegistryURL, cred)
+}
+
+// Lazy builds a value from the environment's configuration on its first
+// successful use (a function's clients, at its first request). A failed
+// build is not remembered: the next Get tries again, so a function whose
+// configuration is fixed recovers without a redeploy.
+type Lazy[T any] struct {
+	build func(ctx context.Context, cfg Config) (T, error)
+	mu    sync.Mutex
+	v     T
+	built bool
+}
+
+// NewLazy returns a Lazy that builds with build.
+func NewLazy[T any](build func(ctx context.Context, cfg Config) (T, error)) *Lazy[T] {
+	return &Lazy[T]{build: build}
+}
+
+// Get returns the value, building it first if needed.
+func (l *Lazy[T]) Get(ctx context.Context) (T, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.built {
+		return l.v, nil
+	}
+	cfg, err := FromEnv()
+	if err != nil {
+		return l.v, err
+	}
+	v, err := l.build(ctx, cfg)
+	if err != nil {
+		return l.v, err
+	}
+	l.v, l.built = v, true
+	return v, nil
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -46,5 +47,27 @@ func TestFromEnvErrorsNameTheVariable(t *testing.T) {
 	t.Setenv("GOOGLE_CLOUD_PROJECT", "")
 	if _, err := FromEnv(); err == nil || !strings.Contains(err.Error(), EnvProject) {
 		t.Errorf("err = %v", err)
+	}
+}
+
+func TestLazyRetriesUntilBuilt(t *testing.T) {
+	t.Setenv(EnvProject, "")
+	t.Setenv("GOOGLE_CLOUD_PROJECT", "")
+	builds := 0
+	l := NewLazy(func(_ context.Context, cfg Config) (string, error) {
+		builds++
+		return cfg.BigQuery.Project, nil
+	})
+	if _, err := l.Get(context.Background()); err == nil {
+		t.Fatal("built without a project")
+	}
+	t.Setenv(EnvProject, "p")
+	for range 2 {
+		if v, err := l.Get(context.Background()); err != nil || v != "p" {
+			t.Fatalf("Get = %q, %v", v, err)
+		}
+	}
+	if builds != 1 {
+		t.Errorf("built %d times, want 1", builds)
 	}
 }

@@ -282,6 +282,10 @@ func (c *Compaction) GC(r Run) ([]string, error) {
 	return out, nil
 }
 
+// GCSuperseded is the delete of older generations of the keys r.Generation
+// rewrote (alone: to finish an earlier run's cleanup).
+func (c *Compaction) GCSuperseded(r Run) (string, error) { return c.render("gc_superseded", r) }
+
 // ExpireChangelog deletes the rows of the flow's changelog ingested before
 // cutoff (a day boundary, so BigQuery drops whole partitions).
 func (c *Compaction) ExpireChangelog(cutoff time.Time) (string, error) {
