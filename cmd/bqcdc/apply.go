@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 
 	"cloud.google.com/go/bigquery"
 	"flag"
@@ -22,6 +23,7 @@ type target struct {
 	flows    string
 	schemas  string
 	registry string
+	refused  []error // flows open could not parse; the others run
 }
 
 func (t *target) register(fs *flag.FlagSet) {
@@ -55,10 +57,11 @@ func (t *target) open(ctx context.Context) ([]*flow.Flow, *bigquery.Client, erro
 	if t.bq.Project == "" {
 		return nil, nil, fmt.Errorf("--project (or %s) is required", config.EnvProject)
 	}
-	flows, err := flow.ParseDir(t.flows)
-	if err != nil {
-		return nil, nil, err
+	flows, refused := flow.ParseDir(t.flows)
+	if len(flows) == 0 {
+		return nil, nil, errors.Join(refused...)
 	}
+	t.refused = refused
 	bq, err := bqclient.NewBigQuery(ctx, t.bq)
 	if err != nil {
 		return nil, nil, err
@@ -83,5 +86,14 @@ func runApply(ctx context.Context, args []string) error {
 	for _, line := range rep {
 		fmt.Println(line)
 	}
-	return err
+	return t.notAll(err)
+}
+
+// notAll adds the flows that open refused to err, the error of a command
+// that ran the others: any refused flow makes the command fail, naming it.
+func (t *target) notAll(err error) error {
+	if err := errors.Join(append(t.refused, err)...); err != nil {
+		return fmt.Errorf("refused flows were skipped, or the run failed:\n%w", err)
+	}
+	return nil
 }

@@ -38,9 +38,10 @@ func runCompact(ctx context.Context, args []string) error {
 	defer bq.Close()
 	loc := render.Location{Project: t.bq.Project, DefaultDataset: t.dataset}
 	bound, err := compact.Bind(ctx, bq, loc, flows)
-	if err != nil {
-		return err
+	if err != nil && len(bound) == 0 {
+		return t.notAll(err)
 	}
+	t.refused = append(t.refused, err) // flows that do not bind; the others run
 	c := compact.New(bq, loc, compact.Options{VisibilityLag: *lag,
 		TombstoneRetention: time.Duration(*tombstones) * 24 * time.Hour,
 		ChangelogRetention: time.Duration(*retention) * 24 * time.Hour})
@@ -56,9 +57,9 @@ func runCompact(ctx context.Context, args []string) error {
 		}
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d flow(s) failed", failed)
+		return t.notAll(fmt.Errorf("%d flow(s) failed", failed))
 	}
-	return nil
+	return t.notAll(nil)
 }
 
 // FormatReport renders one flow's report on one line.

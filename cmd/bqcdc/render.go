@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -26,18 +27,17 @@ func runRender(ctx context.Context, args []string) error {
 	if t.bq.Project == "" {
 		t.bq.Project = "PROJECT"
 	}
-	flows, err := flow.ParseDir(t.flows)
-	if err != nil {
-		return err
+	flows, refused := flow.ParseDir(t.flows)
+	if len(flows) == 0 {
+		return errors.Join(refused...)
 	}
+	t.refused = refused
 	sources, err := apply.LookupSources(ctx, flows, t.schemaSource())
 	if err != nil {
 		return err
 	}
-	bound, err := apply.Bind(flows, sources)
-	if err != nil {
-		return err
-	}
+	bound, bindErr := apply.Bind(flows, sources)
+	t.refused = append(t.refused, bindErr)
 	loc := render.Location{Project: t.bq.Project, DefaultDataset: t.dataset}
 	if *out != "" {
 		if err := os.MkdirAll(*out, 0o755); err != nil {
@@ -59,5 +59,5 @@ func runRender(ctx context.Context, args []string) error {
 		}
 		fmt.Println("wrote", path)
 	}
-	return nil
+	return t.notAll(nil)
 }

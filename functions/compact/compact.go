@@ -10,6 +10,7 @@ package compact
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net/http"
@@ -64,9 +65,9 @@ func setup(ctx context.Context) (*runner, error) {
 			initErr = fmt.Errorf("configuring compact: %w", err)
 			return
 		}
-		flows, err := loadFlows()
-		if err != nil {
-			initErr = err
+		flows, refused := flow.Load(os.Getenv(EnvFlowsDir), builtin)
+		if len(flows) == 0 {
+			initErr = errors.Join(refused...)
 			return
 		}
 		ctx := context.WithoutCancel(ctx)
@@ -76,7 +77,11 @@ func setup(ctx context.Context) (*runner, error) {
 			return
 		}
 		loc := render.Location{Project: cfg.BigQuery.Project, DefaultDataset: cfg.Dataset}
-		logging.New(os.Stdout).Info("compact configured", "config", cfg.Redacted(), "flows", len(flows))
+		log := logging.New(os.Stdout)
+		for _, err := range refused {
+			log.Error("flow refused: the other flows are compacted", "event", "flow_refused", "error", err.Error())
+		}
+		log.Info("compact configured", "config", cfg.Redacted(), "flows", len(flows))
 		service = &runner{flows: flows, bq: bq, loc: loc, compactor: compact.New(bq, loc, compact.Options{
 			VisibilityLag:      cfg.VisibilityLag,
 			TombstoneRetention: time.Duration(cfg.TombstoneRetentionDays) * 24 * time.Hour,
@@ -85,8 +90,6 @@ func setup(ctx context.Context) (*runner, error) {
 	})
 	return service, initErr
 }
-
-func loadFlows() ([]*flow.Flow, error) { return flow.Load(os.Getenv(EnvFlowsDir), builtin) }
 
 // Response is the function's answer.
 type Response struct {
@@ -117,9 +120,9 @@ func Handle(w http.ResponseWriter, r *http.Request) {
 	// schema gains fields, and the run must fold them (and show them in the
 	// view). Reading one table's metadata per source is cheap next to the
 	// queries of a run.
-	bound, err := compact.Bind(r.Context(), svc.bq, svc.loc, svc.flows)
-	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, Response{Error: err.Error()})
+	bound, refused := compact.Bind(r.Context(), svc.bq, svc.loc, svc.flows)
+	if refused != nil && len(bound) == 0 {
+		writeJSON(w, http.StatusInternalServerError, Response{Error: refused.Error()})
 		return
 	}
 	reports, err := svc.compactor.RunSelected(r.Context(), bound, names)
@@ -133,7 +136,11 @@ func Handle(w http.ResponseWriter, r *http.Request) {
 			status = http.StatusInternalServerError
 		}
 	}
-	writeJSON(w, status, Response{Reports: reports})
+	resp := Response{Reports: reports}
+	if refused != nil { // flows that do not bind: the others were compacted
+		status, resp.Error = http.StatusInternalServerError, refused.Error()
+	}
+	writeJSON(w, status, resp)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -96,11 +96,14 @@ func Service(ctx context.Context) (*ingest.Service, error) {
 		log.Info("ingest configured", "config", cfg.Redacted())
 		service = ingest.New(reg, bqwrite.NewWriter(bq, mw, cfg.BigQuery.Project, cfg.Dataset), log)
 		service.UsePubSubSchemas(formats.NewPubSubSchemas(schemas))
-		if flows, err := flow.Load(os.Getenv(config.EnvFlowsDir), builtin); err != nil {
-			// Ingest does not need the flows to store messages; views then
-			// follow a changelog's new columns at the next compaction run.
-			log.Warn("flows not loaded: views will follow new changelog columns at the next compaction", "error", err.Error())
-		} else {
+		// Ingest does not need the flows to store messages; the views of
+		// refused flows (or of all, when none loads) follow a changelog's new
+		// columns at the next compaction run.
+		flows, refused := flow.Load(os.Getenv(config.EnvFlowsDir), builtin)
+		for _, err := range refused {
+			log.Warn("flow refused: its view will not follow new changelog columns", "event", "flow_refused", "error", err.Error())
+		}
+		if len(flows) > 0 {
 			loc := render.Location{Project: cfg.BigQuery.Project, DefaultDataset: cfg.Dataset}
 			service.OnEvolved(followFlows(bq, loc, flows, log))
 			service.UseKeys(flowKeys(flows))
@@ -139,11 +142,8 @@ func followFlows(bq *bigquery.Client, loc render.Location, flows []*flow.Flow, l
 		if len(mine) == 0 {
 			return nil
 		}
-		bound, err := apply.Bind(mine, map[string]apply.SourceSchema{topic: {Source: topic, Columns: bqschema.FromBigQuery(t.Metadata.Schema)}})
-		if err != nil {
-			return err
-		}
-		var errs []error
+		bound, refused := apply.Bind(mine, map[string]apply.SourceSchema{topic: {Source: topic, Columns: bqschema.FromBigQuery(t.Metadata.Schema)}})
+		errs := []error{refused} // the flows that bind still follow
 		for _, b := range bound {
 			var rep apply.Report
 			if err := apply.FollowChangelog(ctx, bq, loc, b, &rep); err != nil {

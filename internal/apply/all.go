@@ -2,11 +2,13 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/changelog"
 	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/bqcdc/bqcdc/sql/render"
 )
 
@@ -16,22 +18,17 @@ type Target struct {
 	Dataset string // the default dataset: changelogs, dead letters, unqualified targets
 }
 
-// Bind checks every flow against its source's changelog columns and returns
-// the bound flows, with all errors (file:line:column) at once.
+// Bind checks every flow against its source's changelog columns. It returns
+// the flows that bind, and an error joining those of the flows that do not
+// (file:line:column, naming the flow; errors.As finds a *flow.Error in it):
+// one refused flow never stops the others.
 func Bind(flows []*flow.Flow, sources map[string]SourceSchema) ([]*flow.Bound, error) {
-	var bound []*flow.Bound
-	var errs flow.ErrorList
-	for _, f := range flows {
-		b, err := flow.Bind(f, sources[f.Source.Name].Columns)
-		if list, ok := err.(flow.ErrorList); ok {
-			errs = append(errs, list...)
-			continue
-		} else if err != nil {
-			return nil, err
-		}
-		bound = append(bound, b)
+	changelogs := make(map[string]schema.Columns, len(sources))
+	for src, s := range sources {
+		changelogs[src] = s.Columns
 	}
-	return bound, errs.Err()
+	bound, refused := flow.BindAll(flows, changelogs)
+	return bound, errors.Join(refused...)
 }
 
 // LookupSources resolves the changelog layout of every flow source.
@@ -55,17 +52,18 @@ func LookupSources(ctx context.Context, flows []*flow.Flow, schemas Schemas) (ma
 
 // All applies everything the flows need: the dataset, one changelog per
 // source (clustered by the keys of its first flow), the dead-letter table,
-// and each flow's state and view.
+// and each flow's state and view. A flow that does not bind is skipped: All
+// applies the others and then returns the bound flows with Bind's error.
 func All(ctx context.Context, bq *bigquery.Client, t Target, flows []*flow.Flow, schemas Schemas, rep *Report) ([]*flow.Bound, error) {
 	sources, err := LookupSources(ctx, flows, schemas)
 	if err != nil {
 		return nil, err
 	}
-	bound, err := Bind(flows, sources)
-	if err != nil {
+	bound, refused := Bind(flows, sources)
+	if err := apply(ctx, bq, t, bound, sources, rep); err != nil {
 		return nil, err
 	}
-	return bound, apply(ctx, bq, t, bound, sources, rep)
+	return bound, refused
 }
 
 func apply(ctx context.Context, bq *bigquery.Client, t Target, bound []*flow.Bound, sources map[string]SourceSchema, rep *Report) error {
