@@ -120,7 +120,7 @@ func (p *parser) name(what string) (Ident, *Error) {
 //	APPLY CHANGES INTO target ...                                   (flow name = target table)
 //	AUTO CDC INTO target ...                                        (the same, newer keyword)
 //	CREATE [OR REFRESH] STREAMING TABLE target [...] FLOW AUTO CDC ... (Databricks SQL)
-//	CREATE [OR REFRESH] STREAMING [LIVE] TABLE target [...];        (a declaration: ignored)
+//	CREATE [OR REFRESH] [PRIVATE|TEMPORARY] STREAMING [LIVE] TABLE target [...]; (a declaration: ignored)
 func (p *parser) statement(f *Flow) (bool, *Error) {
 	start := p.peek()
 	switch {
@@ -130,6 +130,9 @@ func (p *parser) statement(f *Flow) (bool, *Error) {
 			if err := p.keywords("OR", "REFRESH"); err != nil {
 				return false, err
 			}
+		}
+		if t := p.peek(); (t.is("PRIVATE") || t.is("TEMPORARY")) && p.peekN(1).is("STREAMING") {
+			p.next() // a table the pipeline does not publish: bqcdc's view is its own
 		}
 		switch t := p.peek(); {
 		case t.is("FLOW"):

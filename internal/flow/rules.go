@@ -24,9 +24,10 @@ package flow
 //     target alone is accepted too. Accepted.
 //   - CREATE [OR REFRESH] STREAMING TABLE target ... FLOW AUTO CDC FROM ...
 //     [dbsql]: accepted; the flow is named after its table.
-//   - CREATE [OR REFRESH] STREAMING [LIVE] TABLE target [schema, COMMENT,
-//     TBLPROPERTIES, ...]; the target declaration every example precedes a
-//     flow with [sql][flow]: accepted and ignored (bqcdc creates the view).
+//   - CREATE [OR REFRESH] [PRIVATE|TEMPORARY] STREAMING [LIVE] TABLE target
+//     [schema, COMMENT, TBLPROPERTIES, ...]; the target declaration every
+//     example precedes a flow with [sql][flow]: accepted and ignored (bqcdc
+//     creates the view). CREATE FLOW's COMMENT is kept in Flow.Comment.
 //   - Refused: append flows (CREATE FLOW ... AS INSERT INTO [flow]), streaming
 //     tables and views defined by a query, SYSTEM SEQUENCE BY, STORED AS
 //     BITEMPORAL and COLUMNS TO UPDATE [dbsql]: bqcdc maintains AUTO CDC views
