@@ -89,11 +89,16 @@ func runApply(ctx context.Context, args []string) error {
 	return t.notAll(err)
 }
 
-// notAll adds the flows that open refused to err, the error of a command
-// that ran the others: any refused flow makes the command fail, naming it.
+// notAll is the error of a command that ran the flows it could: err, plus
+// every refused flow (by open, or by binding: an err holding a *flow.Error),
+// so that any refused flow makes the command fail, naming it.
 func (t *target) notAll(err error) error {
-	if err := errors.Join(append(t.refused, err)...); err != nil {
-		return fmt.Errorf("refused flows were skipped, or the run failed:\n%w", err)
+	if errors.As(err, new(*flow.Error)) {
+		t.refused, err = append(t.refused, err), nil
 	}
-	return nil
+	refused := errors.Join(t.refused...)
+	if refused == nil {
+		return err
+	}
+	return errors.Join(err, fmt.Errorf("flows refused (the others ran):\n%w", refused))
 }

@@ -41,7 +41,7 @@ func runCompact(ctx context.Context, args []string) error {
 	if err != nil && len(bound) == 0 {
 		return t.notAll(err)
 	}
-	t.refused = append(t.refused, err) // flows that do not bind; the others run
+	t.refused = append(t.refused, err) // flows that do not bind: the others run
 	c := compact.New(bq, loc, compact.Options{VisibilityLag: *lag,
 		TombstoneRetention: time.Duration(*tombstones) * 24 * time.Hour,
 		ChangelogRetention: time.Duration(*retention) * 24 * time.Hour})

@@ -27,17 +27,17 @@ func runRender(ctx context.Context, args []string) error {
 	if t.bq.Project == "" {
 		t.bq.Project = "PROJECT"
 	}
-	flows, refused := flow.ParseDir(t.flows)
+	flows, invalid := flow.ParseDir(t.flows)
 	if len(flows) == 0 {
-		return errors.Join(refused...)
+		return errors.Join(invalid...)
 	}
-	t.refused = refused
+	t.refused = invalid
 	sources, err := apply.LookupSources(ctx, flows, t.schemaSource())
 	if err != nil {
 		return err
 	}
-	bound, bindErr := apply.Bind(flows, sources)
-	t.refused = append(t.refused, bindErr)
+	bound, refused := apply.Bind(flows, sources)
+	t.refused = append(t.refused, refused)
 	loc := render.Location{Project: t.bq.Project, DefaultDataset: t.dataset}
 	if *out != "" {
 		if err := os.MkdirAll(*out, 0o755); err != nil {
