@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 
 	"flag"
 	"fmt"
@@ -23,6 +24,7 @@ type target struct {
 	flows    string
 	schemas  string
 	registry string
+	refused  []error // flows open could not parse; the others run
 }
 
 func (t *target) register(fs *flag.FlagSet) {
@@ -56,10 +58,11 @@ func (t *target) open(ctx context.Context) ([]*flow.Flow, *bigquery.Client, erro
 	if t.bq.Project == "" {
 		return nil, nil, fmt.Errorf("--project (or %s) is required", config.EnvProject)
 	}
-	flows, err := flow.ParseDir(t.flows)
-	if err != nil {
-		return nil, nil, err
+	flows, refused := flow.ParseDir(t.flows)
+	if len(flows) == 0 {
+		return nil, nil, errors.Join(refused...)
 	}
+	t.refused = refused
 	bq, err := clients.NewBigQuery(ctx, t.bq)
 	if err != nil {
 		return nil, nil, err
@@ -84,5 +87,19 @@ func runApply(ctx context.Context, args []string) error {
 	for _, line := range rep {
 		fmt.Println(line)
 	}
-	return err
+	return t.notAll(err)
+}
+
+// notAll is the error of a command that ran the flows it could: err, plus
+// every refused flow (by open, or by binding: an err holding a *flow.Error),
+// so that any refused flow makes the command fail, naming it.
+func (t *target) notAll(err error) error {
+	if errors.As(err, new(*flow.Error)) {
+		t.refused, err = append(t.refused, err), nil
+	}
+	refused := errors.Join(t.refused...)
+	if refused == nil {
+		return err
+	}
+	return errors.Join(err, fmt.Errorf("flows refused (the others ran):\n%w", refused))
 }

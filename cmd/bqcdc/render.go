@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -27,18 +28,17 @@ func runRender(ctx context.Context, args []string) error {
 	if t.bq.Project == "" {
 		t.bq.Project = "PROJECT"
 	}
-	flows, err := flow.ParseDir(t.flows)
-	if err != nil {
-		return err
+	flows, invalid := flow.ParseDir(t.flows)
+	if len(flows) == 0 {
+		return errors.Join(invalid...)
 	}
+	t.refused = invalid
 	sources, err := apply.LookupSources(ctx, flows, t.schemaSource())
 	if err != nil {
 		return err
 	}
-	bound, err := apply.BindAll(flows, sources)
-	if err != nil {
-		return err
-	}
+	bound, refused := apply.BindAll(flows, sources)
+	t.refused = append(t.refused, refused)
 	loc := catalog.Location{Project: t.bq.Project, DefaultDataset: t.dataset}
 	if *out != "" {
 		if err := os.MkdirAll(*out, 0o755); err != nil {
@@ -60,5 +60,5 @@ func runRender(ctx context.Context, args []string) error {
 		}
 		fmt.Println("wrote", path)
 	}
-	return nil
+	return t.notAll(nil)
 }

@@ -12,6 +12,8 @@ package compact
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -43,11 +45,11 @@ func Register(builtin fs.FS) {
 // on first use.
 func fromEnv(builtin fs.FS) http.HandlerFunc {
 	fn := config.NewLazy(func(ctx context.Context, cfg config.Config) (*Function, error) {
-		flows, err := flow.Load(cfg.FlowsDir, builtin)
-		if err != nil {
-			return nil, err
+		flows, refused := flow.Load(cfg.FlowsDir, builtin)
+		if len(flows) == 0 {
+			return nil, fmt.Errorf("no flow loads: %w", errors.Join(refused...))
 		}
-		return New(ctx, cfg, Options{Flows: flows})
+		return New(ctx, cfg, Options{Flows: flows, Refused: refused})
 	})
 	return func(w http.ResponseWriter, r *http.Request) {
 		f, err := fn.Get(r.Context())
@@ -62,6 +64,9 @@ func fromEnv(builtin fs.FS) http.HandlerFunc {
 // Options are what New needs besides the configuration.
 type Options struct {
 	Flows []*flow.Flow // the flows deployed
+	// Refused are the deployed flows that did not load (file:line:column):
+	// every run answers 500 naming them, after compacting the others.
+	Refused []error
 	// Log receives one line per flow and run; nil means JSON on stdout.
 	Log *slog.Logger
 }
@@ -72,6 +77,7 @@ type Function struct {
 	bq        *bigquery.Client
 	loc       catalog.Location
 	flows     []*flow.Flow
+	refused   error
 }
 
 // New creates the function's client and compactor.
@@ -85,10 +91,20 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Function, error) {
 	}
 	loc := catalog.Location{Project: cfg.BigQuery.Project, DefaultDataset: cfg.Dataset}
 	o.Log.Info("compact configured", "config", cfg.Redacted(), "flows", len(o.Flows))
-	return &Function{flows: o.Flows, bq: bq, loc: loc, compactor: compact.New(bq, loc, compact.Options{
+	for _, err := range o.Refused {
+		o.Log.Error("flow refused: it is not compacted", "event", "flow_refused", "error", err.Error())
+	}
+	retention := time.Duration(cfg.ChangelogRetentionDays) * 24 * time.Hour
+	if len(o.Refused) > 0 && retention > 0 {
+		// A flow that does not parse names no source, and it will need the
+		// changelog days it has not folded once it is fixed: keep them all.
+		o.Log.Warn("changelog retention suspended while flows are refused", "event", "retention_suspended")
+		retention = 0
+	}
+	return &Function{flows: o.Flows, refused: errors.Join(o.Refused...), bq: bq, loc: loc, compactor: compact.New(bq, loc, compact.Options{
 		VisibilityLag:      cfg.VisibilityLag,
 		TombstoneRetention: time.Duration(cfg.TombstoneRetentionDays) * 24 * time.Hour,
-		ChangelogRetention: time.Duration(cfg.ChangelogRetentionDays) * 24 * time.Hour,
+		ChangelogRetention: retention,
 		Log:                o.Log,
 	})}, nil
 }
@@ -116,12 +132,12 @@ func (f *Function) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// schema gains fields, and the run must fold them (and show them in the
 	// view). Reading one table's metadata per source is cheap next to the
 	// queries of a run.
-	bound, err := apply.BindToChangelogs(r.Context(), f.bq, f.loc, f.flows)
-	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, Response{Error: err.Error()})
+	bound, unbindable := apply.BindToChangelogs(r.Context(), f.bq, f.loc, f.flows)
+	if unbindable != nil && len(bound) == 0 {
+		writeJSON(w, http.StatusInternalServerError, Response{Error: unbindable.Error()})
 		return
 	}
-	reports, err := f.compactor.RunSelected(r.Context(), bound, names)
+	reports, err := f.compactor.RunSelected(r.Context(), bound, names, apply.Unbound(f.flows, bound))
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, Response{Error: err.Error()})
 		return
@@ -132,7 +148,12 @@ func (f *Function) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			status = http.StatusInternalServerError
 		}
 	}
-	writeJSON(w, status, Response{Reports: reports})
+	resp := Response{Reports: reports}
+	if refused := errors.Join(f.refused, unbindable); refused != nil {
+		// Flows that do not load or bind: the others were compacted.
+		status, resp.Error = http.StatusInternalServerError, "flows refused (the others ran): "+refused.Error()
+	}
+	writeJSON(w, status, resp)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

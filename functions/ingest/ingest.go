@@ -63,11 +63,11 @@ func Register(builtin fs.FS) {
 func fromEnv(builtin fs.FS) http.HandlerFunc {
 	fn := config.NewLazy(func(ctx context.Context, cfg config.Config) (*Function, error) {
 		log := logging.New(os.Stdout)
-		flows, err := flow.Load(cfg.FlowsDir, builtin)
-		if err != nil {
-			// Ingest does not need the flows to store messages; views then
-			// follow a changelog's new columns at the next compaction run.
-			log.Warn("flows not loaded: views will follow new changelog columns at the next compaction", "error", err.Error())
+		// Ingest does not need the flows to store messages; a refused
+		// flow is reported and the others served.
+		flows, refused := flow.Load(cfg.FlowsDir, builtin)
+		for _, err := range refused {
+			log.Warn("flow refused: its view will not follow new changelog columns", "event", "flow_refused", "error", err.Error())
 		}
 		return New(ctx, cfg, Options{Flows: flows, Log: log})
 	})

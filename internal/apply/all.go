@@ -2,11 +2,13 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/schema"
 )
 
 // Target names where bqcdc's objects live.
@@ -15,22 +17,17 @@ type Target struct {
 	Dataset string // the default dataset: changelogs, dead letters, unqualified targets
 }
 
-// BindAll checks every flow against its source's changelog columns and returns
-// the bound flows, with all errors (file:line:column) at once.
+// BindAll checks every flow against its source's changelog columns. It
+// returns the flows that bind, and an error joining those of the flows that
+// do not (file:line:column, naming the flow; errors.As finds a *flow.Error
+// in it): one refused flow never stops the others.
 func BindAll(flows []*flow.Flow, sources map[string]SourceSchema) ([]*flow.Bound, error) {
-	var bound []*flow.Bound
-	var errs flow.ErrorList
-	for _, f := range flows {
-		b, err := flow.Bind(f, sources[f.Source.Name].Columns)
-		if list, ok := err.(flow.ErrorList); ok {
-			errs = append(errs, list...)
-			continue
-		} else if err != nil {
-			return nil, err
-		}
-		bound = append(bound, b)
+	changelogs := make(map[string]schema.Columns, len(sources))
+	for src, s := range sources {
+		changelogs[src] = s.Columns
 	}
-	return bound, errs.Err()
+	bound, refused := flow.BindAll(flows, changelogs)
+	return bound, errors.Join(refused...)
 }
 
 // LookupSources resolves the changelog layout of every flow source.
@@ -54,17 +51,18 @@ func LookupSources(ctx context.Context, flows []*flow.Flow, schemas Schemas) (ma
 
 // All applies everything the flows need: the dataset, one changelog per
 // source (clustered by the keys of its first flow), the dead-letter table,
-// and each flow's state and view.
+// and each flow's state and view. A flow that does not bind is skipped: All
+// applies the others and then returns the bound flows with Bind's error.
 func All(ctx context.Context, bq *bigquery.Client, t Target, flows []*flow.Flow, schemas Schemas, rep *Report) ([]*flow.Bound, error) {
 	sources, err := LookupSources(ctx, flows, schemas)
 	if err != nil {
 		return nil, err
 	}
-	bound, err := BindAll(flows, sources)
-	if err != nil {
+	bound, refused := BindAll(flows, sources)
+	if err := apply(ctx, bq, t, bound, sources, rep); err != nil {
 		return nil, err
 	}
-	return bound, apply(ctx, bq, t, bound, sources, rep)
+	return bound, refused
 }
 
 func apply(ctx context.Context, bq *bigquery.Client, t Target, bound []*flow.Bound, sources map[string]SourceSchema, rep *Report) error {
@@ -104,4 +102,20 @@ func boundSources(bound []*flow.Bound) []string {
 		flows[i] = b.Flow
 	}
 	return flow.Sources(flows)
+}
+
+// Unbound lists the flows of flows that are not in bound (refused at
+// binding): compaction keeps the changelog days of their sources.
+func Unbound(flows []*flow.Flow, bound []*flow.Bound) []*flow.Flow {
+	in := make(map[*flow.Flow]bool, len(bound))
+	for _, b := range bound {
+		in[b.Flow] = true
+	}
+	var out []*flow.Flow
+	for _, f := range flows {
+		if !in[f] {
+			out = append(out, f)
+		}
+	}
+	return out
 }

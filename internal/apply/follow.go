@@ -50,11 +50,9 @@ func (f *Follower) FollowChangelog(ctx context.Context, topic string, table *big
 	if len(mine) == 0 {
 		return nil
 	}
+	// A flow that no longer binds is reported; the others follow.
 	bound, err := BindAll(mine, map[string]SourceSchema{topic: {Source: topic, Columns: bqschema.FromBigQuery(table.Schema)}})
-	if err != nil {
-		return err
-	}
-	var errs []error
+	errs := []error{err}
 	for _, b := range bound {
 		var rep Report
 		if err := FollowChangelog(ctx, f.bq, f.loc, b, &rep); err != nil {

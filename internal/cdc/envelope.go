@@ -27,7 +27,9 @@ const (
 )
 
 // ErrEnvelope marks a Debezium record that cannot become a changelog row (an
-// unknown op, a delete without its before image). It is permanent.
+// unknown op, a delete without its before image, a change of a known
+// connector without a usable source position, a time BigQuery cannot store).
+// It is permanent.
 var ErrEnvelope = errors.New("invalid Debezium envelope")
 
 // Change is one flattened change event.
@@ -161,7 +163,11 @@ func (sh Shape) Flatten(rec map[string]any) (Change, error) {
 		ch.Image = m
 	}
 	if src, ok := record(sh.source, rec["source"]); ok {
-		ch.SourceTS, ch.Sequence = sourcePosition(src, op)
+		ts, seq, err := sourcePosition(src, op)
+		if err != nil {
+			return Change{}, fmt.Errorf("%w: %w", ErrEnvelope, err)
+		}
+		ch.SourceTS, ch.Sequence = ts, seq
 	}
 	if sh.transaction != nil {
 		if tx, ok := record(sh.transaction, rec["transaction"]); ok {
@@ -172,7 +178,11 @@ func (sh Shape) Flatten(rec map[string]any) (Change, error) {
 		// Without source.ts_* fall back on the envelope's processing time, so
 		// _cdc_source_ts is NULL only for records that carry no time at all.
 		if ms, ok := asInt(rec["ts_ms"]); ok {
-			ch.SourceTS = time.UnixMilli(ms).UTC()
+			ts, err := timestampMillis("ts_ms", ms)
+			if err != nil {
+				return Change{}, fmt.Errorf("%w: %w", ErrEnvelope, err)
+			}
+			ch.SourceTS = ts
 		}
 	}
 	if ch.Sequence == "" && !ch.SourceTS.IsZero() {

@@ -126,6 +126,14 @@ func TestFlattenRejects(t *testing.T) {
 		"delete without before":    {"op": "d", "source": source("f.1", 1, 0)},
 		"create without after":     {"op": "c", "source": source("f.1", 1, 0)},
 		"logical decoding message": {"op": "m", "source": source("f.1", 1, 0)},
+		// A known connector without a usable position, or with a time
+		// BigQuery cannot store (2^62 ms used to wrap to 1970).
+		"binlog file ../x":  {"op": "c", "after": map[string]any{valueName: image(1, "e")}, "source": source("../x", 1, 0)},
+		"empty binlog file": {"op": "c", "after": map[string]any{valueName: image(1, "e")}, "source": source("", 1, 0)},
+		"binlog pos -1":     {"op": "u", "after": map[string]any{valueName: image(1, "e")}, "source": source("mysql-bin.000003", -1, 0)},
+		"binlog index 2^64": {"op": "u", "after": map[string]any{valueName: image(1, "e")}, "source": source("mysql-bin.18446744073709551616", 4, 0)},
+		"source.ts_us 2^62": {"op": "u", "after": map[string]any{valueName: image(1, "e")}, "source": withField(source("mysql-bin.000003", 4, 0), "ts_us", int64(1)<<62)},
+		"source.ts_ms 2^62": {"op": "u", "after": map[string]any{valueName: image(1, "e")}, "source": withField(withField(source("mysql-bin.000003", 4, 0), "ts_us", nil), "ts_ms", int64(1)<<62)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := sh.Flatten(roundTrip(t, s, rec))
@@ -133,6 +141,35 @@ func TestFlattenRejects(t *testing.T) {
 				t.Errorf("err = %v, want ErrEnvelope", err)
 			}
 		})
+	}
+}
+
+// TestFlattenEnvelopeTime: without a source time, the envelope's ts_ms is the
+// change time and (for a connector whose position cdc does not parse) its
+// sequence; it must lie in BigQuery's TIMESTAMP range too.
+func TestFlattenEnvelopeTime(t *testing.T) {
+	s := avro.MustParse(`{"type":"record","name":"Envelope","fields":[
+ {"name":"before","type":["null",{"type":"record","name":"Value","fields":[{"name":"id","type":"long"}]}],"default":null},
+ {"name":"after","type":["null","Value"],"default":null},
+ {"name":"source","type":{"type":"record","name":"Source","fields":[{"name":"connector","type":"string"},{"name":"ts_ms","type":["null","long"],"default":null}]}},
+ {"name":"op","type":"string"},{"name":"ts_ms","type":["null","long"],"default":null}]}`)
+	sh, err := ShapeOf(s)
+	if err != nil || !sh.Envelope {
+		t.Fatalf("ShapeOf: %v %v", sh.Envelope, err)
+	}
+	rec := func(ms int64) map[string]any {
+		return roundTrip(t, s, map[string]any{"op": "c", "after": map[string]any{"Value": map[string]any{"id": int64(1)}},
+			"source": map[string]any{"connector": "db2", "ts_ms": nil}, "ts_ms": ms})
+	}
+	at := time.UnixMilli(1_732_957_200_123).UTC()
+	got, err := sh.Flatten(rec(at.UnixMilli()))
+	if err != nil || !got.SourceTS.Equal(at) || got.Sequence != TimestampSequence(at) {
+		t.Errorf("Flatten = %v, %q, %v; want %v, %q", got.SourceTS, got.Sequence, err, at, TimestampSequence(at))
+	}
+	for _, ms := range []int64{1 << 62, 253402300800000, -62135596800001} {
+		if _, err := sh.Flatten(rec(ms)); !errors.Is(err, ErrEnvelope) || !errors.Is(err, ErrTimestampRange) {
+			t.Errorf("ts_ms %d: err = %v, want ErrEnvelope and ErrTimestampRange", ms, err)
+		}
 	}
 }
 
@@ -197,12 +234,12 @@ func TestFlattenPostgres(t *testing.T) {
 			rec:  map[string]any{"op": "u", "after": after, "source": src("false", nil, int64(556), int64(24023128))},
 			want: Change{Op: OpUpdate, SourceTS: at, Sequence: PostgresSequence(24023128)},
 		},
-		{
-			// No position at all: the source timestamp orders.
-			name: "without any position",
-			rec:  map[string]any{"op": "c", "after": after, "source": src("false", nil, nil, nil)},
-			want: Change{Op: OpCreate, SourceTS: at, Sequence: TimestampSequence(at)},
-		},
+	}
+	// No position at all: dead-lettered (it used to be ordered by its source
+	// timestamp, which sorts after every LSN of the table).
+	noPosition := map[string]any{"op": "c", "after": after, "source": src("false", nil, nil, nil)}
+	if _, err := sh.Flatten(roundTrip(t, s, noPosition)); !errors.Is(err, ErrEnvelope) {
+		t.Errorf("change without a position: err = %v, want ErrEnvelope", err)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

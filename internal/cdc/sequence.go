@@ -2,6 +2,7 @@ package cdc
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -22,6 +23,11 @@ import (
 //	PostgreSQL           last commit LSN / LSN / phase   (source.sequence present)
 //	PostgreSQL, legacy   LSN                             (no source.sequence: Debezium < 1.5)
 //	anything else        source timestamp in microseconds
+//
+// A MySQL, MariaDB or PostgreSQL change whose block lacks a usable position
+// is refused (see sourcePosition), never given the timestamp layout: it
+// would sort after every position of its table. Only connectors whose
+// position cdc does not parse, and records without a source block, use it.
 //
 // Layouts written before the phase section existed are prefixes of, or sort
 // below, the current ones for every streamed change that came later: binlog
@@ -103,19 +109,17 @@ func TimestampSequence(t time.Time) string {
 }
 
 // BinlogFileIndex extracts the numeric suffix of a MySQL binlog file name
-// ("mysql-bin.000042" -> 42).
+// ("mysql-bin.000042" -> 42). A suffix that is not all decimal digits, or that
+// does not fit in 64 bits, is an error: wrapping it would sort a later file
+// before an earlier one.
 func BinlogFileIndex(file string) (uint64, error) {
-	i := strings.LastIndexByte(file, '.')
-	digits := file[i+1:]
-	if digits == "" {
+	digits := file[strings.LastIndexByte(file, '.')+1:]
+	if digits == "" || strings.TrimLeft(digits, "0123456789") != "" {
 		return 0, fmt.Errorf("binlog file %q has no numeric suffix", file)
 	}
-	var n uint64
-	for _, c := range digits {
-		if c < '0' || c > '9' {
-			return 0, fmt.Errorf("binlog file %q has no numeric suffix", file)
-		}
-		n = n*10 + uint64(c-'0')
+	n, err := strconv.ParseUint(digits, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("binlog file %q: index: %w", file, err)
 	}
 	return n, nil
 }

@@ -118,9 +118,18 @@ func TestBinlogFileIndex(t *testing.T) {
 	}{
 		{in: "mysql-bin.000003", want: 3},
 		{in: "binlog.1000000", want: 1000000},
+		{in: "000007", want: 7}, // no dot: the whole name is the index
+		{in: "mysql-bin.18446744073709551615", want: 1<<64 - 1},
 		{in: "mysql-bin.", wantErr: true},
 		{in: "mysql-bin.00a1", wantErr: true},
 		{in: "", wantErr: true},
+		{in: "../x", wantErr: true},
+		{in: "mysql-bin.-1", wantErr: true},
+		{in: "mysql-bin.+1", wantErr: true},
+		{in: "mysql-bin.1_000", wantErr: true},
+		{in: "mysql-bin.18446744073709551616", wantErr: true},      // 2^64: wrapped to 0 before
+		{in: "mysql-bin.99999999999999999999999", wantErr: true},   // 23 digits
+		{in: "mysql-bin.000000000000000000000000000042", want: 42}, // leading zeros are not overflow
 	}
 	for _, tt := range tests {
 		got, err := BinlogFileIndex(tt.in)

@@ -2,6 +2,8 @@ package cdc
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -61,35 +63,84 @@ func (k snapshotKind) phase() Phase {
 }
 
 // sourcePosition reads Debezium's source block: the change time and, for the
-// connectors whose log position is known, a sequence from that position; any
-// other change is sequenced by its source time.
-func sourcePosition(src map[string]any, op string) (time.Time, string) {
-	ts := sourceTime(src)
+// connectors whose log position cdc knows (mysql, mariadb, postgresql), a
+// sequence from that position.
+//
+// A change of a known connector without a usable position is an error, never
+// a timestamp sequence: a timestamp section sorts after every log position of
+// the same source (a binlog file index or an LSN is far below a time in
+// microseconds), so a stale change would win the view. The caller
+// dead-letters it (stage envelope).
+//
+// Any other connector (sqlserver, oracle, mongodb, ...) is sequenced by its
+// source time, the documented "anything else" layout of sequence.go: its
+// changes all share that layout, so they compare with one another. A
+// timestamp outside BigQuery's TIMESTAMP range is an error too.
+func sourcePosition(src map[string]any, op string) (time.Time, string, error) {
+	ts, err := sourceTime(src)
+	if err != nil {
+		return time.Time{}, "", err
+	}
 	kind := snapshotKindOf(op, src["snapshot"])
-	var seq string
 	switch connector, _ := asString(src["connector"]); connector {
 	case "mysql", "mariadb":
-		seq = binlogPosition(src, kind)
+		seq, err := binlogPosition(src, kind)
+		if err != nil {
+			return time.Time{}, "", fmt.Errorf("%s change without a usable source position: parsing binlog position: %w", connector, err)
+		}
+		return ts, seq, nil
 	case "postgresql":
-		seq = postgresPosition(src, kind)
+		seq, err := postgresPosition(src, kind)
+		if err != nil {
+			return time.Time{}, "", fmt.Errorf("%s change without a usable source position: parsing LSN: %w", connector, err)
+		}
+		return ts, seq, nil
 	}
-	if seq == "" && !ts.IsZero() {
-		seq = TimestampSequence(ts)
+	if ts.IsZero() {
+		return ts, "", nil
 	}
-	return ts, seq
+	return ts, TimestampSequence(ts), nil
 }
 
-func sourceTime(src map[string]any) time.Time {
+// BigQuery's TIMESTAMP range, in microseconds since the Unix epoch:
+// 0001-01-01 00:00:00 to 9999-12-31 23:59:59.999999 UTC. A time outside it
+// cannot be stored, and converting it to microseconds can overflow int64
+// (a ts_ms of 2^62 would wrap to a time in 1970).
+const (
+	minTimestampMicros = -62135596800000000
+	maxTimestampMicros = 253402300799999999
+)
+
+// ErrTimestampRange marks a source time outside BigQuery's TIMESTAMP range.
+var ErrTimestampRange = errors.New("outside BigQuery's TIMESTAMP range (0001-01-01 to 9999-12-31)")
+
+// sourceTime reads the most precise of source.ts_us, ts_ns and ts_ms.
+func sourceTime(src map[string]any) (time.Time, error) {
 	if us, ok := asInt(src["ts_us"]); ok {
-		return time.UnixMicro(us).UTC()
+		return timestampMicros("source.ts_us", us)
 	}
 	if ns, ok := asInt(src["ts_ns"]); ok {
-		return time.Unix(0, ns).UTC()
+		// int64 nanoseconds span 1677 to 2262, inside BigQuery's range.
+		return time.Unix(0, ns).UTC(), nil
 	}
 	if ms, ok := asInt(src["ts_ms"]); ok {
-		return time.UnixMilli(ms).UTC()
+		return timestampMillis("source.ts_ms", ms)
 	}
-	return time.Time{}
+	return time.Time{}, nil
+}
+
+func timestampMicros(field string, us int64) (time.Time, error) {
+	if us < minTimestampMicros || us > maxTimestampMicros {
+		return time.Time{}, fmt.Errorf("%s %d µs: %w", field, us, ErrTimestampRange)
+	}
+	return time.UnixMicro(us).UTC(), nil
+}
+
+func timestampMillis(field string, ms int64) (time.Time, error) {
+	if ms < minTimestampMicros/1000 || ms > maxTimestampMicros/1000 {
+		return time.Time{}, fmt.Errorf("%s %d ms: %w", field, ms, ErrTimestampRange)
+	}
+	return time.UnixMilli(ms).UTC(), nil
 }
 
 // binlogPosition sequences a MySQL or MariaDB change by its binlog
@@ -104,22 +155,38 @@ func sourceTime(src map[string]any) time.Time {
 // against one before it. A GTID also names a whole transaction, so it cannot
 // order two changes of one row inside it. Debezium always writes file and
 // pos (they are required fields of its source schema); a block that has only
-// a GTID comes from some other producer and falls back to the source time,
-// which at least compares across servers. Binlog coordinates are per server
+// a GTID comes from some other producer and is refused: its source time
+// would sort after every binlog position of the table. Binlog coordinates are per server
 // as well: after a failover the new primary's files and positions do not
 // continue the old one's, which no per-event sequence can repair.
-func binlogPosition(src map[string]any, kind snapshotKind) string {
-	file, _ := asString(src["file"])
+func binlogPosition(src map[string]any, kind snapshotKind) (string, error) {
+	file, ok := asString(src["file"])
+	if !ok {
+		return "", errors.New("source.file is missing")
+	}
 	idx, err := BinlogFileIndex(file)
-	pos, okPos := asInt(src["pos"])
-	if err != nil || !okPos || pos < 0 {
-		return ""
+	if err != nil {
+		return "", err
 	}
-	row, ok := asInt(src["row"])
-	if !ok || row < 0 {
-		row = 0
+	pos, ok := asInt(src["pos"])
+	if !ok {
+		return "", errors.New("source.pos is missing")
 	}
-	return BinlogSequence(idx, uint64(pos), uint64(row), kind.phase())
+	if pos < 0 {
+		return "", fmt.Errorf("source.pos %d is negative", pos)
+	}
+	// source.row numbers the rows of one multi-row event; Debezium always
+	// writes it, and a block without it is taken as the event's first row.
+	var row int64
+	if v := unwrapSingle(src["row"]); v != nil {
+		if row, ok = asInt(v); !ok {
+			return "", fmt.Errorf("source.row %v is not an integer", v)
+		}
+		if row < 0 {
+			return "", fmt.Errorf("source.row %d is negative", row)
+		}
+	}
+	return BinlogSequence(idx, uint64(pos), uint64(row), kind.phase()), nil
 }
 
 // postgresPosition sequences a PostgreSQL change by Debezium's
@@ -150,41 +217,73 @@ func binlogPosition(src map[string]any, kind snapshotKind) string {
 // lastCommitLsn and have no such problem.
 //
 // Without source.sequence (Debezium before 1.5) the LSN alone is used, the
-// layout bqcdc has always written for PostgreSQL.
-func postgresPosition(src map[string]any, kind snapshotKind) string {
-	lsn, okLSN := asInt(src["lsn"])
-	okLSN = okLSN && lsn >= 0
-	commit, at, hasAt, ok := debeziumSequence(src["sequence"])
-	if !ok {
-		if !okLSN {
-			return ""
+// layout bqcdc has always written for PostgreSQL. A change with neither, or
+// with a source.sequence or source.lsn that does not parse, is an error.
+func postgresPosition(src map[string]any, kind snapshotKind) (string, error) {
+	lsn, hasLSN, err := optionalLSN(src["lsn"])
+	if err != nil {
+		return "", err
+	}
+	commit, at, hasAt, hasSeq, err := debeziumSequence(src["sequence"])
+	if err != nil {
+		return "", fmt.Errorf("parsing source.sequence: %w", err)
+	}
+	if !hasSeq {
+		if !hasLSN {
+			return "", errors.New("neither source.sequence nor source.lsn is set")
 		}
-		return PostgresSequence(uint64(lsn))
+		return PostgresSequence(lsn), nil
 	}
 	switch {
 	case kind == fullSnapshot:
 		at = 0
-	case !hasAt && okLSN:
-		at = uint64(lsn)
+	case !hasAt && hasLSN:
+		at = lsn
 	case !hasAt:
 		// [lastCommitLsn, null] before anything was streamed, with no
 		// source.lsn either (incremental reads are stamped without one).
 		at = 0
 	}
-	return PostgresCommitSequence(commit, at, kind.phase())
+	return PostgresCommitSequence(commit, at, kind.phase()), nil
+}
+
+// optionalLSN reads source.lsn: absent or null is no LSN; anything but a
+// non-negative integer is an error.
+func optionalLSN(v any) (uint64, bool, error) {
+	v = unwrapSingle(v)
+	if v == nil {
+		return 0, false, nil
+	}
+	n, ok := asInt(v)
+	if !ok {
+		return 0, false, fmt.Errorf("source.lsn %v is not an integer", v)
+	}
+	if n < 0 {
+		return 0, false, fmt.Errorf("source.lsn %d is negative", n)
+	}
+	return uint64(n), true, nil
 }
 
 // debeziumSequence parses PostgreSQL's source.sequence, a JSON array of two
 // decimal strings or nulls: the last commit LSN (null counts as 0) and the
-// change's LSN (hasLSN false when null).
-func debeziumSequence(v any) (lastCommit, lsn uint64, hasLSN, ok bool) {
-	s, isString := asString(v)
-	if !isString || s == "" {
-		return 0, 0, false, false
+// change's LSN (hasLSN false when null). present is false when the field is
+// absent or null; a value that is not such an array, or a number past
+// 2^64-1, is an error rather than silently ignored.
+func debeziumSequence(v any) (lastCommit, lsn uint64, hasLSN, present bool, err error) {
+	v = unwrapSingle(v)
+	if v == nil {
+		return 0, 0, false, false, nil
+	}
+	s, isString := v.(string)
+	if !isString {
+		return 0, 0, false, false, fmt.Errorf("%v is not a string", v)
 	}
 	var pair []*string
-	if err := json.Unmarshal([]byte(s), &pair); err != nil || len(pair) != 2 {
-		return 0, 0, false, false
+	if err := json.Unmarshal([]byte(s), &pair); err != nil {
+		return 0, 0, false, false, fmt.Errorf("%q is not a JSON array of two decimal strings: %w", s, err)
+	}
+	if len(pair) != 2 {
+		return 0, 0, false, false, fmt.Errorf("%q has %d elements, want 2", s, len(pair))
 	}
 	var n [2]uint64
 	for i, p := range pair {
@@ -193,11 +292,11 @@ func debeziumSequence(v any) (lastCommit, lsn uint64, hasLSN, ok bool) {
 		}
 		v, err := strconv.ParseUint(*p, 10, 64)
 		if err != nil {
-			return 0, 0, false, false
+			return 0, 0, false, false, fmt.Errorf("element %d: %w", i, err)
 		}
 		n[i] = v
 	}
-	return n[0], n[1], pair[1] != nil, true
+	return n[0], n[1], pair[1] != nil, true, nil
 }
 
 // unwrapSingle returns the value of a union that hamba left wrapped, e.g.

@@ -1,6 +1,8 @@
 package cdc
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -108,7 +110,10 @@ func TestSourceOrder(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			seqs := make([]string, len(tt.events))
 			for i, e := range tt.events {
-				_, seqs[i] = sourcePosition(e.src, e.op)
+				var err error
+				if _, seqs[i], err = sourcePosition(e.src, e.op); err != nil {
+					t.Fatalf("event %d: %v", i, err)
+				}
 			}
 			assertSourceOrder(t, seqs)
 		})
@@ -144,11 +149,10 @@ func TestSourcePosition(t *testing.T) {
 			want: BinlogSequence(3, 154, 0, PhaseRead)},
 		{name: "mysql snapshot wrapped in a union", op: "r", src: withField(mysqlSrc("", "mysql-bin.000003", 154, 0, nil), "snapshot", map[string]any{"string": "last"}),
 			want: BinlogSequence(3, 154, 0, PhaseRead)},
-		{name: "mysql gtid only falls back to the source time", op: "u",
-			src:  without(mysqlSrc("false", "", 0, 0, "3E11FA47-71CA-11E1-9E33-C80AA9429562:23"), "file", "pos", "row"),
-			want: TimestampSequence(srcTime)},
-		{name: "mysql file without index falls back to the source time", op: "u", src: mysqlSrc("false", "binlog", 484, 0, nil),
-			want: TimestampSequence(srcTime)},
+		{name: "mysql without row is the event's first row", op: "u", src: without(mysqlSrc("false", "mysql-bin.000003", 484, 0, nil), "row"),
+			want: BinlogSequence(3, 484, 0, PhaseChange)},
+		{name: "mysql largest file index", op: "u", src: mysqlSrc("false", "mysql-bin.18446744073709551615", 4, 0, nil),
+			want: BinlogSequence(1<<64-1, 4, 0, PhaseChange)},
 		{name: "postgres change", op: "u", src: pgSrc("false", `["24023119","24023128"]`, int64(555), int64(24023128)),
 			want: PostgresCommitSequence(24023119, 24023128, PhaseChange)},
 		{name: "postgres fresh snapshot read", op: "r", src: pgSrc("last", `[null,"24023128"]`, int64(555), int64(24023128)),
@@ -163,20 +167,80 @@ func TestSourcePosition(t *testing.T) {
 			want: PostgresCommitSequence(24023119, 24023128, PhaseChange)},
 		{name: "postgres without sequence", op: "u", src: pgSrc("false", nil, int64(555), int64(24023128)),
 			want: PostgresSequence(24023128)},
-		{name: "postgres malformed sequence", op: "u", src: pgSrc("false", `[24023119,24023128]`, int64(555), int64(24023128)),
-			want: PostgresSequence(24023128)},
-		{name: "postgres without any position", op: "u", src: pgSrc("false", nil, nil, nil),
-			want: TimestampSequence(srcTime)},
+		{name: "postgres largest lsn", op: "u", src: pgSrc("false", `["18446744073709551614","18446744073709551615"]`, nil, nil),
+			want: PostgresCommitSequence(1<<64-2, 1<<64-1, PhaseChange)},
+		// Connectors whose position cdc does not parse keep the documented
+		// timestamp layout.
 		{name: "other connector", op: "u", src: map[string]any{"connector": "sqlserver", "ts_ms": srcTime.UnixMilli(), "change_lsn": "00000027:00000758:0003"},
 			want: TimestampSequence(srcTime.Truncate(time.Millisecond))},
 		{name: "nothing to order by", op: "u", src: map[string]any{"connector": "sqlserver"}, want: ""},
+		// (0001-01-01T00:00:00Z itself is Go's zero time, taken as no time.)
+		{name: "earliest BigQuery timestamp", op: "u", src: map[string]any{"connector": "oracle", "ts_us": int64(-62135596799999999)},
+			want: TimestampSequence(time.Unix(0, 0))}, // pre-epoch clamps
+		{name: "latest BigQuery timestamp", op: "u", src: map[string]any{"connector": "oracle", "ts_ms": int64(253402300799999)},
+			want: TimestampSequence(time.Date(9999, 12, 31, 23, 59, 59, 999000000, time.UTC))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, got := sourcePosition(tt.src, tt.op); got != tt.want {
-				t.Errorf("sequence = %s, want %s", got, tt.want)
+			_, got, err := sourcePosition(tt.src, tt.op)
+			if err != nil || got != tt.want {
+				t.Errorf("sequence = %s, %v; want %s", got, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestSourcePositionRefused: a known connector without a usable position,
+// and a time BigQuery cannot store, are errors (the ingest service
+// dead-letters them at stage envelope). Before, the first five fell back to
+// a timestamp sequence, which sorts after every log position of the source.
+func TestSourcePositionRefused(t *testing.T) {
+	const gtid = "3E11FA47-71CA-11E1-9E33-C80AA9429562:23"
+	tests := []struct {
+		name string
+		src  map[string]any
+		want string // in the error
+	}{
+		{"mysql gtid only", without(mysqlSrc("false", "", 0, 0, gtid), "file", "pos", "row"), "mysql change without a usable source position: parsing binlog position: source.file is missing"},
+		{"mysql file without index", mysqlSrc("false", "binlog", 484, 0, nil), `binlog file "binlog" has no numeric suffix`},
+		{"postgres malformed sequence", pgSrc("false", `[24023119,24023128]`, int64(555), int64(24023128)), "postgresql change without a usable source position: parsing LSN: parsing source.sequence"},
+		{"postgres without any position", pgSrc("false", nil, nil, nil), "neither source.sequence nor source.lsn is set"},
+		{"mariadb without pos", without(withConnector(mysqlSrc("false", "mariadb-bin.000001", 330, 0, nil), "mariadb"), "pos"), "mariadb change without a usable source position: parsing binlog position: source.pos is missing"},
+		{"mysql file ../x", mysqlSrc("false", "../x", 484, 0, nil), `binlog file "../x" has no numeric suffix`},
+		{"mysql empty file", mysqlSrc("false", "", 484, 0, nil), `binlog file "" has no numeric suffix`},
+		{"mysql file ending in a dot", mysqlSrc("false", "mysql-bin.", 484, 0, nil), "has no numeric suffix"},
+		{"mysql signed file index", mysqlSrc("false", "mysql-bin.+3", 484, 0, nil), "has no numeric suffix"},
+		{"mysql file index past 2^64", mysqlSrc("false", "mysql-bin.18446744073709551616", 4, 0, nil), "value out of range"},
+		{"mysql file index of 25 digits", mysqlSrc("false", "mysql-bin.1000000000000000000000003", 4, 0, nil), "value out of range"},
+		{"mysql negative pos", mysqlSrc("false", "mysql-bin.000003", -1, 0, nil), "source.pos -1 is negative"},
+		{"mysql pos not a number", withField(mysqlSrc("false", "mysql-bin.000003", 0, 0, nil), "pos", "484"), "source.pos is missing"},
+		{"mysql file not a string", withField(mysqlSrc("false", "", 484, 0, nil), "file", int64(3)), "source.file is missing"},
+		{"mysql negative row", mysqlSrc("false", "mysql-bin.000003", 484, -2, nil), "source.row -2 is negative"},
+		{"mysql row not a number", withField(mysqlSrc("false", "mysql-bin.000003", 484, 0, nil), "row", "2"), "source.row 2 is not an integer"},
+		{"postgres negative lsn", pgSrc("false", nil, int64(555), int64(-1)), "source.lsn -1 is negative"},
+		{"postgres lsn not a number", pgSrc("false", nil, int64(555), "24023128"), "source.lsn 24023128 is not an integer"},
+		{"postgres sequence past 2^64", pgSrc("false", `["18446744073709551616","1"]`, nil, nil), "element 0: strconv.ParseUint"},
+		{"postgres sequence of three", pgSrc("false", `["1","2","3"]`, nil, int64(2)), "has 3 elements, want 2"},
+		{"postgres negative sequence", pgSrc("false", `["1","-2"]`, nil, int64(2)), "element 1"},
+		{"postgres empty sequence", pgSrc("false", "", nil, int64(2)), "is not a JSON array"},
+		{"postgres sequence not a string", pgSrc("false", int64(5), nil, int64(2)), "5 is not a string"},
+		{"source.ts_ms 2^62", withField(without(mysqlSrc("false", "mysql-bin.000003", 4, 0, nil), "ts_us", "ts_ns"), "ts_ms", int64(1)<<62), "source.ts_ms 4611686018427387904 ms: outside BigQuery's TIMESTAMP range"},
+		{"source.ts_ms after 9999", map[string]any{"connector": "sqlserver", "ts_ms": int64(253402300800000)}, "outside BigQuery's TIMESTAMP range"},
+		{"source.ts_ms before year 1", map[string]any{"connector": "sqlserver", "ts_ms": int64(-62135596800001)}, "outside BigQuery's TIMESTAMP range"},
+		{"source.ts_us 2^62", withField(mysqlSrc("false", "mysql-bin.000003", 4, 0, nil), "ts_us", int64(1)<<62), "source.ts_us 4611686018427387904 µs: outside"},
+		{"source.ts_us minimum int64", map[string]any{"connector": "postgresql", "ts_us": int64(-1 << 63), "lsn": int64(5)}, "outside BigQuery's TIMESTAMP range"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, seq, err := sourcePosition(tt.src, "u")
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("sequence = %q, error = %v; want an error containing %q", seq, err, tt.want)
+			}
+		})
+	}
+	_, _, err := sourcePosition(map[string]any{"ts_ms": int64(1) << 62}, "u")
+	if !errors.Is(err, ErrTimestampRange) {
+		t.Errorf("err = %v, want ErrTimestampRange", err)
 	}
 }
 

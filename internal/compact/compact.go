@@ -142,15 +142,16 @@ const (
 // Run compacts every flow, one after the other; a failing flow does not stop
 // the others. Then it expires changelog days every flow has folded.
 func (c *Compactor) Run(ctx context.Context, flows []*flow.Bound) []Report {
-	reports, _ := c.RunSelected(ctx, flows, nil)
+	reports, _ := c.RunSelected(ctx, flows, nil, nil)
 	return reports
 }
 
 // RunSelected compacts the flows of all named in names (every flow when
 // names is empty). Changelog days expire only for sources whose every flow
-// in all was compacted by this run: a flow left out may not have folded
-// them yet.
-func (c *Compactor) RunSelected(ctx context.Context, all []*flow.Bound, names []string) ([]Report, error) {
+// in all was compacted by this run, and that no unbound flow reads (a flow
+// deployed but refused at binding, e.g. after a source dropped a column it
+// names): a flow left out may not have folded them yet.
+func (c *Compactor) RunSelected(ctx context.Context, all []*flow.Bound, names []string, unbound []*flow.Flow) ([]Report, error) {
 	flows, err := Select(all, names)
 	if err != nil {
 		return nil, err
@@ -160,7 +161,7 @@ func (c *Compactor) RunSelected(ctx context.Context, all []*flow.Bound, names []
 		reports = append(reports, c.Flow(ctx, b))
 	}
 	if c.opts.ChangelogRetention > 0 {
-		c.expire(ctx, all, flows, reports)
+		c.expire(ctx, all, flows, unbound, reports)
 	}
 	return reports, nil
 }

@@ -14,7 +14,7 @@ import (
 // lowest watermark). Whole days only: BigQuery drops whole partitions
 // without scanning them. A source with a failed flow, or with a flow of all
 // that this run did not compact, is left alone this run.
-func (c *Compactor) expire(ctx context.Context, all, flows []*flow.Bound, reports []Report) {
+func (c *Compactor) expire(ctx context.Context, all, flows []*flow.Bound, unbound []*flow.Flow, reports []Report) {
 	now := c.opts.Now().UTC()
 	lowest := map[string]time.Time{}
 	failed := map[string]bool{}
@@ -26,6 +26,9 @@ func (c *Compactor) expire(ctx context.Context, all, flows []*flow.Bound, report
 		if !ran[b.Name] {
 			failed[b.Source.Name] = true // not folded by this run: its days may still be needed
 		}
+	}
+	for _, f := range unbound {
+		failed[f.Source.Name] = true // refused at binding: it will need them once fixed
 	}
 	for i, b := range flows {
 		src := b.Source.Name

@@ -10,9 +10,12 @@
 //	COLUMNS * EXCEPT (_cdc_message_id)
 //	STORED AS SCD TYPE 1;
 //
-// Parsing (Parse, ParseDir) checks the structure; Bind checks a flow against
-// the columns of its source's changelog and resolves what the SQL renderer
-// needs. Every error carries file:line:column.
+// Parsing (Parse, ParseDir, Load) checks the structure; Bind checks a flow
+// against the columns of its source's changelog and resolves what the SQL
+// renderer needs. Every error carries file:line:column and, once known, the
+// flow's name. Errors are per flow: loading and binding return the valid
+// flows together with one error per refused flow, so one bad declaration
+// never stops the others. rules.go lists the clause rules and their sources.
 package flow
 
 // Flow is one parsed declaration.
@@ -20,9 +23,10 @@ type Flow struct {
 	Pos      Pos    // where the statement starts
 	Spelling string // "AUTO CDC" or "APPLY CHANGES"
 
-	Name   string // flow name; for APPLY CHANGES INTO without a name, the target table
-	Target Target
-	Source Ident // the Pub/Sub topic carrying the changes
+	Name    string // flow name; for APPLY CHANGES INTO without a name, the target table
+	Comment string // CREATE FLOW name COMMENT '...'; "" when absent
+	Target  Target
+	Source  Ident // the Pub/Sub topic carrying the changes
 
 	Keys     []Ident
 	Sequence []Ident // one column, or the fields of SEQUENCE BY STRUCT(...)

@@ -35,7 +35,10 @@ type Bound struct {
 	Where, Delete, Truncate string
 }
 
-// Bind checks f against the columns of its source changelog.
+// Bind checks f against the columns of its source changelog. Its error is
+// an ErrorList holding every problem of this one flow, each naming the flow
+// and its file:line:column; binding one flow never depends on another, so
+// callers bind each flow and run those that bind (see BindAll).
 func Bind(f *Flow, changelog schema.Columns) (*Bound, error) {
 	b := &Bound{Flow: f, Changelog: changelog}
 	var errs ErrorList
@@ -83,12 +86,13 @@ func Bind(f *Flow, changelog schema.Columns) (*Bound, error) {
 		}
 	}
 	if f.TrackHistory != nil {
+		// A selection that leaves no column tracked (TRACK HISTORY ON *
+		// EXCEPT every value column) is valid: each key then has one version
+		// per life (from its first upsert or the one after a delete), updated
+		// in place, as in Databricks, where * EXCEPT may exclude every column.
 		var err *Error
 		b.Tracked, err = b.subset(f.TrackHistory, "TRACK HISTORY ON", false)
 		add(err)
-		if err == nil && len(b.Tracked) == 0 {
-			add(errorf(f.TrackHistory.Pos, "TRACK HISTORY ON selects no column: every change would update the current version in place; list at least one non-key column"))
-		}
 	} else if f.SCDType == 2 {
 		b.Tracked = b.defaultSubset(nil, false)
 	}
@@ -110,10 +114,31 @@ func Bind(f *Flow, changelog schema.Columns) (*Bound, error) {
 	b.Where = cond(f.Where, "WHERE")
 	b.Delete = cond(f.DeleteWhen, "APPLY AS DELETE WHEN")
 	b.Truncate = cond(f.TruncateWhen, "APPLY AS TRUNCATE WHEN")
-	if err := errs.Err(); err != nil {
-		return nil, err
+	if len(errs) > 0 {
+		for _, e := range errs {
+			e.Flow = f.Name
+		}
+		return nil, errs
 	}
 	return b, nil
+}
+
+// BindAll binds each flow to the changelog columns of its source
+// (changelogs, by source topic). It returns the flows that bind and one
+// error per flow that does not (an ErrorList of that flow's problems): one
+// refused flow never stops the others.
+func BindAll(flows []*Flow, changelogs map[string]schema.Columns) ([]*Bound, []error) {
+	var bound []*Bound
+	var errs []error
+	for _, f := range flows {
+		b, err := Bind(f, changelogs[f.Source.Name])
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		bound = append(bound, b)
+	}
+	return bound, errs
 }
 
 func lookup(id Ident, clause string, cols schema.Columns, source string) (schema.Column, *Error) {
@@ -192,42 +217,48 @@ func (b *Bound) defaultSubset(except map[string]bool, nullable bool) []string {
 	return out
 }
 
+// subset resolves TRACK HISTORY ON and IGNORE NULL UPDATES ON (rules.go has
+// the rules and their sources).
+//
+// An explicit list names what the clause acts on, so each name must be an
+// output column that is not a key (and, for IGNORE NULL UPDATES, not an
+// ARRAY, which BigQuery never stores as NULL): anything else could not be
+// honoured.
+//
+// * EXCEPT (...) only removes columns from the default set, so naming one
+// that the set lacks anyway (a column COLUMNS drops, a key, an ARRAY) changes
+// nothing and is accepted: Databricks runs COLUMNS * EXCEPT (operation,
+// last_synced_at) with TRACK HISTORY ON * EXCEPT (last_synced_at). The name
+// must still be a changelog column, which catches typos.
 func (b *Bound) subset(spec *ColumnSpec, clause string, nullable bool) ([]string, *Error) {
-	check := func(id Ident) (string, *Error) {
-		c, ok := b.Output.Lookup(id.Name)
-		if !ok {
-			if _, inChangelog := b.Changelog.Lookup(id.Name); inChangelog {
-				return "", errorf(id.Pos, "%s names %s, which the target does not show: add it to COLUMNS or drop it here", clause, id.Name)
-			}
-			_, err := lookup(id, clause, b.Changelog, b.Source.Name)
-			return "", err
-		}
-		if b.isKey(c.Name) {
-			return "", errorf(id.Pos, "%s names key column %s: keys identify the row, so they never change and are never NULL-ignored; drop it here", clause, c.Name)
-		}
-		if nullable && c.Repeated {
-			return "", errorf(id.Pos, "%s names %s, an ARRAY: BigQuery arrays are never NULL, so there is nothing to ignore; drop it here", clause, c.Name)
-		}
-		return c.Name, nil
-	}
 	if spec.All {
 		except := map[string]bool{}
 		for _, id := range spec.Except {
-			name, err := check(id)
+			c, err := lookup(id, clause+" * EXCEPT", b.Changelog, b.Source.Name)
 			if err != nil {
 				return nil, err
 			}
-			except[name] = true
+			except[c.Name] = true
 		}
 		return b.defaultSubset(except, nullable), nil
 	}
 	var out []string
 	for _, id := range spec.List {
-		name, err := check(id)
-		if err != nil {
+		c, ok := b.Output.Lookup(id.Name)
+		if !ok {
+			if _, inChangelog := b.Changelog.Lookup(id.Name); inChangelog {
+				return nil, errorf(id.Pos, "%s names %s, which the target does not show: add it to COLUMNS or drop it here", clause, id.Name)
+			}
+			_, err := lookup(id, clause, b.Changelog, b.Source.Name)
 			return nil, err
 		}
-		out = append(out, name)
+		if b.isKey(c.Name) {
+			return nil, errorf(id.Pos, "%s names key column %s: keys identify the row, so they never change and are never NULL-ignored; drop it here", clause, c.Name)
+		}
+		if nullable && c.Repeated {
+			return nil, errorf(id.Pos, "%s names %s, an ARRAY: BigQuery arrays are never NULL, so there is nothing to ignore; drop it here", clause, c.Name)
+		}
+		out = append(out, c.Name)
 	}
 	return out, nil
 }

@@ -94,6 +94,12 @@ func renderExpr(e *Expr, clause string, cols schema.Columns, source string, refs
 				fnStack = append(fnStack, fn)
 			case ")":
 				fnStack = fnStack[:len(fnStack)-1]
+			case "==": // Spark SQL's equality, as Databricks conditions may write it
+				out = append(out, "=")
+				continue
+			case "<=>": // Spark SQL's NULL-safe equality
+				out = append(out, "IS NOT DISTINCT FROM")
+				continue
 			}
 			out = append(out, t.Text)
 		case tokQuoted:

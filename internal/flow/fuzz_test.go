@@ -15,6 +15,8 @@ func FuzzParseAndBind(f *testing.F) {
 	f.Add("CREATE FLOW f AS AUTO CDC INTO t FROM STREAM(`a.b.c`) KEYS (id) SEQUENCE BY s WHERE name = 'x' AND s > 1;")
 	f.Add("APPLY CHANGES INTO t FROM STREAM(abc) KEYS (id, name) SEQUENCE BY STRUCT(s, name) COLUMNS * EXCEPT (s) STORED AS SCD TYPE 2 TRACK HISTORY ON * IGNORE NULL UPDATES;")
 	f.Add("CREATE FLOW f AS AUTO CDC INTO t FROM STREAM(abc) KEYS (id) SEQUENCE BY s APPLY AS DELETE WHEN name = 'it\\'s' OR name LIKE '%`x`%';")
+	f.Add("CREATE OR REFRESH STREAMING TABLE t (id INT) COMMENT 'a;b' TBLPROPERTIES ('k' = 'v');\nCREATE FLOW f COMMENT 'c' AS AUTO CDC INTO t FROM STREAM abc KEYS (id) SEQUENCE BY s APPLY AS DELETE WHEN name == 'd' OR s <=> 1 COLUMNS * EXCEPT (name) STORED AS SCD TYPE 2 TRACK HISTORY ON * EXCEPT (name, id);")
+	f.Add("CREATE STREAMING TABLE t FLOW AUTO CDC FROM abc KEYS (id) IGNORE NULL UPDATES ON * EXCEPT (id) SEQUENCE BY s;\nAUTO CDC INTO u FROM STREAM(abc) KEYS (id) SEQUENCE BY s WHERE name = 'x;\n/* open")
 	cols := schema.Columns{{Name: "id", Type: schema.Int64}, {Name: "name", Type: schema.String}, {Name: "s", Type: schema.Int64}}
 	f.Fuzz(func(t *testing.T, src string) {
 		flows, err := Parse("f.sql", src)

@@ -14,16 +14,30 @@ type Pos struct {
 	Line, Col int
 }
 
-func (p Pos) String() string { return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col) }
-
-// Error is a flow error at a position. Its text leads with file:line:column so
-// editors and CI logs link straight to the spot.
-type Error struct {
-	Pos Pos
-	Msg string
+// String renders file:line:column, or the file alone for a problem with the
+// whole file (Line 0).
+func (p Pos) String() string {
+	if p.Line == 0 {
+		return p.File
+	}
+	return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col)
 }
 
-func (e *Error) Error() string { return e.Pos.String() + ": " + e.Msg }
+// Error is a flow error at a position. Its text leads with file:line:column so
+// editors and CI logs link straight to the spot, then names the flow when the
+// statement got as far as its name.
+type Error struct {
+	Pos  Pos
+	Flow string // the flow's name; "" when not known
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	if e.Flow == "" {
+		return e.Pos.String() + ": " + e.Msg
+	}
+	return e.Pos.String() + ": flow " + e.Flow + ": " + e.Msg
+}
 
 func errorf(p Pos, format string, args ...any) *Error {
 	return &Error{Pos: p, Msg: fmt.Sprintf(format, args...)}
@@ -38,6 +52,16 @@ func (l ErrorList) Error() string {
 		parts[i] = e.Error()
 	}
 	return strings.Join(parts, "\n")
+}
+
+// Unwrap exposes each error, so errors.As finds a *Error in a list (and in
+// an errors.Join of lists).
+func (l ErrorList) Unwrap() []error {
+	out := make([]error, len(l))
+	for i, e := range l {
+		out[i] = e
+	}
+	return out
 }
 
 // Err returns nil for an empty list, so callers can return it directly.
@@ -57,6 +81,10 @@ const (
 	tokString // 'text' or "text"; Text holds the decoded value
 	tokNumber
 	tokPunct // operators and punctuation
+	// tokInvalid is input the lexer could not read (an unterminated string,
+	// a stray character); Text holds the message. The lexer carries on after
+	// it, so a typo refuses only the statement that holds it.
+	tokInvalid
 )
 
 type token struct {
@@ -75,6 +103,8 @@ func (t token) describe() string {
 		return fmt.Sprintf("string %q", t.Text)
 	case tokQuoted:
 		return "`" + t.Text + "`"
+	case tokInvalid:
+		return "invalid input"
 	}
 	return fmt.Sprintf("%q", t.Text)
 }
@@ -84,21 +114,24 @@ type lexer struct {
 	file      string
 	off       int
 	line, col int
+	tokStart  int // offset of the token being read
 	toks      []token
 }
 
 // lex splits a flow file into tokens, dropping whitespace and comments
-// (-- to end of line, # to end of line, /* ... */).
-func lex(file, src string) ([]token, error) {
+// (-- to end of line, # to end of line, /* ... */). It never fails: what it
+// cannot read becomes a tokInvalid, which the parser reports for the one
+// statement holding it.
+func lex(file, src string) []token {
 	lx := &lexer{src: src, file: file, line: 1, col: 1}
 	for {
 		lx.skipSpaceAndComments()
 		if lx.off >= len(lx.src) {
 			lx.toks = append(lx.toks, token{Kind: tokEOF, Pos: lx.pos()})
-			return lx.toks, nil
+			return lx.toks
 		}
 		if err := lx.next(); err != nil {
-			return nil, err
+			lx.toks = append(lx.toks, token{Kind: tokInvalid, Text: err.Msg, Pos: err.Pos})
 		}
 	}
 }
@@ -144,15 +177,19 @@ func (lx *lexer) skipSpaceAndComments() {
 				lx.advance()
 			}
 		case r == '/' && lx.peek(1) == '*':
+			start := lx.pos()
 			lx.advance()
 			lx.advance()
 			for lx.off < len(lx.src) && !(lx.peek(0) == '*' && lx.peek(1) == '/') {
 				lx.advance()
 			}
-			if lx.off < len(lx.src) {
-				lx.advance()
-				lx.advance()
+			if lx.off >= len(lx.src) {
+				// Silently dropping the rest of the file would drop its flows.
+				lx.toks = append(lx.toks, token{Kind: tokInvalid, Text: "unterminated /* comment: every flow after it is lost; close it with */", Pos: start})
+				return
 			}
+			lx.advance()
+			lx.advance()
 		default:
 			return
 		}
@@ -162,8 +199,9 @@ func (lx *lexer) skipSpaceAndComments() {
 func isIdentStart(r rune) bool { return r == '_' || unicode.IsLetter(r) }
 func isIdentPart(r rune) bool  { return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) }
 
-func (lx *lexer) next() error {
+func (lx *lexer) next() *Error {
 	start := lx.pos()
+	lx.tokStart = lx.off
 	r := lx.peek(0)
 	emit := func(k tokenKind, text string) { lx.toks = append(lx.toks, token{Kind: k, Text: text, Pos: start}) }
 	switch {
@@ -189,6 +227,7 @@ func (lx *lexer) next() error {
 		var b strings.Builder
 		for {
 			if lx.off >= len(lx.src) || lx.peek(0) == '\n' {
+				lx.resume(start)
 				return errorf(start, "unterminated `quoted identifier`")
 			}
 			c := lx.advance()
@@ -208,10 +247,13 @@ func (lx *lexer) next() error {
 		}
 		emit(tokString, s)
 	default:
-		for _, op := range []string{"<=", ">=", "<>", "!=", "||"} {
+		// "==" and "<=>" are Spark SQL (Databricks conditions use them);
+		// renderExpr turns them into BigQuery's "=" and IS NOT DISTINCT FROM.
+		for _, op := range []string{"<=>", "<=", ">=", "<>", "!=", "||", "=="} {
 			if strings.HasPrefix(lx.src[lx.off:], op) {
-				lx.advance()
-				lx.advance()
+				for range op {
+					lx.advance()
+				}
 				emit(tokPunct, op)
 				return nil
 			}
@@ -221,28 +263,46 @@ func (lx *lexer) next() error {
 			emit(tokPunct, string(r))
 			return nil
 		}
+		lx.advance()
 		return errorf(start, "unexpected character %q", r)
 	}
 	return nil
 }
 
+// resume goes back to just after the opening quote of the token that
+// started at start, a quote that is never closed: what follows lexes as
+// written, so the ';' ending the statement still ends it and only that
+// statement is refused.
+func (lx *lexer) resume(start Pos) {
+	lx.off, lx.line, lx.col = lx.tokStart, start.Line, start.Col
+	lx.advance()
+}
+
 // stringLit reads a single- or double-quoted string with BigQuery's
-// backslash escapes and returns its decoded value.
-func (lx *lexer) stringLit(start Pos) (string, error) {
+// backslash escapes and returns its decoded value. After a bad escape it
+// reads on to the closing quote, so what follows lexes as written.
+func (lx *lexer) stringLit(start Pos) (string, *Error) {
 	quote := lx.advance()
 	var b strings.Builder
+	var bad *Error
 	for {
 		if lx.off >= len(lx.src) || lx.peek(0) == '\n' {
+			lx.resume(start)
 			return "", errorf(start, "unterminated string")
 		}
 		c := lx.advance()
 		switch {
 		case c == quote:
+			if bad != nil {
+				return "", bad
+			}
 			return b.String(), nil
 		case c == '\\':
 			if lx.off >= len(lx.src) {
+				lx.resume(start)
 				return "", errorf(start, "unterminated string")
 			}
+			at := lx.pos()
 			e := lx.advance()
 			switch e {
 			case 'n':
@@ -254,7 +314,9 @@ func (lx *lexer) stringLit(start Pos) (string, error) {
 			case '\\', '\'', '"', '`', '?':
 				b.WriteRune(e)
 			default:
-				return "", errorf(lx.pos(), "unsupported escape \\%c in string", e)
+				if bad == nil {
+					bad = errorf(at, "unsupported escape \\%c in string", e)
+				}
 			}
 		default:
 			b.WriteRune(c)

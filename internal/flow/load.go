@@ -10,94 +10,110 @@ import (
 	"strings"
 )
 
-// ParseDir parses every *.sql file in dir (in name order) and checks that flow
-// names and targets are unique across all of them.
-func ParseDir(dir string) ([]*Flow, error) {
+// Loading flow files yields the flows that can run and one error per flow
+// that cannot (a statement that does not parse, a duplicate name or target,
+// an unreadable file), each led by file:line:column. A refused flow never
+// stops the others: callers run the flows they get, report every error, and
+// decide whether errors fail the command (bqcdc apply exits non-zero; the
+// deployed functions log them and serve the valid flows). With no valid flow
+// at all, flows is empty and errs says why.
+
+// ParseDir parses every *.sql file in dir, in name order.
+func ParseDir(dir string) (flows []*Flow, errs []error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.sql"))
 	if err != nil {
-		return nil, fmt.Errorf("listing flows in %s: %w", dir, err)
+		return nil, []error{fmt.Errorf("listing flows in %s: %w", dir, err)}
 	}
 	sort.Strings(files)
 	if len(files) == 0 {
-		return nil, fmt.Errorf("no flow files (*.sql) in %s", dir)
+		return nil, []error{fmt.Errorf("no flow files (*.sql) in %s", dir)}
 	}
 	srcs := make(map[string]string, len(files))
+	var readable []string
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
-			return nil, fmt.Errorf("reading flow file: %w", err)
+			errs = append(errs, &Error{Pos: Pos{File: f}, Msg: fmt.Sprintf("reading flow file: %v", err)})
+			continue
 		}
+		readable = append(readable, f)
 		srcs[f] = string(b)
 	}
-	return ParseFiles(files, srcs)
+	flows, parseErrs := ParseFiles(readable, srcs)
+	return flows, append(errs, parseErrs...)
 }
 
 // ParseFiles parses the named sources in the given order (used by ParseDir
-// and by deployments that embed their flow files).
-func ParseFiles(names []string, srcs map[string]string) ([]*Flow, error) {
+// and by deployments that embed their flow files). Flow names and targets
+// must be unique across all of them: of two flows sharing one, the first
+// (in file order) is kept and the second refused.
+func ParseFiles(names []string, srcs map[string]string) (flows []*Flow, errs []error) {
 	var all []*Flow
-	var errs ErrorList
 	for _, name := range names {
-		flows, err := Parse(name, srcs[name])
+		parsed, err := Parse(name, srcs[name])
 		if list, ok := err.(ErrorList); ok {
-			errs = append(errs, list...)
-		} else if err != nil {
-			return nil, err
+			for _, e := range list {
+				errs = append(errs, e)
+			}
 		}
-		all = append(all, flows...)
+		all = append(all, parsed...)
 	}
-	names2 := map[string]*Flow{}
+	byName := map[string]*Flow{}
 	targets := map[string]*Flow{}
 	for _, f := range all {
-		if prev, dup := names2[strings.ToLower(f.Name)]; dup {
-			errs = append(errs, errorf(f.Pos, "flow name %s is already used at %s: flow names must be unique", f.Name, prev.Pos))
+		if prev, dup := byName[strings.ToLower(f.Name)]; dup {
+			errs = append(errs, &Error{Pos: f.Pos, Flow: f.Name, Msg: fmt.Sprintf("the name is already used by the flow at %s: flow names must be unique", prev.Pos)})
 			continue
 		}
-		names2[strings.ToLower(f.Name)] = f
+		// bqcdc maintains one view per target from one flow; Databricks can
+		// merge several AUTO CDC flows into one streaming table, which
+		// bqcdc does not support.
 		t := strings.ToLower(f.Target.String())
 		if prev, dup := targets[t]; dup {
-			errs = append(errs, errorf(f.Target.Pos, "target %s is already written by flow %s at %s: each target table has one flow", f.Target, prev.Name, prev.Pos))
+			errs = append(errs, &Error{Pos: f.Target.Pos, Flow: f.Name, Msg: fmt.Sprintf("target %s is already written by flow %s at %s: each target table has one flow", f.Target, prev.Name, prev.Pos)})
 			continue
 		}
+		byName[strings.ToLower(f.Name)] = f
 		targets[t] = f
+		flows = append(flows, f)
 	}
-	if err := errs.Err(); err != nil {
-		return nil, err
+	if len(flows) == 0 && len(errs) == 0 {
+		errs = append(errs, fmt.Errorf("no flows declared in %s", strings.Join(names, ", ")))
 	}
-	if len(all) == 0 {
-		return nil, fmt.Errorf("no flows declared in %s", strings.Join(names, ", "))
-	}
-	return all, nil
+	return flows, errs
 }
 
 // Load reads the flows a deployed function runs: the *.sql files of dir when
 // it is set (an override for local runs and tests), else those of builtin
 // (the deployable root package embeds sql/flows), named sql/flows/<file> in
-// errors.
-func Load(dir string, builtin fs.FS) ([]*Flow, error) {
+// errors. Its results are those of ParseDir.
+func Load(dir string, builtin fs.FS) ([]*Flow, []error) {
 	if dir != "" {
 		return ParseDir(dir)
 	}
 	if builtin == nil {
-		return nil, fmt.Errorf("no flows: set BQCDC_FLOWS_DIR or deploy from the repository root (which builds sql/flows in)")
+		return nil, []error{fmt.Errorf("no flows: set BQCDC_FLOWS_DIR or deploy from the repository root (which builds sql/flows in)")}
 	}
 	names, err := fs.Glob(builtin, "*.sql")
 	if err != nil {
-		return nil, err
+		return nil, []error{fmt.Errorf("listing built-in flows: %w", err)}
 	}
 	sort.Strings(names)
 	srcs := map[string]string{}
 	var files []string
+	var errs []error
 	for _, n := range names {
+		file := path.Join("sql/flows", n)
 		b, err := fs.ReadFile(builtin, n)
 		if err != nil {
-			return nil, err
+			errs = append(errs, &Error{Pos: Pos{File: file}, Msg: fmt.Sprintf("reading flow file: %v", err)})
+			continue
 		}
-		file := path.Join("sql/flows", n)
 		files = append(files, file)
 		srcs[file] = string(b)
 	}
-	return ParseFiles(files, srcs)
+	flows, parseErrs := ParseFiles(files, srcs)
+	return flows, append(errs, parseErrs...)
 }
 
 // Sources lists the distinct source topics of flows, in first-use order.

@@ -6,28 +6,40 @@ import (
 	"strings"
 )
 
-// Parse parses every flow statement in one file. It reports all the
-// statements it could not parse, resynchronising at each ';'.
+// Parse parses every statement in one file. It returns the flows it could
+// parse and an ErrorList with one error per statement it refused: the parser
+// resynchronises at each ';', so a refused statement never hides the others.
+//
+// Besides flows, a file may declare their target tables the way Databricks
+// requires before APPLY CHANGES INTO (CREATE OR REFRESH STREAMING TABLE t;,
+// with or without a schema, COMMENT or TBLPROPERTIES). Such declarations are
+// accepted and ignored: bqcdc creates each target itself, as a view whose
+// columns come from the flow.
 func Parse(file, src string) ([]*Flow, error) {
-	toks, err := lex(file, src)
-	if err != nil {
-		return nil, ErrorList{err.(*Error)}
-	}
-	p := &parser{toks: toks}
+	p := &parser{toks: lex(file, src)}
 	var flows []*Flow
 	var errs ErrorList
 	for p.peek().Kind != tokEOF {
-		if p.peek().Kind == tokPunct && p.peek().Text == ";" {
+		if p.isPunct(";") {
 			p.next()
 			continue
 		}
-		f, err := p.statement()
+		f := &Flow{Pos: p.peek().Pos, SCDType: 1, clauses: map[string]Pos{}}
+		isFlow, err := p.statement(f)
 		if err != nil {
+			if t := p.peek(); t.Kind == tokInvalid {
+				err = errorf(t.Pos, "%s", t.Text) // what the lexer could not read is the cause
+			}
+			if err.Flow == "" {
+				err.Flow = f.Name
+			}
 			errs = append(errs, err)
 			p.skipStatement()
 			continue
 		}
-		flows = append(flows, f)
+		if isFlow {
+			flows = append(flows, f)
+		}
 	}
 	return flows, errs.Err()
 }
@@ -98,86 +110,207 @@ func (p *parser) name(what string) (Ident, *Error) {
 	return Ident{Name: t.Text, Pos: t.Pos}, nil
 }
 
-func (p *parser) statement() (*Flow, *Error) {
+// statement reads one statement into f. It reports false for a target table
+// declaration, which holds no flow.
+//
+// The spellings, from the Databricks SQL references (see rules.go):
+//
+//	CREATE FLOW name [COMMENT 'text'] AS AUTO CDC INTO target ...   (AUTO CDC INTO, CREATE FLOW)
+//	CREATE FLOW name AS APPLY CHANGES INTO target ...               (the older spelling)
+//	APPLY CHANGES INTO target ...                                   (flow name = target table)
+//	AUTO CDC INTO target ...                                        (the same, newer keyword)
+//	CREATE [OR REFRESH] STREAMING TABLE target [...] FLOW AUTO CDC ... (Databricks SQL)
+//	CREATE [OR REFRESH] [PRIVATE|TEMPORARY] STREAMING [LIVE] TABLE target [...]; (a declaration: ignored)
+func (p *parser) statement(f *Flow) (bool, *Error) {
 	start := p.peek()
-	f := &Flow{Pos: start.Pos, SCDType: 1, clauses: map[string]Pos{}}
 	switch {
 	case start.is("CREATE"):
 		p.next()
 		if p.peek().is("OR") {
 			if err := p.keywords("OR", "REFRESH"); err != nil {
-				return nil, err
+				return false, err
 			}
 		}
-		if err := p.keywords("FLOW"); err != nil {
-			return nil, err
+		if t := p.peek(); (t.is("PRIVATE") || t.is("TEMPORARY")) && p.peekN(1).is("STREAMING") {
+			p.next() // a table the pipeline does not publish: bqcdc's view is its own
 		}
-		n, err := p.name("a flow name")
-		if err != nil {
-			return nil, err
-		}
-		if !plainName.MatchString(n.Name) {
-			return nil, errorf(n.Pos, "flow name %q must be letters, digits and underscores, starting with a letter or underscore", n.Name)
-		}
-		f.Name = n.Name
-		if err := p.keywords("AS"); err != nil {
-			return nil, err
-		}
-		switch {
-		case p.peek().is("AUTO"):
-			if err := p.keywords("AUTO", "CDC", "INTO"); err != nil {
-				return nil, err
-			}
-			f.Spelling = "AUTO CDC"
-		case p.peek().is("APPLY"):
-			if err := p.keywords("APPLY", "CHANGES", "INTO"); err != nil {
-				return nil, err
-			}
-			f.Spelling = "APPLY CHANGES"
+		switch t := p.peek(); {
+		case t.is("FLOW"):
+			p.next()
+			return true, p.createFlow(f)
+		case t.is("STREAMING"):
+			return p.streamingTable(f)
 		default:
-			return nil, errorf(p.peek().Pos, "expected AUTO CDC INTO or APPLY CHANGES INTO, found %s", p.peek().describe())
+			return false, errorf(t.Pos, "expected FLOW or STREAMING TABLE after CREATE, found %s: bqcdc runs AUTO CDC flows only (materialized views, views and tables defined by a query are not flows)", t.describe())
 		}
 	case start.is("APPLY"):
 		if err := p.keywords("APPLY", "CHANGES", "INTO"); err != nil {
-			return nil, err
+			return false, err
 		}
 		f.Spelling = "APPLY CHANGES"
+	case start.is("AUTO"):
+		if err := p.keywords("AUTO", "CDC", "INTO"); err != nil {
+			return false, err
+		}
+		f.Spelling = "AUTO CDC"
 	default:
-		return nil, errorf(start.Pos, "expected CREATE FLOW ... AS AUTO CDC INTO or APPLY CHANGES INTO, found %s", start.describe())
+		return false, errorf(start.Pos, "expected CREATE FLOW ... AS AUTO CDC INTO, APPLY CHANGES INTO or CREATE STREAMING TABLE, found %s", start.describe())
 	}
+	if err := p.intoTarget(f); err != nil {
+		return false, err
+	}
+	return true, p.body(f)
+}
+
+// createFlow reads the rest of CREATE FLOW name [COMMENT 'text'] AS ... INTO.
+func (p *parser) createFlow(f *Flow) *Error {
+	n, err := p.name("a flow name")
+	if err != nil {
+		return err
+	}
+	if !plainName.MatchString(n.Name) {
+		return errorf(n.Pos, "flow name %q must be letters, digits and underscores, starting with a letter or underscore", n.Name)
+	}
+	f.Name = n.Name
+	if p.peek().is("COMMENT") {
+		p.next()
+		c := p.peek()
+		if c.Kind != tokString {
+			return errorf(c.Pos, "COMMENT expects a string, found %s", c.describe())
+		}
+		p.next()
+		f.Comment = c.Text
+	}
+	if err := p.keywords("AS"); err != nil {
+		return err
+	}
+	switch t := p.peek(); {
+	case t.is("AUTO"):
+		if err := p.keywords("AUTO", "CDC", "INTO"); err != nil {
+			return err
+		}
+		f.Spelling = "AUTO CDC"
+	case t.is("APPLY"):
+		if err := p.keywords("APPLY", "CHANGES", "INTO"); err != nil {
+			return err
+		}
+		f.Spelling = "APPLY CHANGES"
+	case t.is("INSERT"):
+		return errorf(t.Pos, "append flows (CREATE FLOW ... AS INSERT INTO) are not supported: bqcdc maintains views from AUTO CDC flows only")
+	default:
+		return errorf(t.Pos, "expected AUTO CDC INTO or APPLY CHANGES INTO, found %s", t.describe())
+	}
+	if err := p.intoTarget(f); err != nil {
+		return err
+	}
+	return p.body(f)
+}
+
+// intoTarget reads the target after INTO; a flow without a name is named
+// after its target table.
+func (p *parser) intoTarget(f *Flow) *Error {
 	target, err := p.target()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	f.Target = target
 	if f.Name == "" {
 		f.Name = target.Table
 	}
-	if err := p.keywords("FROM", "STREAM"); err != nil {
-		return nil, err
+	return nil
+}
+
+// streamingTable reads CREATE [OR REFRESH] STREAMING [LIVE] TABLE after
+// CREATE [OR REFRESH]: a declaration (ignored), or Databricks SQL's
+// CREATE STREAMING TABLE t ... FLOW AUTO CDC FROM ..., a flow named after
+// its table. The table's own clauses (a schema, COMMENT, TBLPROPERTIES,
+// CLUSTER BY, ...) are skipped: the view bqcdc creates takes its columns from
+// the flow.
+func (p *parser) streamingTable(f *Flow) (bool, *Error) {
+	p.next() // STREAMING
+	if p.peek().is("LIVE") {
+		p.next() // the legacy CREATE STREAMING LIVE TABLE
 	}
-	if err := p.punct("("); err != nil {
-		return nil, err
+	if err := p.keywords("TABLE"); err != nil {
+		return false, err
 	}
-	if f.Source, err = p.source(); err != nil {
-		return nil, err
+	target, err := p.target()
+	if err != nil {
+		return false, err
 	}
-	if err := p.punct(")"); err != nil {
-		return nil, err
+	depth := 0
+	for {
+		t := p.peek()
+		switch {
+		case t.Kind == tokEOF:
+			return false, errorf(t.Pos, "CREATE STREAMING TABLE %s is not terminated: add ';'", target)
+		case t.Kind == tokInvalid:
+			return false, errorf(t.Pos, "%s", t.Text)
+		case t.Kind == tokPunct && t.Text == ";":
+			p.next()
+			return false, nil
+		case t.Kind == tokPunct && t.Text == "(":
+			depth++
+		case t.Kind == tokPunct && t.Text == ")" && depth > 0:
+			depth--
+		case depth == 0 && t.is("AS"):
+			return false, errorf(t.Pos, "streaming table %s is defined by a query, not an AUTO CDC flow: bqcdc runs AUTO CDC flows only", target)
+		case depth == 0 && t.is("FLOW") && p.peekN(1).is("AUTO"):
+			p.next()
+			if err := p.keywords("AUTO", "CDC"); err != nil {
+				return false, err
+			}
+			f.Spelling, f.Target, f.Name = "AUTO CDC", target, target.Table
+			return true, p.body(f)
+		}
+		p.next()
+	}
+}
+
+// body reads FROM source, the clauses and the closing ';'.
+func (p *parser) body(f *Flow) *Error {
+	if err := p.keywords("FROM"); err != nil {
+		return err
+	}
+	var err *Error
+	if f.Source, err = p.from(); err != nil {
+		return err
 	}
 	for !p.isPunct(";") && p.peek().Kind != tokEOF {
 		if err := p.clause(f); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if p.peek().Kind == tokEOF {
-		return nil, errorf(p.peek().Pos, "flow %s is not terminated: add ';' after its last clause", f.Name)
+		return errorf(p.peek().Pos, "not terminated: add ';' after its last clause")
 	}
 	if err := checkStructure(f); err != nil {
-		return nil, err // the caller skips to the ';'
+		return err // the caller skips to the ';'
 	}
 	p.next()
-	return f, nil
+	return nil
+}
+
+// from reads the source after FROM: STREAM(source), STREAM source, or the
+// source alone (Databricks reads a streaming view that way; a Pub/Sub topic
+// is always a stream).
+func (p *parser) from() (Ident, *Error) {
+	if p.peek().is("STREAM") {
+		switch n := p.peekN(1); {
+		case n.Kind == tokPunct && n.Text == "(":
+			p.next()
+			p.next()
+			src, err := p.source()
+			if err != nil {
+				return Ident{}, err
+			}
+			return src, p.punct(")")
+		case n.Kind == tokQuoted || n.Kind == tokString || n.Kind == tokIdent && !p.clauseStartAt(1):
+			p.next()
+		}
+		// else: a topic named STREAM
+	}
+	return p.source()
 }
 
 // target reads [LIVE.][dataset.]table, plain or `quoted` (a quoted name may
@@ -293,6 +426,10 @@ func (p *parser) clause(f *Flow) *Error {
 			}
 			f.Sequence = []Ident{n}
 		}
+	case t.is("COLUMNS") && p.peekN(1).is("TO") && p.peekN(2).is("UPDATE"):
+		return errorf(t.Pos, "COLUMNS TO UPDATE is not supported: bqcdc applies every column of each change event")
+	case t.is("SYSTEM") && p.peekN(1).is("SEQUENCE"):
+		return errorf(t.Pos, "SYSTEM SEQUENCE BY (bitemporal history) is not supported: bqcdc orders history by SEQUENCE BY alone")
 	case t.is("COLUMNS"):
 		p.next()
 		if err := p.once(f, "COLUMNS", t.Pos); err != nil {
@@ -339,16 +476,23 @@ func (p *parser) clause(f *Flow) *Error {
 			f.TruncateWhen = e
 		}
 	case t.is("STORED"):
-		if err := p.keywords("STORED", "AS", "SCD", "TYPE"); err != nil {
+		if err := p.keywords("STORED", "AS"); err != nil {
+			return err
+		}
+		if b := p.peek(); b.is("BITEMPORAL") {
+			return errorf(b.Pos, "STORED AS BITEMPORAL is not supported: bqcdc keeps SCD TYPE 1 or SCD TYPE 2 history")
+		}
+		if err := p.keywords("SCD", "TYPE"); err != nil {
 			return err
 		}
 		if err := p.once(f, "STORED AS", t.Pos); err != nil {
 			return err
 		}
-		n := p.next()
+		n := p.peek()
 		if n.Kind != tokNumber || (n.Text != "1" && n.Text != "2") {
 			return errorf(n.Pos, "SCD TYPE must be 1 or 2, found %s", n.describe())
 		}
+		p.next()
 		f.SCDType = int(n.Text[0] - '0')
 	case t.is("TRACK"):
 		if err := p.keywords("TRACK", "HISTORY", "ON"); err != nil {
@@ -455,18 +599,24 @@ func (p *parser) columnSpec(clause string, bare bool) (*ColumnSpec, *Error) {
 
 // clauseStart reports whether the token at the top level of a condition
 // starts the next clause, which ends the condition.
-func (p *parser) clauseStart() bool {
-	t := p.peek()
+func (p *parser) clauseStart() bool { return p.clauseStartAt(0) }
+
+// clauseStartAt reports whether the token n ahead starts a clause (or ends
+// the statement).
+func (p *parser) clauseStartAt(n int) bool {
+	t := p.peekN(n)
 	switch {
 	case t.Kind == tokEOF, t.Kind == tokPunct && t.Text == ";":
 		return true
 	case t.is("KEYS"), t.is("SEQUENCE"), t.is("COLUMNS"), t.is("STORED"), t.is("WHERE"):
 		return true
-	case t.is("APPLY") && p.peekN(1).is("AS"):
+	case t.is("APPLY") && p.peekN(n+1).is("AS"):
 		return true
-	case t.is("TRACK") && p.peekN(1).is("HISTORY"):
+	case t.is("TRACK") && p.peekN(n+1).is("HISTORY"):
 		return true
-	case t.is("IGNORE") && p.peekN(1).is("NULL") && p.peekN(2).is("UPDATES"):
+	case t.is("IGNORE") && p.peekN(n+1).is("NULL") && p.peekN(n+2).is("UPDATES"):
+		return true
+	case t.is("SYSTEM") && p.peekN(n+1).is("SEQUENCE"):
 		return true
 	}
 	return false
@@ -479,6 +629,9 @@ func (p *parser) expr(clause string) (*Expr, *Error) {
 		t := p.peek()
 		if t.Kind == tokEOF || (t.Kind == tokPunct && t.Text == ";") {
 			return nil, errorf(t.Pos, "unbalanced parentheses in %s condition", clause)
+		}
+		if t.Kind == tokInvalid {
+			return nil, errorf(t.Pos, "%s", t.Text)
 		}
 		switch {
 		case t.Kind == tokPunct && t.Text == "(":
@@ -497,16 +650,17 @@ func (p *parser) expr(clause string) (*Expr, *Error) {
 	return e, nil
 }
 
-// checkStructure enforces the rules that need no schema.
+// checkStructure enforces the clause rules that need no schema (rules.go
+// lists every rule with its source).
 func checkStructure(f *Flow) *Error {
 	if f.Keys == nil {
-		return errorf(f.Pos, "flow %s has no KEYS: add KEYS (column, ...) naming the primary key", f.Name)
+		return errorf(f.Pos, "no KEYS: add KEYS (column, ...) naming the primary key")
 	}
 	if f.Sequence == nil {
-		return errorf(f.Pos, "flow %s has no SEQUENCE BY: add SEQUENCE BY _cdc_sequence (the source log position) or your own ordering column", f.Name)
+		return errorf(f.Pos, "no SEQUENCE BY: add SEQUENCE BY _cdc_sequence (the source log position) or your own ordering column")
 	}
 	if f.SCDType == 1 && f.TrackHistory != nil {
-		return errorf(f.clauses["TRACK HISTORY"], "TRACK HISTORY ON needs STORED AS SCD TYPE 2: SCD type 1 keeps no history to track")
+		return errorf(f.clauses["TRACK HISTORY"], "TRACK HISTORY ON needs STORED AS SCD TYPE 2: SCD type 1 keeps no history to track (Databricks refuses it too)")
 	}
 	if f.SCDType == 2 && f.TruncateWhen != nil {
 		return errorf(f.clauses["APPLY AS TRUNCATE WHEN"], "APPLY AS TRUNCATE WHEN is only supported with SCD TYPE 1 (as in Databricks): remove it or use STORED AS SCD TYPE 1")

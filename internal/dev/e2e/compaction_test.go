@@ -160,7 +160,7 @@ func TestCompactingSomeFlowsKeepsDaysOthersNeed(t *testing.T) {
 		}
 		return fmt.Sprint(rows)
 	}
-	reports, err := compact.New(e.BQ, e.Loc, opts).RunSelected(ctx, bound, []string{"c_current"})
+	reports, err := compact.New(e.BQ, e.Loc, opts).RunSelected(ctx, bound, []string{"c_current"}, nil)
 	if err != nil || len(reports) != 1 || reports[0].Outcome != compact.Compacted || reports[0].Error != "" {
 		t.Fatalf("run of c_current: %+v, %v", reports, err)
 	}
@@ -176,7 +176,7 @@ func TestCompactingSomeFlowsKeepsDaysOthersNeed(t *testing.T) {
 		}
 	}
 	now = now.Add(10 * time.Minute)
-	if reports, err = compact.New(e.BQ, e.Loc, opts).RunSelected(ctx, bound, nil); err != nil || len(reports) != 2 {
+	if reports, err = compact.New(e.BQ, e.Loc, opts).RunSelected(ctx, bound, nil, nil); err != nil || len(reports) != 2 {
 		t.Fatalf("run of both: %+v, %v", reports, err)
 	}
 	if got := left(); got != "[map[_cdc_message_id:m02]]" {

@@ -24,13 +24,16 @@ import (
 //     message "Errors found while processing rows. …"} and row_errors
 //     [{index, code: FIELDS_ERROR, message}], and no row of the request is
 //     written — the shape BigQuery documents for rows it cannot accept.
-//     managedwriter does not retry INVALID_ARGUMENT: AppendResult.GetResult
-//     returns offset -1 and an error whose gRPC code is InvalidArgument (an
-//     *apierror.APIError made from the response's status; the row errors
-//     are not among its details). The row errors are only in the response:
-//     AppendResult.FullResponse returns it (a copy) together with that
-//     error, and bqerror.RowErrors reads them from it. The connection stays
-//     open.
+//     managedwriter does not retry INVALID_ARGUMENT; it records the
+//     response's status as the write's error (connection.go:
+//     processRetry → markDone(resp, grpcstatus.ErrorProto(resp.Error))).
+//     So AppendResult.GetResult returns offset -1 and a plain gRPC status
+//     error, code InvalidArgument, with the response's message and no
+//     details (not an *apierror.APIError: FullResponse converts only when
+//     no error was recorded). The row errors are only in the response:
+//     AppendResult.FullResponse returns a copy of it together with that
+//     error, and bqerror.RowErrors reads them from it. The connection
+//     stays open.
 //   - Status: the response carries that error in-band and nothing is
 //     written. GetResult/FullResponse return an error with its code (and the
 //     response); the connection stays open, and the next append uses it.

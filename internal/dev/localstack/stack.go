@@ -119,9 +119,13 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	if frameworkStarted {
 		return nil, errors.New("a local stack already runs in this process (the Functions Framework serves one)")
 	}
-	flows, err := flow.ParseDir(o.FlowsDir)
-	if err != nil {
-		return nil, err
+	// A refused flow is logged and skipped: the stack serves the others.
+	flows, refused := flow.ParseDir(o.FlowsDir)
+	for _, err := range refused {
+		o.Log.Warn("flow refused: the stack serves the other flows", "error", err.Error())
+	}
+	if len(flows) == 0 {
+		return nil, errors.Join(refused...)
 	}
 	s := &Stack{Options: o, Flows: flows}
 	defer func() {
@@ -284,6 +288,11 @@ func (s *Stack) Apply(ctx context.Context) error {
 	s.Bound = bound
 	for _, line := range rep {
 		s.Log.Info("apply", "done", line)
+	}
+	if errors.As(err, new(*flow.Error)) {
+		// Flows that do not bind were skipped; the others are applied.
+		s.Log.Warn("flows refused: the stack serves the other flows", "error", err.Error())
+		return nil
 	}
 	return err
 }

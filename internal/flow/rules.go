@@ -1,0 +1,78 @@
+package flow
+
+// The clause rules, checked against Databricks. bqcdc accepts every flow
+// Databricks accepts that it can run; where it cannot, it refuses the flow
+// with a message naming what is unsupported, and the other flows still run.
+// Sources:
+//
+//	[sql]  AUTO CDC INTO (pipelines), SQL reference, and its predecessor
+//	       APPLY CHANGES INTO (DLT): docs.databricks.com/aws/en/ldp/developer/ldp-sql-ref-apply-changes-into,
+//	       docs.databricks.com/aws/en/dlt-ref/dlt-sql-ref-apply-changes-into
+//	[flow] CREATE FLOW (pipelines): docs.databricks.com/aws/en/ldp/developer/ldp-sql-ref-create-flow
+//	[dbsql] CREATE STREAMING TABLE ... FLOW AUTO CDC (Databricks SQL, beta):
+//	       docs.databricks.com/aws/en/sql/language-manual/sql-ref-syntax-ddl-create-streaming-table-auto-cdc
+//	[py]   create_auto_cdc_flow (Python reference): docs.databricks.com/aws/en/dlt-ref/dlt-python-ref-apply-changes
+//	[spark] Apache Spark Declarative Pipelines' AutoCDC, the open implementation
+//	       (apache/spark sql/pipelines; SPARK-58247, SPARK-58313)
+//	[suite] a published AUTO CDC test suite run on Databricks: except_column_list
+//	       ["operation", "last_synced_at"] with track_history_except_column_list
+//	       ["last_synced_at"] on SCD type 2 targets
+//
+// Statements (parser.go):
+//   - CREATE FLOW name [COMMENT 'text'] AS AUTO CDC INTO target, or AS APPLY
+//     CHANGES INTO [flow]; APPLY CHANGES INTO target [sql]; AUTO CDC INTO
+//     target alone is accepted too. Accepted.
+//   - CREATE [OR REFRESH] STREAMING TABLE target ... FLOW AUTO CDC FROM ...
+//     [dbsql]: accepted; the flow is named after its table.
+//   - CREATE [OR REFRESH] [PRIVATE|TEMPORARY] STREAMING [LIVE] TABLE target
+//     [schema, COMMENT, TBLPROPERTIES, ...]; the target declaration every
+//     example precedes a flow with [sql][flow]: accepted and ignored (bqcdc
+//     creates the view). CREATE FLOW's COMMENT is kept in Flow.Comment.
+//   - Refused: append flows (CREATE FLOW ... AS INSERT INTO [flow]), streaming
+//     tables and views defined by a query, SYSTEM SEQUENCE BY, STORED AS
+//     BITEMPORAL and COLUMNS TO UPDATE [dbsql]: bqcdc maintains AUTO CDC views
+//     with one time axis and applies whole change events.
+//   - FROM STREAM(source), FROM STREAM source, or FROM source [sql] (a stream
+//     or a streaming view); the source is a Pub/Sub topic, a LIVE. prefix is
+//     dropped. A target is [LIVE.][dataset.]table; a three-part
+//     catalog.schema.table is refused: the project comes from the deployment.
+//   - Clauses in any order, each at most once [sql] lists each once.
+//   - Conditions are expressions over one change row; Spark's == and <=>
+//     become BigQuery's = and IS NOT DISTINCT FROM.
+//
+// Clauses (checkStructure, Bind):
+//   - KEYS is required [sql]; the keys must be among the output columns
+//     ([spark] requireKeysPresentInSelectedSchema) and of a type BigQuery can
+//     group exactly. Databricks takes any key type; bqcdc refuses ARRAY,
+//     JSON and GEOGRAPHY keys (BigQuery cannot group them) and FLOAT64 ones
+//     (NaN and -0 make poor identities, and bqcdc clusters the changelog and
+//     state tables by the keys, which BigQuery does not allow for FLOAT64).
+//   - SEQUENCE BY is required [sql]: one column, or STRUCT(a, b, ...) to break
+//     ties field by field [sql][py]; columns BigQuery cannot order are refused.
+//     The sequence columns may be excluded from the output (the [sql] example
+//     does COLUMNS * EXCEPT (operation, sequenceNum)).
+//   - COLUMNS (list) or COLUMNS * EXCEPT (list) [sql]; every name must be a
+//     changelog column ([spark] AUTOCDC_COLUMNS_NOT_FOUND_IN_SCHEMA).
+//   - APPLY AS TRUNCATE WHEN only with SCD TYPE 1 [sql]: "SCD type 2 does not
+//     support the truncate operation".
+//   - STORED AS SCD TYPE 1 (the default) or 2 [sql].
+//   - TRACK HISTORY ON only with SCD TYPE 2 ([spark] rejects track-history
+//     columns unless SCD2 is selected); its default is every output column
+//     [sql], which bqcdc reads as every output column but the keys, the
+//     sequence columns and _cdc_* (those change with every event).
+//     TRACK HISTORY ON (list) names output columns that are not keys
+//     ([spark] SPARK-58313). TRACK HISTORY ON * EXCEPT (list) may name any
+//     changelog column, including ones COLUMNS drops [suite] and keys, and
+//     may leave nothing tracked.
+//   - IGNORE NULL UPDATES, or IGNORE NULL UPDATES ON (list) | ON * EXCEPT
+//     (list) [dbsql][py]: as TRACK HISTORY ON, and an explicit list may not
+//     name an ARRAY (BigQuery stores NULL arrays as empty ones, so a NULL
+//     cannot be told apart); * EXCEPT may.
+//   - WHERE condition [sql, the DLT version]: only matching events apply.
+//   - Flow names and targets are unique. Databricks can merge several AUTO
+//     CDC flows into one streaming table; bqcdc keeps one flow per target and
+//     refuses the second.
+//
+// Not verified against Databricks, kept as bqcdc's own rules: a column listed
+// twice in one list is refused, and an EXCEPT name that is not a changelog
+// column is refused (most likely a typo).
