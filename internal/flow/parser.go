@@ -396,135 +396,181 @@ func (p *parser) clause(f *Flow) *Error {
 	t := p.peek()
 	switch {
 	case t.is("KEYS"):
-		p.next()
-		if err := p.once(f, "KEYS", t.Pos); err != nil {
-			return err
-		}
-		list, err := p.parenList("KEYS")
-		if err != nil {
-			return err
-		}
-		f.Keys = list
+		return p.keysClause(f, t)
 	case t.is("SEQUENCE"):
-		if err := p.keywords("SEQUENCE", "BY"); err != nil {
-			return err
-		}
-		if err := p.once(f, "SEQUENCE BY", t.Pos); err != nil {
-			return err
-		}
-		if p.peek().is("STRUCT") && p.peekN(1).Kind == tokPunct && p.peekN(1).Text == "(" {
-			p.next()
-			list, err := p.parenList("SEQUENCE BY STRUCT")
-			if err != nil {
-				return err
-			}
-			f.Sequence, f.SequenceStruct = list, true
-		} else {
-			n, err := p.name("a sequence column")
-			if err != nil {
-				return err
-			}
-			f.Sequence = []Ident{n}
-		}
+		return p.sequenceClause(f, t)
 	case t.is("COLUMNS") && p.peekN(1).is("TO") && p.peekN(2).is("UPDATE"):
 		return errorf(t.Pos, "COLUMNS TO UPDATE is not supported: bqcdc applies every column of each change event")
 	case t.is("SYSTEM") && p.peekN(1).is("SEQUENCE"):
 		return errorf(t.Pos, "SYSTEM SEQUENCE BY (bitemporal history) is not supported: bqcdc orders history by SEQUENCE BY alone")
 	case t.is("COLUMNS"):
-		p.next()
-		if err := p.once(f, "COLUMNS", t.Pos); err != nil {
-			return err
-		}
-		spec, err := p.columnSpec("COLUMNS", true)
-		if err != nil {
-			return err
-		}
-		f.Columns = spec
+		return p.columnsClause(f, t)
 	case t.is("WHERE"):
-		p.next()
-		if err := p.once(f, "WHERE", t.Pos); err != nil {
-			return err
-		}
-		e, err := p.expr("WHERE")
-		if err != nil {
-			return err
-		}
-		f.Where = e
+		return p.whereClause(f, t)
 	case t.is("APPLY"):
-		if err := p.keywords("APPLY", "AS"); err != nil {
-			return err
-		}
-		kind := p.peek()
-		if !kind.is("DELETE") && !kind.is("TRUNCATE") {
-			return errorf(kind.Pos, "expected APPLY AS DELETE WHEN or APPLY AS TRUNCATE WHEN, found %s", kind.describe())
-		}
-		p.next()
-		if err := p.keywords("WHEN"); err != nil {
-			return err
-		}
-		clause := "APPLY AS " + strings.ToUpper(kind.Text) + " WHEN"
-		if err := p.once(f, clause, t.Pos); err != nil {
-			return err
-		}
-		e, err := p.expr(clause)
-		if err != nil {
-			return err
-		}
-		if kind.is("DELETE") {
-			f.DeleteWhen = e
-		} else {
-			f.TruncateWhen = e
-		}
+		return p.applyAsClause(f, t)
 	case t.is("STORED"):
-		if err := p.keywords("STORED", "AS"); err != nil {
-			return err
-		}
-		if b := p.peek(); b.is("BITEMPORAL") {
-			return errorf(b.Pos, "STORED AS BITEMPORAL is not supported: bqcdc keeps SCD TYPE 1 or SCD TYPE 2 history")
-		}
-		if err := p.keywords("SCD", "TYPE"); err != nil {
-			return err
-		}
-		if err := p.once(f, "STORED AS", t.Pos); err != nil {
-			return err
-		}
-		n := p.peek()
-		if n.Kind != tokNumber || (n.Text != "1" && n.Text != "2") {
-			return errorf(n.Pos, "SCD TYPE must be 1 or 2, found %s", n.describe())
-		}
-		p.next()
-		f.SCDType = int(n.Text[0] - '0')
+		return p.storedAsClause(f, t)
 	case t.is("TRACK"):
-		if err := p.keywords("TRACK", "HISTORY", "ON"); err != nil {
-			return err
-		}
-		if err := p.once(f, "TRACK HISTORY", t.Pos); err != nil {
-			return err
-		}
-		spec, err := p.columnSpec("TRACK HISTORY ON", false)
+		return p.trackHistoryClause(f, t)
+	case t.is("IGNORE"):
+		return p.ignoreNullClause(f, t)
+	}
+	return errorf(t.Pos, "expected a clause (KEYS, SEQUENCE BY, COLUMNS, WHERE, APPLY AS DELETE WHEN, APPLY AS TRUNCATE WHEN, STORED AS, TRACK HISTORY ON, IGNORE NULL UPDATES) or ';', found %s", t.describe())
+}
+
+// keysClause reads KEYS (k, ...).
+func (p *parser) keysClause(f *Flow, t token) *Error {
+	p.next()
+	if err := p.once(f, "KEYS", t.Pos); err != nil {
+		return err
+	}
+	list, err := p.parenList("KEYS")
+	if err != nil {
+		return err
+	}
+	f.Keys = list
+	return nil
+}
+
+// sequenceClause reads SEQUENCE BY col | SEQUENCE BY STRUCT(col, ...).
+func (p *parser) sequenceClause(f *Flow, t token) *Error {
+	if err := p.keywords("SEQUENCE", "BY"); err != nil {
+		return err
+	}
+	if err := p.once(f, "SEQUENCE BY", t.Pos); err != nil {
+		return err
+	}
+	if p.peek().is("STRUCT") && p.peekN(1).Kind == tokPunct && p.peekN(1).Text == "(" {
+		p.next()
+		list, err := p.parenList("SEQUENCE BY STRUCT")
 		if err != nil {
 			return err
 		}
-		f.TrackHistory = spec
-	case t.is("IGNORE"):
-		if err := p.keywords("IGNORE", "NULL", "UPDATES"); err != nil {
+		f.Sequence, f.SequenceStruct = list, true
+	} else {
+		n, err := p.name("a sequence column")
+		if err != nil {
 			return err
 		}
-		if err := p.once(f, "IGNORE NULL UPDATES", t.Pos); err != nil {
-			return err
-		}
-		spec := &ColumnSpec{Pos: t.Pos, All: true}
-		if p.peek().is("ON") {
-			p.next()
-			var err *Error
-			if spec, err = p.columnSpec("IGNORE NULL UPDATES ON", false); err != nil {
-				return err
-			}
-		}
-		f.IgnoreNull = spec
-	default:
-		return errorf(t.Pos, "expected a clause (KEYS, SEQUENCE BY, COLUMNS, WHERE, APPLY AS DELETE WHEN, APPLY AS TRUNCATE WHEN, STORED AS, TRACK HISTORY ON, IGNORE NULL UPDATES) or ';', found %s", t.describe())
+		f.Sequence = []Ident{n}
 	}
+	return nil
+}
+
+// columnsClause reads COLUMNS col, ... | COLUMNS * EXCEPT (col, ...).
+func (p *parser) columnsClause(f *Flow, t token) *Error {
+	p.next()
+	if err := p.once(f, "COLUMNS", t.Pos); err != nil {
+		return err
+	}
+	spec, err := p.columnSpec("COLUMNS", true)
+	if err != nil {
+		return err
+	}
+	f.Columns = spec
+	return nil
+}
+
+// whereClause reads WHERE condition.
+func (p *parser) whereClause(f *Flow, t token) *Error {
+	p.next()
+	if err := p.once(f, "WHERE", t.Pos); err != nil {
+		return err
+	}
+	e, err := p.expr("WHERE")
+	if err != nil {
+		return err
+	}
+	f.Where = e
+	return nil
+}
+
+// applyAsClause reads APPLY AS DELETE WHEN condition | APPLY AS TRUNCATE WHEN condition.
+func (p *parser) applyAsClause(f *Flow, t token) *Error {
+	if err := p.keywords("APPLY", "AS"); err != nil {
+		return err
+	}
+	kind := p.peek()
+	if !kind.is("DELETE") && !kind.is("TRUNCATE") {
+		return errorf(kind.Pos, "expected APPLY AS DELETE WHEN or APPLY AS TRUNCATE WHEN, found %s", kind.describe())
+	}
+	p.next()
+	if err := p.keywords("WHEN"); err != nil {
+		return err
+	}
+	clause := "APPLY AS " + strings.ToUpper(kind.Text) + " WHEN"
+	if err := p.once(f, clause, t.Pos); err != nil {
+		return err
+	}
+	e, err := p.expr(clause)
+	if err != nil {
+		return err
+	}
+	if kind.is("DELETE") {
+		f.DeleteWhen = e
+	} else {
+		f.TruncateWhen = e
+	}
+	return nil
+}
+
+// storedAsClause reads STORED AS SCD TYPE 1 | 2.
+func (p *parser) storedAsClause(f *Flow, t token) *Error {
+	if err := p.keywords("STORED", "AS"); err != nil {
+		return err
+	}
+	if b := p.peek(); b.is("BITEMPORAL") {
+		return errorf(b.Pos, "STORED AS BITEMPORAL is not supported: bqcdc keeps SCD TYPE 1 or SCD TYPE 2 history")
+	}
+	if err := p.keywords("SCD", "TYPE"); err != nil {
+		return err
+	}
+	if err := p.once(f, "STORED AS", t.Pos); err != nil {
+		return err
+	}
+	n := p.peek()
+	if n.Kind != tokNumber || (n.Text != "1" && n.Text != "2") {
+		return errorf(n.Pos, "SCD TYPE must be 1 or 2, found %s", n.describe())
+	}
+	p.next()
+	f.SCDType = int(n.Text[0] - '0')
+	return nil
+}
+
+// trackHistoryClause reads TRACK HISTORY ON col, ... | * EXCEPT (col, ...).
+func (p *parser) trackHistoryClause(f *Flow, t token) *Error {
+	if err := p.keywords("TRACK", "HISTORY", "ON"); err != nil {
+		return err
+	}
+	if err := p.once(f, "TRACK HISTORY", t.Pos); err != nil {
+		return err
+	}
+	spec, err := p.columnSpec("TRACK HISTORY ON", false)
+	if err != nil {
+		return err
+	}
+	f.TrackHistory = spec
+	return nil
+}
+
+// ignoreNullClause reads IGNORE NULL UPDATES [ON col, ... | * EXCEPT (col, ...)].
+func (p *parser) ignoreNullClause(f *Flow, t token) *Error {
+	if err := p.keywords("IGNORE", "NULL", "UPDATES"); err != nil {
+		return err
+	}
+	if err := p.once(f, "IGNORE NULL UPDATES", t.Pos); err != nil {
+		return err
+	}
+	spec := &ColumnSpec{Pos: t.Pos, All: true}
+	if p.peek().is("ON") {
+		p.next()
+		var err *Error
+		if spec, err = p.columnSpec("IGNORE NULL UPDATES ON", false); err != nil {
+			return err
+		}
+	}
+	f.IgnoreNull = spec
 	return nil
 }
 
