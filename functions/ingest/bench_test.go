@@ -116,7 +116,6 @@ func benchFunction(b *testing.B, concurrency int) {
 		b.Fatalf("%d changelog rows written for %d messages", got, b.N+1)
 	}
 	slices.Sort(latencies)
-	b.Logf("DEBUG p50 %v p90 %v p95 %v p99 %v max %v", latencies[len(latencies)/2], latencies[len(latencies)*9/10], latencies[len(latencies)*95/100], latencies[len(latencies)*99/100], latencies[len(latencies)-1])
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
 	b.ReportMetric(float64(after.Appends-before.Appends)/float64(b.N), "appends/msg")
 	b.ReportMetric(float64(latencies[(len(latencies)*99+99)/100-1])/float64(time.Millisecond), "p99-ms")

@@ -242,7 +242,8 @@ type table struct {
 	path, project, dataset, name string
 	created                      time.Time
 
-	stats counters
+	stats   counters
+	patchMu sync.Mutex // serializes tables.patch
 
 	mu       sync.Mutex // guards what follows
 	spec     Table
@@ -323,8 +324,10 @@ func (c *trackedConn) Close() error {
 }
 
 // DropConnections closes every client connection to the gRPC endpoint, as
-// a network failure or a server restart would: the RPCs on them fail on the
-// client's side with Unavailable, and the clients reconnect.
+// a network failure or a server restart would. Nothing written is lost. A
+// managedwriter stream notices on its next append, which fails with
+// Unavailable ("error reading from server: EOF") even if the connection was
+// idle; the append after that reconnects.
 func (s *Server) DropConnections() {
 	s.lis.mu.Lock()
 	conns := make([]net.Conn, 0, len(s.lis.conns))

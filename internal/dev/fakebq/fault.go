@@ -42,8 +42,13 @@ import (
 //     response on the connection fail with that status and are not written;
 //     the client opens a new RPC for its next append.
 //   - Latency: added to the server's latency for this response.
+//   - Hold: the response (or the drop) waits, after Latency, until Hold is
+//     closed; the responses behind it on its connection wait too, as they
+//     would behind a slow append. Tests use it to have several appends in
+//     flight at a known moment, without timing.
 type Fault struct {
 	Latency    time.Duration
+	Hold       <-chan struct{}
 	RefuseRows map[int]string // row index in the request → error message
 	Status     *status.Status
 	Drop       *status.Status

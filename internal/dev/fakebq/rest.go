@@ -82,6 +82,10 @@ func (t *table) patch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid", "fakebq: decoding the table: "+err.Error())
 		return
 	}
+	// One patch at a time per table, so that of two racing patches with
+	// the same etag the second fails, as in BigQuery.
+	t.patchMu.Lock()
+	defer t.patchMu.Unlock()
 	t.mu.Lock()
 	if m := r.Header.Get("If-Match"); m != "" && m != t.etag() {
 		t.mu.Unlock()
@@ -118,8 +122,6 @@ func (t *table) patch(w http.ResponseWriter, r *http.Request) {
 		}
 		spec.Labels = labels
 	}
-	// Two patches racing both pass the etag check above; BigQuery would
-	// fail one of them. Tests that need that race should patch serially.
 	if err := t.set(spec); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid", err.Error())
 		return

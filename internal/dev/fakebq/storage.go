@@ -65,6 +65,7 @@ func (w *writeService) GetWriteStream(_ context.Context, req *storagepb.GetWrite
 // reply is the fake's answer to one request, sent once due.
 type reply struct {
 	due    time.Time
+	hold   <-chan struct{}
 	resp   *storagepb.AppendRowsResponse
 	drop   error  // end the RPC with this instead of answering
 	commit func() // writes the rows; run just before the acknowledgement
@@ -117,6 +118,13 @@ func (w *writeService) AppendRows(stream storagepb.BigQueryWrite_AppendRowsServe
 			}
 			select {
 			case <-timer.C:
+			case <-ctx.Done():
+				return status.FromContextError(ctx.Err()).Err()
+			}
+		}
+		if r.hold != nil {
+			select {
+			case <-r.hold:
 			case <-ctx.Done():
 				return status.FromContextError(ctx.Err()).Err()
 			}
@@ -198,17 +206,19 @@ func (s *Server) handle(c *conn, req *storagepb.AppendRowsRequest, now time.Time
 	switch {
 	case f.Drop != nil:
 		failed()
-		return reply{due: due, drop: f.Drop.Err()}
+		return reply{due: due, hold: f.Hold, drop: f.Drop.Err()}
 	case f.Status != nil && f.Status.Code() != codes.OK:
 		failed()
-		return inBand(f.Status)
+		r := inBand(f.Status)
+		r.hold = f.Hold
+		return r
 	case len(f.RefuseRows) > 0:
 		failed()
 		resp.Response = &storagepb.AppendRowsResponse_Error{Error: status.New(codes.InvalidArgument, fmt.Sprintf("%s Entity: %s", rowsRefused, c.stream)).Proto()}
 		for _, i := range sortedIndexes(f.RefuseRows) {
 			resp.RowErrors = append(resp.RowErrors, &storagepb.RowError{Index: int64(i), Code: storagepb.RowError_FIELDS_ERROR, Message: f.RefuseRows[i]})
 		}
-		return reply{due: due, resp: resp}
+		return reply{due: due, hold: f.Hold, resp: resp}
 	}
 	result := &storagepb.AppendRowsResponse_AppendResult{}
 	if offset >= 0 {
@@ -216,7 +226,7 @@ func (s *Server) handle(c *conn, req *storagepb.AppendRowsRequest, now time.Time
 	}
 	resp.Response = &storagepb.AppendRowsResponse_AppendResult_{AppendResult: result}
 	schema := c.schema
-	return reply{due: due, resp: resp, commit: func() {
+	return reply{due: due, hold: f.Hold, resp: resp, commit: func() {
 		t.stats.stored.Add(int64(len(rows)))
 		s.total.stored.Add(int64(len(rows)))
 		if s.keepRows {
