@@ -4,6 +4,8 @@
 //	bqcdc apply    create or update the dataset, changelog tables and views
 //	bqcdc render   print the SQL of every flow's view
 //	bqcdc compact  fold changelogs into state tables once
+//	bqcdc replay   publish dead letters again to their topics
+//	bqcdc loadgen  publish synthetic traffic and measure what lands
 //
 // Run `bqcdc <command> -h` for the flags of a command.
 package main
@@ -27,6 +29,7 @@ var commands = []command{
 	{"render", "print (or write with --out) the SQL of every flow's view; needs no BigQuery", runRender},
 	{"compact", "fold the changelogs into the flows' state tables once, and print the per-flow report", runCompact},
 	{"replay", "publish dead letters again to their topics (after fixing their cause); replays are counted once", runReplay},
+	{"loadgen", "publish synthetic Debezium traffic (tables, keys, rate or burst, row width) and measure what lands, locally or in a project", runLoadgen},
 }
 
 func usage() {

@@ -145,3 +145,16 @@ func ensureTable(ctx context.Context, t *bigquery.Table, want *bigquery.TableMet
 	rep.add("table %s: updated (%s)", t.TableID, strings.Join(changes, "; "))
 	return nil
 }
+
+// PubSubDeadLetters creates the table the dead-letter topics' BigQuery
+// subscriptions write. Terraform owns it in production; the local stack
+// uses this.
+func PubSubDeadLetters(ctx context.Context, bq *bigquery.Client, dataset string, rep *Report) error {
+	want := &bigquery.TableMetadata{
+		Description:      "Pub/Sub dead letters of every bqcdc source (raw Avro payload plus delivery metadata), for inspection and replay.",
+		Schema:           bqschema.ToBigQuery(catalog.PubSubDeadLetterColumns()),
+		TimePartitioning: &bigquery.TimePartitioning{Type: bigquery.DayPartitioningType, Field: "publish_time"},
+		Clustering:       &bigquery.Clustering{Fields: []string{"subscription_name"}},
+	}
+	return ensureTable(ctx, bq.Dataset(dataset).Table(catalog.PubSubDeadLetterTable), want, rep)
+}

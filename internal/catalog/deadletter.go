@@ -86,3 +86,25 @@ func (d DeadLetter) Row() map[string]any {
 	}
 	return row
 }
+
+// PubSubDeadLetterTable holds the messages Pub/Sub gave up delivering (a
+// source subscription's max_delivery_attempts reached): the dead-letter
+// topics' BigQuery subscriptions write them (write_metadata = true,
+// use_topic_schema = false). Terraform creates it in production (its schema
+// there must equal PubSubDeadLetterColumns; a test checks); the local stack
+// creates it and drains the dead-letter topics into it the same way.
+// Failures the ingest function classifies as permanent never get here: it
+// records them in DeadLetterTable itself.
+const PubSubDeadLetterTable = "pubsub_dead_letters"
+
+// PubSubDeadLetterColumns are the columns a BigQuery subscription with
+// write_metadata writes.
+func PubSubDeadLetterColumns() schema.Columns {
+	return schema.Columns{
+		{Name: "subscription_name", Type: schema.String, Description: "Dead-letter subscription that wrote the row (one per source)."},
+		{Name: "message_id", Type: schema.String, Description: "Pub/Sub message id on the dead-letter topic."},
+		{Name: "publish_time", Type: schema.Timestamp, Description: "Time the message was published to the dead-letter topic."},
+		{Name: "data", Type: schema.Bytes, Description: "Original message payload (Confluent-framed Avro)."},
+		{Name: "attributes", Type: schema.String, Description: "JSON object of message attributes, including CloudPubSubDeadLetterSourceSubscription and friends."},
+	}
+}

@@ -30,6 +30,10 @@ type Relay struct {
 	Log                          *slog.Logger
 	// MaxBackoff caps the pause before a failed delivery is released.
 	MaxBackoff time.Duration
+	// Slots bounds the deliveries in flight, shared by every relay of a
+	// stack: the request concurrency of the one function instance the
+	// stack runs (Cloud Run queues what exceeds an instance's concurrency).
+	Slots chan struct{}
 
 	delivered, failed atomic.Int64
 }
@@ -44,8 +48,22 @@ func (r *Relay) Stats() RelayStats {
 
 // Run delivers until ctx ends.
 func (r *Relay) Run(ctx context.Context, sub *pubsub.Subscriber) error {
+	if r.Slots != nil {
+		sub.ReceiveSettings.MaxOutstandingMessages = cap(r.Slots)
+	}
 	return sub.Receive(ctx, func(ctx context.Context, m *pubsub.Message) {
+		if r.Slots != nil {
+			select {
+			case r.Slots <- struct{}{}:
+			case <-ctx.Done():
+				m.Nack()
+				return
+			}
+		}
 		err := r.Deliver(ctx, m)
+		if r.Slots != nil {
+			<-r.Slots
+		}
 		if err == nil {
 			r.delivered.Add(1)
 			m.Ack()

@@ -27,6 +27,7 @@ import (
 	compactfn "github.com/bqcdc/bqcdc/functions/compact"
 	ingestfn "github.com/bqcdc/bqcdc/functions/ingest"
 	"github.com/bqcdc/bqcdc/internal/apply"
+	"github.com/bqcdc/bqcdc/internal/bqwrite"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/compact"
@@ -66,6 +67,10 @@ type Options struct {
 	// Local appends are visible as soon as they are acknowledged, so a few
 	// seconds suffice (production uses the ingest timeout plus clock skew).
 	VisibilityLag time.Duration
+	// FunctionConcurrency bounds the deliveries in flight over all relays,
+	// as one Cloud Run instance's request concurrency does (Terraform's
+	// ingest.max_request_concurrency).
+	FunctionConcurrency int
 }
 
 // DefaultOptions are the documented local ports.
@@ -73,7 +78,7 @@ func DefaultOptions() Options {
 	return Options{Project: "local", Dataset: config.DefaultDataset, BigQueryPort: 9050, StoragePort: 9060,
 		PubSubPort: 8085, RegistryPort: 8081, FunctionPort: 8080, FlowsDir: "sql/flows", SchemasDir: "schemas",
 		MaxDeliveryAttempts: 5, PurgeJobsEvery: 10 * time.Second, CompactEvery: 30 * time.Second,
-		VisibilityLag: 2 * time.Second}
+		VisibilityLag: 2 * time.Second, FunctionConcurrency: 80}
 }
 
 const host = "127.0.0.1"
@@ -95,6 +100,10 @@ type Stack struct {
 	// The functions the stack serves, configured as in production.
 	Ingest    *ingestfn.Function
 	Compactor *compactfn.Function
+
+	dlWriter   *bqwrite.Writer // appends Pub/Sub dead letters (see drainDeadLetters)
+	writerOnce sync.Once
+	writerErr  error
 
 	emulator     *server.Server
 	pstest       *pstest.Server
@@ -286,6 +295,10 @@ func (s *Stack) Apply(ctx context.Context) error {
 	bound, err := apply.All(ctx, s.BigQuery, apply.Target{Project: s.Project, Dataset: s.Dataset}, s.Flows,
 		apply.Schemas{Dir: s.SchemasDir, Registry: reg}, &rep)
 	s.Bound = bound
+	// Terraform creates this table in production.
+	if perr := apply.PubSubDeadLetters(ctx, s.BigQuery, s.Dataset, &rep); perr != nil {
+		return perr
+	}
 	for _, line := range rep {
 		s.Log.Info("apply", "done", line)
 	}
@@ -359,6 +372,10 @@ func (s *Stack) startRelays(ctx context.Context) error {
 			s.purgeJobsEvery(rctx, s.PurgeJobsEvery)
 		}()
 	}
+	if s.FunctionConcurrency <= 0 {
+		s.FunctionConcurrency = 80
+	}
+	slots := make(chan struct{}, s.FunctionConcurrency)
 	for _, topic := range flow.Sources(s.Flows) {
 		if err := s.createTopic(ctx, topic); err != nil {
 			return err
@@ -367,17 +384,26 @@ func (s *Stack) startRelays(ctx context.Context) error {
 		if err := s.createTopic(ctx, dlq); err != nil {
 			return err
 		}
-		// Keep dead-lettered messages inspectable.
-		if err := s.createSubscription(ctx, dlq, dlq+"-inspect", nil); err != nil {
+		// As in production, a BigQuery subscription drains the dead-letter
+		// topic into pubsub_dead_letters: nothing Pub/Sub gives up on is lost.
+		if err := s.createSubscription(ctx, dlq, dlq+"-bigquery", nil); err != nil {
 			return err
 		}
+		drain := s.PubSub.Subscriber(dlq + "-bigquery")
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			if err := s.drainDeadLetters(rctx, drain); err != nil && rctx.Err() == nil {
+				s.Log.Error("dead-letter drain stopped", "topic", dlq, "error", err.Error())
+			}
+		}()
 		sub := SubscriptionName(topic)
 		policy := &pb.DeadLetterPolicy{DeadLetterTopic: s.topicPath(dlq), MaxDeliveryAttempts: int32(s.MaxDeliveryAttempts)}
 		if err := s.createSubscription(ctx, topic, sub, policy); err != nil {
 			return err
 		}
 		r := &Relay{Project: s.Project, Topic: topic, Subscription: sub, URL: s.FunctionURL + "/" + ingestfn.EntryPoint + "/",
-			HTTP: &http.Client{Timeout: 60 * time.Second}, Log: s.Log, MaxBackoff: 2 * time.Second}
+			HTTP: &http.Client{Timeout: 60 * time.Second}, Log: s.Log, MaxBackoff: 2 * time.Second, Slots: slots}
 		s.Relays = append(s.Relays, r)
 		subscriber := s.PubSub.Subscriber(sub)
 		s.wg.Add(1)
@@ -426,6 +452,9 @@ func (s *Stack) Close() {
 	}
 	if s.registryHTTP != nil {
 		s.registryHTTP.Close()
+	}
+	if s.dlWriter != nil {
+		s.dlWriter.Close()
 	}
 	if s.BigQuery != nil {
 		s.BigQuery.Close()
