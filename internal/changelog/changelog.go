@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bqcdc/bqcdc/internal/cdc"
+	"github.com/bqcdc/bqcdc/internal/limits"
 	"github.com/bqcdc/bqcdc/internal/schema"
 )
 
@@ -49,14 +50,32 @@ func MetadataColumns() schema.Columns {
 	}
 }
 
-// Schema is the full changelog schema for a row image.
+// Schema is the full changelog schema for a row image. It fails when the
+// image uses the metadata columns' prefix (avrobq.ColumnName never makes such
+// a name) or when image and metadata together exceed BigQuery's
+// limits.MaxColumns columns, nested fields included.
 func Schema(image schema.Columns) (schema.Columns, error) {
 	for _, c := range image {
 		if strings.HasPrefix(strings.ToLower(c.Name), "_cdc_") {
 			return nil, fmt.Errorf("source column %s uses the reserved prefix _cdc_ of bqcdc's metadata columns", c.Name)
 		}
 	}
-	return append(append(schema.Columns{}, image...), MetadataColumns()...), nil
+	meta := MetadataColumns()
+	if n := countColumns(image) + countColumns(meta); n > limits.MaxColumns {
+		return nil, limits.Errorf("the changelog would have %d columns (nested fields included) with bqcdc's %d metadata columns; BigQuery allows %d",
+			n, countColumns(meta), limits.MaxColumns)
+	}
+	return append(append(schema.Columns{}, image...), meta...), nil
+}
+
+// countColumns counts columns as BigQuery's column limit does, nested
+// fields included.
+func countColumns(cols []schema.Column) int {
+	n := len(cols)
+	for _, c := range cols {
+		n += countColumns(c.Fields)
+	}
+	return n
 }
 
 var (
