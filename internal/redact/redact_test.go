@@ -27,10 +27,10 @@ func TestURL(t *testing.T) {
 func TestText(t *testing.T) {
 	for in, want := range map[string]string{
 		`Get "https://user:secret@registry.example.com/schemas/ids/1": dial tcp: refused`: `Get "https://user:xxxxx@registry.example.com/schemas/ids/1": dial tcp: refused`,
-		"two: http://a:b@x/ and https://c:d@e@y/z":                                       "two: http://a:xxxxx@x/ and https://c:xxxxx@y/z",
-		"no url: user:secret@host":                                                       "no url: user:secret@host",
-		"mailto style https://host/a@b":                                                  "mailto style https://host/a@b",
-		"plain":                                                                          "plain",
+		"two: http://a:b@x/ and https://c:d@e@y/z":                                        "two: http://a:xxxxx@x/ and https://c:xxxxx@y/z",
+		"no url: user:secret@host":                                                        "no url: user:secret@host",
+		"mailto style https://host/a@b":                                                   "mailto style https://host/a@b",
+		"plain":                                                                           "plain",
 	} {
 		got := Text(in)
 		if got != want {
