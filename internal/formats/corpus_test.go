@@ -145,6 +145,8 @@ func hostileCases() ([]hostileCase, map[string][]byte) {
 		expect{Outcome: "appended", Columns: map[string]string{"src_PARTITIONTIME": "INT64", "src__deleted": "STRING", "src_cdc_op": "STRING"}})
 	add("wire-header-only.bin", "a Confluent header without a payload", "confluent",
 		confluent(9001, nil), 9001, "schemas/row.avsc", dead("wire", "no Avro payload"))
+	add("wire-schema-id-negative.bin", "a schema id of 2^31 or more (negative as a Java int)", "confluent",
+		[]byte{0, 0x80, 0, 0, 1, 2}, -2147483647, "", dead("wire", "schema id out of range"))
 	add("wire-unknown-schema-id.bin", "a schema id the registry does not know", "confluent",
 		confluent(2147483647, cat(zz(1))), 2147483647, "", dead("registry", "not found"))
 
