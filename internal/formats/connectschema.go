@@ -32,6 +32,14 @@ const (
 // transaction, op, ts_ms) are a few dozen.
 const maxConnectFields = 2*limits.MaxColumns + 256
 
+// maxStructFields bounds the fields of one Connect struct: MySQL's limit of
+// 4,096 columns per table, the widest of the databases Debezium reads
+// (PostgreSQL allows 1,600, Oracle 1,000, SQL Server 1,024 non-sparse).
+// It matters for time, not memory: hamba's first decode with a schema
+// builds its fingerprint text in time quadratic in a record's fields (about
+// 0.3 s for 4,096 fields, 3 s for 10,000).
+const maxStructFields = 4096
+
 // connectSchema is one schema as JsonConverter writes it (schemas.enable=true).
 type connectSchema struct {
 	Type       string            `json:"type"`
@@ -287,6 +295,10 @@ func (b *avroBuilder) record(cs *connectSchema, path, ns string) (any, error) {
 		return full, nil
 	}
 	b.named[full] = cs
+	if len(cs.Fields) > maxStructFields {
+		return nil, limits.Errorf("field %s: a struct of %d fields; bqcdc reads structs of up to %d (MySQL's limit of columns per table, the widest Debezium source)",
+			pathOr(path), len(cs.Fields), maxStructFields)
+	}
 	if b.fields += len(cs.Fields); b.fields > maxConnectFields {
 		return nil, limits.Errorf("field %s: the Connect schema has more than %d struct fields (BigQuery tables hold %d columns, and a Debezium envelope repeats them in before and after)",
 			pathOr(path), maxConnectFields, limits.MaxColumns)

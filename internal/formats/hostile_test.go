@@ -154,7 +154,9 @@ func TestConnectBounds(t *testing.T) {
 		{name: "bits length 2^31-1", msg: connectMessage(`{"type":"bytes","optional":false,"name":"io.debezium.data.Bits","parameters":{"length":"2147483647"},"field":"b"}`, `{"b":"AQ=="}`),
 			stage: failure.StageRegistry, wantErr: "Bits length"},
 		{name: "nested 3000 levels", msg: connectMessage(deepSchema, `{}`), stage: failure.StageDecode, wantErr: "nests deeper than 128"},
-		{name: "too many fields", msg: connectMessage(strings.Join(many, ","), `{}`), stage: failure.StageRegistry, wantErr: "more than 20256 struct fields"},
+		{name: "a struct wider than any source table", msg: connectMessage(strings.Join(many, ","), `{}`), stage: failure.StageRegistry, wantErr: "a struct of 20257 fields"},
+		{name: "too many fields in all", msg: connectMessage(strings.Repeat(`{"type":"struct","optional":true,"field":"s","fields":[`+strings.Join(many[:4000], ",")+`]},`, 6)+`{"type":"int32","field":"x"}`, `{}`),
+			stage: failure.StageRegistry, wantErr: "more than 20256 struct fields"},
 		{name: "3-million-digit number", msg: connectMessage(`{"type":"int64","optional":false,"field":"n"}`, `{"n":`+strings.Repeat("9", 3_000_000)+`}`),
 			stage: failure.StageDecode, wantErr: "longer than 1024 characters"},
 	}
