@@ -49,10 +49,6 @@ func FuzzFlatten(f *testing.F) {
 		f.Add(sd.op, sd.connector, sd.file, sd.sequence, sd.snapshot, sd.pos, sd.row, sd.lsn, sd.tsMs, sd.tsUs, sd.wrapped)
 	}
 	f.Fuzz(func(t *testing.T, op, connector, file, sequence, snapshot string, pos, row, lsn, tsMs, tsUs int64, wrapped bool) {
-		if lf, err := os.OpenFile("/tmp/hostile/execlog-FuzzFlatten", os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
-			lf.WriteString("x\n")
-			lf.Close()
-		}
 		opt := func(branch string, v any) any {
 			if wrapped {
 				return map[string]any{branch: v}
