@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"time"
 
 	"github.com/bqcdc/bqcdc/internal/failure"
+	"github.com/bqcdc/bqcdc/internal/limits"
 	"github.com/hamba/avro/v2"
 	"golang.org/x/sync/singleflight"
 )
@@ -30,7 +32,7 @@ var (
 // Writer costs ~30 KB) evicts old ones rather than growing the process, and
 // an entry is rebuilt at least once per connectCacheTTL.
 const (
-	maxConnectTexts   = 256 // raw schema texts (by SHA-256) -> Writer
+	maxConnectTexts   = 256 // raw schema texts (by textKey) -> Writer
 	maxConnectWriters = 128 // canonical schemas -> Writer
 	connectCacheTTL   = time.Hour
 )
@@ -41,12 +43,12 @@ const (
 //
 // Every message repeats its schema, so the lookup must be cheap: a message
 // whose schema text is byte-for-byte one already seen finds its Writer by
-// the SHA-256 of that text. Other texts are canonicalised (parsed, keys
+// a 128-bit hash of that text (textKey). Other texts are canonicalised (parsed, keys
 // sorted, whitespace dropped) and hashed into Writer.Key, so reformatted
 // copies of one schema share one Writer; only a new Key builds one. Both
 // caches are LRUs bounded in size and age (see maxConnectTexts).
 type ConnectSchemas struct {
-	byText *lru[[sha256.Size]byte, *Writer]
+	byText *lru[textKey, *Writer]
 	byKey  *lru[string, *Writer]
 	group  singleflight.Group
 }
@@ -54,7 +56,7 @@ type ConnectSchemas struct {
 // NewConnectSchemas returns an empty cache.
 func NewConnectSchemas() *ConnectSchemas {
 	return &ConnectSchemas{
-		byText: newLRU[[sha256.Size]byte, *Writer](maxConnectTexts, connectCacheTTL),
+		byText: newLRU[textKey, *Writer](maxConnectTexts, connectCacheTTL),
 		byKey:  newLRU[string, *Writer](maxConnectWriters, connectCacheTTL),
 	}
 }
@@ -66,8 +68,12 @@ func NewConnectSchemas() *ConnectSchemas {
 // errors are permanent, at the registry stage for a schema that cannot be
 // converted and at the decode stage for a payload that does not fit it.
 func (c *ConnectSchemas) Decode(data []byte) (*Writer, map[string]any, error) {
-	if err := checkJSONBounds(data); err != nil {
-		return nil, nil, failure.Permanent(failure.StageDecode, fmt.Errorf("reading Debezium JSON: %w", err))
+	// The wrapper is split by encoding/json, which is linear in the input
+	// and stops at 10,000 levels; the schema text is checked against
+	// bqcdc's JSON bounds when it is first seen (canonicalJSON), the
+	// payload whenever it is transcoded.
+	if len(data) > limits.MaxMessageBytes {
+		return nil, nil, failure.Permanent(failure.StageDecode, limits.Errorf("the JSON message is %d bytes, more than Pub/Sub's %d-byte message limit", len(data), limits.MaxMessageBytes))
 	}
 	schema, payload, err := splitWrapper(data)
 	if err != nil {
@@ -106,8 +112,20 @@ func splitWrapper(data []byte) (schema, payload json.RawMessage, err error) {
 	return schema, payload, nil
 }
 
+// textKey identifies a schema text by two 64-bit hashes with seeds chosen
+// at random for the process: a publisher cannot aim at a collision it
+// cannot compute, and the pair hashes at memory speed, unlike SHA-256 (the
+// lookup runs for every message).
+type textKey [2]uint64
+
+var textSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+
+func keyOf(text []byte) textKey {
+	return textKey{maphash.Bytes(textSeeds[0], text), maphash.Bytes(textSeeds[1], text)}
+}
+
 func (c *ConnectSchemas) writer(text []byte) (*Writer, error) {
-	textSum := sha256.Sum256(text)
+	textSum := keyOf(text)
 	if w, ok := c.byText.Get(textSum); ok {
 		return w, nil
 	}

@@ -171,7 +171,7 @@ func hostileCases() ([]hostileCase, map[string][]byte) {
 		[]byte(`{"schema":{"type":"struct","name":"hostile.Value","optional":false,"fields":[`+
 			strings.Repeat(`{"type":"struct","optional":false,"field":"f","fields":[`, 3000)+`{"type":"int32","field":"x"}`+strings.Repeat(`]}`, 3000)+
 			`]},"payload":{}}`),
-		0, "", dead("decode", "nests deeper than 128 levels"))
+		0, "", dead("registry", "nests deeper than 128 levels"))
 	many := make([]string, maxFieldsForTest()+43)
 	for i := range many {
 		many[i] = fmt.Sprintf(`,{"type":"int32","optional":true,"field":"f%d"}`, i)

@@ -153,7 +153,7 @@ func TestConnectBounds(t *testing.T) {
 			stage: failure.StageRegistry, wantErr: "precision 100000000"},
 		{name: "bits length 2^31-1", msg: connectMessage(`{"type":"bytes","optional":false,"name":"io.debezium.data.Bits","parameters":{"length":"2147483647"},"field":"b"}`, `{"b":"AQ=="}`),
 			stage: failure.StageRegistry, wantErr: "Bits length"},
-		{name: "nested 3000 levels", msg: connectMessage(deepSchema, `{}`), stage: failure.StageDecode, wantErr: "nests deeper than 128"},
+		{name: "nested 3000 levels", msg: connectMessage(deepSchema, `{}`), stage: failure.StageRegistry, wantErr: "nests deeper than 128"},
 		{name: "a struct wider than any source table", msg: connectMessage(strings.Join(many, ","), `{}`), stage: failure.StageRegistry, wantErr: "a struct of 20257 fields"},
 		{name: "too many fields in all", msg: connectMessage(strings.Repeat(`{"type":"struct","optional":true,"field":"s","fields":[`+strings.Join(many[:4000], ",")+`]},`, 6)+`{"type":"int32","field":"x"}`, `{}`),
 			stage: failure.StageRegistry, wantErr: "more than 20256 struct fields"},
