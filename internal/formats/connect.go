@@ -42,11 +42,11 @@ const (
 // It is safe for concurrent use.
 //
 // Every message repeats its schema, so the lookup must be cheap: a message
-// whose schema text is byte-for-byte one already seen finds its Writer by
-// a 128-bit hash of that text (textKey). Other texts are canonicalised (parsed, keys
-// sorted, whitespace dropped) and hashed into Writer.Key, so reformatted
-// copies of one schema share one Writer; only a new Key builds one. Both
-// caches are LRUs bounded in size and age (see maxConnectTexts).
+// whose schema text is byte-for-byte one already seen finds its Writer by a
+// 128-bit hash of that text (textKey). Other texts are canonicalised
+// (parsed, keys sorted, whitespace dropped) and hashed into Writer.Key, so
+// reformatted copies of one schema share one Writer; only a new Key builds
+// one. Both caches are LRUs bounded in size and age (see maxConnectTexts).
 type ConnectSchemas struct {
 	byText *lru[textKey, *Writer]
 	byKey  *lru[string, *Writer]
