@@ -5,6 +5,7 @@ import (
 	"math/big"
 	"strings"
 
+	"github.com/bqcdc/bqcdc/internal/limits"
 	"github.com/bqcdc/bqcdc/internal/schema"
 )
 
@@ -23,16 +24,40 @@ func decimalType(precision, scale int) string {
 	return schema.String
 }
 
-// decimalColumn is the column of a decimal of known scale; its precision and
-// scale become the column's type parameters when the precision is known
-// (BigQuery refuses a scale without a precision).
-func decimalColumn(name, avroType string, precision, scale int) Field {
+// decimalColumn is the column of a decimal of known scale. When the
+// precision is known, the column gets type parameters (BigQuery refuses a
+// scale without a precision) that BigQuery accepts and that hold every
+// value of the source type; see columnParams. A precision or scale wider
+// than any source writes (limits.MaxDecimalPrecision, MaxDecimalScale) is
+// refused before anything computes 10^scale.
+func decimalColumn(name, avroType string, precision, scale int) (Field, error) {
+	if precision < 0 || precision > limits.MaxDecimalPrecision || scale < -limits.MaxDecimalScale || scale > limits.MaxDecimalScale {
+		return Field{}, limits.Errorf("decimal precision %d and scale %d: precision must be 0 to %d and scale %d to %d (PostgreSQL's widest NUMERIC)",
+			precision, scale, limits.MaxDecimalPrecision, -limits.MaxDecimalScale, limits.MaxDecimalScale)
+	}
 	typ := decimalType(precision, scale)
 	f := newField(name, typ, avroType, decimalConv(decimalLimits{typ: typ, precision: precision, scale: scale}))
 	if precision > 0 && typ != schema.String {
-		f.Precision, f.Scale = precision, scale
+		f.Precision, f.Scale = columnParams(precision, scale)
 	}
-	return f
+	return f, nil
+}
+
+// columnParams are the BigQuery type parameters for a source decimal(P,S).
+// BigQuery takes NUMERIC(P',S') with 0 ≤ S' ≤ 9 and max(1,S') ≤ P' ≤ S'+29
+// (BIGNUMERIC: S' ≤ 38, P' ≤ S'+38), while sources declare what BigQuery
+// refuses: Oracle's NUMBER(3,5) holds 0.00123 (precision below scale), and
+// NUMBER(5,-2) holds 12300 (a negative scale). The parameters keep the
+// source's integer digits P−S and fractional digits S, widened to what
+// BigQuery accepts: S' = max(S,0), P' = max(S'+(P−S), S', 1). NUMERIC(3,5)
+// becomes NUMERIC(5,5), NUMERIC(5,-2) NUMERIC(7,0); a decimal BigQuery
+// accepts as declared keeps its parameters. Values are still checked against
+// the source's own P and S (decimalLimits), so the wider column changes no
+// value. decimalType has already bounded S' and P'−S' by the type.
+func columnParams(precision, scale int) (p, s int) {
+	s = max(scale, 0)
+	p = max(s+precision-scale, s, 1)
+	return p, s
 }
 
 // decimalLimits is what a column accepts: its type, and its declared
@@ -105,13 +130,16 @@ func variableScaleDecimalConv(v any) (any, error) {
 // are never rounded away: trailing zeros beyond the type's scale are
 // dropped, any other excess is ErrValue.
 func decimalText(unscaled *big.Int, scale int, lim decimalLimits) (string, error) {
-	if scale < 0 { // 12E+3 (Java BigDecimal allows negative scales)
-		unscaled = new(big.Int).Mul(unscaled, pow10(-scale))
-		scale = 0
-	}
 	maxScale := 38
 	if lim.typ == schema.Numeric {
 		maxScale = 9
+	}
+	if err := outOfReach(unscaled, scale, maxScale, lim); err != nil {
+		return "", err
+	}
+	if scale < 0 { // 12E+3 (Java BigDecimal allows negative scales)
+		unscaled = new(big.Int).Mul(unscaled, pow10(-scale))
+		scale = 0
 	}
 	if lim.typ != schema.String && scale > maxScale {
 		var q, r big.Int
@@ -126,6 +154,26 @@ func decimalText(unscaled *big.Int, scale int, lim decimalLimits) (string, error
 		return "", err
 	}
 	return formatDecimal(unscaled, scale), nil
+}
+
+// outOfReach refuses, before computing a power of ten from it, a scale that
+// puts a non-zero value beyond a NUMERIC or BIGNUMERIC column: a negative
+// scale making it at least 10^40 (BIGNUMERIC ends below 5.8×10^38), or more
+// fractional digits than the type holds that cannot all be trailing zeros
+// (an integer of d digits is a multiple of 10^k only if k < d). A STRING
+// column takes any value, and its scale is bounded by the schema.
+func outOfReach(unscaled *big.Int, scale, maxScale int, lim decimalLimits) error {
+	if lim.typ == schema.String || unscaled.Sign() == 0 {
+		return nil
+	}
+	digits := unscaled.BitLen()*30103/100000 + 1 // ≥ the decimal digits of |unscaled|
+	switch {
+	case scale < -(limits.BigNumericMaxIntDigits + 1):
+		return fmt.Errorf("%w: a value of scale %d is at least 10^%d, outside %s", ErrValue, scale, -scale, lim.typ)
+	case scale-maxScale > digits:
+		return fmt.Errorf("%w: a value of %d digits at scale %d has more than the %d fractional digits %s holds", ErrValue, digits, scale, maxScale, lim.typ)
+	}
+	return nil
 }
 
 func checkDecimalRange(unscaled *big.Int, scale int, lim decimalLimits) error {

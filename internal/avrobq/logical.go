@@ -3,6 +3,7 @@ package avrobq
 import (
 	"strconv"
 
+	"github.com/bqcdc/bqcdc/internal/limits"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/hamba/avro/v2"
 )
@@ -43,11 +44,11 @@ func connectParam(s avro.Schema, key string) (int, bool) {
 // fail every message), and the column it becomes.
 type semantic struct {
 	on     []avro.Type
-	column func(name, avroType string, s avro.Schema) Field
+	column func(name, avroType string, s avro.Schema) (Field, error)
 }
 
-func fixed(typ string, conv converter) func(string, string, avro.Schema) Field {
-	return func(name, at string, _ avro.Schema) Field { return newField(name, typ, at, conv) }
+func fixed(typ string, conv converter) func(string, string, avro.Schema) (Field, error) {
+	return func(name, at string, _ avro.Schema) (Field, error) { return newField(name, typ, at, conv), nil }
 }
 
 var (
@@ -109,24 +110,25 @@ var semantics = map[string]semantic{
 	"io.debezium.data.geometry.Point":     {records, fixed(schema.Geography, pointConv)},
 }
 
-func connectColumn(name string, s avro.Schema) (Field, bool) {
+func connectColumn(name string, s avro.Schema) (Field, bool, error) {
 	cn := connectName(s)
 	sem, ok := semantics[cn]
 	if !ok {
-		return Field{}, false
+		return Field{}, false, nil
 	}
 	for _, t := range sem.on {
 		if s.Type() == t {
-			return sem.column(name, string(s.Type())+" ("+cn+")", s), true
+			f, err := sem.column(name, string(s.Type())+" ("+cn+")", s)
+			return f, err == nil, err
 		}
 	}
-	return Field{}, false
+	return Field{}, false, nil
 }
 
 // connectDecimalColumn maps Kafka Connect's Decimal: by the Avro decimal
 // logical type when the converter wrote one, else by connect.parameters
 // (scale, and connect.decimal.precision when present).
-func connectDecimalColumn(name, at string, s avro.Schema) Field {
+func connectDecimalColumn(name, at string, s avro.Schema) (Field, error) {
 	if d, ok := decimalLogical(s); ok {
 		return decimalColumn(name, at, d.Precision(), d.Scale())
 	}
@@ -146,26 +148,35 @@ func decimalLogical(s avro.Schema) (*avro.DecimalLogicalSchema, bool) {
 // bitsColumn maps io.debezium.data.Bits (PostgreSQL BIT(n), BIT VARYING;
 // MySQL BIT(n), n > 1): BOOL when connect.parameters says length 1, else
 // BYTES of ceil(length/8) bytes, little endian (bit 0 is the lowest bit of
-// the first byte), as Debezium writes them.
-func bitsColumn(name, at string, s avro.Schema) Field {
+// the first byte), as Debezium writes them. The length is bounded by
+// limits.MaxBitsLength (a BigQuery row's size), since values are padded to
+// it.
+func bitsColumn(name, at string, s avro.Schema) (Field, error) {
 	length, ok := connectParam(s, "length")
 	if !ok {
 		length = -1
 	}
-	if length == 1 {
-		return newField(name, schema.Bool, at, bitConv)
+	if length > limits.MaxBitsLength {
+		return Field{}, limits.Errorf("io.debezium.data.Bits length %d: values would be padded beyond a BigQuery row's %d bytes (at most %d bits)",
+			length, limits.MaxMessageBytes, limits.MaxBitsLength)
 	}
-	return newField(name, schema.Bytes, at, bitsConv(length))
+	if length == 1 {
+		return newField(name, schema.Bool, at, bitConv), nil
+	}
+	f := newField(name, schema.Bytes, at, bitsConv(length))
+	f.padBytes = max(0, (length+7)/8)
+	return f, nil
 }
 
-func logicalColumn(name string, s avro.Schema) (Field, bool) {
+func logicalColumn(name string, s avro.Schema) (Field, bool, error) {
 	lts, ok := s.(avro.LogicalTypeSchema)
 	if !ok || lts.Logical() == nil {
-		return otherLogicalColumn(name, s)
+		f, ok := otherLogicalColumn(name, s)
+		return f, ok, nil
 	}
 	ls := lts.Logical()
 	at := string(s.Type()) + " (" + string(ls.Type()) + ")"
-	col := func(typ string, conv converter) (Field, bool) { return newField(name, typ, at, conv), true }
+	col := func(typ string, conv converter) (Field, bool, error) { return newField(name, typ, at, conv), true, nil }
 	switch ls.Type() {
 	case avro.Date:
 		return col(schema.Date, daysConv)
@@ -186,13 +197,14 @@ func logicalColumn(name string, s avro.Schema) (Field, bool) {
 	case avro.Decimal:
 		d, ok := ls.(*avro.DecimalLogicalSchema)
 		if !ok {
-			return Field{}, false
+			return Field{}, false, nil
 		}
-		return decimalColumn(name, at, d.Precision(), d.Scale()), true
+		f, err := decimalColumn(name, at, d.Precision(), d.Scale())
+		return f, err == nil, err
 	case avro.Duration:
 		return col(schema.Bytes, bytesConv)
 	}
-	return Field{}, false
+	return Field{}, false, nil
 }
 
 // otherLogicalColumn maps the Avro 1.12 logical types hamba does not know,

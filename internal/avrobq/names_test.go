@@ -14,21 +14,26 @@ func TestColumnName(t *testing.T) {
 	r := strings.Repeat
 	for _, tc := range []struct{ source, want string }{
 		// Names BigQuery accepts never change.
-		{"id", "id"}, {"Window", "Window"}, {"_x", "_x"}, {"a1_B2", "a1_B2"}, {"_", "_"}, {"_cdc_op", "_cdc_op"},
-		{"_TABLE", "_TABLE"}, {"TABLE_", "TABLE_"}, {"_PARTITIO", "_PARTITIO"}, {"__TABLE_", "__TABLE_"}, {"_ROOT__", "_ROOT__"},
+		{"id", "id"}, {"Window", "Window"}, {"_x", "_x"}, {"a1_B2", "a1_B2"}, {"_", "_"}, {"_cdc", "_cdc"}, {"_cd_op", "_cd_op"},
+		{"_TABLE", "_TABLE"}, {"TABLE_", "TABLE_"}, {"_PARTITIO", "_PARTITIO"}, {"_ROOT__", "_ROOT__"}, {"_CHANGE_TYP", "_CHANGE_TYP"},
 		{r("a", 300), r("a", 300)},
-		// Reserved prefixes, in any case, get an underscore in front.
-		{"_TABLE_SUFFIX", "__TABLE_SUFFIX"}, {"_table_x", "__table_x"}, {"_FILE_NAME", "__FILE_NAME"}, {"_File_", "__File_"},
-		{"_PARTITIONTIME", "__PARTITIONTIME"}, {"_partitiondate", "__partitiondate"}, {"_ROW_TIMESTAMP", "__ROW_TIMESTAMP"},
-		{"__ROOT__", "___ROOT__"}, {"__root__x", "___root__x"}, {"_COLIDENTIFIER", "__COLIDENTIFIER"}, {"_colidentifier7", "__colidentifier7"},
+		// BigQuery's reserved prefixes, in any case, get "src" in front.
+		{"_TABLE_SUFFIX", "src_TABLE_SUFFIX"}, {"_table_x", "src_table_x"}, {"_FILE_NAME", "src_FILE_NAME"}, {"_File_", "src_File_"},
+		{"_PARTITIONTIME", "src_PARTITIONTIME"}, {"_partitiondate", "src_partitiondate"}, {"_ROW_TIMESTAMP", "src_ROW_TIMESTAMP"},
+		{"__ROOT__", "src__ROOT__"}, {"__root__x", "src__root__x"}, {"_COLIDENTIFIER", "src_COLIDENTIFIER"}, {"_colidentifier7", "src_colidentifier7"},
+		// So do bqcdc's: "__" (its SQL's columns; Debezium's unwrap SMT
+		// writes __deleted, __op, ...), "_cdc_" (changelog metadata) and the
+		// Storage Write API's CDC pseudo-columns.
+		{"__deleted", "src__deleted"}, {"__TABLE_", "src__TABLE_"}, {"__START_AT", "src__START_AT"}, {"__", "src__"},
+		{"_cdc_op", "src_cdc_op"}, {"_CDC_x", "src_CDC_x"}, {"_CHANGE_TYPE", "src_CHANGE_TYPE"}, {"_change_sequence_number", "src_change_sequence_number"},
 		// Other producers' names: one underscore per character BigQuery refuses.
 		{"unit price", "unit_price"}, {"e-mail", "e_mail"}, {"a.b.c", "a_b_c"}, {"price ($)", "price____"},
-		{"Größe", "Gr__e"}, {"名前", "__"}, {"a\xffb", "a_b"},
-		{"1st", "_1st"}, {"2024-05", "_2024_05"}, {"", "_"}, {" _TABLE_x", "__TABLE_x"}, {"_TABLE_ x", "__TABLE__x"},
+		{"Größe", "Gr__e"}, {"名前", "src__"}, {"a\xffb", "a_b"}, {"-x", "_x"}, {"--x", "src__x"},
+		{"1st", "_1st"}, {"2024-05", "_2024_05"}, {"", "_"}, {" _TABLE_x", "src__TABLE_x"}, {"_TABLE_ x", "src_TABLE__x"},
 		// Longer than 300: cut to 291, then "_" and 8 hex digits of the source's SHA-256.
 		{r("a", 301), r("a", 291) + "_eb22b48c"},
-		{r("é", 301), r("_", 291) + "_28057b13"},
-		{"_TABLE_" + r("x", 300), "__TABLE_" + r("x", 283) + "_3d59773f"},
+		{r("é", 301), "src" + r("_", 288) + "_28057b13"},
+		{"_TABLE_" + r("x", 300), "src_TABLE_" + r("x", 281) + "_3d59773f"},
 	} {
 		if got := ColumnName(tc.source); got != tc.want {
 			t.Errorf("ColumnName(%.40q) = %.60q, want %.60q", tc.source, got, tc.want)
@@ -36,6 +41,9 @@ func TestColumnName(t *testing.T) {
 		got := ColumnName(tc.source)
 		if !validColumnName(got) {
 			t.Errorf("ColumnName(%.40q) = %.60q is not a valid BigQuery column name", tc.source, got)
+		}
+		if strings.HasPrefix(got, "__") || strings.HasPrefix(strings.ToLower(got), "_cdc_") {
+			t.Errorf("ColumnName(%.40q) = %.60q starts with a prefix flow binding or the changelog refuses", tc.source, got)
 		}
 		if again := ColumnName(got); again != got {
 			t.Errorf("ColumnName is not idempotent on %.40q: %.60q then %.60q", tc.source, got, again)
@@ -59,8 +67,8 @@ func TestSanitisedNamesAtEveryLevel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantTypes := []string{"INT64", "STRUCT<`__TABLE_SUFFIX` STRING, `deeper` STRUCT<`__file_name` INT64>>",
-		"ARRAY<STRUCT<`___ROOT__` BOOL>>", "ARRAY<STRUCT<`key` STRING, `value` STRUCT<`__ROW_TIMESTAMP` INT64>>>"}
+	wantTypes := []string{"INT64", "STRUCT<`src_TABLE_SUFFIX` STRING, `deeper` STRUCT<`src_file_name` INT64>>",
+		"ARRAY<STRUCT<`src__ROOT__` BOOL>>", "ARRAY<STRUCT<`key` STRING, `value` STRUCT<`src_ROW_TIMESTAMP` INT64>>>"}
 	var gotTypes []string
 	for _, f := range fields {
 		gotTypes = append(gotTypes, f.SQLType())
@@ -68,7 +76,7 @@ func TestSanitisedNamesAtEveryLevel(t *testing.T) {
 	if d := cmp.Diff(wantTypes, gotTypes); d != "" {
 		t.Errorf("types (-want +got):\n%s", d)
 	}
-	if d := cmp.Diff([]string{"__PARTITIONTIME", "inner", "list", "m"}, fields.Columns().Names()); d != "" {
+	if d := cmp.Diff([]string{"src_PARTITIONTIME", "inner", "list", "m"}, fields.Columns().Names()); d != "" {
 		t.Errorf("names (-want +got):\n%s", d)
 	}
 	if fields[0].Source != "_PARTITIONTIME" {
@@ -84,10 +92,10 @@ func TestSanitisedNamesAtEveryLevel(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]any{
-		"__PARTITIONTIME": int64(1),
-		"inner":           map[string]any{"__TABLE_SUFFIX": "s", "deeper": map[string]any{"__file_name": int64(2)}},
-		"list":            []any{map[string]any{"___ROOT__": true}},
-		"m":               []any{map[string]any{"key": "k", "value": map[string]any{"__ROW_TIMESTAMP": int64(3)}}},
+		"src_PARTITIONTIME": int64(1),
+		"inner":             map[string]any{"src_TABLE_SUFFIX": "s", "deeper": map[string]any{"src_file_name": int64(2)}},
+		"list":              []any{map[string]any{"src__ROOT__": true}},
+		"m":                 []any{map[string]any{"key": "k", "value": map[string]any{"src_ROW_TIMESTAMP": int64(3)}}},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Convert (-want +got):\n%s", d)
@@ -124,10 +132,10 @@ func TestColumnNameCollisions(t *testing.T) {
 	}{
 		{"case", `{"type":"record","name":"C1","fields":[{"name":"id","type":"long"},{"name":"ID","type":"long"}]}`,
 			[]string{`"id"`, `"ID"`, "C1"}},
-		{"rewritten onto an existing name", `{"type":"record","name":"C2","fields":[{"name":"__TABLE_x","type":"long"},{"name":"_TABLE_x","type":"long"}]}`,
-			[]string{`"__TABLE_x"`, `"_TABLE_x"`}},
-		{"rewritten onto an existing name in another case", `{"type":"record","name":"C3","fields":[{"name":"__table_X","type":"long"},{"name":"_TABLE_x","type":"long"}]}`,
-			[]string{`"__table_X"`, `"_TABLE_x"`}},
+		{"rewritten onto an existing name", `{"type":"record","name":"C2","fields":[{"name":"src_TABLE_x","type":"long"},{"name":"_TABLE_x","type":"long"}]}`,
+			[]string{`"src_TABLE_x"`, `"_TABLE_x"`}},
+		{"rewritten onto an existing name in another case", `{"type":"record","name":"C3","fields":[{"name":"SRC_table_X","type":"long"},{"name":"_TABLE_x","type":"long"}]}`,
+			[]string{`"SRC_table_X"`, `"_TABLE_x"`}},
 		{"inside a nested record", `{"type":"record","name":"C4","fields":[{"name":"ok","type":"long"},
 		  {"name":"addr","type":{"type":"record","name":"Addr","fields":[{"name":"City","type":"string"},{"name":"city","type":"string"}]}}]}`,
 			[]string{`"City"`, `"city"`, "Addr", `"addr"`}},
@@ -157,7 +165,7 @@ func TestConvertErrorNamesSourceAndColumn(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = fields.Convert(map[string]any{"_PARTITIONTIME": int64(1) << 40})
-	if !errors.Is(err, ErrValue) || !strings.Contains(err.Error(), `"_PARTITIONTIME"`) || !strings.Contains(err.Error(), `"__PARTITIONTIME"`) {
+	if !errors.Is(err, ErrValue) || !strings.Contains(err.Error(), `"_PARTITIONTIME"`) || !strings.Contains(err.Error(), `"src_PARTITIONTIME"`) {
 		t.Errorf("error = %v", err)
 	}
 }

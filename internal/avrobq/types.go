@@ -34,6 +34,7 @@ package avrobq
 import (
 	"fmt"
 
+	"github.com/bqcdc/bqcdc/internal/limits"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/hamba/avro/v2"
 )
@@ -55,6 +56,11 @@ type Field struct {
 	hasDef bool
 
 	conv converter
+
+	// padBytes is how many bytes converting one value may add beyond the
+	// value's own (io.debezium.data.Bits is padded to its declared length),
+	// summed over a record's fields.
+	padBytes int
 }
 
 // Fields is the compiled plan of a record schema.
@@ -70,25 +76,68 @@ func (fs Fields) Columns() schema.Columns {
 }
 
 // FromRecord compiles the columns of an Avro record schema.
+//
+// The schema must describe a table BigQuery can create: at most
+// limits.MaxColumns columns (nested fields included), RECORDs nested at
+// most limits.MaxRecordNesting levels, decimals BigQuery or a STRING can
+// hold. Beyond those bounds it fails with an error wrapping limits.ErrLimit
+// that names the bound, before compiling more than it counted.
 func FromRecord(rec *avro.RecordSchema) (Fields, error) {
-	return recordFields(rec, 0)
+	c := &compiler{}
+	fs, err := c.recordFields(rec, 0)
+	if err != nil {
+		return nil, err
+	}
+	if pad := fs.padBytes(); pad > limits.MaxMessageBytes {
+		return nil, limits.Errorf("record %s: its io.debezium.data.Bits columns pad to %d bytes, more than a BigQuery row's %d", rec.FullName(), pad, limits.MaxMessageBytes)
+	}
+	return fs, nil
+}
+
+func (fs Fields) padBytes() int {
+	n := 0
+	for _, f := range fs {
+		n += f.padBytes
+	}
+	return n
+}
+
+// compiler counts what BigQuery bounds across a whole schema.
+type compiler struct {
+	columns int // columns so far, nested fields included
+	nest    int // schema nesting now: records, arrays and maps
+}
+
+func (c *compiler) enter() error {
+	c.nest++
+	if c.nest > limits.MaxSchemaNesting {
+		return limits.Errorf("the schema nests deeper than %d levels", limits.MaxSchemaNesting)
+	}
+	return nil
 }
 
 // recordFields compiles the fields of a record at one nesting level: the
 // top-level columns, or the subfields of a RECORD column.
-func recordFields(rec *avro.RecordSchema, depth int) (Fields, error) {
+func (c *compiler) recordFields(rec *avro.RecordSchema, depth int) (Fields, error) {
+	if c.columns += len(rec.Fields()); c.columns > limits.MaxColumns {
+		return nil, limits.Errorf("record %s: more than BigQuery's %d columns (nested fields included)", rec.FullName(), limits.MaxColumns)
+	}
+	if err := c.enter(); err != nil {
+		return nil, err
+	}
+	defer func() { c.nest-- }()
 	fs := make(Fields, 0, len(rec.Fields()))
 	for _, f := range rec.Fields() {
-		c, err := columnFor(ColumnName(f.Name()), f.Type(), depth)
+		col, err := c.columnFor(ColumnName(f.Name()), f.Type(), depth)
 		if err != nil {
 			return nil, fmt.Errorf("field %q of %s: %w", f.Name(), rec.FullName(), err)
 		}
-		c.Source = f.Name()
-		c.Description = f.Doc()
+		col.Source = f.Name()
+		col.Description = f.Doc()
 		if f.HasDefault() && f.Default() != nil {
-			c.def, c.hasDef = f.Default(), true
+			col.def, col.hasDef = f.Default(), true
 		}
-		fs = append(fs, c)
+		fs = append(fs, col)
 	}
 	if err := checkColumnNames(fs); err != nil {
 		return nil, fmt.Errorf("record %s: %w", rec.FullName(), err)
@@ -96,7 +145,7 @@ func recordFields(rec *avro.RecordSchema, depth int) (Fields, error) {
 	return fs, nil
 }
 
-const maxDepth = 15 // BigQuery allows 15 levels of nested RECORDs
+const maxDepth = limits.MaxRecordNesting
 
 func deref(s avro.Schema) avro.Schema {
 	if r, ok := s.(*avro.RefSchema); ok {
@@ -125,9 +174,9 @@ func newField(name, typ, avroType string, conv converter) Field {
 	return Field{Column: schema.Column{Name: name, Type: typ}, AvroType: avroType, conv: conv}
 }
 
-func columnFor(name string, s avro.Schema, depth int) (Field, error) {
+func (c *compiler) columnFor(name string, s avro.Schema, depth int) (Field, error) {
 	if depth > maxDepth {
-		return Field{}, fmt.Errorf("nested deeper than BigQuery's %d levels", maxDepth)
+		return Field{}, limits.Errorf("nested deeper than BigQuery's %d levels of RECORD", maxDepth)
 	}
 	s = deref(s)
 	if u, ok := s.(*avro.UnionSchema); ok {
@@ -137,18 +186,18 @@ func columnFor(name string, s avro.Schema, depth int) (Field, error) {
 			// value as JSON.
 			return newField(name, schema.JSON, u.String(), unionJSONConv(u)), nil
 		}
-		f, err := columnFor(name, inner, depth)
+		f, err := c.columnFor(name, inner, depth)
 		if err != nil {
 			return Field{}, err
 		}
 		f.conv = unionConv(u, f.conv)
 		return f, nil
 	}
-	if f, ok := connectColumn(name, s); ok {
-		return f, nil
+	if f, ok, err := connectColumn(name, s); ok || err != nil {
+		return f, err
 	}
-	if f, ok := logicalColumn(name, s); ok {
-		return f, nil
+	if f, ok, err := logicalColumn(name, s); ok || err != nil {
+		return f, err
 	}
 	switch s.Type() {
 	case avro.Boolean:
@@ -169,16 +218,24 @@ func columnFor(name string, s avro.Schema, depth int) (Field, error) {
 		return newField(name, schema.String, "null", nullConv), nil
 	case avro.Record:
 		rec := s.(*avro.RecordSchema)
-		sub, err := recordFields(rec, depth+1)
+		sub, err := c.recordFields(rec, depth+1)
 		if err != nil {
 			return Field{}, err
 		}
 		f := newField(name, schema.Record, "record "+rec.FullName(), recordConv(sub))
 		f.Fields = sub.Columns()
+		f.padBytes = sub.padBytes()
 		return f, nil
 	case avro.Array:
-		items, err := columnFor(name, s.(*avro.ArraySchema).Items(), depth)
+		if err := c.enter(); err != nil {
+			return Field{}, err
+		}
+		defer func() { c.nest-- }()
+		items, err := c.columnFor(name, s.(*avro.ArraySchema).Items(), depth)
 		if err != nil {
+			return Field{}, err
+		}
+		if err := repeatedPadding(items); err != nil {
 			return Field{}, err
 		}
 		if items.Repeated {
@@ -190,8 +247,18 @@ func columnFor(name string, s avro.Schema, depth int) (Field, error) {
 		items.conv = arrayConv(items.conv)
 		return items, nil
 	case avro.Map:
-		val, err := columnFor("value", s.(*avro.MapSchema).Values(), depth+1)
+		if err := c.enter(); err != nil {
+			return Field{}, err
+		}
+		defer func() { c.nest-- }()
+		if c.columns += 2; c.columns > limits.MaxColumns {
+			return Field{}, limits.Errorf("more than BigQuery's %d columns (nested fields included)", limits.MaxColumns)
+		}
+		val, err := c.columnFor("value", s.(*avro.MapSchema).Values(), depth+1)
 		if err != nil {
+			return Field{}, err
+		}
+		if err := repeatedPadding(val); err != nil {
 			return Field{}, err
 		}
 		val.Source = "value"
@@ -203,4 +270,15 @@ func columnFor(name string, s avro.Schema, depth int) (Field, error) {
 		return f, nil
 	}
 	return Field{}, fmt.Errorf("unsupported Avro type %s", s.Type())
+}
+
+// repeatedPadding bounds the padding of each element of an array or map:
+// the elements are as many as the payload's bytes, so padding each to a
+// declared length multiplies the message.
+func repeatedPadding(item Field) error {
+	if item.padBytes > limits.MaxRepeatedBitsLength/8 {
+		return limits.Errorf("io.debezium.data.Bits inside an array or map pads each element to %d bytes; bqcdc allows %d bits (%d bytes) there",
+			item.padBytes, limits.MaxRepeatedBitsLength, limits.MaxRepeatedBitsLength/8)
+	}
+	return nil
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/bqcdc/bqcdc/internal/cdc"
 	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/limits"
 	"github.com/bqcdc/bqcdc/internal/schema"
 )
 
@@ -69,14 +70,32 @@ const MetadataPrefix = flow.MetadataPrefix
 // compares case-insensitively, as BigQuery column names do).
 func IsMetadata(name string) bool { return strings.HasPrefix(strings.ToLower(name), MetadataPrefix) }
 
-// Schema is the full changelog schema for a row image.
+// Schema is the full changelog schema for a row image. It fails when the
+// image uses the metadata columns' prefix (avrobq.ColumnName never makes such
+// a name) or when image and metadata together exceed BigQuery's
+// limits.MaxColumns columns, nested fields included.
 func Schema(image schema.Columns) (schema.Columns, error) {
 	for _, c := range image {
 		if IsMetadata(c.Name) {
 			return nil, fmt.Errorf("source column %s uses the reserved prefix %s of bqcdc's metadata columns", c.Name, MetadataPrefix)
 		}
 	}
-	return append(append(schema.Columns{}, image...), MetadataColumns()...), nil
+	meta := MetadataColumns()
+	if n := countColumns(image) + countColumns(meta); n > limits.MaxColumns {
+		return nil, limits.Errorf("the changelog would have %d columns (nested fields included) with bqcdc's %d metadata columns; BigQuery allows %d",
+			n, countColumns(meta), limits.MaxColumns)
+	}
+	return append(append(schema.Columns{}, image...), meta...), nil
+}
+
+// countColumns counts columns as BigQuery's column limit does, nested
+// fields included.
+func countColumns(cols []schema.Column) int {
+	n := len(cols)
+	for _, c := range cols {
+		n += countColumns(c.Fields)
+	}
+	return n
 }
 
 var (

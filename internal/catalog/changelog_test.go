@@ -1,10 +1,14 @@
 package catalog
 
 import (
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/bqcdc/bqcdc/internal/cdc"
+	"github.com/bqcdc/bqcdc/internal/limits"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/google/go-cmp/cmp"
 )
@@ -81,5 +85,19 @@ func TestDeadLetterRow(t *testing.T) {
 		"attributes": []any{map[string]any{"key": "a", "value": "1"}, map[string]any{"key": "b", "value": "2"}}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("DeadLetter.Row (-want +got):\n%s", d)
+	}
+}
+
+func TestSchemaColumnLimit(t *testing.T) {
+	image := make(schema.Columns, limits.MaxColumns-11)
+	for i := range image {
+		image[i] = schema.Column{Name: fmt.Sprintf("c%d", i), Type: schema.Int64}
+	}
+	if _, err := Schema(image); err != nil {
+		t.Fatalf("%d image columns and the metadata: %v", len(image), err)
+	}
+	image = append(image, schema.Column{Name: "one_more", Type: schema.Int64})
+	if _, err := Schema(image); !errors.Is(err, limits.ErrLimit) || !strings.Contains(err.Error(), "BigQuery allows 10000") {
+		t.Fatalf("error %v, want the column limit", err)
 	}
 }

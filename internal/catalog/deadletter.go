@@ -23,7 +23,7 @@ func DeadLetterColumns() schema.Columns {
 		{Name: "ordering_key", Type: schema.String, Description: "Pub/Sub ordering key, if any."},
 		{Name: "attributes", Type: schema.Record, Repeated: true, Fields: []schema.Column{{Name: "key", Type: schema.String}, {Name: "value", Type: schema.String}}, Description: "Pub/Sub message attributes."},
 		{Name: "data", Type: schema.Bytes, Description: "The message value, byte for byte."},
-		{Name: "stage", Type: schema.String, Description: "Pipeline stage that failed: event, wire, registry, decode, envelope, convert, table, schema, encode, append, or internal (a panic: a bug)."},
+		{Name: "stage", Type: schema.String, Description: "Pipeline stage that failed: event, wire, registry, decode, envelope, convert, table, schema, encode, append, or internal (handling the message panicked)."},
 		{Name: "reason", Type: schema.String, Description: "Why the message can never become a changelog row."},
 		{Name: "schema_id", Type: schema.Int64, Description: "Writer schema id from the Confluent header, when it could be read."},
 		{Name: "changelog_table", Type: schema.String, Description: "The changelog table the message was meant for."},

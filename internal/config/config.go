@@ -1,7 +1,8 @@
 // Package config reads the functions' configuration from environment
 // variables (set by Terraform in production and by `bqcdc local` locally).
 // Errors name the variable. Secrets are held here but never logged: use
-// Redacted for anything printed.
+// Redacted for anything printed (it masks a password in the registry URL
+// too, https://user:secret@host, with package redact).
 package config
 
 import (
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/bqcdc/bqcdc/internal/clients"
+	"github.com/bqcdc/bqcdc/internal/redact"
 )
 
 // Config is the runtime configuration of the ingest and compact functions.
@@ -147,7 +149,10 @@ func (c Config) Redacted() string {
 	if c.BigQuery.Emulated() {
 		ep = c.BigQuery.Endpoint + " (emulator)"
 	}
-	return fmt.Sprintf("project=%s dataset=%s bigquery=%s registry=%s credentials=%s", c.BigQuery.Project, c.Dataset, ep, c.RegistryURL, cred)
+	if u := c.RegistryURL; u != redact.URL(u) {
+		cred = "in the URL (redacted)"
+	}
+	return fmt.Sprintf("project=%s dataset=%s bigquery=%s registry=%s credentials=%s", c.BigQuery.Project, c.Dataset, redact.URL(ep), redact.URL(c.RegistryURL), cred)
 }
 
 // Lazy builds a value from the environment's configuration on its first

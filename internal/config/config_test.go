@@ -71,3 +71,16 @@ func TestLazyRetriesUntilBuilt(t *testing.T) {
 		t.Errorf("built %d times, want 1", builds)
 	}
 }
+
+func TestRedactedMasksURLPassword(t *testing.T) {
+	t.Setenv(EnvProject, "p")
+	t.Setenv(EnvRegistryURL, "https://user:secret@registry.example.com:8081")
+	c, err := FromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.Redacted()
+	if strings.Contains(r, "secret") || !strings.Contains(r, "registry=https://user:xxxxx@registry.example.com:8081") || !strings.Contains(r, "credentials=in the URL (redacted)") {
+		t.Errorf("Redacted() = %s", r)
+	}
+}

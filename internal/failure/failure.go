@@ -7,7 +7,10 @@
 // retryable: redelivering is always safe, dropping is not.
 package failure
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Stage names where in the pipeline a message failed; it is stored with
 // every dead letter.
@@ -25,11 +28,22 @@ const (
 	StageSchema   Stage = "schema"   // writer schema vs changelog columns (evolution, conflicts)
 	StageEncode   Stage = "encode"   // BigQuery value -> Storage Write row
 	StageAppend   Stage = "append"   // Storage Write append
-	// StageInternal is a panic while handling the message: a bug in bqcdc
-	// or a library, stored with the panic text so the message is kept and
-	// the instance keeps serving the others.
+
+	// StageInternal: handling the message panicked (a bug, or an input no
+	// check caught). The panic is the message's, not the instance's: it is
+	// dead-lettered with the panic text, and the instance keeps serving.
 	StageInternal Stage = "internal"
 )
+
+// Recovered turns the value of a recovered panic into a permanent failure
+// at StageInternal whose text is the panic's. Use it in the deferred
+// recover of the code that handles one message; log the stack beside it.
+func Recovered(v any) error {
+	if err, ok := v.(error); ok {
+		return Permanent(StageInternal, fmt.Errorf("panic: %w", err))
+	}
+	return Permanent(StageInternal, fmt.Errorf("panic: %v", v))
+}
 
 // Error is a classified error.
 type Error struct {

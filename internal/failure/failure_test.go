@@ -3,6 +3,8 @@ package failure
 import (
 	"errors"
 	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -21,5 +23,28 @@ func TestClassification(t *testing.T) {
 	}
 	if Permanent(StageWire, nil) != nil || Retryable(StageWire, nil) != nil {
 		t.Error("nil error wrapped")
+	}
+}
+
+func TestRecovered(t *testing.T) {
+	err := func() (err error) {
+		defer func() {
+			if v := recover(); v != nil {
+				err = Recovered(v)
+			}
+		}()
+		var m map[string]int
+		m["x"] = 1 // panics
+		return nil
+	}()
+	if !IsPermanent(err) || StageOf(err) != StageInternal || !strings.Contains(err.Error(), "assignment to entry in nil map") {
+		t.Errorf("err = %v", err)
+	}
+	var re runtime.Error
+	if !errors.As(err, &re) {
+		t.Error("the runtime error is not wrapped")
+	}
+	if err := Recovered("boom"); err.Error() != "internal: panic: boom" {
+		t.Errorf("err = %v", err)
 	}
 }

@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
+	"hash/maphash"
+	"time"
 
 	"github.com/bqcdc/bqcdc/internal/failure"
+	"github.com/bqcdc/bqcdc/internal/limits"
 	"github.com/hamba/avro/v2"
 	"golang.org/x/sync/singleflight"
 )
@@ -25,30 +27,38 @@ var (
 	ErrTombstone = errors.New("Debezium JSON tombstone (null payload)")
 )
 
-// maxTexts bounds the cache of schema texts seen (see ConnectSchemas).
-const maxTexts = 1024
+// Bounds of the ConnectSchemas caches. Their keys come from the messages, so
+// they are bounded in entries and in age: a stream of distinct schemas (a
+// Writer costs ~30 KB) evicts old ones rather than growing the process, and
+// an entry is rebuilt at least once per connectCacheTTL.
+const (
+	maxConnectTexts   = 256 // raw schema texts (by textKey) -> Writer
+	maxConnectWriters = 128 // canonical schemas -> Writer
+	connectCacheTTL   = time.Hour
+)
 
 // ConnectSchemas decodes JsonConverter messages that carry their schema,
 // building the Avro schema and Writer of each distinct Connect schema once.
 // It is safe for concurrent use.
 //
 // Every message repeats its schema, so the lookup must be cheap: a message
-// whose schema text is byte-for-byte one already seen finds its Writer by
-// that text. Other texts are canonicalised (parsed, keys sorted, whitespace
-// dropped) and hashed into Writer.Key, so reformatted copies of one schema
-// share one Writer; only a new Key builds one. The text cache is cleared when
-// it exceeds maxTexts entries, the Key cache never is: it grows with the
-// number of distinct schemas, like the registry's id cache.
+// whose schema text is byte-for-byte one already seen finds its Writer by a
+// 128-bit hash of that text (textKey). Other texts are canonicalised
+// (parsed, keys sorted, whitespace dropped) and hashed into Writer.Key, so
+// reformatted copies of one schema share one Writer; only a new Key builds
+// one. Both caches are LRUs bounded in size and age (see maxConnectTexts).
 type ConnectSchemas struct {
-	mu     sync.RWMutex
-	byText map[string]*Writer
-	byKey  map[string]*Writer
+	byText *lru[textKey, *Writer]
+	byKey  *lru[string, *Writer]
 	group  singleflight.Group
 }
 
 // NewConnectSchemas returns an empty cache.
 func NewConnectSchemas() *ConnectSchemas {
-	return &ConnectSchemas{byText: map[string]*Writer{}, byKey: map[string]*Writer{}}
+	return &ConnectSchemas{
+		byText: newLRU[textKey, *Writer](maxConnectTexts, connectCacheTTL),
+		byKey:  newLRU[string, *Writer](maxConnectWriters, connectCacheTTL),
+	}
 }
 
 // Decode reads one JsonConverter message with the schema wrapper
@@ -58,6 +68,13 @@ func NewConnectSchemas() *ConnectSchemas {
 // errors are permanent, at the registry stage for a schema that cannot be
 // converted and at the decode stage for a payload that does not fit it.
 func (c *ConnectSchemas) Decode(data []byte) (*Writer, map[string]any, error) {
+	// The wrapper is split by encoding/json, which is linear in the input
+	// and stops at 10,000 levels; the schema text is checked against
+	// bqcdc's JSON bounds when it is first seen (canonicalJSON), the
+	// payload whenever it is transcoded.
+	if len(data) > limits.MaxMessageBytes {
+		return nil, nil, failure.Permanent(failure.StageDecode, limits.Errorf("the JSON message is %d bytes, more than Pub/Sub's %d-byte message limit", len(data), limits.MaxMessageBytes))
+	}
 	schema, payload, err := splitWrapper(data)
 	if err != nil {
 		return nil, nil, err
@@ -95,11 +112,21 @@ func splitWrapper(data []byte) (schema, payload json.RawMessage, err error) {
 	return schema, payload, nil
 }
 
+// textKey identifies a schema text by two 64-bit hashes with seeds chosen
+// at random for the process: a publisher cannot aim at a collision it
+// cannot compute, and the pair hashes at memory speed, unlike SHA-256 (the
+// lookup runs for every message).
+type textKey [2]uint64
+
+var textSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+
+func keyOf(text []byte) textKey {
+	return textKey{maphash.Bytes(textSeeds[0], text), maphash.Bytes(textSeeds[1], text)}
+}
+
 func (c *ConnectSchemas) writer(text []byte) (*Writer, error) {
-	c.mu.RLock()
-	w := c.byText[string(text)]
-	c.mu.RUnlock()
-	if w != nil {
+	textSum := keyOf(text)
+	if w, ok := c.byText.Get(textSum); ok {
 		return w, nil
 	}
 	canon, err := canonicalJSON(text)
@@ -109,37 +136,30 @@ func (c *ConnectSchemas) writer(text []byte) (*Writer, error) {
 	sum := sha256.Sum256(canon)
 	key := "connect:" + hex.EncodeToString(sum[:])
 	v, err, _ := c.group.Do(key, func() (any, error) {
-		c.mu.RLock()
-		w := c.byKey[key]
-		c.mu.RUnlock()
-		if w != nil {
+		if w, ok := c.byKey.Get(key); ok {
 			return w, nil
 		}
 		w, err := connectWriter(key, canon)
 		if err != nil {
 			return nil, err
 		}
-		c.mu.Lock()
-		c.byKey[key] = w
-		c.mu.Unlock()
+		c.byKey.Add(key, w)
 		return w, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	w = v.(*Writer)
-	c.mu.Lock()
-	if len(c.byText) >= maxTexts {
-		clear(c.byText)
-	}
-	c.byText[string(text)] = w
-	c.mu.Unlock()
+	w := v.(*Writer)
+	c.byText.Add(textSum, w)
 	return w, nil
 }
 
 // canonicalJSON re-encodes JSON with sorted keys and no insignificant
 // whitespace, numbers kept as written.
 func canonicalJSON(text []byte) ([]byte, error) {
+	if err := checkJSONBounds(text); err != nil {
+		return nil, err
+	}
 	v, err := parseJSON(text)
 	if err != nil {
 		return nil, err

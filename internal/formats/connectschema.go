@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	"github.com/bqcdc/bqcdc/internal/limits"
 )
 
 // Kafka Connect's logical type names.
@@ -19,7 +21,24 @@ const (
 	defaultPrecision = 64
 
 	avroConnectNamespace = "io.confluent.connect.avro"
+
+	connectBits = "io.debezium.data.Bits"
 )
+
+// maxConnectFields bounds the struct fields of one Connect schema, all
+// levels together. A Debezium envelope repeats the row's fields in "before"
+// and "after", and the row becomes a table of at most limits.MaxColumns
+// columns (nested fields included); the envelope's own fields (source,
+// transaction, op, ts_ms) are a few dozen.
+const maxConnectFields = 2*limits.MaxColumns + 256
+
+// maxStructFields bounds the fields of one Connect struct: MySQL's limit of
+// 4,096 columns per table, the widest of the databases Debezium reads
+// (PostgreSQL allows 1,600, Oracle 1,000, SQL Server 1,024 non-sparse).
+// It matters for time, not memory: hamba's first decode with a schema
+// builds its fingerprint text in time quadratic in a record's fields (about
+// 0.3 s for 4,096 fields, 3 s for 10,000).
+const maxStructFields = 4096
 
 // connectSchema is one schema as JsonConverter writes it (schemas.enable=true).
 type connectSchema struct {
@@ -64,7 +83,7 @@ func avroSchemaJSON(cs *connectSchema) ([]byte, error) {
 	if cs.Type != "struct" {
 		return nil, fmt.Errorf("top-level Connect schema is %q, want a struct", cs.Type)
 	}
-	b := &avroBuilder{named: map[string]string{}}
+	b := &avroBuilder{named: map[string]*connectSchema{}, canon: map[*connectSchema]string{}}
 	// The top level is the record itself even if marked optional: a null
 	// value is a tombstone, which never reaches the schema.
 	s, err := b.base(cs, "", "")
@@ -75,8 +94,22 @@ func avroSchemaJSON(cs *connectSchema) ([]byte, error) {
 }
 
 type avroBuilder struct {
-	named              map[string]string // Avro full name -> canonical Connect definition
-	defaults, mapEntry int               // counters for generated record names
+	named              map[string]*connectSchema // Avro full name -> its first definition
+	canon              map[*connectSchema]string // canonical definitions computed so far
+	defaults, mapEntry int                       // counters for generated record names
+	depth, fields      int                       // nesting now; struct fields so far
+}
+
+// canonical is a struct's definition without what belongs to the field
+// holding it, computed only when a name recurs (a definition marshals its
+// whole subtree).
+func (b *avroBuilder) canonical(cs *connectSchema) (string, error) {
+	if c, ok := b.canon[cs]; ok {
+		return c, nil
+	}
+	c, err := canonicalDefinition(cs)
+	b.canon[cs] = c
+	return c, err
 }
 
 // field converts a schema in a field position: optional becomes a union,
@@ -103,6 +136,11 @@ func (b *avroBuilder) field(cs *connectSchema, path, ns string) (typ any, def an
 // effect, which hamba (unlike Java Avro) applies even to a name declared
 // with an empty namespace; references must use the full name hamba sees.
 func (b *avroBuilder) base(cs *connectSchema, path, ns string) (any, error) {
+	b.depth++
+	defer func() { b.depth-- }()
+	if b.depth > limits.MaxSchemaNesting {
+		return nil, limits.Errorf("field %s: the Connect schema nests deeper than %d levels", pathOr(path), limits.MaxSchemaNesting)
+	}
 	var s map[string]any
 	switch cs.Type {
 	case "int8", "int16":
@@ -163,13 +201,16 @@ func logical(cs *connectSchema, s map[string]any) error {
 		}
 		scale, err := strconv.Atoi(cs.Parameters["scale"])
 		if err != nil {
-			return fmt.Errorf("Decimal without a valid scale parameter: %q", cs.Parameters["scale"])
+			return fmt.Errorf("Decimal without a valid scale parameter: %q", clip(cs.Parameters["scale"]))
 		}
 		precision := defaultPrecision
 		if p, ok := cs.Parameters[precisionParam]; ok {
 			if precision, err = strconv.Atoi(p); err != nil {
-				return fmt.Errorf("Decimal precision %q is not a number", p)
+				return fmt.Errorf("Decimal precision %q is not a number", clip(p))
 			}
+		}
+		if err := checkDecimal(precision, scale); err != nil {
+			return err
 		}
 		s["logicalType"], s["precision"], s["scale"] = "decimal", precision, scale
 	case connectDate:
@@ -178,6 +219,25 @@ func logical(cs *connectSchema, s map[string]any) error {
 		s["logicalType"] = "time-millis"
 	case connectTimestamp:
 		s["logicalType"] = "timestamp-millis"
+	case connectBits:
+		if l, ok := cs.Parameters["length"]; ok {
+			n, err := strconv.Atoi(l)
+			if err != nil || n < 0 || n > limits.MaxBitsLength {
+				return limits.Errorf("Bits length %q is not a number of bits from 0 to %d (a BigQuery row holds at most %d bytes)",
+					clip(l), limits.MaxBitsLength, limits.MaxMessageBytes)
+			}
+		}
+	}
+	return nil
+}
+
+// checkDecimal bounds what a schema may declare of a decimal before anything
+// computes 10^scale: wider than PostgreSQL's widest NUMERIC, no source
+// Debezium reads writes it.
+func checkDecimal(precision, scale int) error {
+	if precision < 0 || precision > limits.MaxDecimalPrecision || scale < -limits.MaxDecimalScale || scale > limits.MaxDecimalScale {
+		return limits.Errorf("Decimal precision %d and scale %d: precision must be 0 to %d and scale %d to %d (PostgreSQL's widest NUMERIC)",
+			precision, scale, limits.MaxDecimalPrecision, -limits.MaxDecimalScale, limits.MaxDecimalScale)
 	}
 	return nil
 }
@@ -220,17 +280,29 @@ func (b *avroBuilder) record(cs *connectSchema, path, ns string) (any, error) {
 		space = ns
 	}
 	full := join(space, name)
-	canon, err := canonicalDefinition(cs)
-	if err != nil {
-		return nil, err
-	}
 	if prev, ok := b.named[full]; ok {
-		if prev != canon {
+		a, err := b.canonical(prev)
+		if err != nil {
+			return nil, err
+		}
+		c, err := b.canonical(cs)
+		if err != nil {
+			return nil, err
+		}
+		if a != c {
 			return nil, fmt.Errorf("field %s: two different schemas are named %s", pathOr(path), cs.Name)
 		}
 		return full, nil
 	}
-	b.named[full] = canon
+	b.named[full] = cs
+	if len(cs.Fields) > maxStructFields {
+		return nil, limits.Errorf("field %s: a struct of %d fields; bqcdc reads structs of up to %d (MySQL's limit of columns per table, the widest Debezium source)",
+			pathOr(path), len(cs.Fields), maxStructFields)
+	}
+	if b.fields += len(cs.Fields); b.fields > maxConnectFields {
+		return nil, limits.Errorf("field %s: the Connect schema has more than %d struct fields (BigQuery tables hold %d columns, and a Debezium envelope repeats them in before and after)",
+			pathOr(path), maxConnectFields, limits.MaxColumns)
+	}
 	fields := make([]any, 0, len(cs.Fields))
 	for _, f := range cs.Fields {
 		if f.Field == "" {

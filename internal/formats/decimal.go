@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bqcdc/bqcdc/internal/limits"
 	"github.com/hamba/avro/v2"
 )
 
@@ -42,13 +43,23 @@ func exactRat(num string) (*big.Rat, bool) {
 // unscaled turns a decimal number into its unscaled integer at scale,
 // refusing digits the scale cannot hold.
 func unscaled(num string, scale int) (*big.Int, error) {
+	if scale < -limits.MaxDecimalScale || scale > limits.MaxDecimalScale {
+		return nil, limits.Errorf("decimal scale %d is outside %d to %d", scale, -limits.MaxDecimalScale, limits.MaxDecimalScale)
+	}
 	r, ok := exactRat(num)
 	if !ok {
 		return nil, fmt.Errorf("%s is not a number bqcdc reads exactly", clip(num))
 	}
-	r.Mul(r, new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil)))
+	// A negative scale (Java's BigDecimal allows one: 12E+3 has scale -3)
+	// divides instead.
+	p := new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(max(scale, -scale))), nil))
+	if scale >= 0 {
+		r.Mul(r, p)
+	} else {
+		r.Quo(r, p)
+	}
 	if !r.IsInt() {
-		return nil, fmt.Errorf("%s has more than %d decimal places", num, scale)
+		return nil, fmt.Errorf("%s has more than %d decimal places", clip(num), scale)
 	}
 	return r.Num(), nil
 }
@@ -87,5 +98,6 @@ func decimalScale(s avro.Schema) (int, bool) {
 	params, _ := p.Prop("connect.parameters").(map[string]any)
 	scale, _ := params["scale"].(string)
 	n, err := strconv.Atoi(scale)
+	// A scale beyond the bound is refused where it is used (unscaled).
 	return n, err == nil
 }

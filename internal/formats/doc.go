@@ -36,4 +36,18 @@
 // succeed; retryable: redeliver). Errors from Writer.Decode are not
 // classified; they are all permanent (the bytes do not fit the schema) and
 // name the field that failed where there is one.
+//
+// # Bounds
+//
+// Nothing a message declares is allocated or computed before it is checked
+// against a bound of package limits, derived from Pub/Sub's message size
+// and BigQuery's documented limits. Writer.Decode walks Avro binary along
+// the writer schema first (validate.go): every block count, length and size
+// is checked against the bytes left, items that take no bytes against a
+// per-message budget, nesting and varints against fixed bounds; hamba's own
+// limits are set from the message size, so values up to ~10 MB decode. JSON
+// is scanned for nesting and number length before it is parsed, and a
+// Connect schema's decimal parameters, Bits lengths, nesting and field
+// counts are checked while it is converted. Such errors wrap
+// limits.ErrLimit and name the bound.
 package formats

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,10 +35,26 @@ const fetchTimeout = 60 * time.Second
 // process, once per revision (concurrent first lookups share one fetch).
 // Failures are not cached: the next message asks again.
 type PubSubSchemas struct {
-	client *pubsub.SchemaClient
-	mu     sync.RWMutex
-	revs   map[string]*revision // by projects/p/schemas/s@rev
-	group  singleflight.Group
+	client   *pubsub.SchemaClient
+	projects map[string]bool // the projects whose schemas may be fetched; nil: any
+	mu       sync.RWMutex
+	revs     map[string]*revision // by projects/p/schemas/s@rev
+	group    singleflight.Group
+}
+
+// OnlyProjects restricts the schemas Lookup fetches to those of the given
+// projects (the deployment's own). The schema name is an attribute any
+// publisher sets: without the restriction, a name in a project the function
+// cannot read fails with PermissionDenied, which is retried (it usually
+// means a missing role) until Pub/Sub gives up. With it, a name in another
+// project is refused at once, permanently, without a fetch. Call it before
+// the first Lookup.
+func (s *PubSubSchemas) OnlyProjects(projects ...string) *PubSubSchemas {
+	s.projects = map[string]bool{}
+	for _, p := range projects {
+		s.projects[p] = true
+	}
+	return s
 }
 
 // revision holds one schema revision's Writers, one per encoding; they share
@@ -59,6 +76,7 @@ func NewPubSubSchemas(c *pubsub.SchemaClient) *PubSubSchemas {
 // immutable and a deleted one never returns), a schema that is not Avro, an
 // Avro definition that does not parse or is not a record. Retryable:
 // everything else, notably Unavailable, DeadlineExceeded, PermissionDenied
+// (see OnlyProjects for names in other projects)
 // (a deployment problem: keep the message until it is fixed) and a cancelled
 // context.
 func (s *PubSubSchemas) Lookup(ctx context.Context, attrs map[string]string) (*Writer, error) {
@@ -69,7 +87,13 @@ func (s *PubSubSchemas) Lookup(ctx context.Context, attrs map[string]string) (*W
 	case rev == "":
 		return nil, failure.Permanent(failure.StageRegistry, fmt.Errorf("message names schema %s but has no %s attribute", name, AttrSchemaRevision))
 	case enc != EncodingBinary && enc != EncodingJSON:
-		return nil, failure.Permanent(failure.StageRegistry, fmt.Errorf("message has %s=%q, want %s or %s", AttrSchemaEncoding, enc, EncodingBinary, EncodingJSON))
+		return nil, failure.Permanent(failure.StageRegistry, fmt.Errorf("message has %s=%q, want %s or %s", AttrSchemaEncoding, clip(enc), EncodingBinary, EncodingJSON))
+	}
+	if s.projects != nil {
+		project, ok := strings.CutPrefix(name, "projects/")
+		if project, _, _ = strings.Cut(project, "/"); !ok || !s.projects[project] {
+			return nil, failure.Permanent(failure.StageRegistry, fmt.Errorf("message names schema %q, which is not in a project this function reads schemas from", clip(name)))
+		}
 	}
 	r, err := s.revision(ctx, name+"@"+rev)
 	if err != nil {

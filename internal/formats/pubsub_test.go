@@ -316,3 +316,21 @@ func TestDetect(t *testing.T) {
 		})
 	}
 }
+
+// A schema name is an attribute any publisher sets: one in a project the
+// deployment does not read from is refused at once, permanently, without a
+// fetch that would fail with PermissionDenied and be retried.
+func TestPubSubOnlyProjects(t *testing.T) {
+	var gets atomic.Int32
+	sc, _ := newPubSub(t, pstest.ServerReactorOption{FuncName: "GetSchema", Reactor: countReactor{&gets}})
+	schemas := NewPubSubSchemas(sc).OnlyProjects("p")
+	for _, name := range []string{"projects/other/schemas/customers", "projects/p2/schemas/x", "elsewhere/p/schemas/x", "projects/"} {
+		_, err := schemas.Lookup(context.Background(), map[string]string{AttrSchemaName: name, AttrSchemaRevision: "r1", AttrSchemaEncoding: EncodingBinary})
+		if !failure.IsPermanent(err) || failure.StageOf(err) != failure.StageRegistry || !strings.Contains(err.Error(), "not in a project") {
+			t.Errorf("%s: %v, want a permanent registry error", name, err)
+		}
+	}
+	if n := gets.Load(); n != 0 {
+		t.Errorf("%d schema fetches, want none", n)
+	}
+}

@@ -48,6 +48,9 @@ func parseJSON(data []byte) (any, error) {
 
 // transcode writes the Avro binary encoding of a JSON record for schema s.
 func transcode(d dialect, api avro.API, s avro.Schema, data []byte) ([]byte, error) {
+	if err := checkJSONBounds(data); err != nil {
+		return nil, err
+	}
 	v, err := parseJSON(data)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/bqcdc/bqcdc/internal/limits"
 	"github.com/hamba/avro/v2"
 )
 
@@ -30,10 +31,23 @@ type Writer struct {
 	// toBinary transcodes one message into Avro binary for Schema; nil when
 	// the messages are Avro binary already.
 	toBinary func(data []byte) ([]byte, error)
+	// plan is what the validator run before every decode knows of Schema.
+	plan *plan
+}
+
+// decodeConfig bounds what hamba allocates for one value. Nothing a message
+// holds is longer than the message: a string or bytes value, and the items
+// of an array, are bounded by Pub/Sub's message size. The validator checks
+// every length and count against the bytes actually left before hamba runs;
+// these limits are the backstop should a path ever skip it. (hamba v2.31.0
+// has no map limit: it grows maps as entries are read, never from a count.)
+var decodeConfig = avro.Config{
+	MaxByteSliceSize:  limits.MaxMessageBytes,
+	MaxSliceAllocSize: limits.MaxMessageBytes,
 }
 
 func newWriter(key string, s avro.Schema, toBinary func(*Writer, []byte) ([]byte, error)) *Writer {
-	w := &Writer{Key: key, Schema: s, api: avro.Config{}.Freeze()}
+	w := &Writer{Key: key, Schema: s, api: decodeConfig.Freeze(), plan: newPlan(s)}
 	if toBinary != nil {
 		w.toBinary = func(b []byte) ([]byte, error) { return toBinary(w, b) }
 	}
@@ -41,7 +55,10 @@ func newWriter(key string, s avro.Schema, toBinary func(*Writer, []byte) ([]byte
 }
 
 // Decode reads one message into hamba's generic form. Every error is
-// permanent: the same bytes always fail the same way.
+// permanent: the same bytes always fail the same way. A message (or a
+// schema) beyond one of bqcdc's limits fails with an error wrapping
+// limits.ErrLimit that names the limit, before anything it declares is
+// allocated.
 func (w *Writer) Decode(data []byte) (map[string]any, error) {
 	if w.toBinary != nil {
 		b, err := w.toBinary(data)
@@ -49,6 +66,12 @@ func (w *Writer) Decode(data []byte) (map[string]any, error) {
 			return nil, err
 		}
 		data = b
+	}
+	if err := validate(w.plan, w.Schema, data); err != nil {
+		if err == errTruncated {
+			return nil, fmt.Errorf("payload truncated: %w", io.ErrUnexpectedEOF)
+		}
+		return nil, err
 	}
 	return decodeBinary(w.api, w.Schema, data)
 }

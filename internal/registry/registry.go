@@ -14,11 +14,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	neturl "net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/bqcdc/bqcdc/internal/redact"
 	"github.com/hamba/avro/v2"
 	"github.com/riferrei/srclient"
 	"golang.org/x/sync/singleflight"
@@ -47,9 +49,18 @@ type Client struct {
 }
 
 // New returns a client for the registry at url.
+//
+// Credentials in the URL (https://user:secret@host) are taken out of it and
+// used as basic auth when opts names none, so that no request, log line or
+// error of the registry client can quote them; errors are cleaned with
+// package redact as well.
 func New(url string, opts Options) *Client {
 	if opts.Timeout == 0 {
 		opts.Timeout = 10 * time.Second
+	}
+	url, user, password := splitCredentials(url)
+	if opts.Username == "" && opts.Password == "" {
+		opts.Username, opts.Password = user, password
 	}
 	sr := srclient.NewSchemaRegistryClient(strings.TrimRight(url, "/"), srclient.WithClient(&http.Client{Timeout: opts.Timeout}))
 	// srclient would also cache "latest" forever; this package caches by id itself.
@@ -58,6 +69,19 @@ func New(url string, opts Options) *Client {
 		sr.SetCredentials(opts.Username, opts.Password)
 	}
 	return &Client{sr: sr, byID: map[int]avro.Schema{}}
+}
+
+// splitCredentials takes the user information out of a URL. A URL that does
+// not parse is returned as it is (requests to it fail, with errors redacted).
+func splitCredentials(raw string) (clean, user, password string) {
+	u, err := neturl.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw, "", ""
+	}
+	user = u.User.Username()
+	password, _ = u.User.Password()
+	u.User = nil
+	return u.String(), user, password
 }
 
 // Parse parses schema text with a private name cache: versions of one schema
@@ -154,7 +178,7 @@ func call(ctx context.Context, fn func() (string, error)) (string, error) {
 		return "", fmt.Errorf("%w: %v", ErrUnavailable, ctx.Err())
 	case r := <-ch:
 		if r.err != nil {
-			return "", classify(r.err)
+			return "", redact.Error(classify(r.err))
 		}
 		return r.s, nil
 	}

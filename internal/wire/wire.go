@@ -26,6 +26,7 @@ var (
 	ErrShort     = errors.New("message shorter than the 5-byte Confluent header")
 	ErrMagicByte = errors.New("unknown magic byte")
 	ErrNoPayload = errors.New("frame has a header but no Avro payload")
+	ErrSchemaID  = errors.New("schema id out of range")
 )
 
 // Frame is one parsed message value.
@@ -51,6 +52,11 @@ func Parse(b []byte) (Frame, error) {
 		return Frame{}, ErrNoPayload
 	}
 	id := int32(binary.BigEndian.Uint32(b[1:HeaderLen]))
+	if id <= 0 {
+		// Registries number schemas from 1 (Confluent's ids are positive
+		// Java ints): no lookup can find this one.
+		return Frame{}, fmt.Errorf("%w: %d (registry ids run from 1 to %d)", ErrSchemaID, id, int32(1<<31-1))
+	}
 	return Frame{SchemaID: id, Payload: b[HeaderLen:]}, nil
 }
 

@@ -22,6 +22,8 @@ func TestParse(t *testing.T) {
 		{name: "magic 1", in: []byte{1, 0, 0, 0, 1, 2}, wantErr: ErrMagicByte},
 		{name: "short header", in: []byte{0, 0, 1}, wantErr: ErrShort},
 		{name: "header only", in: []byte{0, 0, 0, 0, 7}, wantErr: ErrNoPayload},
+		{name: "id 0", in: []byte{0, 0, 0, 0, 0, 2}, wantErr: ErrSchemaID},
+		{name: "id beyond 2^31-1", in: []byte{0, 0x80, 0, 0, 1, 2}, wantErr: ErrSchemaID},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -202,7 +202,7 @@ func logicalColumns() []logicalColumn {
 			{time.Date(2024, 5, 6, 7, 8, 9, 123456000, time.UTC), dt("2024-05-06 07:08:09.123456")}}},
 		{"avro_uuid", `{"type":"string","logicalType":"uuid"}`, []logicalValue{{"5f0c4a4e-8f0e-4d7b-9c35-6c4a2b7f0e11", "5f0c4a4e-8f0e-4d7b-9c35-6c4a2b7f0e11"}}},
 
-		// A name BigQuery reserves: the column is __TABLE_note (avrobq.ColumnName).
+		// A name BigQuery reserves: the column is src_TABLE_note (avrobq.ColumnName).
 		{"_TABLE_note", `"string"`, []logicalValue{{"kept", "kept"}}},
 	}
 }
