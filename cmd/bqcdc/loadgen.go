@@ -8,11 +8,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"time"
 
 	"cloud.google.com/go/pubsub/v2"
-	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/config"
 	"github.com/bqcdc/bqcdc/internal/dev/localstack"
@@ -81,19 +79,8 @@ func runLoadgen(ctx context.Context, args []string) error {
 
 // writeLoad writes the load's flows and schemas, to deploy before a remote run.
 func writeLoad(s loadgen.Spec, dir string) error {
-	for _, sub := range []string{"flows", "schemas"} {
-		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
-			return err
-		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, "flows", "loadgen.sql"), []byte(s.Flows()), 0o644); err != nil {
+	if err := s.Write(dir); err != nil {
 		return err
-	}
-	for i := range s.Tables {
-		name := filepath.Join(dir, "schemas", catalog.Subject(s.Topic(i))+".avsc")
-		if err := os.WriteFile(name, []byte(s.Schema(i)), 0o644); err != nil {
-			return err
-		}
 	}
 	fmt.Printf("wrote %s/flows/loadgen.sql and %d schemas in %s/schemas\n", dir, s.Tables, dir)
 	return nil
@@ -122,24 +109,16 @@ func loadRemote(ctx context.Context, s loadgen.Spec, t target, wait time.Duratio
 
 // loadLocal runs the load against a local stack of its own.
 func loadLocal(ctx context.Context, s loadgen.Spec, wait time.Duration, check bool) (loadgen.Result, error) {
-	dir, err := os.MkdirTemp("", "bqcdc-loadgen-")
-	if err != nil {
-		return loadgen.Result{}, err
-	}
-	defer os.RemoveAll(dir)
-	if err := writeLoad(s, dir); err != nil {
-		return loadgen.Result{}, err
-	}
 	o := localstack.DefaultOptions()
 	o.BigQueryPort, o.StoragePort, o.PubSubPort, o.RegistryPort, o.FunctionPort = 0, 0, 0, 0, 0
-	o.FlowsDir, o.SchemasDir = filepath.Join(dir, "flows"), filepath.Join(dir, "schemas")
 	o.CompactEvery = 0
 	o.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	start := time.Now()
-	st, err := localstack.Start(ctx, o)
+	st, cleanup, err := localstack.StartLoad(ctx, s, o)
 	if err != nil {
 		return loadgen.Result{}, err
 	}
+	defer cleanup()
 	defer st.Close()
 	fmt.Fprintf(os.Stderr, "local stack with %d tables up in %s\n", s.Tables, time.Since(start).Round(time.Millisecond))
 	res, err := loadgen.Run(ctx, s, st.LoadTarget(os.Stderr), wait)

@@ -17,7 +17,7 @@ import (
 // WrapREST puts the REST concessions (see the package doc: 3, 4 and 5) in
 // front of the emulator's REST handler.
 func WrapREST(next http.Handler) http.Handler {
-	return &restShim{schema: &schemaShim{next: next}}
+	return gated(&restShim{schema: &schemaShim{next: next}})
 }
 
 // restShim translates what the emulator says so that bqcdc's code, written

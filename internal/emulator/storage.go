@@ -40,7 +40,9 @@ func nameEveryAppend(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Client
 	if err != nil {
 		return nil, err
 	}
-	return &namedStream{ClientStream: cs, ctx: ctx, write: storagepb.NewBigQueryWriteClient(cc)}, nil
+	s := &namedStream{ClientStream: cs, ctx: ctx, write: storagepb.NewBigQueryWriteClient(cc)}
+	context.AfterFunc(ctx, s.gate.ended)
+	return s, nil
 }
 
 type namedStream struct {
@@ -48,24 +50,46 @@ type namedStream struct {
 	ctx   context.Context
 	write storagepb.BigQueryWriteClient
 	name  string
+	gate  appendGate
 }
 
 func (s *namedStream) SendMsg(m any) error {
-	if r, ok := m.(*storagepb.AppendRowsRequest); ok {
-		if r.GetWriteStream() != "" {
-			r = proto.Clone(r).(*storagepb.AppendRowsRequest)
-			name, err := s.streamFor(r)
-			if err != nil {
-				return err
-			}
-			s.name, r.WriteStream, m = name, name, r
-		} else if s.name != "" {
-			r = proto.Clone(r).(*storagepb.AppendRowsRequest)
-			r.WriteStream = s.name
-			m = r
-		}
+	r, ok := m.(*storagepb.AppendRowsRequest)
+	if !ok {
+		return s.ClientStream.SendMsg(m)
 	}
-	return s.ClientStream.SendMsg(m)
+	if r.GetWriteStream() != "" {
+		r = proto.Clone(r).(*storagepb.AppendRowsRequest)
+		name, err := s.streamFor(r) // a unary call, gated on its own: before entering
+		if err != nil {
+			return err
+		}
+		s.name, r.WriteStream = name, name
+	} else if s.name != "" {
+		r = proto.Clone(r).(*storagepb.AppendRowsRequest)
+		r.WriteStream = s.name
+	}
+	if err := enter(s.ctx); err != nil {
+		return err
+	}
+	s.gate.sent()
+	if err := s.ClientStream.SendMsg(r); err != nil {
+		s.gate.ended()
+		return err
+	}
+	return nil
+}
+
+func (s *namedStream) RecvMsg(m any) error {
+	err := s.ClientStream.RecvMsg(m)
+	if err != nil {
+		s.gate.ended()
+		return err
+	}
+	if isAppendResponse(m) {
+		s.gate.answered()
+	}
+	return nil
 }
 
 const defaultSuffix = "/streams/_default"
@@ -119,7 +143,7 @@ func (s *namedStream) streamFor(r *storagepb.AppendRowsRequest) (string, error) 
 func DialStorage(endpoint string) (*grpc.ClientConn, error) {
 	conn, err := grpc.NewClient(endpoint,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithStreamInterceptor(nameEveryAppend))
+		grpc.WithStreamInterceptor(nameEveryAppend), grpc.WithUnaryInterceptor(gatedUnary))
 	if err != nil {
 		return nil, fmt.Errorf("dialing the Storage Write emulator at %s: %w", endpoint, err)
 	}

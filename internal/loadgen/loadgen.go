@@ -20,6 +20,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -185,3 +187,23 @@ func randomText(r *rand.Rand, n int) string {
 
 // ChangelogTable is the changelog of table i.
 func (s Spec) ChangelogTable(i int) string { return catalog.TableName(s.Topic(i)) }
+
+// Write writes the load's flows (dir/flows/loadgen.sql) and Avro value
+// schemas (dir/schemas/<topic>-value.avsc), to apply before a run.
+func (s Spec) Write(dir string) error {
+	for _, sub := range []string{"flows", "schemas"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "flows", "loadgen.sql"), []byte(s.Flows()), 0o644); err != nil {
+		return err
+	}
+	for i := range s.Tables {
+		name := filepath.Join(dir, "schemas", catalog.Subject(s.Topic(i))+".avsc")
+		if err := os.WriteFile(name, []byte(s.Schema(i)), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"cloud.google.com/go/pubsub/v2"
@@ -79,4 +81,26 @@ func (s *Stack) CheckViews(ctx context.Context) (string, error) {
 		}
 	}
 	return strings.Join(problems, "\n"), nil
+}
+
+// StartLoad starts a stack serving the flows of a synthetic load (one
+// current-state flow per table), on free ports unless o names them. Close
+// the stack, then call the returned cleanup.
+func StartLoad(ctx context.Context, s loadgen.Spec, o Options) (*Stack, func(), error) {
+	dir, err := os.MkdirTemp("", "bqcdc-loadgen-")
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup := func() { os.RemoveAll(dir) }
+	if err := s.Write(dir); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	o.FlowsDir, o.SchemasDir = filepath.Join(dir, "flows"), filepath.Join(dir, "schemas")
+	st, err := Start(ctx, o)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return st, cleanup, nil
 }
