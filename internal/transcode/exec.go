@@ -17,10 +17,10 @@ import (
 type vkind uint8
 
 const (
-	vNull vkind = iota
-	vInt        // int64: INT64, TIMESTAMP
-	vInt32      // int32: DATE
-	vFloat      // float64
+	vNull  vkind = iota
+	vInt         // int64: INT64, TIMESTAMP
+	vInt32       // int32: DATE
+	vFloat       // float64
 	vBool
 	vString // string: STRING, JSON, NUMERIC, BIGNUMERIC, DATETIME, TIME
 	vBytes

@@ -256,16 +256,41 @@ func (p *Plan) bindDefaults(enc *bqwrite.Encoder, md protoreflect.MessageDescrip
 			return unsupported("default for column %s, which the writer or the metadata also sets", name)
 		}
 		taken[fd.Number()] = true
-		b, err := enc.Encode(map[string]any{name: v})
-		if err != nil {
-			return unsupported("encoding the default of column %s: %v", name, err)
+		// The row needs its required column to marshal; only the default's
+		// field is kept.
+		b, err := enc.Encode(map[string]any{name: v, changelog.ColIngestedAt: int64(0)})
+		if err == nil {
+			b, err = Canonical(md, b)
 		}
-		if b, err = Canonical(md, b); err != nil {
+		if err == nil {
+			b, err = fieldBytes(b, fd.Number())
+		}
+		if err != nil {
 			return unsupported("encoding the default of column %s: %v", name, err)
 		}
 		p.top = append(p.top, topField{kind: topDefault, num: fd.Number(), bytes: b})
 	}
 	return nil
+}
+
+// fieldBytes returns the encodings of field num in a message.
+func fieldBytes(msg []byte, num protowire.Number) ([]byte, error) {
+	var out []byte
+	for len(msg) > 0 {
+		n, typ, tl := protowire.ConsumeTag(msg)
+		if tl < 0 {
+			return nil, protowire.ParseError(tl)
+		}
+		vl := protowire.ConsumeFieldValue(n, typ, msg[tl:])
+		if vl < 0 {
+			return nil, protowire.ParseError(vl)
+		}
+		if n == num {
+			out = append(out, msg[:tl+vl]...)
+		}
+		msg = msg[tl+vl:]
+	}
+	return out, nil
 }
 
 // isEmptyDefault reports a value the encoder writes nothing for (an
