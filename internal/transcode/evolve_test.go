@@ -88,8 +88,6 @@ func TestEvolvedTableMatchesGenericPath(t *testing.T) {
 }
 
 func TestCompileRefuses(t *testing.T) {
-	parse := func(text string) bigquery.Schema { return nil }
-	_ = parse
 	tests := []struct {
 		name, writer string
 		unsupported  bool

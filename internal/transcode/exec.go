@@ -408,7 +408,7 @@ func (st *state) text(r *reader, n *node) (val, error) {
 		}
 	case cZonedTS:
 		s := unsafe.String(unsafe.SliceData(b), len(b))
-		t, perr := parseOffset(s, "2006-01-02T15:04:05")
+		t, perr := parseOffset(s, zonedTimestampLayout, zonedTimestampLayoutSec)
 		if perr != nil {
 			return errVal(valueErr("parsing zoned timestamp %q: %v", s, perr)), nil
 		}
@@ -419,7 +419,7 @@ func (st *state) text(r *reader, n *node) (val, error) {
 		return val{k: vInt, i: m}, nil
 	case cZonedTime:
 		s := unsafe.String(unsafe.SliceData(b), len(b))
-		t, perr := parseOffset(s, "15:04:05")
+		t, perr := parseOffset(s, zonedTimeLayout, zonedTimeLayoutSec)
 		if perr != nil {
 			return errVal(valueErr("parsing zoned time %q: %v", s, perr)), nil
 		}

@@ -18,7 +18,6 @@ import (
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/formats"
 	"github.com/bqcdc/bqcdc/internal/registry"
-	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/hamba/avro/v2"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
@@ -190,10 +189,4 @@ func (p pair) compare(t testing.TB, payload []byte, m Meta) failure.Stage {
 
 func diffRows(md protoreflect.MessageDescriptor, a, b []byte) string {
 	return fmt.Sprintf("transcoder: %s\ngeneric:    %s", describeRow(md, a), describeRow(md, b))
-}
-
-var _ = schema.String
-
-func loadSchemaOf(t testing.TB, p pair) avro.Schema {
-	return p.ref.writer.Schema
 }

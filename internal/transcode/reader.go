@@ -170,10 +170,12 @@ func (r *reader) block(minItem int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	var sizeErr error
 	if n < 0 {
-		if _, err := r.long(); err != nil { // block size in bytes: unused
-			return 0, err
-		}
+		// The block's size in bytes follows; it is unused. hamba allocates
+		// the items before looking at whether that read failed, so a
+		// hostile count is what decides, not the failed read.
+		_, sizeErr = r.long()
 		n = -n
 		if n < 0 { // -MinInt64
 			return 0, errHostileCount
@@ -186,7 +188,7 @@ func (r *reader) block(minItem int) (int, error) {
 	} else if n > int64(r.left()/minItem) {
 		return 0, errHostileCount
 	}
-	return int(n), nil
+	return int(n), sizeErr
 }
 
 // skip reads one value of n without converting it, refusing exactly what

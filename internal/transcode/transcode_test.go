@@ -25,7 +25,7 @@ func TestRandomRecordsMatchGenericPath(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g := newGen(1)
 			stages := map[string]int{}
-			w := loadSchemaOf(t, p)
+			w := p.ref.writer.Schema
 			for i := 0; i < 3000; i++ {
 				payload, err := g.payload(w)
 				if err != nil {

@@ -163,12 +163,21 @@ func timeOfDayDuration(d time.Duration) (int64, error) {
 	return int64(d / time.Microsecond), nil
 }
 
-// parseOffset is avrobq's: layout, optional fraction, and a UTC offset
-// "Z", "+05:30" or "+05:30:15".
-func parseOffset(s, layout string) (time.Time, error) {
-	t, err := time.Parse(layout+"Z07:00", s)
+// Layouts of avrobq's parseOffset, spelled out: concatenating them per
+// value would allocate.
+const (
+	zonedTimestampLayout    = "2006-01-02T15:04:05Z07:00"
+	zonedTimestampLayoutSec = "2006-01-02T15:04:05Z07:00:00"
+	zonedTimeLayout         = "15:04:05Z07:00"
+	zonedTimeLayoutSec      = "15:04:05Z07:00:00"
+)
+
+// parseOffset is avrobq's: a layout, optional fraction, and a UTC offset
+// "Z", "+05:30" or "+05:30:15" (layoutSec is the last form).
+func parseOffset(s, layout, layoutSec string) (time.Time, error) {
+	t, err := time.Parse(layout, s)
 	if err != nil {
-		if t2, err2 := time.Parse(layout+"Z07:00:00", s); err2 == nil {
+		if t2, err2 := time.Parse(layoutSec, s); err2 == nil {
 			return t2, nil
 		}
 	}
