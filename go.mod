@@ -10,6 +10,7 @@ require (
 	github.com/goccy/bigquery-emulator v0.8.1
 	github.com/google/go-cmp v0.7.0
 	github.com/hamba/avro/v2 v2.31.0
+	github.com/linkedin/goavro/v2 v2.15.0
 	github.com/riferrei/srclient v0.7.2
 	golang.org/x/sync v0.24.0
 	google.golang.org/api v0.304.0
@@ -74,7 +75,6 @@ require (
 	github.com/klauspost/compress v1.18.7 // indirect
 	github.com/klauspost/cpuid/v2 v2.3.0 // indirect
 	github.com/leodido/go-urn v1.4.0 // indirect
-	github.com/linkedin/goavro/v2 v2.15.0 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/mitchellh/go-wordwrap v1.0.1 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect

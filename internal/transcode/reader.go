@@ -1,0 +1,271 @@
+package transcode
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+)
+
+// The reader decodes Avro binary with exactly the acceptance rules of the
+// generic path (hamba/avro v2 decoding into map[string]any through a
+// formats.Writer): what hamba refuses, the reader refuses, and the other
+// way round. The rules, read from hamba's Reader:
+//
+//   - int: at most 5 bytes of varint, bits past 32 dropped; long: at most 10
+//     bytes, bits past 64 dropped (hamba keeps shifting into a fixed-width
+//     register, so a 10th byte with high bits set is accepted);
+//   - boolean: one byte, 0 or 1;
+//   - bytes and string: a long length, negative refused, above 1 MiB
+//     (hamba's default MaxByteSliceSize) refused, then the bytes;
+//   - union branch and enum symbol: an int index, range-checked;
+//   - array and map blocks: a long count, a negative one followed by a
+//     long byte size that is read and ignored, a zero count ending them.
+//
+// Unlike hamba, the reader never allocates on behalf of the input: bytes
+// are returned as sub-slices of the payload, and a block count is checked
+// against the bytes left before anything is done with it.
+
+// maxByteSlice is hamba's default Config.MaxByteSliceSize, which the
+// generic path's zero avro.Config keeps.
+const maxByteSlice = 1 << 20
+
+// maxZeroSizeItems bounds the count of an array block whose items take no
+// bytes (an array of null): the generic path allocates such an array at
+// its declared count, which for a hostile count exhausts memory.
+const maxZeroSizeItems = 1 << 20
+
+var (
+	errTruncated = errors.New("payload truncated: unexpected EOF")
+	errTrailing  = errors.New("trailing bytes after the record")
+	errVarint    = errors.New("varint too long")
+	errBool      = errors.New("invalid boolean byte")
+	errLength    = errors.New("invalid (negative) bytes or string length")
+	errTooLong   = errors.New("bytes or string longer than 1 MiB")
+	errBranch    = errors.New("unknown union branch")
+	errSymbol    = errors.New("unknown enum symbol")
+	// errHostileCount marks a block count larger than the bytes left could
+	// hold. The generic path allocates arrays at their declared count, so
+	// for such input it may exhaust memory rather than fail; the transcoder
+	// refuses it as a decode error (tests use the mark to know the generic
+	// path must not be run on that input).
+	errHostileCount = errors.New("block count exceeds what the bytes left can hold")
+)
+
+type reader struct {
+	b []byte
+	i int
+}
+
+func (r *reader) left() int { return len(r.b) - r.i }
+
+func (r *reader) long() (int64, error) {
+	var v uint64
+	var s uint
+	for n := 0; n < 10; n++ {
+		if r.i >= len(r.b) {
+			return 0, errTruncated
+		}
+		c := r.b[r.i]
+		r.i++
+		v |= uint64(c&0x7f) << s
+		if c&0x80 == 0 {
+			return int64((v >> 1) ^ -(v & 1)), nil
+		}
+		s += 7
+	}
+	return 0, errVarint
+}
+
+func (r *reader) int() (int32, error) {
+	var v uint32
+	var s uint
+	for n := 0; n < 5; n++ {
+		if r.i >= len(r.b) {
+			return 0, errTruncated
+		}
+		c := r.b[r.i]
+		r.i++
+		v |= uint32(c&0x7f) << s
+		if c&0x80 == 0 {
+			return int32((v >> 1) ^ -(v & 1)), nil
+		}
+		s += 7
+	}
+	return 0, errVarint
+}
+
+func (r *reader) bool() (bool, error) {
+	if r.i >= len(r.b) {
+		return false, errTruncated
+	}
+	c := r.b[r.i]
+	r.i++
+	if c > 1 {
+		return false, errBool
+	}
+	return c == 1, nil
+}
+
+// bytes reads bytes or a string as a sub-slice of the payload.
+func (r *reader) bytes() ([]byte, error) {
+	n, err := r.long()
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case n < 0:
+		return nil, errLength
+	case n > maxByteSlice:
+		return nil, errTooLong
+	case n > int64(r.left()):
+		return nil, errTruncated
+	}
+	b := r.b[r.i : r.i+int(n) : r.i+int(n)]
+	r.i += int(n)
+	return b, nil
+}
+
+func (r *reader) fixed(n int) ([]byte, error) {
+	if n > r.left() {
+		return nil, errTruncated
+	}
+	b := r.b[r.i : r.i+n : r.i+n]
+	r.i += n
+	return b, nil
+}
+
+func (r *reader) float() (float32, error) {
+	b, err := r.fixed(4)
+	if err != nil {
+		return 0, err
+	}
+	return math.Float32frombits(binary.LittleEndian.Uint32(b)), nil
+}
+
+func (r *reader) double() (float64, error) {
+	b, err := r.fixed(8)
+	if err != nil {
+		return 0, err
+	}
+	return math.Float64frombits(binary.LittleEndian.Uint64(b)), nil
+}
+
+// index reads a union branch or enum symbol index below n.
+func (r *reader) index(n int, bad error) (int, error) {
+	i, err := r.int()
+	if err != nil {
+		return 0, err
+	}
+	if i < 0 || int(i) >= n {
+		return 0, bad
+	}
+	return int(i), nil
+}
+
+// block reads the item count of the next array or map block (0: the end).
+// minItem is the fewest bytes one item takes; zero-size items are bounded
+// separately (see maxZeroSizeItems).
+func (r *reader) block(minItem int) (int, error) {
+	n, err := r.long()
+	if err != nil {
+		return 0, err
+	}
+	var sizeErr error
+	if n < 0 {
+		// The block's size in bytes follows; it is unused. hamba allocates
+		// the items before looking at whether that read failed, so a
+		// hostile count is what decides, not the failed read.
+		_, sizeErr = r.long()
+		n = -n
+		if n < 0 { // -MinInt64
+			return 0, errHostileCount
+		}
+	}
+	if minItem == 0 {
+		if n > maxZeroSizeItems {
+			return 0, errHostileCount
+		}
+	} else if n > int64(r.left()/minItem) {
+		return 0, errHostileCount
+	}
+	return int(n), sizeErr
+}
+
+// skip reads one value of n without converting it, refusing exactly what
+// the generic decoder refuses.
+func (r *reader) skip(n *node) error {
+	switch n.dec {
+	case dNull:
+		return nil
+	case dBool:
+		_, err := r.bool()
+		return err
+	case dInt:
+		_, err := r.int()
+		return err
+	case dLong:
+		_, err := r.long()
+		return err
+	case dFloat:
+		_, err := r.fixed(4)
+		return err
+	case dDouble:
+		_, err := r.fixed(8)
+		return err
+	case dBytes:
+		_, err := r.bytes()
+		return err
+	case dFixed:
+		_, err := r.fixed(n.size)
+		return err
+	case dEnum:
+		_, err := r.index(n.size, errSymbol)
+		return err
+	case dRecord:
+		for _, f := range n.fields {
+			if err := r.skip(f.n); err != nil {
+				return err
+			}
+		}
+		return nil
+	case dArray:
+		return r.skipBlocks(n.items, nil)
+	case dMap:
+		return r.skipBlocks(n.items, n)
+	case dUnion:
+		i, err := r.index(len(n.branches), errBranch)
+		if err != nil {
+			return err
+		}
+		return r.skip(n.branches[i])
+	}
+	return errors.New("transcode: unknown node kind")
+}
+
+// skipBlocks skips array items, or map entries (a string key, then the
+// value) when isMap is set.
+func (r *reader) skipBlocks(items *node, isMap *node) error {
+	min := items.minSize
+	if isMap != nil {
+		min++ // the key's length
+	}
+	for {
+		count, err := r.block(min)
+		if err != nil || count == 0 {
+			return err
+		}
+		if min == 0 && items.zeroSize {
+			continue // nothing to read, and nothing can fail
+		}
+		for range count {
+			if isMap != nil {
+				if _, err := r.bytes(); err != nil {
+					return err
+				}
+			}
+			if err := r.skip(items); err != nil {
+				return err
+			}
+		}
+	}
+}
