@@ -271,7 +271,7 @@ func TestSnapshotKind(t *testing.T) {
 		{"t", "false", streamed},
 	}
 	for _, tt := range tests {
-		if got := snapshotKindOf(tt.op, tt.snapshot); got != tt.want {
+		if got := snapshotKindOf(tt.op, FieldOf(tt.snapshot, true)); got != tt.want {
 			t.Errorf("snapshotKindOf(%q, %v) = %d, want %d", tt.op, tt.snapshot, got, tt.want)
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/hamba/avro/v2"
 	"github.com/linkedin/goavro/v2"
 	"google.golang.org/protobuf/proto"
@@ -22,7 +22,7 @@ import (
 //
 // compiled: Plan.Append, bytes to row bytes.
 // generic:  bqcdc's current path, bytes to row bytes (formats.Writer
-//           decode, cdc Flatten, avrobq Convert, evolve Fit, changelog.Row,
+//           decode, cdc Flatten, avrobq Convert, evolve Fit, catalog.Row,
 //           bqwrite.Encoder.Encode): ingest's BenchmarkHandle without the
 //           service around it.
 // goavro:   the naive path: goavro decode into maps, a map walk setting a
@@ -113,7 +113,7 @@ func (g *generic) encode(payload []byte, m Meta) ([]byte, error) {
 	if values, _, err = g.fitter.Fit(values); err != nil {
 		return nil, err
 	}
-	row := changelog.Row(values, changelog.Meta{Op: ch.Op, SourceTS: ch.SourceTS, Sequence: ch.Sequence, IngestedAt: m.IngestedAt,
+	row := catalog.Row(values, catalog.Meta{Op: ch.Op, SourceTS: ch.SourceTS, Sequence: ch.Sequence, IngestedAt: m.IngestedAt,
 		PublishTime: m.PublishTime, MessageID: m.MessageID, SchemaID: m.SchemaID, Transaction: ch.Transaction})
 	return g.enc.Encode(row)
 }
@@ -177,14 +177,14 @@ func naive(codec *goavro.Codec, md protoreflect.MessageDescriptor, payload []byt
 	}
 	set := func(name string, v protoreflect.Value) { msg.Set(md.Fields().ByName(protoreflect.Name(name)), v) }
 	op := env["op"].(string)
-	set(changelog.ColOp, protoreflect.ValueOfString(op))
+	set(catalog.ColOp, protoreflect.ValueOfString(op))
 	tsMs := src["ts_ms"].(int64)
-	set(changelog.ColSourceTS, protoreflect.ValueOfInt64(tsMs*1000))
-	set(changelog.ColSequence, protoreflect.ValueOfString(fmt.Sprintf("%016X/%016X/%016X/%016X", 3, src["pos"].(int64), src["row"].(int32), 1)))
-	set(changelog.ColIngestedAt, protoreflect.ValueOfInt64(m.IngestedAt.UnixMicro()))
-	set(changelog.ColPublishTime, protoreflect.ValueOfInt64(m.PublishTime.UnixMicro()))
-	set(changelog.ColMessageID, protoreflect.ValueOfString(m.MessageID))
-	set(changelog.ColSchemaID, protoreflect.ValueOfInt64(int64(m.SchemaID)))
+	set(catalog.ColSourceTS, protoreflect.ValueOfInt64(tsMs*1000))
+	set(catalog.ColSequence, protoreflect.ValueOfString(fmt.Sprintf("%016X/%016X/%016X/%016X", 3, src["pos"].(int64), src["row"].(int32), 1)))
+	set(catalog.ColIngestedAt, protoreflect.ValueOfInt64(m.IngestedAt.UnixMicro()))
+	set(catalog.ColPublishTime, protoreflect.ValueOfInt64(m.PublishTime.UnixMicro()))
+	set(catalog.ColMessageID, protoreflect.ValueOfString(m.MessageID))
+	set(catalog.ColSchemaID, protoreflect.ValueOfInt64(int64(m.SchemaID)))
 	return proto.Marshal(msg)
 }
 

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -248,17 +248,17 @@ var metaColumns = [nMeta]struct {
 	name string
 	kind protoreflect.Kind
 }{
-	{changelog.ColOp, protoreflect.StringKind},
-	{changelog.ColSourceTS, protoreflect.Int64Kind},
-	{changelog.ColSequence, protoreflect.StringKind},
-	{changelog.ColIngestedAt, protoreflect.Int64Kind},
-	{changelog.ColPublishTime, protoreflect.Int64Kind},
-	{changelog.ColMessageID, protoreflect.StringKind},
-	{changelog.ColSchemaID, protoreflect.Int64Kind},
-	{changelog.ColTransaction, protoreflect.MessageKind},
+	{catalog.ColOp, protoreflect.StringKind},
+	{catalog.ColSourceTS, protoreflect.Int64Kind},
+	{catalog.ColSequence, protoreflect.StringKind},
+	{catalog.ColIngestedAt, protoreflect.Int64Kind},
+	{catalog.ColPublishTime, protoreflect.Int64Kind},
+	{catalog.ColMessageID, protoreflect.StringKind},
+	{catalog.ColSchemaID, protoreflect.Int64Kind},
+	{catalog.ColTransaction, protoreflect.MessageKind},
 }
 
-// txFields are the fields of _cdc_transaction, as changelog.Row writes
+// txFields are the fields of _cdc_transaction, as catalog.Row writes
 // them.
 var txFields = [3]struct {
 	name string
@@ -276,7 +276,7 @@ func checkRequired(md protoreflect.MessageDescriptor, top bool, seen map[protore
 	fields := md.Fields()
 	for i := 0; i < fields.Len(); i++ {
 		fd := fields.Get(i)
-		if fd.Cardinality() == protoreflect.Required && !(top && string(fd.Name()) == changelog.ColIngestedAt) {
+		if fd.Cardinality() == protoreflect.Required && !(top && string(fd.Name()) == catalog.ColIngestedAt) {
 			return unsupported("required column %s", fd.Name())
 		}
 		if fd.Kind() == protoreflect.MessageKind || fd.Kind() == protoreflect.GroupKind {

@@ -5,7 +5,7 @@
 // # Why compiled
 //
 // The generic path (formats.Writer decoding into map[string]any, cdc
-// Flatten, avrobq Convert, evolve Fit, changelog.Row, bqwrite.Encoder
+// Flatten, avrobq Convert, evolve Fit, catalog.Row, bqwrite.Encoder
 // building a dynamicpb message and marshalling it) allocates a map per
 // record, boxes every value in an interface, looks converters and proto
 // fields up per value, and walks the message by reflection to marshal it:
@@ -74,7 +74,7 @@
 //
 // Every decision mirrors the generic code it replaces, and says so where
 // it is made: the Avro reader accepts and refuses exactly what hamba's
-// Reader does (varint lengths, boolean bytes, 1 MiB strings, union and
+// Reader does (varint lengths, boolean bytes, 10 MiB strings, union and
 // enum indexes, negative block counts); the conversion of each column
 // follows avrobq's columnFor decision tree, restricted to the Go value
 // hamba would have decoded (so, for example, a time-micros long is

@@ -3,6 +3,7 @@ package transcode
 import (
 	"fmt"
 	"time"
+	"unsafe"
 
 	"github.com/bqcdc/bqcdc/internal/cdc"
 	"github.com/hamba/avro/v2"
@@ -112,7 +113,7 @@ func blockRecord(s avro.Schema) (*avro.RecordSchema, int, error) {
 type rowMeta struct {
 	op       []byte
 	sourceTS time.Time
-	seq      seq
+	seq      cdc.Seq
 	tx       bool
 }
 
@@ -180,6 +181,7 @@ func (p *Plan) envelopeOf(st *state, r *reader) (rowMeta, error) {
 		return rm, decodeErr(errTrailing)
 	}
 	k := needs(rm.op)
+	var convErr error
 	switch {
 	case k == -2:
 		return rm, envelopeErr("unknown op %q (want c, u, d, r or t)", rm.op)
@@ -200,15 +202,20 @@ func (p *Plan) envelopeOf(st *state, r *reader) (rowMeta, error) {
 			}
 			img.convErr, img.dropped = st.convErr, st.dropped
 		}
-		if img.convErr != nil {
-			return rm, convertErr(img.convErr)
-		}
+		convErr = img.convErr
 		st.dropped = img.dropped
 	default: // truncate: no image, only metadata and defaults
 		st.level(0, p.image.rec.slots)
 		st.dropped = 0
 	}
-	p.flatten(st, &rm)
+	// cdc's Flatten (the source block) runs before avrobq's Convert on the
+	// generic path, so its errors win.
+	if err := p.flatten(st, &rm); err != nil {
+		return rm, err
+	}
+	if convErr != nil {
+		return rm, convertErr(convErr)
+	}
 	return rm, nil
 }
 
@@ -255,17 +262,31 @@ func readBlock(st *state, r *reader, ef *envField) (bool, error) {
 }
 
 // flatten is the rest of cdc's Flatten: source time and sequence, with
-// the envelope's ts_ms as the fallback time.
-func (p *Plan) flatten(st *state, rm *rowMeta) {
-	// A NULL source block leaves its slots empty, for which sourcePosition
-	// finds nothing, as cdc finds nothing without the block.
-	rm.sourceTS, rm.seq = sourcePosition(&st.src, len(rm.op) == 1 && rm.op[0] == 'r')
+// the envelope's ts_ms as the fallback time, by cdc's own rules.
+func (p *Plan) flatten(st *state, rm *rowMeta) error {
+	// A NULL source block leaves its slots empty (absent), for which
+	// cdc.Position finds nothing, as cdc finds nothing without the block.
+	b := block(&st.src)
+	op := unsafe.String(unsafe.SliceData(rm.op), len(rm.op))
+	ts, q, err := cdc.Position(&b, op)
+	if err != nil {
+		return envelopeWrap(err)
+	}
+	rm.sourceTS, rm.seq = ts, q
 	if rm.sourceTS.IsZero() {
-		if v := st.src[envTsMs]; v.kind == skInt {
-			rm.sourceTS = time.UnixMilli(v.i).UTC()
+		if rm.sourceTS, err = cdc.EnvelopeTime(block1(st.src[envTsMs])); err != nil {
+			return envelopeWrap(err)
 		}
 	}
-	if rm.seq.n == 0 && !rm.sourceTS.IsZero() {
-		rm.seq = timestampSeq(rm.sourceTS)
+	if rm.seq.IsZero() && !rm.sourceTS.IsZero() {
+		rm.seq = cdc.TimestampSeq(rm.sourceTS)
 	}
+	return nil
+}
+
+// block1 is one scalar as cdc reads it.
+func block1(v scalar) cdc.Field {
+	var src [nSlots]scalar
+	src[srcTsMs] = v
+	return block(&src).TsMs
 }

@@ -46,6 +46,9 @@ func (g *gen) envelope(s *avro.RecordSchema, rec map[string]any) {
 		op = "x"
 	}
 	rec["op"] = op
+	if _, ok := rec["ts_ms"]; ok && !g.chance(10) {
+		rec["ts_ms"] = map[string]any{"long": 1_600_000_000_000 + g.r.Int64N(200_000_000_000)}
+	}
 	for _, f := range s.Fields() {
 		switch f.Name() {
 		case "before", "after":
@@ -88,7 +91,11 @@ func (g *gen) source(src map[string]any) {
 	connectors := []string{"mysql", "mariadb", "postgresql", "oracle", "MySQL"}
 	set("connector", connectors[g.r.IntN(len(connectors))])
 	files := []string{"mysql-bin.000042", "bin.7", "mysql-bin.", "noext", "x.00a", "mysql-bin.99999999999999999999999"}
-	set("file", files[g.r.IntN(len(files))])
+	file := files[g.r.IntN(2)] // usable
+	if g.chance(5) {
+		file = files[g.r.IntN(len(files))] // any, unusable ones included
+	}
+	set("file", file)
 	set("pos", g.r.Int64N(1<<40)-10)
 	seqs := []string{`["123","456"]`, `[null,"456"]`, `["123",null]`, `[ "1", "2" ]`, `["18446744073709551616","1"]`, `["1"]`, `[1,2]`, ``, `["\u0031","2"]`, `["007","8"]`}
 	if g.chance(2) {
@@ -98,6 +105,14 @@ func (g *gen) source(src map[string]any) {
 	set("snapshot", snaps[g.r.IntN(len(snaps))])
 	if g.chance(3) {
 		set("ts_us", g.r.Int64N(1<<52))
+	}
+	// Mostly plausible times and rows, so most records get past cdc's
+	// range checks and reach the row image; now and then an edge.
+	if !g.chance(10) {
+		set("ts_ms", 1_600_000_000_000+g.r.Int64N(200_000_000_000))
+	}
+	if !g.chance(10) {
+		set("row", g.r.IntN(4))
 	}
 }
 

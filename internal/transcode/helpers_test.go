@@ -10,21 +10,21 @@ import (
 
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/avrobq"
-	"github.com/bqcdc/bqcdc/internal/bqschema"
 	"github.com/bqcdc/bqcdc/internal/bqwrite"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/cdc"
-	"github.com/bqcdc/bqcdc/internal/changelog"
 	"github.com/bqcdc/bqcdc/internal/evolve"
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/formats"
 	"github.com/bqcdc/bqcdc/internal/registry"
+	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
 	"github.com/hamba/avro/v2"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // generic is the reference: the pipeline of ingest's Service.process
 // from the payload to the encoded row (decode with formats.Writer, cdc
-// Flatten, avrobq Convert, evolve Fit, reader defaults, changelog.Row,
+// Flatten, avrobq Convert, evolve Fit, reader defaults, catalog.Row,
 // bqwrite.Encoder.Encode), step for step.
 type generic struct {
 	writer   *formats.Writer
@@ -46,7 +46,7 @@ func newGeneric(t testing.TB, w avro.Schema, table bigquery.Schema, defaults map
 	if err != nil {
 		t.Fatal(err)
 	}
-	cols, err := changelog.Schema(fields.Columns())
+	cols, err := catalog.Schema(fields.Columns())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func (g *generic) row(payload []byte, m Meta) ([]byte, int, error) {
 	if !g.shape.Envelope {
 		ch.Sequence = cdc.TimestampSequence(m.PublishTime)
 	}
-	row := changelog.Row(values, changelog.Meta{Op: ch.Op, SourceTS: ch.SourceTS, Sequence: ch.Sequence, IngestedAt: m.IngestedAt,
+	row := catalog.Row(values, catalog.Meta{Op: ch.Op, SourceTS: ch.SourceTS, Sequence: ch.Sequence, IngestedAt: m.IngestedAt,
 		PublishTime: m.PublishTime, MessageID: m.MessageID, SchemaID: m.SchemaID, Transaction: ch.Transaction})
 	b, err := g.enc.Encode(row)
 	if err != nil {
@@ -129,7 +129,7 @@ func tableFor(t testing.TB, s avro.Schema) bigquery.Schema {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cols, err := changelog.Schema(fields.Columns())
+	cols, err := catalog.Schema(fields.Columns())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,13 +9,13 @@ import (
 
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/avrobq"
-	"github.com/bqcdc/bqcdc/internal/bqschema"
 	"github.com/bqcdc/bqcdc/internal/bqwrite"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/cdc"
-	"github.com/bqcdc/bqcdc/internal/changelog"
 	"github.com/bqcdc/bqcdc/internal/evolve"
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/schema"
+	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
 	"github.com/hamba/avro/v2"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -123,7 +123,7 @@ func Compile(cfg Config) (*Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("writer schema: %w", err)
 	}
-	cols, err := changelog.Schema(fields.Columns())
+	cols, err := catalog.Schema(fields.Columns())
 	if err != nil {
 		return nil, fmt.Errorf("writer schema: %w", err)
 	}
@@ -258,7 +258,7 @@ func (p *Plan) bindDefaults(enc *bqwrite.Encoder, md protoreflect.MessageDescrip
 		taken[fd.Number()] = true
 		// The row needs its required column to marshal; only the default's
 		// field is kept.
-		b, err := enc.Encode(map[string]any{name: v, changelog.ColIngestedAt: int64(0)})
+		b, err := enc.Encode(map[string]any{name: v, catalog.ColIngestedAt: int64(0)})
 		if err == nil {
 			b, err = Canonical(md, b)
 		}
@@ -323,7 +323,7 @@ func (p *Plan) Append(dst, payload []byte, m Meta) (out []byte, dropped int, err
 		if st.convErr != nil {
 			return dst, 0, convertErr(st.convErr)
 		}
-		rm.seq = timestampSeq(m.PublishTime)
+		rm.seq = cdc.TimestampSeq(m.PublishTime)
 		return p.assemble(dst, st, &rm, &m), st.dropped, nil
 	}
 	ch, err := p.envelopeOf(st, &r)
@@ -340,6 +340,12 @@ func decodeErr(err error) error {
 
 func convertErr(err error) error {
 	return failure.Permanent(failure.StageConvert, fmt.Errorf("converting to BigQuery values: %w", err))
+}
+
+// envelopeWrap is cdc's error for a source block it refuses, as Flatten
+// wraps it.
+func envelopeWrap(err error) error {
+	return failure.Permanent(failure.StageEnvelope, fmt.Errorf("%w: %w", cdc.ErrEnvelope, err))
 }
 
 func envelopeErr(format string, args ...any) error {

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+
+	"github.com/bqcdc/bqcdc/internal/limits"
 )
 
 // The reader decodes Avro binary with exactly the acceptance rules of the
@@ -11,12 +13,14 @@ import (
 // formats.Writer): what hamba refuses, the reader refuses, and the other
 // way round. The rules, read from hamba's Reader:
 //
-//   - int: at most 5 bytes of varint, bits past 32 dropped; long: at most 10
-//     bytes, bits past 64 dropped (hamba keeps shifting into a fixed-width
-//     register, so a 10th byte with high bits set is accepted);
+//   - int: at most 5 bytes of varint (hamba) holding a value that fits in
+//     32 bits; long: at most 10 bytes, the 10th at most 1 (no bits past 64):
+//     the generic path's validator refuses what hamba would silently
+//     truncate;
 //   - boolean: one byte, 0 or 1;
-//   - bytes and string: a long length, negative refused, above 1 MiB
-//     (hamba's default MaxByteSliceSize) refused, then the bytes;
+//   - bytes and string: a long length, negative refused, above
+//     limits.MaxMessageBytes (the generic path's hamba MaxByteSliceSize)
+//     refused, then the bytes;
 //   - union branch and enum symbol: an int index, range-checked;
 //   - array and map blocks: a long count, a negative one followed by a
 //     long byte size that is read and ignored, a zero count ending them.
@@ -25,14 +29,13 @@ import (
 // are returned as sub-slices of the payload, and a block count is checked
 // against the bytes left before anything is done with it.
 
-// maxByteSlice is hamba's default Config.MaxByteSliceSize, which the
-// generic path's zero avro.Config keeps.
-const maxByteSlice = 1 << 20
+// maxByteSlice is the generic path's hamba Config.MaxByteSliceSize: a value
+// may be as large as a Pub/Sub message.
+const maxByteSlice = limits.MaxMessageBytes
 
 // maxZeroSizeItems bounds the count of an array block whose items take no
-// bytes (an array of null): the generic path allocates such an array at
-// its declared count, which for a hostile count exhausts memory.
-const maxZeroSizeItems = 1 << 20
+// bytes (an array of null), as the generic path's validator does.
+const maxZeroSizeItems = limits.MaxZeroSizeItems
 
 var (
 	errTruncated = errors.New("payload truncated: unexpected EOF")
@@ -40,7 +43,7 @@ var (
 	errVarint    = errors.New("varint too long")
 	errBool      = errors.New("invalid boolean byte")
 	errLength    = errors.New("invalid (negative) bytes or string length")
-	errTooLong   = errors.New("bytes or string longer than 1 MiB")
+	errTooLong   = errors.New("bytes or string longer than a Pub/Sub message (10 MiB)")
 	errBranch    = errors.New("unknown union branch")
 	errSymbol    = errors.New("unknown enum symbol")
 	// errHostileCount marks a block count larger than the bytes left could
@@ -52,8 +55,9 @@ var (
 )
 
 type reader struct {
-	b []byte
-	i int
+	b    []byte
+	i    int
+	zero int // zero-size items read so far
 }
 
 func (r *reader) left() int { return len(r.b) - r.i }
@@ -67,6 +71,9 @@ func (r *reader) long() (int64, error) {
 		}
 		c := r.b[r.i]
 		r.i++
+		if s == 63 && c > 1 {
+			return 0, errVarint // beyond 64 bits: the generic path's validator refuses it
+		}
 		v |= uint64(c&0x7f) << s
 		if c&0x80 == 0 {
 			return int64((v >> 1) ^ -(v & 1)), nil
@@ -76,8 +83,10 @@ func (r *reader) long() (int64, error) {
 	return 0, errVarint
 }
 
+// int reads an int: at most 5 bytes (hamba), and a value that fits in 32
+// bits (the generic path's validator).
 func (r *reader) int() (int32, error) {
-	var v uint32
+	var v uint64
 	var s uint
 	for n := 0; n < 5; n++ {
 		if r.i >= len(r.b) {
@@ -85,9 +94,13 @@ func (r *reader) int() (int32, error) {
 		}
 		c := r.b[r.i]
 		r.i++
-		v |= uint32(c&0x7f) << s
+		v |= uint64(c&0x7f) << s
 		if c&0x80 == 0 {
-			return int32((v >> 1) ^ -(v & 1)), nil
+			x := int64((v >> 1) ^ -(v & 1))
+			if x < -1<<31 || x > 1<<31-1 {
+				return 0, errVarint
+			}
+			return int32(x), nil
 		}
 		s += 7
 	}
@@ -170,25 +183,32 @@ func (r *reader) block(minItem int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	var sizeErr error
 	if n < 0 {
-		// The block's size in bytes follows; it is unused. hamba allocates
-		// the items before looking at whether that read failed, so a
-		// hostile count is what decides, not the failed read.
-		_, sizeErr = r.long()
+		// The block's size in bytes follows; the generic path's validator
+		// refuses one that is negative or beyond the payload.
 		n = -n
 		if n < 0 { // -MinInt64
 			return 0, errHostileCount
 		}
-	}
-	if minItem == 0 {
-		if n > maxZeroSizeItems {
+		size, err := r.long()
+		if err != nil {
+			return 0, err
+		}
+		if size < 0 || size > int64(r.left()) {
 			return 0, errHostileCount
 		}
+	}
+	if minItem == 0 {
+		// Items of no bytes draw on one budget per message, as in the
+		// validator.
+		if n > int64(maxZeroSizeItems-r.zero) {
+			return 0, errHostileCount
+		}
+		r.zero += int(n)
 	} else if n > int64(r.left()/minItem) {
 		return 0, errHostileCount
 	}
-	return int(n), sizeErr
+	return int(n), nil
 }
 
 // skip reads one value of n without converting it, refusing exactly what

@@ -34,10 +34,10 @@ func (p *Plan) appendMeta(dst []byte, st *state, tf *topField, rm *rowMeta, m *M
 			dst = protowire.AppendVarint(append(dst, tf.tag...), uint64(rm.sourceTS.UnixMicro()))
 		}
 	case mSequence:
-		if rm.seq.n > 0 {
+		if !rm.seq.IsZero() {
 			dst = append(dst, tf.tag...)
-			dst = protowire.AppendVarint(dst, uint64(17*rm.seq.n-1))
-			dst = appendSeq(dst, rm.seq)
+			dst = protowire.AppendVarint(dst, uint64(rm.seq.Len()))
+			dst = rm.seq.AppendTo(dst)
 		}
 	case mIngestedAt:
 		dst = protowire.AppendVarint(append(dst, tf.tag...), uint64(m.IngestedAt.UnixMicro()))

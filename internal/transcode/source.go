@@ -1,12 +1,9 @@
 package transcode
 
 import (
-	"encoding/json"
-	"strconv"
-	"strings"
-	"time"
 	"unsafe"
 
+	"github.com/bqcdc/bqcdc/internal/cdc"
 	"github.com/hamba/avro/v2"
 )
 
@@ -19,11 +16,14 @@ import (
 
 type skind uint8
 
+// Kinds, as cdc.Kind classifies them (see fieldOf).
 const (
-	skNone   skind = iota // absent, NULL or of a type cdc ignores
-	skInt                 // asInt succeeds
-	skString              // asString succeeds
+	skNone   skind = iota // absent: the schema has no such field
+	skNull                // NULL
+	skInt                 // an int or long
+	skString              // a string or enum symbol
 	skBool
+	skOther // any other type
 )
 
 type scalar struct {
@@ -44,6 +44,8 @@ type probe struct {
 
 func kindOf(n *node) skind {
 	switch n.form {
+	case fNull:
+		return skNull
 	case fInt, fLong:
 		return skInt
 	case fString, fEnum:
@@ -51,7 +53,7 @@ func kindOf(n *node) skind {
 	case fBool:
 		return skBool
 	}
-	return skNone
+	return skOther
 }
 
 // newProbe compiles the read of field s into slot. cdc unwraps any
@@ -86,7 +88,8 @@ func (r *reader) probe(p *probe, out *scalar) error {
 	*out = scalar{}
 	var err error
 	switch {
-	case k == skNone:
+	case k == skNull || k == skOther || k == skNone:
+		out.kind = k
 		return r.skip(n)
 	case n.dec == dInt:
 		var v int32
@@ -139,231 +142,27 @@ var sourceSlots = map[string]int{
 
 var txSlots = map[string]int{"id": txID, "total_order": txTotal, "data_collection_order": txPerTable}
 
-// seq is a change sequence as its sections (cdc.EncodeSections).
-type seq struct {
-	n int
-	s [4]uint64
-}
-
-func timestampSeq(t time.Time) seq {
-	us := t.UnixMicro()
-	if us < 0 {
-		us = 0
-	}
-	return seq{n: 1, s: [4]uint64{uint64(us)}}
-}
-
-func appendSeq(dst []byte, q seq) []byte {
-	const hex = "0123456789ABCDEF"
-	for i := range q.n {
-		if i > 0 {
-			dst = append(dst, '/')
+// block is the source block of the message as package cdc reads it; its
+// strings point into the payload.
+func block(src *[nSlots]scalar) cdc.SourceBlock {
+	f := func(v scalar) cdc.Field {
+		switch v.kind {
+		case skNull:
+			return cdc.Field{Kind: cdc.Null}
+		case skInt:
+			return cdc.Field{Kind: cdc.Int, Int: v.i}
+		case skString:
+			return cdc.Field{Kind: cdc.String, Str: v.str()}
+		case skBool:
+			return cdc.Field{Kind: cdc.Bool, Bool: v.b}
+		case skOther:
+			return cdc.Field{Kind: cdc.Other}
 		}
-		v := q.s[i]
-		for sh := 60; sh >= 0; sh -= 4 {
-			dst = append(dst, hex[v>>uint(sh)&0xf])
-		}
+		return cdc.Field{}
 	}
-	return dst
-}
-
-// sourcePosition is cdc's, on scalars.
-func sourcePosition(src *[nSlots]scalar, read bool) (time.Time, seq) {
-	ts := sourceTime(src)
-	full := read && fullSnapshot(src[srcSnapshot])
-	phase := uint64(1)
-	if read {
-		phase = 0
+	return cdc.SourceBlock{
+		TsUs: f(src[srcTsUs]), TsNs: f(src[srcTsNs]), TsMs: f(src[srcTsMs]),
+		Snapshot: f(src[srcSnapshot]), Connector: f(src[srcConnector]),
+		File: f(src[srcFile]), Pos: f(src[srcPos]), Row: f(src[srcRow]), LSN: f(src[srcLsn]), Sequence: f(src[srcSequence]),
 	}
-	var q seq
-	if c := src[srcConnector]; c.kind == skString {
-		switch c.str() {
-		case "mysql", "mariadb":
-			q = binlogPosition(src, phase)
-		case "postgresql":
-			q = postgresPosition(src, full, phase)
-		}
-	}
-	if q.n == 0 && !ts.IsZero() {
-		q = timestampSeq(ts)
-	}
-	return ts, q
-}
-
-func sourceTime(src *[nSlots]scalar) time.Time {
-	if v := src[srcTsUs]; v.kind == skInt {
-		return time.UnixMicro(v.i).UTC()
-	}
-	if v := src[srcTsNs]; v.kind == skInt {
-		return time.Unix(0, v.i).UTC()
-	}
-	if v := src[srcTsMs]; v.kind == skInt {
-		return time.UnixMilli(v.i).UTC()
-	}
-	return time.Time{}
-}
-
-// fullSnapshot is cdc's snapshotKindOf for an op r.
-func fullSnapshot(v scalar) bool {
-	switch v.kind {
-	case skString:
-		s := v.str()
-		if !isLowerASCII(s) {
-			s = strings.ToLower(s)
-		}
-		switch s {
-		case "true", "first", "first_in_data_collection", "last_in_data_collection", "last":
-			return true
-		}
-	case skBool:
-		return v.b
-	}
-	return false
-}
-
-func isLowerASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c >= 0x80 || ('A' <= c && c <= 'Z') {
-			return false
-		}
-	}
-	return true
-}
-
-func binlogPosition(src *[nSlots]scalar, phase uint64) seq {
-	file, pos := src[srcFile], src[srcPos]
-	if file.kind != skString {
-		return seq{}
-	}
-	idx, ok := binlogFileIndex(file.s)
-	if !ok || pos.kind != skInt || pos.i < 0 {
-		return seq{}
-	}
-	row := src[srcRow]
-	r := row.i
-	if row.kind != skInt || r < 0 {
-		r = 0
-	}
-	return seq{n: 4, s: [4]uint64{idx, uint64(pos.i), uint64(r), phase}}
-}
-
-// binlogFileIndex is cdc.BinlogFileIndex: the digits after the last '.'.
-func binlogFileIndex(file []byte) (uint64, bool) {
-	digits := file
-	for i := len(file) - 1; i >= 0; i-- {
-		if file[i] == '.' {
-			digits = file[i+1:]
-			break
-		}
-	}
-	if len(digits) == 0 {
-		return 0, false
-	}
-	var n uint64
-	for _, c := range digits {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + uint64(c-'0')
-	}
-	return n, true
-}
-
-func postgresPosition(src *[nSlots]scalar, full bool, phase uint64) seq {
-	lsnV := src[srcLsn]
-	okLSN := lsnV.kind == skInt && lsnV.i >= 0
-	commit, at, hasAt, ok := debeziumSequence(src[srcSequence])
-	if !ok {
-		if !okLSN {
-			return seq{}
-		}
-		return seq{n: 1, s: [4]uint64{uint64(lsnV.i)}}
-	}
-	switch {
-	case full:
-		at = 0
-	case !hasAt && okLSN:
-		at = uint64(lsnV.i)
-	case !hasAt:
-		at = 0
-	}
-	return seq{n: 3, s: [4]uint64{commit, at, phase}}
-}
-
-// debeziumSequence parses source.sequence, ["lastCommitLsn","lsn"]. The
-// common spelling (two quoted digit strings or nulls, no spaces) is read
-// without allocating; anything else goes through json.Unmarshal as cdc
-// does, so unusual spellings decide the same way.
-func debeziumSequence(v scalar) (lastCommit, lsn uint64, hasLSN, ok bool) {
-	if v.kind != skString || len(v.s) == 0 {
-		return 0, 0, false, false
-	}
-	if a, b, hasB, ok, sure := quickPair(v.s); sure {
-		return a, b, hasB, ok
-	}
-	var pair []*string
-	if err := json.Unmarshal(v.s, &pair); err != nil || len(pair) != 2 {
-		return 0, 0, false, false
-	}
-	var n [2]uint64
-	for i, p := range pair {
-		if p == nil {
-			continue
-		}
-		x, err := strconv.ParseUint(*p, 10, 64)
-		if err != nil {
-			return 0, 0, false, false
-		}
-		n[i] = x
-	}
-	return n[0], n[1], pair[1] != nil, true
-}
-
-// quickPair reads `[e,e]` where each e is null or a quoted run of digits.
-// sure is false for any other text.
-func quickPair(s []byte) (a, b uint64, hasB, ok, sure bool) {
-	i := 0
-	elem := func() (uint64, bool, bool, bool) { // value, present, valid, sure
-		if len(s)-i >= 4 && string(s[i:i+4]) == "null" {
-			i += 4
-			return 0, false, true, true
-		}
-		if i >= len(s) || s[i] != '"' {
-			return 0, false, false, false
-		}
-		i++
-		start := i
-		var n uint64
-		valid := true
-		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
-			d := uint64(s[i] - '0')
-			if n > (1<<64-1-d)/10 {
-				valid = false // ParseUint: value out of range
-			}
-			n = n*10 + d
-			i++
-		}
-		if i == start || i >= len(s) || s[i] != '"' {
-			return 0, false, false, false
-		}
-		i++
-		return n, true, valid, true
-	}
-	if len(s) < 2 || s[0] != '[' {
-		return 0, 0, false, false, false
-	}
-	i = 1
-	a, _, va, sa := elem()
-	if !sa || i >= len(s) || s[i] != ',' {
-		return 0, 0, false, false, false
-	}
-	i++
-	b, hasB, vb, sb := elem()
-	if !sb || i != len(s)-1 || s[i] != ']' {
-		return 0, 0, false, false, false
-	}
-	if !va || !vb {
-		return 0, 0, false, false, true
-	}
-	return a, b, hasB, true, true
 }
