@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"cloud.google.com/go/bigquery"
+	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/dynamicpb"
@@ -51,5 +52,31 @@ func TestEncoderRoundTrip(t *testing.T) {
 		if _, err := enc.Encode(bad); !errors.Is(err, ErrEncode) {
 			t.Errorf("%s: err = %v, want ErrEncode", name, err)
 		}
+	}
+}
+
+func TestDecodeInvertsEncode(t *testing.T) {
+	s := bigquery.Schema{
+		{Name: "id", Type: bigquery.IntegerFieldType},
+		{Name: "name", Type: bigquery.StringFieldType},
+		{Name: "d", Type: bigquery.DateFieldType},
+		{Name: "tags", Type: bigquery.StringFieldType, Repeated: true},
+		{Name: "r", Type: bigquery.RecordFieldType, Schema: bigquery.Schema{{Name: "x", Type: bigquery.FloatFieldType}}},
+	}
+	enc, err := NewEncoder(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := map[string]any{"id": int64(7), "name": "n", "d": int32(19000), "tags": []any{"a", "b"}, "r": map[string]any{"x": 1.5}}
+	b, err := enc.Encode(row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := enc.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(row, got); d != "" {
+		t.Errorf("Decode(Encode(row)) (-want +got):\n%s", d)
 	}
 }

@@ -168,6 +168,12 @@ func (w *Writer) AppendTo(ctx context.Context, t *Table, rows []map[string]any) 
 	return t.batch.submit(ctx, data)
 }
 
+// AppendEncoded is AppendTo for rows already encoded for t (package
+// transcode writes them straight from the message).
+func (w *Writer) AppendEncoded(ctx context.Context, t *Table, rows [][]byte) error {
+	return t.batch.submit(ctx, rows)
+}
+
 // streamSender sends a table's batches on its managed stream.
 type streamSender struct {
 	w *Writer

@@ -235,7 +235,7 @@ func TestHostileCorpus(t *testing.T) {
 			data := readFile(t, filepath.Join(hostileDir, c.File))
 			start := time.Now()
 			err, checked := decodeHostile(t, cs, c, data)
-			if d := time.Since(start); d > 5*time.Second {
+			if d := time.Since(start); d > time.Minute { // a bound, not a benchmark: the classes this guards against took minutes
 				t.Errorf("took %v", d)
 			}
 			if !checked {

@@ -54,6 +54,16 @@ func newWriter(key string, s avro.Schema, toBinary func(*Writer, []byte) ([]byte
 	return w
 }
 
+// Binary returns one message as Avro binary for Schema: the message itself
+// for binary encodings, else transcoded from its JSON encoding (errors are
+// permanent, as Decode's).
+func (w *Writer) Binary(data []byte) ([]byte, error) {
+	if w.toBinary == nil {
+		return data, nil
+	}
+	return w.toBinary(data)
+}
+
 // Decode reads one message into hamba's generic form. Every error is
 // permanent: the same bytes always fail the same way. A message (or a
 // schema) beyond one of bqcdc's limits fails with an error wrapping

@@ -18,6 +18,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/registry"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
+	"github.com/bqcdc/bqcdc/internal/transcode"
 	"github.com/hamba/avro/v2"
 	"golang.org/x/sync/singleflight"
 )
@@ -48,6 +49,10 @@ type codec struct {
 	defaults map[string]any  // reader defaults for table columns the writer lacks
 	conflict error           // permanent: messages of this writer cannot be stored
 	warned   atomic.Bool     // the dropping of unknown fields was logged
+	// plan transcodes a payload straight into this table version's row
+	// bytes (package transcode); nil when the writer schema has types it
+	// does not cover, and the steps above do it.
+	plan *transcode.Plan
 }
 
 // missing classifies the writer columns a table version lacks.
@@ -94,11 +99,12 @@ func (r writerRef) String() string {
 // table changes; the first use of a new table version drops the table's old
 // entries. Building a codec costs ~15 µs plus registry lookups (cached).
 type codecs struct {
-	reg   SchemaSource
-	keys  map[string][]string // flow KEYS by changelog table name; set by New
-	mu    sync.RWMutex
-	m     map[string]*tableCodecs // by table name
-	group singleflight.Group
+	reg     SchemaSource
+	keys    map[string][]string // flow KEYS by changelog table name; set by New
+	generic bool                // never compile plans (Options.Generic)
+	mu      sync.RWMutex
+	m       map[string]*tableCodecs // by table name
+	group   singleflight.Group
 }
 
 type tableCodecs struct {
@@ -239,6 +245,11 @@ func (c *codecs) build(ctx context.Context, ref writerRef, t *bqwrite.Table) (*c
 	}
 	if err := c.readerDefaults(ctx, ref, t, table, cd); err != nil {
 		return nil, err
+	}
+	if cd.conflict == nil && t.Metadata != nil && !c.generic {
+		// Any error (ErrUnsupported, or one the steps above meet for every
+		// message of the schema too) leaves the generic steps in charge.
+		cd.plan, _ = transcode.Compile(transcode.Config{Writer: w.Schema, Table: t.Metadata.Schema, Encoder: t.Encoder, Defaults: cd.defaults})
 	}
 	return cd, nil
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/formats"
 	"github.com/bqcdc/bqcdc/internal/schema"
+	"github.com/bqcdc/bqcdc/internal/transcode"
 	"github.com/bqcdc/bqcdc/internal/wire"
 )
 
@@ -64,6 +65,7 @@ type Appender interface {
 	Table(ctx context.Context, name string) (*bqwrite.Table, error)
 	Append(ctx context.Context, table string, rows []map[string]any) error
 	AppendTo(ctx context.Context, t *bqwrite.Table, rows []map[string]any) error
+	AppendEncoded(ctx context.Context, t *bqwrite.Table, rows [][]byte) error
 	Evolve(ctx context.Context, t *bqwrite.Table, cols schema.Columns, labels map[string]string) (bqwrite.Evolution, error)
 }
 
@@ -108,6 +110,10 @@ type Options struct {
 	Log   *slog.Logger
 	// Now stamps _cdc_ingested_at; nil means time.Now.
 	Now func() time.Time
+	// Generic turns the compiled transcoder off: every message goes
+	// through the generic steps (decode, flatten, convert, fit, encode).
+	// The two give the same rows; this exists to measure and compare them.
+	Generic bool
 }
 
 // Service runs the pipeline. It is safe for concurrent use.
@@ -135,6 +141,7 @@ func New(o Options) *Service {
 	for _, t := range o.Frozen {
 		s.frozen[t] = struct{}{}
 	}
+	s.codecs.generic = o.Generic
 	s.codecs.keys = make(map[string][]string, len(o.Keys))
 	for topic, k := range o.Keys {
 		s.codecs.keys[catalog.TableName(topic)] = k
@@ -225,6 +232,13 @@ func (s *Service) process(ctx context.Context, m Message, table string) (int, er
 	if err != nil {
 		return p.schemaID, err
 	}
+	if p.codec.plan != nil && p.record == nil {
+		row, err := s.transcode(m, p)
+		if err != nil {
+			return p.schemaID, err
+		}
+		return p.schemaID, s.writer.AppendEncoded(ctx, p.table, [][]byte{row})
+	}
 	row, err := s.row(m, p)
 	if err != nil {
 		return p.schemaID, err
@@ -283,6 +297,34 @@ func (s *Service) prepare(ctx context.Context, m Message, table string) (prepare
 	return p, nil
 }
 
+// transcode is row, compiled: the payload straight to the row's bytes.
+func (s *Service) transcode(m Message, p prepared) ([]byte, error) {
+	payload, err := p.codec.writer.Binary(p.payload)
+	if err != nil {
+		return nil, failure.Permanent(failure.StageDecode, fmt.Errorf("decoding %s payload with schema %s: %w", p.format, p.ref, err))
+	}
+	row, dropped, err := p.codec.plan.Append(nil, payload, transcode.Meta{MessageID: m.MessageID, PublishTime: m.PublishTime,
+		IngestedAt: s.now(), SchemaID: p.schemaID})
+	if err != nil {
+		return nil, err // classified by the plan, with the stage the generic steps would give
+	}
+	s.dropped(m, p, dropped)
+	return row, nil
+}
+
+// dropped counts the values of fields the changelog lacks (schema
+// evolution off for the topic), logging once per writer schema.
+func (s *Service) dropped(m Message, p prepared, n int) {
+	if n == 0 {
+		return
+	}
+	s.ignored.Add(int64(n))
+	if !p.codec.warned.Swap(true) {
+		s.log.Warn("values of fields the changelog lacks are dropped (schema evolution is off for the topic)",
+			"event", "fields_ignored", "topic", m.Topic, "writer", p.ref.String(), "fields", p.codec.fitter.Missing())
+	}
+}
+
 // row decodes a prepared message into its changelog row: Debezium
 // flattening, BigQuery values, fitted to the table, plus the metadata.
 func (s *Service) row(m Message, p prepared) (map[string]any, error) {
@@ -305,13 +347,7 @@ func (s *Service) row(m Message, p prepared) (map[string]any, error) {
 	if err != nil {
 		return nil, failure.Permanent(failure.StageConvert, fmt.Errorf("fitting schema %s into changelog %s: %w", p.ref, p.table.Name, err))
 	}
-	if dropped > 0 {
-		s.ignored.Add(int64(dropped))
-		if !cd.warned.Swap(true) {
-			s.log.Warn("values of fields the changelog lacks are dropped (schema evolution is off for the topic)",
-				"event", "fields_ignored", "topic", m.Topic, "writer", p.ref.String(), "fields", cd.fitter.Missing())
-		}
-	}
+	s.dropped(m, p, dropped)
 	for k, v := range cd.defaults {
 		if _, ok := values[k]; !ok {
 			values[k] = v

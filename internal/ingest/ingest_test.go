@@ -104,6 +104,19 @@ func (f *fakeTables) AppendTo(_ context.Context, t *bqwrite.Table, rows []map[st
 	return nil
 }
 
+// AppendEncoded keeps rows the compiled transcoder encoded, decoded back
+// into canonical maps so tests read them as AppendTo's.
+func (f *fakeTables) AppendEncoded(ctx context.Context, t *bqwrite.Table, rows [][]byte) error {
+	maps := make([]map[string]any, len(rows))
+	for i, b := range rows {
+		var err error
+		if maps[i], err = t.Encoder.Decode(b); err != nil {
+			return failure.Permanent(failure.StageEncode, err)
+		}
+	}
+	return f.AppendTo(ctx, t, maps)
+}
+
 // Evolve merges columns as bqwrite.Writer does, and returns a new table
 // version (a new pointer, as a reopened stream would be).
 func (f *fakeTables) Evolve(_ context.Context, t *bqwrite.Table, cols schema.Columns, labels map[string]string) (bqwrite.Evolution, error) {
