@@ -41,6 +41,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/ingest"
 	"github.com/bqcdc/bqcdc/internal/logging"
 	"github.com/bqcdc/bqcdc/internal/registry"
+	"golang.org/x/sync/semaphore"
 )
 
 // EntryPoint is the name the function is registered and deployed under.
@@ -49,6 +50,15 @@ const EntryPoint = "Ingest"
 // MaxBody bounds the push body read: Pub/Sub messages are at most 10 MB,
 // which base64 makes 13.4 MB, plus attributes and the JSON around them.
 const MaxBody = 16 << 20
+
+// MaxBodiesInFlight bounds the push bodies one instance holds at once, so
+// that a high request concurrency (Terraform's default is 80) cannot add up
+// to more memory than the instance has when large messages arrive
+// together: requests beyond it wait for memory, not for CPU. A body and
+// what decoding it allocates take about three times its size; 256 MiB of
+// bodies fit a 1 GiB instance, and typical Debezium events of a few KB never
+// reach the bound.
+const MaxBodiesInFlight = 256 << 20
 
 // Register registers the entry point with the Functions Framework. The
 // function configures itself from the environment on its first request (so
@@ -93,8 +103,9 @@ type Options struct {
 
 // Function is the ingest function of one instance.
 type Function struct {
-	svc *ingest.Service
-	log *slog.Logger
+	svc    *ingest.Service
+	log    *slog.Logger
+	bodies *semaphore.Weighted // bytes of push bodies in flight
 }
 
 // New creates the function's clients and pipeline. Clients connect lazily;
@@ -134,7 +145,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Function, error) {
 		opts.Flows = apply.NewFollower(bq, loc, o.Flows, o.Log)
 	}
 	o.Log.Info("ingest configured", "config", cfg.Redacted(), "flows", len(o.Flows))
-	return &Function{svc: ingest.New(opts), log: o.Log}, nil
+	return &Function{svc: ingest.New(opts), log: o.Log, bodies: semaphore.NewWeighted(MaxBodiesInFlight)}, nil
 }
 
 // Stats returns the pipeline's counters.
@@ -142,6 +153,15 @@ func (f *Function) Stats() ingest.Stats { return f.svc.Stats() }
 
 // ServeHTTP handles one push request.
 func (f *Function) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	size := r.ContentLength
+	if size < 0 || size > MaxBody {
+		size = MaxBody // unknown (or a lie, which ReadPush refuses): assume the worst
+	}
+	if err := f.bodies.Acquire(r.Context(), size); err != nil {
+		http.Error(w, "request ended while waiting for memory: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	defer f.bodies.Release(size)
 	msg, err := ReadPush(r)
 	if err == nil {
 		_, err = f.svc.Handle(r.Context(), msg)
