@@ -31,6 +31,7 @@ func (t *target) register(fs *flag.FlagSet) {
 	fs.StringVar(&t.bq.Project, "project", os.Getenv(config.EnvProject), "Google Cloud project (env "+config.EnvProject+")")
 	fs.StringVar(&t.bq.Location, "location", os.Getenv(config.EnvLocation), "BigQuery location for a new dataset and for jobs (env "+config.EnvLocation+")")
 	fs.StringVar(&t.bq.Endpoint, "bigquery-endpoint", os.Getenv(config.EnvBigQueryEndpoint), "BigQuery REST endpoint of an emulator, e.g. http://127.0.0.1:9050 (empty: Google)")
+	fs.StringVar(&t.bq.StorageEndpoint, "storage-endpoint", os.Getenv(config.EnvStorageEndpoint), "Storage Write gRPC endpoint of an emulator, e.g. 127.0.0.1:9060 (empty: Google)")
 	fs.StringVar(&t.dataset, "dataset", envOr(config.EnvDataset, config.DefaultDataset), "dataset for changelogs, state and views")
 	fs.StringVar(&t.flows, "flows", "sql/flows", "folder of flow declarations (*.sql)")
 	fs.StringVar(&t.schemas, "schemas", "schemas", "folder of Avro value schemas (<topic>-value.avsc), used when the registry lacks a subject")

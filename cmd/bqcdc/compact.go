@@ -2,16 +2,21 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/bqcdc/bqcdc/internal/apply"
+	"github.com/bqcdc/bqcdc/internal/bqwrite"
 	"github.com/bqcdc/bqcdc/internal/catalog"
+	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/compact"
 	"github.com/bqcdc/bqcdc/internal/config"
+	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/sql/render"
 )
 
@@ -31,6 +36,11 @@ func runCompact(ctx context.Context, args []string) error {
 	lag := fs.Duration("visibility-lag", config.DefaultVisibilityLag, "how long after _cdc_ingested_at a row may become visible (ingest timeout + clock skew)")
 	tombstones := fs.Int("tombstone-retention-days", config.DefaultTombstoneRetention, "keep SCD 1 delete tombstones this many days (0: forever)")
 	retention := fs.Int("changelog-retention-days", 0, "delete compacted changelog days older than this (0: keep forever)")
+	concurrency := fs.Int("concurrency", 8, "flows folded at once")
+	budget := fs.Duration("budget", 0, "start no flow after this long (0: no limit); the rest are reported deferred")
+	shard := fs.Int("shard", 0, "with --shards: compact the sources of this shard only")
+	shards := fs.Int("shards", 1, "split the sources into this many shards (one scheduled run each)")
+	asJSON := fs.Bool("json", false, "print one JSON object per flow")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -46,21 +56,44 @@ func runCompact(ctx context.Context, args []string) error {
 		*retention = 0
 	}
 	loc := catalog.Location{Project: t.bq.Project, DefaultDataset: t.dataset}
-	bound, err := apply.BindToChangelogs(ctx, bq, loc, flows)
+	if *shards < 1 || *shard < 0 || *shard >= *shards {
+		return fmt.Errorf("--shard %d --shards %d: want 0 <= shard < shards", *shard, *shards)
+	}
+	if *shards > 1 {
+		flows = slices.DeleteFunc(flows, func(f *flow.Flow) bool { return compact.ShardOf(f.Source.Name, *shards) != *shard })
+	}
+	bound, changelogs, err := apply.BindToChangelogMetadata(ctx, bq, loc, flows)
 	if err != nil && len(bound) == 0 {
 		return t.notAll(err)
 	}
 	t.refused = append(t.refused, err) // flows that do not bind: the others run
-	c := compact.New(bq, loc, compact.Options{VisibilityLag: *lag,
+	opts := compact.Options{VisibilityLag: *lag,
 		TombstoneRetention: time.Duration(*tombstones) * 24 * time.Hour,
-		ChangelogRetention: time.Duration(*retention) * 24 * time.Hour})
-	reports, err := c.RunSelected(ctx, bound, only, apply.Unbound(flows, bound))
+		ChangelogRetention: time.Duration(*retention) * 24 * time.Hour,
+		Concurrency:        *concurrency, Budget: *budget}
+	if mw, err := clients.NewWriter(ctx, t.bq); err == nil {
+		w := bqwrite.NewWriter(bq, mw, t.bq.Project, t.dataset)
+		defer w.Close()
+		opts.Reports = w
+	} else {
+		fmt.Fprintln(os.Stderr, "compaction reports not written:", err)
+	}
+	c := compact.New(bq, loc, opts)
+	reports, err := c.Compact(ctx, compact.Selection{Flows: bound, Names: only, Unbound: apply.Unbound(flows, bound),
+		Changelogs: changelogs, Shard: *shard, Shards: *shards})
 	if err != nil {
 		return err
 	}
 	failed := 0
+	enc := json.NewEncoder(os.Stdout)
 	for _, r := range reports {
-		fmt.Println(FormatReport(r))
+		if *asJSON {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		} else {
+			fmt.Println(FormatReport(r))
+		}
 		if r.Outcome == compact.Failed {
 			failed++
 		}
@@ -73,9 +106,9 @@ func runCompact(ctx context.Context, args []string) error {
 
 // FormatReport renders one flow's report on one line.
 func FormatReport(r compact.Report) string {
-	s := fmt.Sprintf("%-22s %-11s read %d events (%d without sequence), %d keys, wrote %d rows, watermark %s -> %s, %s",
+	s := fmt.Sprintf("%-22s %-11s read %d events (%d without sequence), %d keys, wrote %d rows, watermark %s -> %s, %d jobs, %d bytes billed, %s",
 		r.Flow, r.Outcome, r.EventsRead, r.WithoutSequence, r.KeysTouched, r.RowsWritten,
-		stamp(r.WatermarkBefore), stamp(r.WatermarkAfter), r.Duration.Round(time.Millisecond))
+		stamp(r.WatermarkBefore), stamp(r.WatermarkAfter), r.Jobs, r.BytesBilled, r.Duration.Round(time.Millisecond))
 	if r.Error != "" {
 		s += "\n    error: " + r.Error
 	}

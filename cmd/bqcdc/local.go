@@ -179,7 +179,7 @@ func compactDemo(ctx context.Context, st *localstack.Stack, sent []demo.Publishe
 	reports, err = st.Compact(ctx, nil)
 	printCompaction("compaction again, nothing new", reports, err)
 	for _, r := range reports {
-		if r.Outcome != compact.UpToDate {
+		if r.Outcome != compact.UpToDate && r.Outcome != compact.Idle {
 			return fmt.Errorf("a second compaction of %s with nothing new did %q", r.Flow, r.Outcome)
 		}
 	}

@@ -18,11 +18,13 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strconv"
 	"time"
 
 	"cloud.google.com/go/bigquery"
 	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
 	"github.com/bqcdc/bqcdc/internal/apply"
+	"github.com/bqcdc/bqcdc/internal/bqwrite"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/compact"
@@ -101,10 +103,19 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Function, error) {
 		o.Log.Warn("changelog retention suspended while flows are refused", "event", "retention_suspended")
 		retention = 0
 	}
+	// Reports are appended through the Storage Write API: no DML on the
+	// shared report table.
+	mw, err := clients.NewWriter(context.WithoutCancel(ctx), cfg.BigQuery)
+	if err != nil {
+		return nil, err
+	}
 	return &Function{flows: o.Flows, refused: errors.Join(o.Refused...), bq: bq, loc: loc, compactor: compact.New(bq, loc, compact.Options{
 		VisibilityLag:      cfg.VisibilityLag,
 		TombstoneRetention: time.Duration(cfg.TombstoneRetentionDays) * 24 * time.Hour,
 		ChangelogRetention: retention,
+		Concurrency:        cfg.CompactConcurrency,
+		Budget:             cfg.CompactBudget,
+		Reports:            bqwrite.NewWriter(bq, mw, cfg.BigQuery.Project, cfg.Dataset),
 		Log:                o.Log,
 	})}, nil
 }
@@ -115,9 +126,16 @@ type Response struct {
 	Error   string           `json:"error,omitempty"`
 }
 
-// ServeHTTP runs one compaction.
+// ServeHTTP runs one compaction: of every flow, of the flows named
+// (?flow=a&flow=b or {"flows": [...]}), or of one shard of the sources
+// (?shard=i&shards=n, one Cloud Scheduler job per shard).
 func (f *Function) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	names := r.URL.Query()["flow"]
+	shard, shards, err := shardOf(r)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, Response{Error: err.Error()})
+		return
+	}
 	if r.Body != nil && r.ContentLength != 0 {
 		var body struct {
 			Flows []string `json:"flows"`
@@ -132,12 +150,22 @@ func (f *Function) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// schema gains fields, and the run must fold them (and show them in the
 	// view). Reading one table's metadata per source is cheap next to the
 	// queries of a run.
-	bound, unbindable := apply.BindToChangelogs(r.Context(), f.bq, f.loc, f.flows)
+	flows := f.flows
+	if shards > 1 {
+		flows = nil
+		for _, fl := range f.flows {
+			if compact.ShardOf(fl.Source.Name, shards) == shard {
+				flows = append(flows, fl)
+			}
+		}
+	}
+	bound, changelogs, unbindable := apply.BindToChangelogMetadata(r.Context(), f.bq, f.loc, flows)
 	if unbindable != nil && len(bound) == 0 {
 		writeJSON(w, http.StatusInternalServerError, Response{Error: unbindable.Error()})
 		return
 	}
-	reports, err := f.compactor.RunSelected(r.Context(), bound, names, apply.Unbound(f.flows, bound))
+	reports, err := f.compactor.Compact(r.Context(), compact.Selection{Flows: bound, Names: names,
+		Unbound: apply.Unbound(flows, bound), Changelogs: changelogs, Shard: shard, Shards: shards})
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, Response{Error: err.Error()})
 		return
@@ -154,6 +182,20 @@ func (f *Function) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		status, resp.Error = http.StatusInternalServerError, "flows refused (the others ran): "+refused.Error()
 	}
 	writeJSON(w, status, resp)
+}
+
+// shardOf reads ?shard=i&shards=n (both or neither).
+func shardOf(r *http.Request) (shard, shards int, err error) {
+	q := r.URL.Query()
+	if q.Get("shards") == "" && q.Get("shard") == "" {
+		return 0, 1, nil
+	}
+	shards, err1 := strconv.Atoi(q.Get("shards"))
+	shard, err2 := strconv.Atoi(q.Get("shard"))
+	if err1 != nil || err2 != nil || shards < 1 || shard < 0 || shard >= shards {
+		return 0, 0, fmt.Errorf("?shard=%q&shards=%q: want 0 <= shard < shards", q.Get("shard"), q.Get("shards"))
+	}
+	return shard, shards, nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

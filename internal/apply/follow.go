@@ -17,15 +17,26 @@ import (
 // they are in BigQuery now (compaction has no registry: the tables are the
 // truth, and ingest may have added columns since the last apply).
 func BindToChangelogs(ctx context.Context, bq *bigquery.Client, loc catalog.Location, flows []*flow.Flow) ([]*flow.Bound, error) {
+	bound, _, err := BindToChangelogMetadata(ctx, bq, loc, flows)
+	return bound, err
+}
+
+// BindToChangelogMetadata is BindToChangelogs, also returning the changelog
+// tables' metadata by source, as read (compaction decides from it which
+// flows are idle).
+func BindToChangelogMetadata(ctx context.Context, bq *bigquery.Client, loc catalog.Location, flows []*flow.Flow) ([]*flow.Bound, map[string]*bigquery.TableMetadata, error) {
 	sources := map[string]SourceSchema{}
+	mds := map[string]*bigquery.TableMetadata{}
 	for _, src := range flow.Sources(flows) {
 		md, err := bq.Dataset(loc.DefaultDataset).Table(catalog.TableName(src)).Metadata(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("reading the changelog of %s (run bqcdc apply first?): %w", src, err)
+			return nil, nil, fmt.Errorf("reading the changelog of %s (run bqcdc apply first?): %w", src, err)
 		}
 		sources[src] = SourceSchema{Source: src, Columns: bqschema.FromBigQuery(md.Schema)}
+		mds[src] = md
 	}
-	return BindAll(flows, sources)
+	bound, err := BindAll(flows, sources)
+	return bound, mds, err
 }
 
 // Follower brings the flows of a topic up to its changelog after ingest

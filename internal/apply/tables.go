@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/bqerror"
@@ -91,13 +92,46 @@ func DeadLetters(ctx context.Context, bq *bigquery.Client, dataset string, rep *
 	return ensureTable(ctx, bq.Dataset(dataset).Table(catalog.DeadLetterTable), want, rep)
 }
 
-// CompactionReport creates or evolves the compaction report table.
+// CompactionReport creates or evolves the compaction report table (one
+// row per flow and run, kept 90 days) and the view of each flow's latest
+// run.
 func CompactionReport(ctx context.Context, bq *bigquery.Client, dataset string, rep *Report) error {
 	want := &bigquery.TableMetadata{
-		Description: "bqcdc compaction: the last run of every flow (watermark, counts, errors). Written by bqcdc compact.",
-		Schema:      bqschema.ToBigQuery(catalog.CompactionColumns()),
+		Description: "bqcdc compaction runs: one row per flow and run (appended through the Storage Write API). See the view " + catalog.CompactionStateView + " for each flow's latest run.",
+		Schema:      bqschema.ToBigQuery(catalog.CompactionRunsColumns()),
+		TimePartitioning: &bigquery.TimePartitioning{Type: bigquery.DayPartitioningType, Field: "run_at",
+			Expiration: 90 * 24 * time.Hour},
+		Clustering: &bigquery.Clustering{Fields: []string{"flow"}},
 	}
-	return ensureTable(ctx, bq.Dataset(dataset).Table(catalog.CompactionTable), want, rep)
+	if err := ensureTable(ctx, bq.Dataset(dataset).Table(catalog.CompactionRunsTable), want, rep); err != nil {
+		return err
+	}
+	return ensureView(ctx, bq.Dataset(dataset).Table(catalog.CompactionStateView),
+		catalog.CompactionStateQuery(bq.Project(), dataset), "bqcdc: each flow's latest compaction run.", rep)
+}
+
+// ensureView creates a plain view, or updates its query and description.
+func ensureView(ctx context.Context, t *bigquery.Table, query, description string, rep *Report) error {
+	have, err := t.Metadata(ctx)
+	if bqerror.NotFound(err) {
+		if err := t.Create(ctx, &bigquery.TableMetadata{ViewQuery: query, Description: description}); err != nil {
+			return fmt.Errorf("creating view %s: %w", t.TableID, err)
+		}
+		rep.add("view %s: created", t.TableID)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading view %s: %w", t.TableID, err)
+	}
+	if have.ViewQuery == query && have.Description == description {
+		rep.add("view %s: unchanged", t.TableID)
+		return nil
+	}
+	if _, err := t.Update(ctx, bigquery.TableMetadataToUpdate{ViewQuery: query, Description: description}, have.ETag); err != nil {
+		return fmt.Errorf("updating view %s: %w", t.TableID, err)
+	}
+	rep.add("view %s: updated", t.TableID)
+	return nil
 }
 
 // ensureTable creates t as want, or brings an existing table's schema,

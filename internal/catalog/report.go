@@ -1,25 +1,81 @@
 package catalog
 
-import "github.com/bqcdc/bqcdc/internal/schema"
+import (
+	"fmt"
+	"time"
 
-// CompactionTable reports the last compaction run of every flow, one row
-// per flow (operators read it; correctness never depends on it).
-const CompactionTable = "_bqcdc_compaction_state"
+	"github.com/bqcdc/bqcdc/internal/schema"
+)
 
-// CompactionColumns is the compaction report table schema.
-func CompactionColumns() schema.Columns {
+// CompactionRunsTable records every compaction run of every flow, one row
+// per flow and run, appended through the Storage Write API (no DML: many
+// flows and concurrent runs never contend for it). Operators read it;
+// correctness never depends on it.
+const CompactionRunsTable = "_bqcdc_compaction_runs"
+
+// CompactionStateView shows each flow's latest run (the newest row per flow
+// of CompactionRunsTable).
+const CompactionStateView = "_bqcdc_compaction_state"
+
+// CompactionRunsColumns is the compaction report table schema.
+func CompactionRunsColumns() schema.Columns {
 	return schema.Columns{
+		{Name: "run_at", Type: schema.Timestamp, Required: true, Description: "When the run started. Partitioning column."},
+		{Name: "run_id", Type: schema.String, Description: "The run (its start time and shard)."},
+		{Name: "shard", Type: schema.Int64, Description: "The shard the run compacted (0 when not sharded)."},
 		{Name: "flow", Type: schema.String, Required: true, Description: "Flow name."},
 		{Name: "target", Type: schema.String, Description: "The flow's view."},
-		{Name: "watermark", Type: schema.Timestamp, Description: "Changelog rows ingested at or before it are folded into the state table."},
-		{Name: "generation", Type: schema.Timestamp, Description: "Generation the run wrote."},
-		{Name: "last_run", Type: schema.Timestamp, Description: "When the run started."},
+		{Name: "source", Type: schema.String, Description: "The flow's source topic."},
+		{Name: "outcome", Type: schema.String, Description: "compacted, up to date (checked, nothing to fold), idle (changelog metadata unchanged: no query), deferred (the run's time budget was spent), or failed."},
 		{Name: "events_read", Type: schema.Int64, Description: "Changelog rows after the previous watermark that the run read."},
 		{Name: "events_without_sequence", Type: schema.Int64, Description: "Of those, rows excluded from the views because a SEQUENCE BY column is NULL."},
 		{Name: "keys_touched", Type: schema.Int64, Description: "Distinct keys among the rows read."},
-		{Name: "rows_written", Type: schema.Int64, Description: "State rows the run wrote (its generation)."},
-		{Name: "duration_ms", Type: schema.Int64, Description: "Run time."},
-		{Name: "outcome", Type: schema.String, Description: "compacted, up to date, or failed."},
-		{Name: "error", Type: schema.String, Description: "Why the run failed, if it did."},
+		{Name: "rows_written", Type: schema.Int64, Description: "State rows the fold wrote, from its job statistics."},
+		{Name: "watermark_before", Type: schema.Timestamp, Description: "Changelog rows ingested at or before it were folded before the run."},
+		{Name: "watermark", Type: schema.Timestamp, Description: "Changelog rows ingested at or before it are folded into the state table."},
+		{Name: "generation", Type: schema.Timestamp, Description: "Generation the run wrote."},
+		{Name: "jobs", Type: schema.Int64, Description: "Query jobs the run started for the flow (0 when idle)."},
+		{Name: "bytes_billed", Type: schema.Int64, Description: "Bytes BigQuery billed for those jobs."},
+		{Name: "duration_ms", Type: schema.Int64, Description: "Run time of the flow."},
+		{Name: "error", Type: schema.String, Description: "Why the run failed, or what went wrong after it committed."},
 	}
+}
+
+// CompactionStateQuery is the query of CompactionStateView over
+// project.dataset.
+func CompactionStateQuery(project, dataset string) string {
+	return fmt.Sprintf("SELECT * EXCEPT (rn) FROM (\n  SELECT *, ROW_NUMBER() OVER (PARTITION BY flow ORDER BY run_at DESC) AS rn\n  FROM `%s.%s.%s`\n) WHERE rn = 1",
+		project, dataset, CompactionRunsTable)
+}
+
+// CompactionRun is one row of CompactionRunsTable.
+type CompactionRun struct {
+	RunID                                       string
+	RunAt                                       time.Time
+	Shard                                       int
+	Flow, Target, Source, Outcome, Error        string
+	EventsRead, WithoutSequence, KeysTouched    int64
+	RowsWritten, BytesBilled                    int64
+	Jobs                                        int
+	WatermarkBefore, WatermarkAfter, Generation time.Time
+	Duration                                    time.Duration
+}
+
+// Row renders the run in canonical form.
+func (r CompactionRun) Row() map[string]any {
+	row := map[string]any{
+		"run_at": r.RunAt.UnixMicro(), "run_id": r.RunID, "shard": int64(r.Shard), "flow": r.Flow, "target": r.Target,
+		"source": r.Source, "outcome": r.Outcome, "events_read": r.EventsRead, "events_without_sequence": r.WithoutSequence,
+		"keys_touched": r.KeysTouched, "rows_written": r.RowsWritten, "jobs": int64(r.Jobs), "bytes_billed": r.BytesBilled,
+		"duration_ms": r.Duration.Milliseconds(),
+	}
+	for col, t := range map[string]time.Time{"watermark_before": r.WatermarkBefore, "watermark": r.WatermarkAfter, "generation": r.Generation} {
+		if !t.IsZero() {
+			row[col] = t.UnixMicro()
+		}
+	}
+	if r.Error != "" {
+		row["error"] = r.Error
+	}
+	return row
 }

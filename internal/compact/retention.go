@@ -3,72 +3,110 @@ package compact
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
+	"cloud.google.com/go/bigquery"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/sql/render"
 )
 
+// labelExpiredBefore on a changelog records the day before which its rows
+// were deleted, so a source costs one DELETE a day, not one a run.
+const labelExpiredBefore = "bqcdc-expired-before-us"
+
 // expire deletes changelog days that are older than the retention and that
 // every flow reading the source has folded (strictly before the day of the
 // lowest watermark). Whole days only: BigQuery drops whole partitions
-// without scanning them. A source with a failed flow, or with a flow of all
-// that this run did not compact, is left alone this run.
-func (c *Compactor) expire(ctx context.Context, all, flows []*flow.Bound, unbound []*flow.Flow, reports []Report) {
+// without scanning them. A flow's watermark is this run's when it ran (and
+// did not fail), else the one its state table's labels record; a source
+// with a flow whose watermark is unknown, or with an unbound flow, is left
+// alone.
+func (c *Compactor) expire(ctx context.Context, sel Selection, tasks []*task, reports []Report, changelogs map[string]changelogMeta) {
 	now := c.opts.Now().UTC()
-	lowest := map[string]time.Time{}
-	failed := map[string]bool{}
-	ran := map[string]bool{}
-	for _, b := range flows {
-		ran[b.Name] = true
-	}
-	for _, b := range all {
-		if !ran[b.Name] {
-			failed[b.Source.Name] = true // not folded by this run: its days may still be needed
+	first := map[string]int{} // source -> index of its first report
+	watermarks := map[string]time.Time{}
+	for i, t := range tasks {
+		if _, ok := first[t.b.Source.Name]; !ok {
+			first[t.b.Source.Name] = i
+		}
+		r := reports[i]
+		if r.Outcome != Failed && r.Outcome != Deferred {
+			watermarks[t.b.Name] = r.WatermarkAfter
+		} else if t.labels.known {
+			watermarks[t.b.Name] = t.labels.watermark
 		}
 	}
-	for _, f := range unbound {
-		failed[f.Source.Name] = true // refused at binding: it will need them once fixed
+	held := map[string]bool{}
+	for _, f := range sel.Unbound {
+		held[f.Source.Name] = true // refused at binding: it will need the days once fixed
 	}
-	for i, b := range flows {
-		src := b.Source.Name
-		r := reports[i]
-		if r.Outcome == Failed {
-			failed[src] = true
+	for src, i := range first {
+		cl := changelogs[src].md
+		if held[src] || cl == nil {
 			continue
 		}
-		if w, ok := lowest[src]; !ok || r.WatermarkAfter.Before(w) {
-			lowest[src] = r.WatermarkAfter
-		}
-	}
-	for src, w := range lowest {
-		if failed[src] {
+		lowest, ok := c.lowestWatermark(ctx, sel.Flows, src, watermarks)
+		if !ok {
 			continue
 		}
 		cutoff := now.Add(-c.opts.ChangelogRetention)
-		if w.Before(cutoff) {
-			cutoff = w
+		if lowest.Before(cutoff) {
+			cutoff = lowest
 		}
 		cutoff = cutoff.Truncate(24 * time.Hour)
-		sql, err := render.NewCompaction(sourceFlow(flows, src), c.loc).ExpireChangelog(cutoff)
-		if err == nil {
-			err = c.exec(ctx, sql)
+		if done, err := strconv.ParseInt(cl.Labels[labelExpiredBefore], 10, 64); err == nil && !cutoff.After(time.UnixMicro(done)) {
+			continue // this day was expired already
 		}
-		if err != nil {
-			for i := range reports {
-				if flows[i].Source.Name == src && reports[i].Error == "" {
-					reports[i].Error = fmt.Sprintf("expiring changelog days before %s: %v", cutoff.Format(time.DateOnly), err)
-				}
-			}
+		var acct account
+		err := c.expireSource(ctx, tasks[i].b, cutoff, &acct)
+		reports[i].Jobs += acct.jobs
+		reports[i].BytesBilled += acct.bytes
+		if err != nil && reports[i].Error == "" {
+			reports[i].Error = fmt.Sprintf("expiring changelog days of %s before %s: %v", src, cutoff.Format(time.DateOnly), err)
 		}
 	}
 }
 
-func sourceFlow(flows []*flow.Bound, src string) *flow.Bound {
-	for _, b := range flows {
-		if b.Source.Name == src {
-			return b
+func (c *Compactor) expireSource(ctx context.Context, b *flow.Bound, cutoff time.Time, acct *account) error {
+	sql, err := render.NewCompaction(b, c.loc).ExpireChangelog(cutoff)
+	if err != nil {
+		return err
+	}
+	if _, err := c.exec(ctx, sql, acct); err != nil {
+		return err
+	}
+	var upd bigquery.TableMetadataToUpdate
+	upd.SetLabel(labelExpiredBefore, strconv.FormatInt(cutoff.UnixMicro(), 10))
+	_, err = c.bq.Dataset(c.loc.DefaultDataset).Table(catalog.TableName(b.Source.Name)).Update(ctx, upd, "")
+	return err
+}
+
+// lowestWatermark is the lowest watermark of every flow reading src: from
+// this run where known, else from the flow's state table labels.
+func (c *Compactor) lowestWatermark(ctx context.Context, all []*flow.Bound, src string, known map[string]time.Time) (time.Time, bool) {
+	var lowest time.Time
+	found := false
+	for _, b := range all {
+		if b.Source.Name != src {
+			continue
+		}
+		w, ok := known[b.Name]
+		if !ok {
+			md, err := c.readState(ctx, b)
+			if err != nil || md == nil {
+				return time.Time{}, false
+			}
+			l := readLabels(md.Labels)
+			if !l.known {
+				return time.Time{}, false
+			}
+			w = l.watermark
+		}
+		if !found || w.Before(lowest) {
+			lowest, found = w, true
 		}
 	}
-	return nil
+	return lowest, found
 }

@@ -39,6 +39,11 @@ type Config struct {
 	// those values instead).
 	SchemaEvolutionOff []string
 
+	// CompactConcurrency bounds the flows one compaction run folds at once;
+	// CompactBudget is how long a run may start flows (0: no limit).
+	CompactConcurrency int
+	CompactBudget      time.Duration
+
 	// FlowsDir, when set, is a folder of flow files read instead of the
 	// flows built into the functions.
 	FlowsDir string
@@ -63,6 +68,8 @@ const (
 	EnvSchemaEvolutionOff = "BQCDC_SCHEMA_EVOLUTION_OFF"
 	EnvFlowsDir           = "BQCDC_FLOWS_DIR" // overrides the flows built into the functions
 	EnvPubSubEmulator     = "PUBSUB_EMULATOR_HOST"
+	EnvCompactConcurrency = "BQCDC_COMPACT_CONCURRENCY"
+	EnvCompactBudget      = "BQCDC_COMPACT_BUDGET"
 )
 
 // Defaults.
@@ -103,7 +110,17 @@ func FromEnv() (Config, error) {
 		}
 		c.VisibilityLag = d
 	}
+	if v := os.Getenv(EnvCompactBudget); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return c, fmt.Errorf("%s=%q: want a non-negative Go duration such as 8m", EnvCompactBudget, v)
+		}
+		c.CompactBudget = d
+	}
 	var err error
+	if c.CompactConcurrency, err = nonNegativeInt(EnvCompactConcurrency, 8); err != nil {
+		return c, err
+	}
 	if c.ChangelogRetentionDays, err = nonNegativeInt(EnvChangelogRetention, 0); err != nil {
 		return c, err
 	}
@@ -125,7 +142,7 @@ func nonNegativeInt(name string, def int) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%s=%q: want a whole number of days, 0 or more", name, v)
+		return 0, fmt.Errorf("%s=%q: want a whole number, 0 or more", name, v)
 	}
 	return n, nil
 }

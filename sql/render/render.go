@@ -251,6 +251,20 @@ func (c *Compaction) Marker() (string, error) { return c.render("marker_now", Ru
 // r.FoldedMax are used).
 func (c *Compaction) Stats(r Run) (string, error) { return c.render("stats", r) }
 
+// MarkerStats is Marker and Stats in one statement: Stats from r.Watermark
+// and r.FoldedMax (the state table's labels), and the state's own marker.
+func (c *Compaction) MarkerStats(r Run) (string, error) { return c.render("marker_stats", r) }
+
+// GCScript is GC as one multi-statement job.
+func (c *Compaction) GCScript(r Run, extra ...string) (string, error) {
+	stmts, err := c.GC(r)
+	if err != nil {
+		return "", err
+	}
+	stmts = append(stmts[:1:1], append(extra, stmts[1:]...)...)
+	return strings.Join(stmts, ";\n\n") + ";", nil
+}
+
 // Fold is the INSERT of the run's generation and its marker: the run's
 // commit point.
 func (c *Compaction) Fold(r Run) (string, error) {

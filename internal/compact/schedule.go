@@ -1,0 +1,209 @@
+package compact
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"github.com/bqcdc/bqcdc/internal/catalog"
+	"github.com/bqcdc/bqcdc/internal/flow"
+)
+
+// Compact runs one compaction over sel: it reads the metadata of every
+// changelog and state table involved (no query jobs), then compacts the
+// flows that need it, longest waiting first, Concurrency at a time, within
+// the Budget; then expires changelog days and appends the reports.
+func (c *Compactor) Compact(ctx context.Context, sel Selection) ([]Report, error) {
+	start := c.opts.Now().UTC()
+	flows, err := Select(sel.Flows, sel.Names)
+	if err != nil {
+		return nil, err
+	}
+	if sel.Shards > 1 {
+		flows = InShard(flows, sel.Shard, sel.Shards)
+	}
+	changelogs := c.readChangelogs(ctx, flows, sel.Changelogs)
+	tasks := c.prepare(ctx, flows, changelogs)
+	// The longest waiting first: never checked, then by the last check.
+	order := make([]int, len(tasks))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return tasks[a].labels.checked.Compare(tasks[b].labels.checked) })
+	reports := make([]Report, len(tasks))
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, c.opts.Concurrency)
+	for _, i := range order {
+		t := tasks[i]
+		slots <- struct{}{}
+		if c.opts.Budget > 0 && c.opts.Now().Sub(start) >= c.opts.Budget || ctx.Err() != nil {
+			<-slots
+			reports[i] = Report{Flow: t.b.Name, Target: t.b.Target.String(), Source: t.b.Source.Name, Outcome: Deferred,
+				WatermarkBefore: t.labels.watermark, WatermarkAfter: t.labels.watermark}
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			reports[i] = c.runFlow(ctx, t)
+		}()
+	}
+	wg.Wait()
+	if c.opts.ChangelogRetention > 0 {
+		c.expire(ctx, sel, tasks, reports, changelogs)
+	}
+	for _, r := range reports {
+		c.logOutcome(r)
+	}
+	c.writeReports(ctx, start, sel, reports)
+	return reports, nil
+}
+
+// runFlow compacts one flow and reports it.
+func (c *Compactor) runFlow(ctx context.Context, t *task) Report {
+	start := c.opts.Now().UTC()
+	rep := Report{Flow: t.b.Name, Target: t.b.Target.String(), Source: t.b.Source.Name}
+	var acct account
+	err := c.flow(ctx, t, start, &rep, &acct)
+	rep.Duration = c.opts.Now().Sub(start)
+	rep.Jobs, rep.BytesBilled = acct.jobs, acct.bytes
+	if err != nil {
+		rep.Outcome, rep.Error = Failed, err.Error()
+	}
+	return rep
+}
+
+// readChangelogs returns the changelog metadata of every source of flows:
+// known ones as given, the others read, Concurrency at a time.
+func (c *Compactor) readChangelogs(ctx context.Context, flows []*flow.Bound, known map[string]*bigquery.TableMetadata) map[string]changelogMeta {
+	out := map[string]changelogMeta{}
+	var need []string
+	for _, b := range flows {
+		src := b.Source.Name
+		if _, seen := out[src]; seen {
+			continue
+		}
+		if md := known[src]; md != nil {
+			out[src] = changelogMeta{md: md}
+			continue
+		}
+		out[src] = changelogMeta{}
+		need = append(need, src)
+	}
+	results := make([]changelogMeta, len(need))
+	c.parallel(len(need), func(i int) {
+		md, err := c.bq.Dataset(c.loc.DefaultDataset).Table(catalog.TableName(need[i])).Metadata(ctx)
+		if err != nil {
+			err = fmt.Errorf("reading the changelog of %s: %w", need[i], err)
+		}
+		results[i] = changelogMeta{md: md, err: err}
+	})
+	for i, src := range need {
+		out[src] = results[i]
+	}
+	return out
+}
+
+type changelogMeta struct {
+	md  *bigquery.TableMetadata
+	err error
+}
+
+// prepare reads every flow's state table metadata (its labels decide the
+// order and idleness), Concurrency at a time.
+func (c *Compactor) prepare(ctx context.Context, flows []*flow.Bound, changelogs map[string]changelogMeta) []*task {
+	tasks := make([]*task, len(flows))
+	c.parallel(len(flows), func(i int) {
+		b := flows[i]
+		t := &task{b: b}
+		cl := changelogs[b.Source.Name]
+		t.changelog, t.err = cl.md, cl.err
+		if t.err == nil {
+			if t.state, t.err = c.readState(ctx, b); t.state != nil {
+				t.labels = readLabels(t.state.Labels)
+			}
+		}
+		tasks[i] = t
+	})
+	return tasks
+}
+
+// parallel runs fn(0..n-1), Concurrency at a time.
+func (c *Compactor) parallel(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, c.opts.Concurrency)
+	for i := range n {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			fn(i)
+		}()
+	}
+	wg.Wait()
+}
+
+// InShard keeps the flows whose source falls in shard of shards: all the
+// flows of a source are in one shard, so changelog retention, which needs
+// every flow of a source, stays within one run.
+func InShard(flows []*flow.Bound, shard, shards int) []*flow.Bound {
+	var out []*flow.Bound
+	for _, b := range flows {
+		if ShardOf(b.Source.Name, shards) == shard {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// ShardOf is the shard of a source among shards.
+func ShardOf(source string, shards int) int {
+	if shards <= 1 {
+		return 0
+	}
+	h := fnv.New32a()
+	h.Write([]byte(source))
+	return int(h.Sum32() % uint32(shards))
+}
+
+// logOutcome writes the run of one flow as one structured line (an error
+// for a failed run, so alerts on error logs see it).
+func (c *Compactor) logOutcome(rep Report) {
+	attrs := []any{"event", "compaction", "flow", rep.Flow, "outcome", rep.Outcome, "events_read", rep.EventsRead,
+		"keys_touched", rep.KeysTouched, "rows_written", rep.RowsWritten, "watermark", rep.WatermarkAfter,
+		"jobs", rep.Jobs, "bytes_billed", rep.BytesBilled, "duration_ms", rep.Duration.Milliseconds()}
+	if rep.Outcome == Failed {
+		c.opts.Log.Error("compaction failed", append(attrs, "error", rep.Error)...)
+		return
+	}
+	if rep.Error != "" {
+		attrs = append(attrs, "error", rep.Error)
+	}
+	c.opts.Log.Info("compaction", attrs...)
+}
+
+// writeReports appends one row per flow to the report table, through the
+// Storage Write API: no DML on a shared table, whatever the number of
+// flows and runs. Best effort: correctness never depends on it.
+func (c *Compactor) writeReports(ctx context.Context, start time.Time, sel Selection, reports []Report) {
+	if c.opts.Reports == nil || len(reports) == 0 {
+		return
+	}
+	runID := fmt.Sprintf("%s-%d", start.Format("20060102T150405.000000Z"), sel.Shard)
+	rows := make([]map[string]any, len(reports))
+	for i, r := range reports {
+		rows[i] = catalog.CompactionRun{RunID: runID, RunAt: start, Shard: sel.Shard, Flow: r.Flow, Target: r.Target, Source: r.Source,
+			Outcome: r.Outcome, EventsRead: r.EventsRead, WithoutSequence: r.WithoutSequence, KeysTouched: r.KeysTouched,
+			RowsWritten: r.RowsWritten, WatermarkBefore: r.WatermarkBefore, WatermarkAfter: r.WatermarkAfter, Generation: r.Generation,
+			Jobs: r.Jobs, BytesBilled: r.BytesBilled, Duration: r.Duration, Error: r.Error}.Row()
+	}
+	if err := c.opts.Reports.Append(ctx, catalog.CompactionRunsTable, rows); err != nil {
+		c.opts.Log.Warn("compaction reports not written", "event", "compaction_report_failed", "error", err.Error())
+	}
+}
