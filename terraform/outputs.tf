@@ -23,6 +23,11 @@ output "ingest_function_uri" {
   value       = module.ingest_function.uri
 }
 
+output "ingest_service_name" {
+  description = "Cloud Run service that runs the ingest function: where its billing setting lives (`gcloud run services update NAME --no-cpu-throttling` selects instance-based billing, see README, Billing mode)."
+  value       = module.ingest_function.service_name
+}
+
 output "compact_function_name" {
   description = "Name of the compact function."
   value       = module.compact_function.name

@@ -183,21 +183,29 @@ variable "ingest" {
     memory                  = optional(string, "512Mi")
     cpu                     = optional(string, "1")
     timeout_seconds         = optional(number, 60)
-    max_request_concurrency = optional(number, 16)
+    max_request_concurrency = optional(number, 80)
     min_instance_count      = optional(number, 0)
     max_instance_count      = optional(number, 100)
   })
   description = <<-EOT
-    Sizing of the ingest function. Rationale for the defaults:
-    - max_request_concurrency 16: a request is one Pub/Sub message; almost all of its time is spent waiting for the
-      Storage Write API append (network-bound; Avro decoding costs microseconds), so one instance overlaps many waits
-      instead of starting one instance per message.
-    - cpu 1: Cloud Run requires at least 1 vCPU for concurrency above 1; more buys little for I/O-bound work.
-    - memory 512Mi: 16 in-flight messages (Pub/Sub caps a message at 10 MB, Debezium events are usually a few KB),
-      their decoded rows, the per-schema-id codec cache and the gRPC buffers fit with headroom.
+    Sizing of the ingest function. Rationale for the defaults (terraform/README.md, Sizing, has the details):
+    - max_request_concurrency 80: a request is one Pub/Sub message and spends almost all of its time waiting for the
+      Storage Write API append (the CPU per message is about 0.1-0.2 ms). The rows of concurrent requests for the same
+      table share one AppendRows call (at most 500 rows, 8 MiB, 4 appends in flight per table), so more requests per
+      instance mean fewer appends per message and fewer instances. Measured with BenchmarkFunction (5 ms fake append):
+      0.37 appends per message at 16, 0.08 at 80. 80 is also Cloud Run's own default concurrency.
+      Raise it (up to 1000) when append latency is high and instances stay CPU-idle; lower it when instances run
+      near 100% CPU (p99 latency grows) or memory.
+    - cpu 1: Cloud Run requires at least 1 vCPU for concurrency above 1 (and for instance-based billing).
+    - memory 512Mi: the function holds at most 256 MiB of push bodies in flight per instance (requests beyond that
+      wait); 80 typical Debezium events of a few KB use well under 1 MiB of it. Raise memory to 1Gi when messages are
+      large (MB-sized rows, e.g. BLOB/TEXT columns): a body and what decoding it allocates take about 3x its size, so
+      the full 256 MiB of bodies in flight needs about 1 GiB.
     - timeout_seconds 60: an append normally takes well under a second; 60 s bounds a stuck request. It is also the push
       ack deadline (at most 600) and sets BQCDC_VISIBILITY_LAG of the compact function (timeout + 120 s).
     - max_instance_count 100: caps cost and the number of concurrent Storage Write API connections.
+    Billing: Cloud Run's instance-based billing (no per-request fee) cannot be set on a google_cloudfunctions2_function;
+    see terraform/README.md, Billing mode, for the gcloud step.
   EOT
   default     = {}
 

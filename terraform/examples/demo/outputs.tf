@@ -18,6 +18,11 @@ output "ingest_function_uri" {
   value       = module.bqcdc.ingest_function_uri
 }
 
+output "ingest_service_name" {
+  description = "Cloud Run service of the ingest function (for its billing setting, see the root module's README)."
+  value       = module.bqcdc.ingest_service_name
+}
+
 output "compact_function_name" {
   description = "Name of the compact function."
   value       = module.bqcdc.compact_function_name
