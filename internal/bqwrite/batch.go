@@ -98,6 +98,13 @@ func newBatcher(name string, out sender, opts BatchOptions, sent *Counters) *bat
 	return &batcher{name: name, out: out, opts: opts, sent: sent}
 }
 
+// busy reports whether rows are queued or appends in flight.
+func (b *batcher) busy() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.queue) > 0 || b.inflight > 0
+}
+
 // maxRequeues bounds how often a row is appended again because other rows of
 // its batch were refused (each time at least one refused row leaves).
 const maxRequeues = 8

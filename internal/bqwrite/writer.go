@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"cloud.google.com/go/bigquery"
@@ -39,10 +40,16 @@ type Writer struct {
 	Batch BatchOptions
 	// Sent counts appends and rows sent.
 	Sent Counters
+	// IdleClose closes the stream of a table nothing was appended to for
+	// this long (0: never); the next append opens it again. An instance
+	// that has seen a thousand tables holds streams only for the ones that
+	// are busy.
+	IdleClose time.Duration
 
-	mu     sync.RWMutex
-	tables map[string]*Table
-	setup  singleflight.Group
+	mu        sync.RWMutex
+	tables    map[string]*Table
+	setup     singleflight.Group
+	lastSweep atomic.Int64 // unix ns
 }
 
 // Table is a destination table: its metadata, an encoder for its schema and
@@ -54,16 +61,19 @@ type Table struct {
 	stream   *managedwriter.ManagedStream
 	batch    *batcher
 	loaded   time.Time
+	used     *atomic.Int64 // unix ns of the last append; shared by refreshed copies
 }
 
 // NewWriter returns a writer for project.dataset.
 func NewWriter(bq *bigquery.Client, mw *managedwriter.Client, project, dataset string) *Writer {
 	return &Writer{bq: bq, mw: mw, project: project, dataset: dataset,
-		RefreshEvery: 5 * time.Minute, CloseGrace: 2 * time.Minute, Batch: DefaultBatchOptions(), tables: map[string]*Table{}}
+		RefreshEvery: 5 * time.Minute, CloseGrace: 2 * time.Minute, Batch: DefaultBatchOptions(), IdleClose: 10 * time.Minute,
+		tables: map[string]*Table{}}
 }
 
 // Table returns the destination table, opening its stream on first use.
 func (w *Writer) Table(ctx context.Context, name string) (*Table, error) {
+	w.sweep()
 	w.mu.RLock()
 	t := w.tables[name]
 	w.mu.RUnlock()
@@ -108,7 +118,8 @@ func (w *Writer) open(ctx context.Context, name string, old *Table) (*Table, err
 	if err != nil {
 		return nil, fmt.Errorf("opening write stream for table %s: %w", name, err)
 	}
-	t := &Table{Name: name, Metadata: md, Encoder: enc, stream: ms, loaded: time.Now()}
+	t := &Table{Name: name, Metadata: md, Encoder: enc, stream: ms, loaded: time.Now(), used: new(atomic.Int64)}
+	t.used.Store(time.Now().UnixNano())
 	t.batch = newBatcher(name, streamSender{w: w, t: t}, w.Batch, &w.Sent)
 	var retired *managedwriter.ManagedStream
 	if old != nil {
@@ -165,13 +176,46 @@ func (w *Writer) AppendTo(ctx context.Context, t *Table, rows []map[string]any) 
 			return failure.Permanent(failure.StageEncode, fmt.Errorf("table %s: %w", t.Name, err))
 		}
 	}
-	return t.batch.submit(ctx, data)
+	return w.AppendEncoded(ctx, t, data)
 }
 
 // AppendEncoded is AppendTo for rows already encoded for t (package
 // transcode writes them straight from the message).
 func (w *Writer) AppendEncoded(ctx context.Context, t *Table, rows [][]byte) error {
+	if t.used != nil {
+		t.used.Store(time.Now().UnixNano())
+	}
 	return t.batch.submit(ctx, rows)
+}
+
+// sweep closes the streams of tables idle for IdleClose, at most every
+// quarter of it. A table with rows queued or appends in flight is never
+// idle.
+func (w *Writer) sweep() {
+	if w.IdleClose <= 0 {
+		return
+	}
+	now := time.Now()
+	last := w.lastSweep.Load()
+	if now.UnixNano()-last < int64(w.IdleClose/4) || !w.lastSweep.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for name, t := range w.tables {
+		if now.UnixNano()-t.used.Load() < int64(w.IdleClose) || t.batch.busy() {
+			continue
+		}
+		delete(w.tables, name)
+		time.AfterFunc(w.CloseGrace, func() { t.stream.Close() })
+	}
+}
+
+// OpenTables is how many tables have an open stream.
+func (w *Writer) OpenTables() int {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return len(w.tables)
 }
 
 // streamSender sends a table's batches on its managed stream.

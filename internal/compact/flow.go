@@ -57,6 +57,11 @@ func (c *Compactor) flow(ctx context.Context, t *task, now time.Time, rep *Repor
 		next.sigSeen = l.sigSeen
 	}
 	plan := render.NewCompaction(b, c.loc)
+	if !l.known && stateEmpty(t.state) {
+		// A state table that holds no row has no marker: the run reads the
+		// changelog from the start, and may do so in the one query.
+		l.known, l.watermark, l.foldedMax = true, render.Epoch, render.Epoch
+	}
 	m, st, read, err := c.markerStats(ctx, plan, l, acct)
 	if err != nil {
 		return err
@@ -156,6 +161,18 @@ func (c *Compactor) markerStats(ctx context.Context, plan *render.Compaction, l 
 		return m, st, m.watermark, err
 	}
 	return m, statsOf(rows[0]), l.watermark, nil
+}
+
+// stateEmpty reports whether a state table's metadata says it holds no row
+// (a table that does not exist yet holds none).
+func stateEmpty(md *bigquery.TableMetadata) bool {
+	if md == nil {
+		return true
+	}
+	if sb := md.StreamingBuffer; sb != nil && sb.EstimatedRows > 0 {
+		return false
+	}
+	return md.NumRows == 0
 }
 
 // ensureState makes sure the flow's state table exists with the flow's

@@ -36,6 +36,16 @@
 //     accumulate.
 //  7. Pub/Sub: clients reach pstest through ClientOptions (no TLS, no
 //     credentials), as PUBSUB_EMULATOR_HOST does for the Pub/Sub client.
+//  8. One request at a time (gate.go): the emulator's single SQLite
+//     database answers concurrent writers with "database is locked" after
+//     waiting up to 60 s, so the REST shim and emulator connections queue
+//     requests instead.
+//  9. No connection multiplexing (package clients, WriterOptions): the
+//     emulator decodes every request of an AppendRows connection with the
+//     descriptor of the first, so tables of different schemas sharing a
+//     connection get NULL rows. Against Google the streams of all tables
+//     share a few connections; the fake in internal/dev/fakebq, which
+//     decodes each request with its own descriptor, tests that path.
 //
 // Choices that suit both and are therefore not concessions: NUMERIC,
 // BIGNUMERIC, DATETIME and TIME are appended as strings (package bqwrite),

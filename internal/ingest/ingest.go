@@ -303,7 +303,9 @@ func (s *Service) transcode(m Message, p prepared) ([]byte, error) {
 	if err != nil {
 		return nil, failure.Permanent(failure.StageDecode, fmt.Errorf("decoding %s payload with schema %s: %w", p.format, p.ref, err))
 	}
-	row, dropped, err := p.codec.plan.Append(nil, payload, transcode.Meta{MessageID: m.MessageID, PublishTime: m.PublishTime,
+	// One buffer per row, sized so the common row never grows it: the batcher
+	// holds the row until its append is acknowledged.
+	row, dropped, err := p.codec.plan.Append(make([]byte, 0, 2*len(payload)+256), payload, transcode.Meta{MessageID: m.MessageID, PublishTime: m.PublishTime,
 		IngestedAt: s.now(), SchemaID: p.schemaID})
 	if err != nil {
 		return nil, err // classified by the plan, with the stage the generic steps would give
