@@ -253,6 +253,7 @@ func TestHandleUnknownTopicIsDeadLettered(t *testing.T) {
 // encoded Storage Write row (the append itself is faked).
 //
 //	go test ./internal/ingest -run '^$' -bench Handle -benchmem
+//
 // BenchmarkHandle is the ingest CPU per message: bytes -> row bytes ready
 // for the Storage Write API, on the compiled path (the default) and the
 // generic one; the append itself is dropped (a row of the generic path is
