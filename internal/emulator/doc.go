@@ -46,6 +46,13 @@
 //     connection get NULL rows. Against Google the streams of all tables
 //     share a few connections; the fake in internal/dev/fakebq, which
 //     decodes each request with its own descriptor, tests that path.
+//  10. Dead-letter forwarding (the local stack's relay): pstest forwards a
+//     message past its subscription's max delivery attempts to the
+//     dead-letter topic but acknowledges it with the message id instead of
+//     the ack id, which it ignores, so it forwards the message again on
+//     every pull. The stack's subscriptions carry a policy out of reach
+//     (pstest still counts attempts) and the relay forwards at the
+//     configured attempts, with the attributes Pub/Sub adds.
 //
 // Choices that suit both and are therefore not concessions: NUMERIC,
 // BIGNUMERIC, DATETIME and TIME are appended as strings (package bqwrite),

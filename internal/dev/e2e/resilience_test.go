@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/cdc"
 	"github.com/bqcdc/bqcdc/internal/registry"
@@ -84,4 +85,56 @@ func withField(t *testing.T, text string, field map[string]any) string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// A message whose deliveries keep failing with a retryable error (here the
+// registry answers 503 for as long as the test lasts) is moved by Pub/Sub to
+// the source's dead-letter topic after MaxDeliveryAttempts, and the local
+// stack drains that topic into pubsub_dead_letters, as the BigQuery
+// subscription Terraform declares does in production: nothing disappears.
+func TestExhaustedDeliveriesLandInPubSubDeadLetters(t *testing.T) {
+	text := withField(t, readTestdata(t, "testdata/schemas/test.shop.items-value.avsc"),
+		map[string]any{"name": "exhausted", "type": []any{"null", "string"}, "default": nil})
+	sr := srclient.NewSchemaRegistryClient(stack.RegistryURL)
+	s, err := sr.CreateSchema(catalog.Subject(items), text, srclient.Avro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, err := registry.Parse(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := itemRow(60, "SKU-60", "6.000")
+	row["exhausted"] = map[string]any{"string": "yes"}
+	stack.Registry.FailNext(1 << 30)
+	defer stack.Registry.FailNext(0)
+	data := encode(t, schema, s.ID(), pgEnvelope("c", 60_000, nil, row))
+	msgID := publish(t, items, data, nil)
+	deadline := time.Now().Add(2 * time.Minute)
+	var copies []map[string]bigquery.Value
+	for len(copies) == 0 {
+		for _, r := range query(t, "SELECT message_id, subscription_name, attributes, data FROM `cdc.pubsub_dead_letters`") {
+			if string(r["data"].([]byte)) == string(data) {
+				copies = append(copies, r)
+			}
+		}
+		if len(copies) == 0 && time.Now().After(deadline) {
+			t.Fatalf("message %s is not in pubsub_dead_letters after 2 minutes", msgID)
+		}
+		time.Sleep(time.Second)
+	}
+	time.Sleep(3 * time.Second) // a redelivery of the dead letter would show by now
+	n := 0
+	for _, r := range query(t, "SELECT data FROM `cdc.pubsub_dead_letters`") {
+		if string(r["data"].([]byte)) == string(data) {
+			n++
+		}
+	}
+	t.Logf("dead-lettered after its delivery attempts: message %v of %v, attributes %v; %d copies", copies[0]["message_id"], copies[0]["subscription_name"], copies[0]["attributes"], n)
+	if n != 1 {
+		t.Errorf("%d copies of the message in pubsub_dead_letters, want 1", n)
+	}
+	if changelog := query(t, "SELECT 1 FROM `cdc.test_shop_items_changelog` WHERE _cdc_message_id = '"+msgID+"'"); len(changelog) != 0 {
+		t.Errorf("the message landed in the changelog too: %v", changelog)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -30,6 +31,11 @@ type Relay struct {
 	Log                          *slog.Logger
 	// MaxBackoff caps the pause before a failed delivery is released.
 	MaxBackoff time.Duration
+	// MaxDeliveryAttempts is the subscription's dead-letter policy: after
+	// that many failed deliveries the message is published to DeadLetters
+	// (with the attributes Pub/Sub adds) and acknowledged.
+	MaxDeliveryAttempts int
+	DeadLetters         *pubsub.Publisher
 	// Slots bounds the deliveries in flight, shared by every relay of a
 	// stack: the request concurrency of the one function instance the
 	// stack runs (Cloud Run queues what exceeds an instance's concurrency).
@@ -74,6 +80,16 @@ func (r *Relay) Run(ctx context.Context, sub *pubsub.Subscriber) error {
 		if m.DeliveryAttempt != nil {
 			attempt = *m.DeliveryAttempt
 		}
+		if r.DeadLetters != nil && r.MaxDeliveryAttempts > 0 && attempt >= r.MaxDeliveryAttempts {
+			if err := r.deadLetter(ctx, m, attempt); err != nil {
+				r.Log.Error("dead-lettering failed, will retry", "topic", r.Topic, "message_id", m.ID, "error", err.Error())
+				m.Nack()
+				return
+			}
+			r.Log.Warn("delivery attempts exhausted: message moved to the dead-letter topic", "topic", r.Topic, "message_id", m.ID, "attempts", attempt)
+			m.Ack()
+			return
+		}
 		r.Log.Warn("delivery failed, will retry", "topic", r.Topic, "message_id", m.ID, "attempt", attempt, "error", err.Error())
 		// pstest ignores RetryPolicy backoff, so back off here before the nack.
 		select {
@@ -82,6 +98,21 @@ func (r *Relay) Run(ctx context.Context, sub *pubsub.Subscriber) error {
 		}
 		m.Nack()
 	})
+}
+
+// deadLetter publishes m to the dead-letter topic with the attributes
+// Pub/Sub's dead-letter forwarding adds.
+func (r *Relay) deadLetter(ctx context.Context, m *pubsub.Message, attempts int) error {
+	attrs := map[string]string{}
+	for k, v := range m.Attributes {
+		attrs[k] = v
+	}
+	attrs["CloudPubSubDeadLetterSourceDeliveryCount"] = strconv.Itoa(attempts)
+	attrs["CloudPubSubDeadLetterSourceSubscription"] = r.Subscription
+	attrs["CloudPubSubDeadLetterSourceSubscriptionProject"] = r.Project
+	attrs["CloudPubSubDeadLetterSourceTopicPublishTime"] = m.PublishTime.UTC().Format(time.RFC3339Nano)
+	_, err := r.DeadLetters.Publish(ctx, &pubsub.Message{Data: m.Data, Attributes: attrs, OrderingKey: m.OrderingKey}).Get(ctx)
+	return err
 }
 
 func backoff(attempt int, max time.Duration) time.Duration {
