@@ -21,7 +21,21 @@ import (
 // request until its response arrives (and around unary calls). Within one
 // process that is all of the local stack; a client in another process (the
 // buildpack test's binary) is not gated, and may still meet the lock.
+//
+// Only connections to an emulator this process serves take the gate (the
+// local stack names it with Gate): a fake Storage Write server, which has no
+// such lock, is not slowed, and tests of pipelined appends against it keep
+// their meaning.
 var gate = make(chan struct{}, 1)
+
+// gatedEndpoints are the Storage Write endpoints of emulators this process
+// serves, whose connections take the gate.
+var gatedEndpoints sync.Map
+
+// Gate marks endpoint (host:port) as the Storage Write endpoint of an
+// emulator this process serves: connections DialStorage makes to it take
+// the gate, as its REST shim's requests do.
+func Gate(endpoint string) { gatedEndpoints.Store(endpoint, true) }
 
 func enter(ctx context.Context) error {
 	select {

@@ -35,14 +35,16 @@ import (
 // the table's current schema. Streams are created only after a rebuild, not
 // on every connection: creating one reads the table and syncs the emulator's
 // catalog, which under concurrent appends can wait on SQLite's lock.
-func nameEveryAppend(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-	cs, err := streamer(ctx, desc, cc, method, opts...)
-	if err != nil {
-		return nil, err
+func nameEveryAppend(gated bool) grpc.StreamClientInterceptor {
+	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+		cs, err := streamer(ctx, desc, cc, method, opts...)
+		if err != nil {
+			return nil, err
+		}
+		s := &namedStream{ClientStream: cs, ctx: ctx, write: storagepb.NewBigQueryWriteClient(cc), gated: gated}
+		context.AfterFunc(ctx, s.gate.ended)
+		return s, nil
 	}
-	s := &namedStream{ClientStream: cs, ctx: ctx, write: storagepb.NewBigQueryWriteClient(cc)}
-	context.AfterFunc(ctx, s.gate.ended)
-	return s, nil
 }
 
 type namedStream struct {
@@ -50,6 +52,7 @@ type namedStream struct {
 	ctx   context.Context
 	write storagepb.BigQueryWriteClient
 	name  string
+	gated bool // requests take the gate (an emulator of this process, see Gate)
 	gate  appendGate
 }
 
@@ -69,6 +72,9 @@ func (s *namedStream) SendMsg(m any) error {
 		r = proto.Clone(r).(*storagepb.AppendRowsRequest)
 		r.WriteStream = s.name
 	}
+	if !s.gated {
+		return s.ClientStream.SendMsg(r)
+	}
 	if err := enter(s.ctx); err != nil {
 		return err
 	}
@@ -86,7 +92,7 @@ func (s *namedStream) RecvMsg(m any) error {
 		s.gate.ended()
 		return err
 	}
-	if isAppendResponse(m) {
+	if s.gated && isAppendResponse(m) {
 		s.gate.answered()
 	}
 	return nil
@@ -141,9 +147,13 @@ func (s *namedStream) streamFor(r *storagepb.AppendRowsRequest) (string, error) 
 // DialStorage connects to the emulator's Storage Write gRPC endpoint
 // (host:port) with the append-naming interceptor installed.
 func DialStorage(endpoint string) (*grpc.ClientConn, error) {
-	conn, err := grpc.NewClient(endpoint,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithStreamInterceptor(nameEveryAppend), grpc.WithUnaryInterceptor(gatedUnary))
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	_, gated := gatedEndpoints.Load(endpoint)
+	opts = append(opts, grpc.WithStreamInterceptor(nameEveryAppend(gated)))
+	if gated {
+		opts = append(opts, grpc.WithUnaryInterceptor(gatedUnary))
+	}
+	conn, err := grpc.NewClient(endpoint, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("dialing the Storage Write emulator at %s: %w", endpoint, err)
 	}

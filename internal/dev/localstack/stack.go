@@ -199,6 +199,7 @@ func (s *Stack) startBigQuery(ctx context.Context) error {
 	case <-time.After(30 * time.Second):
 		return errors.New("BigQuery emulator did not start within 30 s")
 	}
+	emulator.Gate(s.StorageAddr)
 	s.BQConfig = clients.Config{Project: s.Project, Endpoint: s.BigQueryURL, StorageEndpoint: s.StorageAddr}
 	s.BigQuery, err = clients.NewBigQuery(ctx, s.BQConfig)
 	return err
