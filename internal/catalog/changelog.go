@@ -121,8 +121,13 @@ const ReaderSchemaLabel = "bqcdc-reader-schema-id"
 // ReplayOfAttribute marks a message `bqcdc replay` published again from the
 // dead-letter table; its value is the original Pub/Sub message id, which
 // ingest keeps as the message's identity (_cdc_message_id), so replays are
-// counted once.
+// counted once. Ingest honours it only with a valid ReplayProofAttribute.
 const ReplayOfAttribute = "bqcdc-replay-of"
+
+// ReplayProofAttribute carries the proof (package replay/proof) that
+// `bqcdc replay` set ReplayOfAttribute: an HMAC, under the replay key, of the
+// topic, the original id and the data's SHA-256.
+const ReplayProofAttribute = "bqcdc-replay-proof"
 
 // SourceLabel records the topic a changelog table belongs to.
 const SourceLabel = "bqcdc-source"

@@ -29,6 +29,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/evolve"
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/formats"
+	"github.com/bqcdc/bqcdc/internal/replay/proof"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/bqcdc/bqcdc/internal/transcode"
 	"github.com/bqcdc/bqcdc/internal/wire"
@@ -114,6 +115,11 @@ type Options struct {
 	// through the generic steps (decode, flatten, convert, fit, encode).
 	// The two give the same rows; this exists to measure and compare them.
 	Generic bool
+	// ReplayKey verifies the proof of a message `bqcdc replay` published
+	// (catalog.ReplayProofAttribute). Without a key, or without a valid
+	// proof, catalog.ReplayOfAttribute is ignored and the message keeps
+	// its own id.
+	ReplayKey []byte
 }
 
 // Service runs the pipeline. It is safe for concurrent use.
@@ -127,6 +133,7 @@ type Service struct {
 	flows   FlowFollower
 	pubsub  *formats.PubSubSchemas  // Pub/Sub schema revisions; nil if not configured
 	connect *formats.ConnectSchemas // Debezium JSON (JsonConverter) schemas
+	replay  []byte                  // verifies replay proofs; nil: replay ids ignored
 
 	appended, tombstones, deadLetters, retries, ignored, evolutions atomic.Int64
 }
@@ -134,7 +141,7 @@ type Service struct {
 // New returns a service.
 func New(o Options) *Service {
 	s := &Service{writer: o.Writer, codecs: newCodecs(o.Registry), connect: formats.NewConnectSchemas(), log: o.Log, now: o.Now,
-		frozen: map[string]struct{}{}, flows: o.Flows, pubsub: o.PubSubSchemas}
+		frozen: map[string]struct{}{}, flows: o.Flows, pubsub: o.PubSubSchemas, replay: o.ReplayKey}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -169,9 +176,7 @@ func (s *Service) Handle(ctx context.Context, m Message) (out Outcome, err error
 		}
 	}()
 	if orig := m.Attributes[catalog.ReplayOfAttribute]; orig != "" {
-		// A dead letter published again by `bqcdc replay`: it keeps the
-		// identity of the original message, so views count it once.
-		m.MessageID = orig
+		m.MessageID = s.replayedID(m, orig)
 	}
 	table := catalog.TableName(m.Topic)
 	if wire.IsTombstone(m.Data) {
@@ -196,6 +201,29 @@ func (s *Service) Handle(ctx context.Context, m Message) (out Outcome, err error
 		return Failed, err
 	}
 	return s.deadLetter(ctx, m, table, schemaID, err)
+}
+
+// replayedID is the id a message claiming to replay orig is stored under:
+// orig when the message proves `bqcdc replay` published it (a dead letter
+// published again keeps the identity of the original message, so views
+// count it once), else the message's own id. Any publisher to the topic
+// can set the attribute; honouring it unproven would let them have a row
+// counted under another message's id. An ignored claim is logged once,
+// here, with the ids only.
+func (s *Service) replayedID(m Message, orig string) string {
+	why := "no replay key is configured (BQCDC_REPLAY_KEY)"
+	switch {
+	case len(s.replay) == 0:
+	case m.Attributes[catalog.ReplayProofAttribute] == "":
+		why = "the message has no " + catalog.ReplayProofAttribute + " attribute"
+	case proof.Verify(s.replay, m.Topic, orig, m.Data, m.Attributes[catalog.ReplayProofAttribute]):
+		return orig
+	default:
+		why = "its proof does not match the topic, the claimed id and the data (forged, altered, or signed with another key)"
+	}
+	s.log.Warn("replay id ignored: the message keeps its own id", "event", "replay_unproven", "topic", m.Topic,
+		"message_id", m.MessageID, "claimed_id", Truncate(orig), "why", why)
+	return m.MessageID
 }
 
 // DeadLetter stores a message the caller could not even parse (for example a
