@@ -306,6 +306,9 @@ func (s *Service) prepare(ctx context.Context, m Message, table string) (prepare
 		}
 		return p, failure.Retryable(failure.StageTable, err)
 	}
+	if err := sourceOf(t, m.Topic); err != nil {
+		return p, err
+	}
 	if p.ref, p.payload, p.record, err = s.identify(ctx, p.format, m, frame, t); err != nil {
 		return p, err
 	}
@@ -323,6 +326,28 @@ func (s *Service) prepare(ctx context.Context, m Message, table string) (prepare
 	}
 	p.table, p.codec = t, cd
 	return p, nil
+}
+
+// sourceOf refuses to append a message of topic to changelog t when t
+// belongs to another source. Topics that differ only in characters
+// BigQuery does not allow in names (db.inv.t, db-inv-t) map to one
+// changelog name, and anyone who can create a topic and have it pushed
+// could otherwise write into another source's changelog. The changelog's
+// label catalog.SourceLabel (set by bqcdc apply) names its source; a table
+// without it (made by an older bqcdc) is accepted. Label values are
+// lowercased and cut to 63 characters, so sources that differ only there
+// are not told apart.
+func sourceOf(t *bqwrite.Table, topic string) error {
+	if t.Metadata == nil {
+		return nil
+	}
+	label, ok := t.Metadata.Labels[catalog.SourceLabel]
+	if !ok || catalog.IsLabelValueOf(label, topic) {
+		return nil
+	}
+	return failure.Permanent(failure.StageTable, fmt.Errorf(
+		"topic %s is not the source of changelog %s: the table belongs to source %s (label %s=%s; topic %s would be labelled %s)",
+		topic, t.Name, label, catalog.SourceLabel, label, topic, catalog.LabelValue(topic)))
 }
 
 // transcode is row, compiled: the payload straight to the row's bytes.
