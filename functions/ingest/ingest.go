@@ -127,6 +127,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Function, error) {
 		Frozen:        cfg.SchemaEvolutionOff,
 		Log:           o.Log,
 		ReplayKey:     cfg.ReplayKey,
+		LogValues:     cfg.LogValues,
 	}
 	// Without a registry URL, Confluent-framed messages are dead-lettered
 	// with that reason; Pub/Sub schema-encoded Avro and Debezium JSON with
@@ -157,7 +158,7 @@ func (f *Function) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		// Handle logged the details; keep the answer short (BigQuery errors
 		// can quote row values).
-		http.Error(w, fmt.Sprintf("message %s will be redelivered: %s", msg.MessageID, ingest.Truncate(err.Error())), http.StatusServiceUnavailable)
+		http.Error(w, fmt.Sprintf("message %s will be redelivered: %s", msg.MessageID, ingest.Truncate(f.svc.Reason(err))), http.StatusServiceUnavailable)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -120,6 +120,12 @@ type Options struct {
 	// proof, catalog.ReplayOfAttribute is ignored and the message keeps
 	// its own id.
 	ReplayKey []byte
+	// LogValues lets dead-letter reasons and log lines quote values of the
+	// row (BQCDC_LOG_VALUES). Off, the errors that quote one (a refused
+	// timestamp's text, BigQuery's message about a row) name the column
+	// and the kind of problem with failure.Withheld in the value's place;
+	// the dead letter keeps the message's bytes either way.
+	LogValues bool
 }
 
 // Service runs the pipeline. It is safe for concurrent use.
@@ -134,6 +140,7 @@ type Service struct {
 	pubsub  *formats.PubSubSchemas  // Pub/Sub schema revisions; nil if not configured
 	connect *formats.ConnectSchemas // Debezium JSON (JsonConverter) schemas
 	replay  []byte                  // verifies replay proofs; nil: replay ids ignored
+	values  bool                    // reasons may quote row values (Options.LogValues)
 
 	appended, tombstones, deadLetters, retries, ignored, evolutions atomic.Int64
 }
@@ -141,7 +148,7 @@ type Service struct {
 // New returns a service.
 func New(o Options) *Service {
 	s := &Service{writer: o.Writer, codecs: newCodecs(o.Registry), connect: formats.NewConnectSchemas(), log: o.Log, now: o.Now,
-		frozen: map[string]struct{}{}, flows: o.Flows, pubsub: o.PubSubSchemas, replay: o.ReplayKey}
+		frozen: map[string]struct{}{}, flows: o.Flows, pubsub: o.PubSubSchemas, replay: o.ReplayKey, values: o.LogValues}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -181,13 +188,13 @@ func (s *Service) Handle(ctx context.Context, m Message) (out Outcome, err error
 	table := catalog.TableName(m.Topic)
 	if wire.IsTombstone(m.Data) {
 		s.tombstones.Add(1)
-		s.log.Info("tombstone acknowledged", "event", "tombstone", "topic", m.Topic, "message_id", m.MessageID, "ordering_key", m.OrderingKey)
+		s.log.Info("tombstone acknowledged", "event", "tombstone", "topic", m.Topic, "message_id", m.MessageID)
 		return Tombstone, nil
 	}
 	schemaID, err := s.process(ctx, m, table)
 	if errors.Is(err, errTombstone) {
 		s.tombstones.Add(1)
-		s.log.Info("tombstone acknowledged", "event", "tombstone", "topic", m.Topic, "message_id", m.MessageID, "ordering_key", m.OrderingKey)
+		s.log.Info("tombstone acknowledged", "event", "tombstone", "topic", m.Topic, "message_id", m.MessageID)
 		return Tombstone, nil
 	}
 	if err == nil {
@@ -197,7 +204,7 @@ func (s *Service) Handle(ctx context.Context, m Message) (out Outcome, err error
 	if !failure.IsPermanent(err) {
 		s.retries.Add(1)
 		s.log.Warn("message will be redelivered", "event", "retry", "topic", m.Topic, "message_id", m.MessageID,
-			"stage", string(failure.StageOf(err)), "error", Truncate(err.Error()))
+			"stage", string(failure.StageOf(err)), "error", Truncate(s.Reason(err)))
 		return Failed, err
 	}
 	return s.deadLetter(ctx, m, table, schemaID, err)
@@ -239,16 +246,22 @@ func (s *Service) deadLetter(ctx context.Context, m Message, table string, schem
 	}
 	dl := catalog.DeadLetter{At: s.now(), Topic: m.Topic, Subscription: m.Subscription, MessageID: m.MessageID,
 		PublishTime: m.PublishTime, OrderingKey: m.OrderingKey, Attributes: m.Attributes, Data: m.Data,
-		Stage: string(stage), Reason: cause.Error(), SchemaID: schemaID, Table: table}
+		Stage: string(stage), Reason: s.Reason(cause), SchemaID: schemaID, Table: table}
 	if err := s.writer.Append(ctx, catalog.DeadLetterTable, []map[string]any{dl.Row()}); err != nil {
 		// Not stored anywhere yet: the message must come back.
 		s.retries.Add(1)
-		return Failed, fmt.Errorf("dead-lettering message %s (%v): %w", m.MessageID, cause, err)
+		return Failed, fmt.Errorf("dead-lettering message %s (%s): %w", m.MessageID, s.Reason(cause), err)
 	}
 	s.deadLetters.Add(1)
-	s.log.Error("message dead-lettered", "event", "dead_letter", "topic", m.Topic, "message_id", m.MessageID, "stage", string(stage), "reason", Truncate(cause.Error()))
+	s.log.Error("message dead-lettered", "event", "dead_letter", "topic", m.Topic, "message_id", m.MessageID, "stage", string(stage), "reason", Truncate(dl.Reason))
 	return DeadLettered, nil
 }
+
+// Reason is err's text for a dead letter, a log line or an HTTP answer:
+// values of the row quoted in it are withheld unless Options.LogValues
+// (see failure.Reason). A tombstone's ordering key is not logged either:
+// Debezium sets it to the row's key.
+func (s *Service) Reason(err error) string { return failure.Reason(err, s.values) }
 
 // errTombstone is process telling Handle that the message is a delete
 // marker in a format that wraps it (a JsonConverter null payload).
