@@ -183,12 +183,18 @@ secret_value BQCDC_REGISTRY_USERNAME registry_username_secret_id
 secret_value BQCDC_REGISTRY_PASSWORD registry_password_secret_id
 export BQCDC_REGISTRY_USERNAME BQCDC_REGISTRY_PASSWORD
 
+# The dead-letter table's partition expiration (Terraform's
+# dead_letter_retention_days; 0 keeps dead letters): bqcdc apply owns that
+# table, Terraform only the setting.
 step "bqcdc apply (changelog tables and views in $PROJECT:$DATASET)"
 if [[ $DRY_RUN -eq 1 ]]; then
   run go run ./cmd/bqcdc apply --project "$PROJECT" --dataset "$DATASET" --location "$LOCATION" \
-    --flows sql/flows --schemas schemas --registry-url '<BQCDC_REGISTRY_URL>'
+    --flows sql/flows --schemas schemas --registry-url '<BQCDC_REGISTRY_URL>' \
+    --dead-letter-retention-days '<terraform output dead_letter_retention_days>'
 else
+  retention="$("${TF[@]}" output -raw dead_letter_retention_days)"
   go run ./cmd/bqcdc apply --project "$PROJECT" --dataset "$DATASET" --location "$LOCATION" \
-    --flows sql/flows --schemas schemas --registry-url "$BQCDC_REGISTRY_URL"
+    --flows sql/flows --schemas schemas --registry-url "$BQCDC_REGISTRY_URL" \
+    --dead-letter-retention-days "$retention"
 fi
 step "done"

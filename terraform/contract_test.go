@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -286,8 +287,9 @@ func onlyVar(t *testing.T, expr hclsyntax.Expression, what string) string {
 	return strings.TrimPrefix(refs[0], "var.")
 }
 
-// (h) Registry credentials reach the ingest function only through Secret
-// Manager, and only the ingest account may read those secrets.
+// (h) Registry credentials and the replay key reach the ingest function
+// only through Secret Manager, and only the ingest account may read those
+// secrets.
 func TestIngestCredentialsOnlyFromSecretManager(t *testing.T) {
 	root := config(t).module(t, ".")
 	ingest := root.calls["ingest_function"]
@@ -296,6 +298,11 @@ func TestIngestCredentialsOnlyFromSecretManager(t *testing.T) {
 		t.Fatal("the root module must call modules/function as ingest_function and compact_function")
 	}
 	registry := []string{"BQCDC_REGISTRY_PASSWORD", "BQCDC_REGISTRY_URL", "BQCDC_REGISTRY_USERNAME"}
+	secretVars := map[string]string{"BQCDC_REPLAY_KEY": "var.replay_key_secret_id"}
+	for _, k := range registry {
+		secretVars[k] = "var.registry_" + strings.ToLower(strings.TrimPrefix(k, "BQCDC_REGISTRY_")) + "_secret_id"
+	}
+	all := append(slices.Clone(registry), "BQCDC_REPLAY_KEY")
 
 	plain, ok := objectKeys(attrExpr(ingest.Body, "environment_variables"))
 	if !ok {
@@ -307,13 +314,13 @@ func TestIngestCredentialsOnlyFromSecretManager(t *testing.T) {
 		}
 	}
 	secrets, ok := objectKeys(attrExpr(ingest.Body, "secret_environment_variables"))
-	if !ok || !cmp.Equal(secrets, registry) {
-		t.Errorf("ingest_function: secret_environment_variables = %v, want exactly %v", secrets, registry)
+	if !ok || !cmp.Equal(secrets, all) {
+		t.Errorf("ingest_function: secret_environment_variables = %v, want exactly %v", secrets, all)
 	}
-	for _, k := range registry {
+	for k, v := range secretVars {
 		item := objectItem(attrExpr(ingest.Body, "secret_environment_variables"), k)
-		if item == nil || !refersTo(objectItem(item, "secret"), "var.registry_"+strings.ToLower(strings.TrimPrefix(k, "BQCDC_REGISTRY_"))+"_secret_id") {
-			t.Errorf("ingest_function: %s must read the secret named by var.registry_*_secret_id", k)
+		if item == nil || !refersTo(objectItem(item, "secret"), v) {
+			t.Errorf("ingest_function: %s must read the secret named by %s", k, v)
 		}
 	}
 	if keys, ok := objectKeys(attrExpr(compact.Body, "secret_environment_variables")); !ok || len(keys) != 0 {
@@ -334,12 +341,12 @@ func TestIngestCredentialsOnlyFromSecretManager(t *testing.T) {
 	}
 
 	accessors := root.resourcesOfType("google_secret_manager_secret_iam_member")
-	if len(accessors) != len(registry) {
-		t.Errorf("want %d secretAccessor grants (one per registry secret), got %d", len(registry), len(accessors))
+	if len(accessors) != len(all) {
+		t.Errorf("want %d secretAccessor grants (one per registry secret and the replay key), got %d", len(all), len(accessors))
 	}
 	for name, r := range accessors {
 		if !refersTo(attrExpr(r.Body, "member"), "google_service_account.ingest") {
-			t.Errorf("google_secret_manager_secret_iam_member.%s: only the ingest account may read the registry secrets", name)
+			t.Errorf("google_secret_manager_secret_iam_member.%s: only the ingest account may read the registry secrets and the replay key", name)
 		}
 	}
 }
@@ -349,7 +356,7 @@ func TestIngestCredentialsOnlyFromSecretManager(t *testing.T) {
 func TestFunctionEnvironment(t *testing.T) {
 	root := config(t).module(t, ".")
 	for call, want := range map[string][]string{
-		"ingest_function":  {"BQCDC_DATASET", "BQCDC_LOCATION", "BQCDC_PROJECT", "BQCDC_SCHEMA_EVOLUTION_OFF"},
+		"ingest_function":  {"BQCDC_DATASET", "BQCDC_LOCATION", "BQCDC_LOG_VALUES", "BQCDC_PROJECT", "BQCDC_SCHEMA_EVOLUTION_OFF"},
 		"compact_function": {"BQCDC_CHANGELOG_RETENTION_DAYS", "BQCDC_DATASET", "BQCDC_LOCATION", "BQCDC_PROJECT", "BQCDC_TOMBSTONE_RETENTION_DAYS", "BQCDC_VISIBILITY_LAG"},
 	} {
 		got, _ := objectKeys(attrExpr(root.calls[call].Body, "environment_variables"))

@@ -79,7 +79,7 @@ resource "google_project_iam_member" "ingest_reads_pubsub_schemas" {
   member  = "serviceAccount:${google_service_account.ingest.email}"
 }
 
-# --- Secret Manager: only the registry secrets, only for ingest ---------------
+# --- Secret Manager: only the registry secrets and the replay key, only for ingest
 
 resource "google_secret_manager_secret_iam_member" "ingest_registry_url" {
   project   = var.project_id
@@ -98,6 +98,16 @@ resource "google_secret_manager_secret_iam_member" "ingest_registry_username" {
 resource "google_secret_manager_secret_iam_member" "ingest_registry_password" {
   project   = var.project_id
   secret_id = var.registry_password_secret_id
+  role      = "roles/secretmanager.secretAccessor"
+  member    = "serviceAccount:${google_service_account.ingest.email}"
+}
+
+# The replay key verifies that a message claiming to replay a dead letter
+# was signed by `bqcdc replay`; only ingest verifies, so only ingest reads it
+# (whoever runs replay reads it with their own access).
+resource "google_secret_manager_secret_iam_member" "ingest_replay_key" {
+  project   = var.project_id
+  secret_id = var.replay_key_secret_id
   role      = "roles/secretmanager.secretAccessor"
   member    = "serviceAccount:${google_service_account.ingest.email}"
 }

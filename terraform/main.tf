@@ -53,6 +53,8 @@ resource "google_bigquery_table" "dead_letters" {
   time_partitioning {
     type  = "DAY"
     field = "publish_time"
+    # null keeps dead letters; they hold whole payloads (personal data).
+    expiration_ms = var.dead_letter_retention_days == null ? null : var.dead_letter_retention_days * 86400000
   }
 
   clustering = ["subscription_name"]
@@ -122,6 +124,7 @@ module "ingest_function" {
     BQCDC_DATASET              = module.dataset.dataset_id
     BQCDC_LOCATION             = module.dataset.location
     BQCDC_SCHEMA_EVOLUTION_OFF = join(",", sort([for name, s in var.sources : name if !s.schema_evolution]))
+    BQCDC_LOG_VALUES           = tostring(var.log_row_values)
   }
 
   # Credentials only ever come from Secret Manager.
@@ -129,6 +132,7 @@ module "ingest_function" {
     BQCDC_REGISTRY_URL      = { secret = var.registry_url_secret_id }
     BQCDC_REGISTRY_USERNAME = { secret = var.registry_username_secret_id }
     BQCDC_REGISTRY_PASSWORD = { secret = var.registry_password_secret_id }
+    BQCDC_REPLAY_KEY        = { secret = var.replay_key_secret_id }
   }
 
   # A deployment whose runtime account cannot read the secrets fails.
@@ -136,6 +140,7 @@ module "ingest_function" {
     google_secret_manager_secret_iam_member.ingest_registry_url,
     google_secret_manager_secret_iam_member.ingest_registry_username,
     google_secret_manager_secret_iam_member.ingest_registry_password,
+    google_secret_manager_secret_iam_member.ingest_replay_key,
   ]
 }
 

@@ -83,6 +83,16 @@ output "registry_username_secret_id" {
   value       = var.registry_username_secret_id
 }
 
+output "replay_key_secret_id" {
+  description = "Secret id (not value) of the replay key: `bqcdc replay` needs its value in BQCDC_REPLAY_KEY."
+  value       = var.replay_key_secret_id
+}
+
+output "dead_letter_retention_days" {
+  description = "Days dead letters are kept, 0 for ever: pass it to `bqcdc apply --dead-letter-retention-days` (scripts/deploy.sh and cloudbuild.yaml do)."
+  value       = coalesce(var.dead_letter_retention_days, 0)
+}
+
 output "registry_password_secret_id" {
   description = "Secret id (not value) of the registry password."
   value       = var.registry_password_secret_id

@@ -166,7 +166,7 @@ func TestOutputs(t *testing.T) {
 	want := []string{
 		"compact_function_name", "compact_function_uri", "dataset_id", "dead_letter_subscription_ids",
 		"dead_letter_topic_ids", "ingest_function_name", "ingest_function_uri", "ingest_service_name", "location",
-		"registry_password_secret_id", "registry_url_secret_id", "registry_username_secret_id",
+		"registry_password_secret_id", "registry_url_secret_id", "registry_username_secret_id", "replay_key_secret_id", "dead_letter_retention_days",
 		"scheduler_job_name", "subscription_ids", "topic_ids",
 	}
 	for _, dir := range []string{".", "examples/demo"} {

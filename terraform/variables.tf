@@ -139,6 +139,46 @@ variable "registry_password_secret_id" {
 }
 
 # ---------------------------------------------------------------------------
+# Replay key: a Secret Manager id only, never the value.
+# ---------------------------------------------------------------------------
+
+variable "replay_key_secret_id" {
+  type        = string
+  description = "Id (not value) of the Secret Manager secret, in project_id, holding the replay key (at least 32 bytes, e.g. `openssl rand -base64 32`). Exposed to the ingest function as BQCDC_REPLAY_KEY: it honours the bqcdc-replay-of attribute only on messages `bqcdc replay` signed with this key (run replay with the same value in BQCDC_REPLAY_KEY). Only the ingest account may read it."
+
+  validation {
+    condition     = can(regex("^[A-Za-z0-9_-]{1,255}$", var.replay_key_secret_id))
+    error_message = "replay_key_secret_id must be a Secret Manager secret id (letters, digits, '_' and '-'), not the key."
+  }
+}
+
+# ---------------------------------------------------------------------------
+# Personal data in logs and dead letters
+# ---------------------------------------------------------------------------
+
+variable "log_row_values" {
+  type        = bool
+  description = "Let dead-letter reasons and the ingest function's log lines quote values of the row (a refused timestamp's text, BigQuery's message about a row): BQCDC_LOG_VALUES. false (the default) names the column and the kind of problem with [value withheld] in place of the value; the dead letter keeps the message's bytes either way."
+  default     = false
+}
+
+variable "dead_letter_retention_days" {
+  type        = number
+  description = <<-EOT
+    Days dead letters are kept: the partition expiration of pubsub_dead_letters (set here) and of _bqcdc_dead_letters
+    (set by `bqcdc apply --dead-letter-retention-days`, which scripts/deploy.sh and cloudbuild.yaml pass from the output of
+    the same name). Dead letters hold whole payloads, personal data included. null (the default) keeps them forever.
+    Replay a dead letter before it expires.
+  EOT
+  default     = null
+
+  validation {
+    condition     = var.dead_letter_retention_days == null || try(var.dead_letter_retention_days >= 1 && floor(var.dead_letter_retention_days) == var.dead_letter_retention_days, false)
+    error_message = "dead_letter_retention_days must be null (keep) or a whole number of days, 1 or more."
+  }
+}
+
+# ---------------------------------------------------------------------------
 # Functions
 # ---------------------------------------------------------------------------
 

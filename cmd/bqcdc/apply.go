@@ -75,8 +75,12 @@ func runApply(ctx context.Context, args []string) error {
 	var t target
 	fs := flag.NewFlagSet("apply", flag.ContinueOnError)
 	t.register(fs)
+	retention := fs.Int("dead-letter-retention-days", 0, "expire _bqcdc_dead_letters partitions this many days old (0: keep them; Terraform's dead_letter_retention_days)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *retention < 0 {
+		return fmt.Errorf("--dead-letter-retention-days=%d: want 0 (keep) or more", *retention)
 	}
 	flows, bq, err := t.open(ctx)
 	if err != nil {
@@ -84,7 +88,7 @@ func runApply(ctx context.Context, args []string) error {
 	}
 	defer bq.Close()
 	var rep apply.Report
-	_, err = apply.All(ctx, bq, apply.Target{Project: t.bq.Project, Dataset: t.dataset}, flows, t.schemaSource(), &rep)
+	_, err = apply.All(ctx, bq, apply.Target{Project: t.bq.Project, Dataset: t.dataset, DeadLetterRetentionDays: *retention}, flows, t.schemaSource(), &rep)
 	for _, line := range rep {
 		fmt.Println(line)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"cloud.google.com/go/pubsub/v2"
 	"github.com/bqcdc/bqcdc/internal/clients"
+	"github.com/bqcdc/bqcdc/internal/config"
 	"github.com/bqcdc/bqcdc/internal/replay"
 )
 
@@ -29,6 +30,16 @@ func runReplay(ctx context.Context, args []string) error {
 	}
 	if t.bq.Project == "" {
 		return fmt.Errorf("--project is required")
+	}
+	// Ingest honours a replay id only with its proof, signed with the
+	// function's replay key; without it, replayed messages would be stored
+	// under new ids. A dry run needs no key.
+	key, err := config.ReplayKeyFromEnv()
+	if err != nil {
+		return err
+	}
+	if len(key) == 0 && !*dryRun {
+		return replay.ErrNoKey
 	}
 	f.MessageIDs = ids
 	if *since > 0 {
@@ -56,7 +67,7 @@ func runReplay(ctx context.Context, args []string) error {
 		return fmt.Errorf("creating the Pub/Sub client: %w", err)
 	}
 	defer ps.Close()
-	n, err := replay.Replay(ctx, letters, clientPublisher{ps})
+	n, err := replay.Replay(ctx, letters, clientPublisher{ps}, key)
 	fmt.Printf("%d of %d dead letter(s) published again\n", n, len(letters))
 	return err
 }

@@ -127,12 +127,18 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Function, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A schema name is an attribute any publisher sets: one in another
+	// project fails with PermissionDenied, which would be retried until
+	// Pub/Sub gives up. Only the deployment's own project is read, so such
+	// a message is dead-lettered at once (stage registry), without a fetch.
 	opts := ingest.Options{
 		Writer:        bqwrite.NewWriter(bq, mw, cfg.BigQuery.Project, cfg.Dataset),
-		PubSubSchemas: formats.NewPubSubSchemas(schemas),
+		PubSubSchemas: formats.NewPubSubSchemas(schemas).OnlyProjects(cfg.BigQuery.Project),
 		Keys:          flow.KeysBySource(o.Flows),
 		Frozen:        cfg.SchemaEvolutionOff,
 		Log:           o.Log,
+		ReplayKey:     cfg.ReplayKey,
+		LogValues:     cfg.LogValues,
 	}
 	// Without a registry URL, Confluent-framed messages are dead-lettered
 	// with that reason; Pub/Sub schema-encoded Avro and Debezium JSON with
@@ -172,7 +178,7 @@ func (f *Function) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		// Handle logged the details; keep the answer short (BigQuery errors
 		// can quote row values).
-		http.Error(w, fmt.Sprintf("message %s will be redelivered: %s", msg.MessageID, ingest.Truncate(err.Error())), http.StatusServiceUnavailable)
+		http.Error(w, fmt.Sprintf("message %s will be redelivered: %s", msg.MessageID, ingest.Truncate(f.svc.Reason(err))), http.StatusServiceUnavailable)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -15,6 +15,10 @@ import (
 type Target struct {
 	Project string
 	Dataset string // the default dataset: changelogs, dead letters, unqualified targets
+	// DeadLetterRetentionDays expires _bqcdc_dead_letters partitions (by
+	// day dead-lettered) this many days old; 0 keeps them (and removes an
+	// expiration set before). Terraform's dead_letter_retention_days.
+	DeadLetterRetentionDays int
 }
 
 // BindAll checks every flow against its source's changelog columns. It
@@ -81,7 +85,7 @@ func apply(ctx context.Context, bq *bigquery.Client, t Target, bound []*flow.Bou
 			return err
 		}
 	}
-	if err := DeadLetters(ctx, bq, t.Dataset, rep); err != nil {
+	if err := DeadLetters(ctx, bq, t.Dataset, t.DeadLetterRetentionDays, rep); err != nil {
 		return err
 	}
 	if err := CompactionReport(ctx, bq, t.Dataset, rep); err != nil {

@@ -80,16 +80,53 @@ func changelogDescription(src SourceSchema) string {
 	return fmt.Sprintf("bqcdc changelog of Pub/Sub topic %s: one row per change event, appended by the ingest function. Reader schema: %s.", src.Source, schema)
 }
 
-// DeadLetters creates or evolves the dead-letter table.
-func DeadLetters(ctx context.Context, bq *bigquery.Client, dataset string, rep *Report) error {
+// DeadLetters creates or evolves the dead-letter table, and sets its
+// partition expiration to retentionDays (0: none). Dead letters keep whole
+// payloads, personal data included; an operator may want them gone after a
+// while. Unlike a changelog, nothing else depends on them: replay reads
+// only what is still there.
+func DeadLetters(ctx context.Context, bq *bigquery.Client, dataset string, retentionDays int, rep *Report) error {
+	expiration := time.Duration(retentionDays) * 24 * time.Hour
 	want := &bigquery.TableMetadata{
 		Description: "bqcdc dead letters: messages the ingest function could never turn into changelog rows, with the reason and the original bytes.",
 		Schema:      bqschema.ToBigQuery(catalog.DeadLetterColumns()),
 		TimePartitioning: &bigquery.TimePartitioning{
-			Type: bigquery.DayPartitioningType, Field: "dead_lettered_at",
+			Type: bigquery.DayPartitioningType, Field: "dead_lettered_at", Expiration: expiration,
 		},
 	}
-	return ensureTable(ctx, bq.Dataset(dataset).Table(catalog.DeadLetterTable), want, rep)
+	t := bq.Dataset(dataset).Table(catalog.DeadLetterTable)
+	if err := ensureTable(ctx, t, want, rep); err != nil {
+		return err
+	}
+	return ensureExpiration(ctx, t, expiration, rep)
+}
+
+// ensureExpiration sets (or, with 0, removes) the partition expiration of
+// the day-partitioned table t. ensureTable leaves partitioning alone on
+// existing tables (changing it would rewrite them); the expiration alone is
+// a metadata change.
+func ensureExpiration(ctx context.Context, t *bigquery.Table, expiration time.Duration, rep *Report) error {
+	have, err := t.Metadata(ctx)
+	if err != nil {
+		return fmt.Errorf("reading table %s: %w", t.TableID, err)
+	}
+	if have.TimePartitioning == nil || have.TimePartitioning.Expiration == expiration {
+		return nil
+	}
+	tp := *have.TimePartitioning
+	tp.Expiration = expiration
+	if _, err := t.Update(ctx, bigquery.TableMetadataToUpdate{TimePartitioning: &tp}, have.ETag); err != nil {
+		return fmt.Errorf("updating table %s (partition expiration %s): %w", t.TableID, expiration, err)
+	}
+	rep.add("table %s: updated (partition expiration %s)", t.TableID, describeExpiration(expiration))
+	return nil
+}
+
+func describeExpiration(d time.Duration) string {
+	if d == 0 {
+		return "none"
+	}
+	return strconv.Itoa(int(d/(24*time.Hour))) + " days"
 }
 
 // CompactionReport creates or evolves the compaction report table (one

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/big"
 
+	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/hamba/avro/v2"
 )
 
@@ -109,7 +110,7 @@ func putLE32(b []byte, v uint32) {
 func jsonConv(v any) (any, error) {
 	b, err := json.Marshal(jsonable(v))
 	if err != nil {
-		return nil, fmt.Errorf("%w: encoding as JSON: %v", ErrValue, err)
+		return nil, failure.Errorf("%w: encoding as JSON: %v", ErrValue, failure.Value(err))
 	}
 	return string(b), nil
 }
@@ -185,7 +186,7 @@ func mapConv(val converter) converter {
 			if m[k] != nil {
 				cv, err := val(m[k])
 				if err != nil {
-					return nil, fmt.Errorf("map key %q: %w", k, err)
+					return nil, failure.Errorf("map key %q: %w", failure.Value(k), err)
 				}
 				if cv != nil {
 					entry["value"] = cv
@@ -227,7 +228,7 @@ func jsonTextConv(v any) (any, error) {
 		return nil, badType("JSON text", v)
 	}
 	if !json.Valid([]byte(s)) {
-		return nil, fmt.Errorf("%w: not valid JSON: %.60q", ErrValue, s)
+		return nil, failure.Errorf("%w: not valid JSON: %.60q", ErrValue, failure.Value(s))
 	}
 	return s, nil
 }

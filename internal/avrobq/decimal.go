@@ -5,6 +5,7 @@ import (
 	"math/big"
 	"strings"
 
+	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/limits"
 	"github.com/bqcdc/bqcdc/internal/schema"
 )
@@ -88,7 +89,7 @@ func decimalConv(lim decimalLimits) converter {
 			var rem big.Int
 			unscaled, _ = n.QuoRem(n, x.Denom(), &rem)
 			if rem.Sign() != 0 {
-				return nil, fmt.Errorf("%w: %s has more than the %d fractional digits of the schema", ErrValue, x.RatString(), lim.scale)
+				return nil, failure.Errorf("%w: %s has more than the %d fractional digits of the schema", ErrValue, failure.Value(x.RatString()), lim.scale)
 			}
 		case []byte:
 			unscaled = twosComplement(x)
@@ -145,8 +146,8 @@ func decimalText(unscaled *big.Int, scale int, lim decimalLimits) (string, error
 		var q, r big.Int
 		q.QuoRem(unscaled, pow10(scale-maxScale), &r)
 		if r.Sign() != 0 {
-			return "", fmt.Errorf("%w: %s has %d fractional digits; %s holds %d",
-				ErrValue, formatDecimal(unscaled, scale), scale, lim.typ, maxScale)
+			return "", failure.Errorf("%w: %s has %d fractional digits; %s holds %d",
+				ErrValue, failure.Value(formatDecimal(unscaled, scale)), scale, lim.typ, maxScale)
 		}
 		unscaled, scale = &q, maxScale
 	}
@@ -188,14 +189,14 @@ func checkDecimalRange(unscaled *big.Int, scale int, lim decimalLimits) error {
 	default: // unparameterised BIGNUMERIC: 76.76 digits, bounded in binary
 		at38 := new(big.Int).Mul(unscaled, pow10(38-scale))
 		if at38.Cmp(bigNumericMax) > 0 || at38.Cmp(bigNumericMin) < 0 {
-			return fmt.Errorf("%w: %s is outside BIGNUMERIC's ±5.78×10^38", ErrValue, formatDecimal(unscaled, scale))
+			return failure.Errorf("%w: %s is outside BIGNUMERIC's ±5.78×10^38", ErrValue, failure.Value(formatDecimal(unscaled, scale)))
 		}
 		return nil
 	}
 	// |value| < 10^intDigits  ⟺  |unscaled| < 10^(intDigits+scale)
 	if new(big.Int).Abs(unscaled).Cmp(pow10(intDigits+scale)) >= 0 {
-		return fmt.Errorf("%w: %s has more than the %d integer digits of %s", ErrValue,
-			formatDecimal(unscaled, scale), intDigits, describeDecimalColumn(lim))
+		return failure.Errorf("%w: %s has more than the %d integer digits of %s", ErrValue,
+			failure.Value(formatDecimal(unscaled, scale)), intDigits, describeDecimalColumn(lim))
 	}
 	return nil
 }

@@ -33,7 +33,7 @@ func geometryConv(v any) (any, error) {
 	}
 	wkt, err := WKBToWKT(wkb)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrValue, err)
+		return nil, fmt.Errorf("%w: %w", ErrValue, err)
 	}
 	return wkt, nil
 }
@@ -57,7 +57,7 @@ func pointConv(v any) (any, error) {
 	var b strings.Builder
 	b.WriteString("POINT")
 	if err := writeCoords(&b, x, y); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrValue, err)
+		return nil, fmt.Errorf("%w: %w", ErrValue, err)
 	}
 	return b.String(), nil
 }
@@ -72,7 +72,7 @@ func recordSRID(m map[string]any) error {
 		return badType("srid int", s)
 	}
 	if err := sridProblem(srid); err != nil {
-		return fmt.Errorf("%w: %v", ErrValue, err)
+		return fmt.Errorf("%w: %w", ErrValue, err)
 	}
 	return nil
 }

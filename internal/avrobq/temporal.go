@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/bqcdc/bqcdc/internal/failure"
 )
 
 // unit is the length of one count of an integer time value, in nanoseconds.
@@ -71,7 +73,7 @@ var (
 )
 
 func outOfRange(what string) error {
-	return fmt.Errorf("%w: %s is outside BigQuery's years 1 to 9999", ErrValue, what)
+	return failure.Errorf("%w: %s is outside BigQuery's years 1 to 9999", ErrValue, failure.Value(what))
 }
 
 // daysConv converts a date: days since 1970-01-01 as an integer, or the
@@ -169,7 +171,7 @@ func timeConv(u unit) converter {
 	return func(v any) (any, error) {
 		if d, ok := v.(time.Duration); ok {
 			if d < 0 || d >= 24*time.Hour {
-				return nil, fmt.Errorf("%w: time of day %s is outside 00:00 to 24:00", ErrValue, d)
+				return nil, failure.Errorf("%w: time of day %s is outside 00:00 to 24:00", ErrValue, failure.Value(d))
 			}
 			return formatTimeOfDay(int64(d / time.Microsecond)), nil
 		}
@@ -179,7 +181,7 @@ func timeConv(u unit) converter {
 		}
 		// Compare in the value's own unit so that no multiplication can wrap.
 		if n < 0 || n >= int64(24*time.Hour)/int64(u) {
-			return nil, fmt.Errorf("%w: time of day %d %s is outside 00:00 to 24:00 (MySQL TIME can be; BigQuery TIME cannot)", ErrValue, n, u)
+			return nil, failure.Errorf("%w: time of day %d %s is outside 00:00 to 24:00 (MySQL TIME can be; BigQuery TIME cannot)", ErrValue, failure.Value(n), u)
 		}
 		m, _ := u.toMicros(n)
 		return formatTimeOfDay(m), nil
@@ -202,7 +204,7 @@ func zonedTimestampConv(v any) (any, error) {
 	}
 	t, err := parseOffset(s, "2006-01-02T15:04:05")
 	if err != nil {
-		return nil, fmt.Errorf("%w: parsing zoned timestamp %q: %v", ErrValue, s, err)
+		return nil, failure.Errorf("%w: parsing zoned timestamp %q: %v", ErrValue, failure.Value(s), failure.Value(err))
 	}
 	return timestampConv(micros)(t)
 }
@@ -224,7 +226,7 @@ func zonedTimeConv(v any) (any, error) {
 	}
 	t, err := parseOffset(s, "15:04:05")
 	if err != nil {
-		return nil, fmt.Errorf("%w: parsing zoned time %q: %v", ErrValue, s, err)
+		return nil, failure.Errorf("%w: parsing zoned time %q: %v", ErrValue, failure.Value(s), failure.Value(err))
 	}
 	u := t.UTC()
 	return formatTimeOfDay(int64(u.Hour()*3600+u.Minute()*60+u.Second())*1e6 + int64(u.Nanosecond()/1e3)), nil

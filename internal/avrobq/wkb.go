@@ -7,6 +7,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/bqcdc/bqcdc/internal/failure"
 )
 
 // WKB geometry type codes, and the EWKB flags PostGIS sets on them.
@@ -259,7 +261,7 @@ func writeCoords(out *strings.Builder, x, y float64) error {
 
 func writeCoord(out *strings.Builder, x, y float64) error {
 	if !(x >= -180 && x <= 180) || !(y >= -90 && y <= 90) {
-		return fmt.Errorf("coordinate (%v %v) is not a WGS84 longitude in [-180, 180] and latitude in [-90, 90]", x, y)
+		return failure.Errorf("coordinate (%v %v) is not a WGS84 longitude in [-180, 180] and latitude in [-90, 90]", failure.Value(x), failure.Value(y))
 	}
 	out.WriteString(strconv.FormatFloat(x, 'f', -1, 64))
 	out.WriteByte(' ')

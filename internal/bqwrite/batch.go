@@ -265,7 +265,8 @@ func (b *batcher) append(batch []*pending) (requeue []*pending) {
 		}
 		for i, p := range batch {
 			if msg, ok := bad[i]; ok {
-				p.done <- failure.Permanent(failure.StageAppend, fmt.Errorf("BigQuery refused the row appended to %s: %s", b.name, msg))
+				// BigQuery's message may quote the row's values.
+				p.done <- failure.Permanent(failure.StageAppend, failure.Errorf("BigQuery refused the row appended to %s: %s", b.name, failure.Value(msg)))
 				continue
 			}
 			if p.retries++; p.retries > maxRequeues {
@@ -302,6 +303,8 @@ func (b *batcher) append(batch []*pending) (requeue []*pending) {
 // retryable.
 func (b *batcher) classify(err error) error {
 	if bqerror.RowsRefused(err) {
+		// BigQuery's message may quote the row's values.
+		err = failure.WithValue(err, "BigQuery refused the row (INVALID_ARGUMENT; its message is withheld: it may quote values)")
 		return failure.Permanent(failure.StageAppend, fmt.Errorf("appending to %s: %w", b.name, err))
 	}
 	return failure.Retryable(failure.StageAppend, fmt.Errorf("appending to %s: %w", b.name, err))

@@ -19,6 +19,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bqcdc/bqcdc/internal/cdc"
 	"github.com/bqcdc/bqcdc/internal/flow"
@@ -121,8 +122,13 @@ const ReaderSchemaLabel = "bqcdc-reader-schema-id"
 // ReplayOfAttribute marks a message `bqcdc replay` published again from the
 // dead-letter table; its value is the original Pub/Sub message id, which
 // ingest keeps as the message's identity (_cdc_message_id), so replays are
-// counted once.
+// counted once. Ingest honours it only with a valid ReplayProofAttribute.
 const ReplayOfAttribute = "bqcdc-replay-of"
+
+// ReplayProofAttribute carries the proof (package replay/proof) that
+// `bqcdc replay` set ReplayOfAttribute: an HMAC, under the replay key, of the
+// topic, the original id and the data's SHA-256.
+const ReplayProofAttribute = "bqcdc-replay-proof"
 
 // SourceLabel records the topic a changelog table belongs to.
 const SourceLabel = "bqcdc-source"
@@ -135,6 +141,32 @@ func LabelValue(s string) string {
 		v = v[:63]
 	}
 	return v
+}
+
+// IsLabelValueOf reports whether v == LabelValue(s). Ingest asks it for
+// every message, so it does not allocate for ASCII names (every Pub/Sub
+// topic name is ASCII).
+func IsLabelValueOf(v, s string) bool {
+	n := min(len(s), 63)
+	if len(v) != n {
+		return LabelValue(s) == v // a longer label: only non-ASCII lowercasing changes lengths
+	}
+	for i := 0; i < n; i++ {
+		c := s[i]
+		switch {
+		case c >= utf8.RuneSelf:
+			return LabelValue(s) == v
+		case c >= 'A' && c <= 'Z':
+			c += 'a' - 'A'
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '_', c == '-':
+		default:
+			c = '_'
+		}
+		if v[i] != c {
+			return false
+		}
+	}
+	return true
 }
 
 // Meta are the metadata values of one changelog row.

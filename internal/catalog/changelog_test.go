@@ -101,3 +101,17 @@ func TestSchemaColumnLimit(t *testing.T) {
 		t.Fatalf("error %v, want the column limit", err)
 	}
 }
+
+func TestIsLabelValueOf(t *testing.T) {
+	long := strings.Repeat("a", 70)
+	for _, s := range []string{"db.inv.t", "db-inv-t", "db_inv_t", "DB.Inv.T", "Größe.t", long, "x", ""} {
+		for _, v := range []string{LabelValue("db.inv.t"), LabelValue("db-inv-t"), LabelValue(s), LabelValue(long), "Db_inv_t", ""} {
+			if got, want := IsLabelValueOf(v, s), LabelValue(s) == v; got != want {
+				t.Errorf("IsLabelValueOf(%q, %q) = %v, want %v", v, s, got, want)
+			}
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { IsLabelValueOf("db_inv_t", "db.inv.t") }); n != 0 {
+		t.Errorf("%v allocations, want 0", n)
+	}
+}

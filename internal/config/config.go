@@ -16,6 +16,7 @@ import (
 
 	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/redact"
+	"github.com/bqcdc/bqcdc/internal/replay/proof"
 )
 
 // Config is the runtime configuration of the ingest and compact functions.
@@ -50,6 +51,17 @@ type Config struct {
 	// PubSubEndpoint is a Pub/Sub emulator's host:port (the standard
 	// PUBSUB_EMULATOR_HOST); empty means Google's Pub/Sub.
 	PubSubEndpoint string
+
+	// ReplayKey signs (bqcdc replay) and verifies (ingest) the proof that a
+	// message replays a dead letter (package replay/proof). Empty: ingest
+	// ignores replay ids and replay refuses to publish. A secret: never
+	// printed (Redacted says only whether it is set).
+	ReplayKey []byte
+	// LogValues lets dead-letter reasons and log lines quote values of
+	// the row (a refused timestamp's text, a row BigQuery rejected). Off
+	// by default: they name the column and the kind of problem only, so
+	// personal data stays in the tables whose access the operator controls.
+	LogValues bool
 }
 
 // Environment variable names.
@@ -70,6 +82,8 @@ const (
 	EnvPubSubEmulator     = "PUBSUB_EMULATOR_HOST"
 	EnvCompactConcurrency = "BQCDC_COMPACT_CONCURRENCY"
 	EnvCompactBudget      = "BQCDC_COMPACT_BUDGET"
+	EnvReplayKey          = "BQCDC_REPLAY_KEY" // a secret: Secret Manager in production
+	EnvLogValues          = "BQCDC_LOG_VALUES"
 )
 
 // Defaults.
@@ -127,12 +141,35 @@ func FromEnv() (Config, error) {
 	if c.TombstoneRetentionDays, err = nonNegativeInt(EnvTombstoneRetention, DefaultTombstoneRetention); err != nil {
 		return c, err
 	}
+	if c.ReplayKey, err = ReplayKeyFromEnv(); err != nil {
+		return c, err
+	}
+	if v := os.Getenv(EnvLogValues); v != "" {
+		if c.LogValues, err = strconv.ParseBool(v); err != nil {
+			return c, fmt.Errorf("%s=%q: want true or false", EnvLogValues, v)
+		}
+	}
 	for _, t := range strings.Split(os.Getenv(EnvSchemaEvolutionOff), ",") {
 		if t = strings.TrimSpace(t); t != "" {
 			c.SchemaEvolutionOff = append(c.SchemaEvolutionOff, t)
 		}
 	}
 	return c, nil
+}
+
+// ReplayKeyFromEnv reads BQCDC_REPLAY_KEY (the function's and the CLI's):
+// nil when unset, an error when too short to be a key. A trailing newline,
+// as `echo ... | gcloud secrets create` leaves it, is not part of the key.
+// The error never quotes the value.
+func ReplayKeyFromEnv() ([]byte, error) {
+	v := strings.TrimRight(os.Getenv(EnvReplayKey), "\r\n")
+	if v == "" {
+		return nil, nil
+	}
+	if len(v) < proof.MinKeyLen {
+		return nil, fmt.Errorf("%s is %d bytes long, want at least %d (e.g. openssl rand -base64 32)", EnvReplayKey, len(v), proof.MinKeyLen)
+	}
+	return []byte(v), nil
 }
 
 func nonNegativeInt(name string, def int) (int, error) {
@@ -169,7 +206,12 @@ func (c Config) Redacted() string {
 	if u := c.RegistryURL; u != redact.URL(u) {
 		cred = "in the URL (redacted)"
 	}
-	return fmt.Sprintf("project=%s dataset=%s bigquery=%s registry=%s credentials=%s", c.BigQuery.Project, c.Dataset, redact.URL(ep), redact.URL(c.RegistryURL), cred)
+	replayKey := "none (replay ids ignored)"
+	if len(c.ReplayKey) > 0 {
+		replayKey = "set (redacted)"
+	}
+	return fmt.Sprintf("project=%s dataset=%s bigquery=%s registry=%s credentials=%s replay_key=%s log_values=%t",
+		c.BigQuery.Project, c.Dataset, redact.URL(ep), redact.URL(c.RegistryURL), cred, replayKey, c.LogValues)
 }
 
 // Lazy builds a value from the environment's configuration on its first

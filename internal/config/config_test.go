@@ -84,3 +84,34 @@ func TestRedactedMasksURLPassword(t *testing.T) {
 		t.Errorf("Redacted() = %s", r)
 	}
 }
+
+func TestReplayKeyAndLogValues(t *testing.T) {
+	t.Setenv(EnvProject, "p")
+	const key = "0123456789abcdef0123456789abcdef-secret"
+	t.Setenv(EnvReplayKey, key+"\n")
+	t.Setenv(EnvLogValues, "true")
+	c, err := FromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(c.ReplayKey) != key || !c.LogValues {
+		t.Errorf("replay key %q, log values %v", c.ReplayKey, c.LogValues)
+	}
+	if r := c.Redacted(); strings.Contains(r, "secret") || !strings.Contains(r, "replay_key=set") || !strings.Contains(r, "log_values=true") {
+		t.Errorf("Redacted = %s", r)
+	}
+
+	t.Setenv(EnvReplayKey, "short-secret")
+	if _, err := FromEnv(); err == nil || !strings.Contains(err.Error(), EnvReplayKey) || strings.Contains(err.Error(), "short-secret") {
+		t.Errorf("a short key: err = %v, want one naming the variable and not the value", err)
+	}
+	t.Setenv(EnvReplayKey, "")
+	t.Setenv(EnvLogValues, "maybe")
+	if _, err := FromEnv(); err == nil || !strings.Contains(err.Error(), EnvLogValues) {
+		t.Errorf("err = %v", err)
+	}
+	t.Setenv(EnvLogValues, "")
+	if c, err := FromEnv(); err != nil || c.ReplayKey != nil || c.LogValues || !strings.Contains(c.Redacted(), "replay_key=none") {
+		t.Errorf("defaults: %+v, %v", c, err)
+	}
+}

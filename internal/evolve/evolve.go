@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/schema"
 )
 
@@ -60,7 +61,7 @@ func promote(table, writer string) (promotion, bool) {
 			if !utf8.Valid(b) {
 				// Avro's bytes-to-string promotion assumes UTF-8; anything
 				// else would be silently mangled, so keep it reversible.
-				return nil, fmt.Errorf("bytes are not valid UTF-8 for a STRING column (base64: %s)", base64.StdEncoding.EncodeToString(b))
+				return nil, failure.Errorf("bytes are not valid UTF-8 for a STRING column (base64: %s)", failure.Value(base64.StdEncoding.EncodeToString(b)))
 			}
 			return string(b), nil
 		}, true

@@ -182,7 +182,7 @@ func hostileCases() ([]hostileCase, map[string][]byte) {
 		jsonRow(`,{"type":"int64","optional":false,"field":"n"}`, `,"n":`+strings.Repeat("9", 3_000_000)),
 		0, "", dead("decode", "longer than 1024 characters"))
 	add("json-number-exponent.json", "a number 1e400 for an int64", "debezium-json",
-		jsonRow(`,{"type":"int64","optional":false,"field":"n"}`, `,"n":1e400`), 0, "", dead("decode", "want long, got number 1e400"))
+		jsonRow(`,{"type":"int64","optional":false,"field":"n"}`, `,"n":1e400`), 0, "", dead("decode", "want long, got number"))
 	add("json-deep-payload.json", "a payload array nested 200 levels", "debezium-json",
 		jsonRow(`,{"type":"array","optional":false,"field":"a","items":{"type":"int32"}}`, `,"a":`+strings.Repeat("[", 200)+strings.Repeat("]", 200)),
 		0, "", dead("decode", "nests deeper than 128 levels"))

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/limits"
 	"github.com/hamba/avro/v2"
 )
@@ -48,7 +49,7 @@ func unscaled(num string, scale int) (*big.Int, error) {
 	}
 	r, ok := exactRat(num)
 	if !ok {
-		return nil, fmt.Errorf("%s is not a number bqcdc reads exactly", clip(num))
+		return nil, failure.Errorf("%s is not a number bqcdc reads exactly", failure.Value(clip(num)))
 	}
 	// A negative scale (Java's BigDecimal allows one: 12E+3 has scale -3)
 	// divides instead.
@@ -59,7 +60,7 @@ func unscaled(num string, scale int) (*big.Int, error) {
 		r.Quo(r, p)
 	}
 	if !r.IsInt() {
-		return nil, fmt.Errorf("%s has more than %d decimal places", clip(num), scale)
+		return nil, failure.Errorf("%s has more than %d decimal places", failure.Value(clip(num)), scale)
 	}
 	return r.Num(), nil
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/hamba/avro/v2"
 )
 
@@ -109,6 +110,25 @@ func describe(v any) string {
 		return "an object"
 	}
 	return fmt.Sprintf("%T", v)
+}
+
+// described is describe(v) as an argument of failure.Errorf: a value of
+// the row, withheld from redacted reasons but for its kind ("string
+// [value withheld]").
+type described struct{ v any }
+
+func (d described) Format(f fmt.State, _ rune) { f.Write([]byte(describe(d.v))) }
+
+func (d described) Withheld() any {
+	switch d.v.(type) {
+	case bool:
+		return "boolean " + failure.Withheld
+	case json.Number:
+		return "number " + failure.Withheld
+	case string:
+		return "string " + failure.Withheld
+	}
+	return describe(d.v) // null, an array of n, an object: no value in them
 }
 
 func clip(s string) string {

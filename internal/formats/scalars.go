@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/hamba/avro/v2"
 )
 
@@ -16,7 +17,7 @@ import (
 func (t *transcoder) integer(s avro.Schema, v any, path string) error {
 	n, ok := v.(json.Number)
 	if !ok {
-		return t.fail(path, "want %s, got %s", typeName(s), describe(v))
+		return t.fail(path, "want %s, got %s", typeName(s), described{v})
 	}
 	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
 	if s.Type() == avro.Int {
@@ -34,12 +35,12 @@ func (t *transcoder) integer(s avro.Schema, v any, path string) error {
 		// 1e3 or 5.0 are still integers; 5.5 and 1e30 are not.
 		r, ok := exactRat(string(n))
 		if !ok || !r.IsInt() || !r.Num().IsInt64() {
-			return t.fail(path, "want %s, got %s", typeName(s), describe(v))
+			return t.fail(path, "want %s, got %s", typeName(s), described{v})
 		}
 		i = r.Num().Int64()
 	}
 	if i < lo || i > hi {
-		return t.fail(path, "%d is out of range for %s", i, typeName(s))
+		return t.fail(path, "%d is out of range for %s", failure.Value(i), typeName(s))
 	}
 	t.long(i)
 	return nil
@@ -57,7 +58,7 @@ func (t *transcoder) float(typ avro.Type, v any, path string) error {
 	case json.Number:
 		var err error
 		if f, err = strconv.ParseFloat(string(x), bits); err != nil {
-			return t.fail(path, "%s does not fit %s", string(x), typ)
+			return t.fail(path, "%s does not fit %s", failure.Value(string(x)), typ)
 		}
 	case string:
 		// Java's Jackson writes non-finite numbers as these strings.
@@ -69,10 +70,10 @@ func (t *transcoder) float(typ avro.Type, v any, path string) error {
 		case "-Infinity":
 			f = math.Inf(-1)
 		default:
-			return t.fail(path, "want %s, got %s", typ, describe(v))
+			return t.fail(path, "want %s, got %s", typ, described{v})
 		}
 	default:
-		return t.fail(path, "want %s, got %s", typ, describe(v))
+		return t.fail(path, "want %s, got %s", typ, described{v})
 	}
 	if bits == 32 {
 		t.buf = binary.LittleEndian.AppendUint32(t.buf, math.Float32bits(float32(f)))
@@ -99,18 +100,18 @@ func (t *transcoder) binary(s avro.Schema, v any, path string) error {
 	case json.Number:
 		// Connect's decimal.format=NUMERIC writes decimals as numbers.
 		if !isDecimal {
-			return t.fail(path, "want %s, got %s", t.bytesForm(), describe(v))
+			return t.fail(path, "want %s, got %s", t.bytesForm(), described{v})
 		}
 		n, err := unscaled(string(x), scale)
 		if err != nil {
-			return t.fail(path, "%v", err)
+			return t.fail(path, "%w", err)
 		}
 		b = twosComplement(n)
 		if size > len(b) {
 			b = signExtend(b, size)
 		}
 	default:
-		return t.fail(path, "want %s, got %s", t.bytesForm(), describe(v))
+		return t.fail(path, "want %s, got %s", t.bytesForm(), described{v})
 	}
 	if size < 0 {
 		t.bytes(b)
@@ -147,7 +148,7 @@ func (t *transcoder) decodeBytes(s string) ([]byte, error) {
 func (t *transcoder) enum(s *avro.EnumSchema, v any, path string) error {
 	sym, ok := v.(string)
 	if !ok {
-		return t.fail(path, "want an enum symbol, got %s", describe(v))
+		return t.fail(path, "want an enum symbol, got %s", described{v})
 	}
 	for i, x := range s.Symbols() {
 		if x == sym {
@@ -155,5 +156,5 @@ func (t *transcoder) enum(s *avro.EnumSchema, v any, path string) error {
 			return nil
 		}
 	}
-	return t.fail(path, "%q is not a symbol of enum %s", sym, s.FullName())
+	return t.fail(path, "%q is not a symbol of enum %s", failure.Value(sym), s.FullName())
 }

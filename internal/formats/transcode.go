@@ -9,6 +9,7 @@ import (
 	"io"
 	"sort"
 
+	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/hamba/avro/v2"
 )
 
@@ -56,7 +57,7 @@ func transcode(d dialect, api avro.API, s avro.Schema, data []byte) ([]byte, err
 		return nil, err
 	}
 	if _, ok := v.(map[string]any); !ok {
-		return nil, fmt.Errorf("%w: the message is %s, want a JSON object", ErrValue, describe(v))
+		return nil, failure.Errorf("%w: the message is %s, want a JSON object", ErrValue, described{v})
 	}
 	t := &transcoder{d: d, api: api, buf: make([]byte, 0, len(data))}
 	if err := t.value(s, v, ""); err != nil {
@@ -75,7 +76,9 @@ func (t *transcoder) fail(path, format string, args ...any) error {
 	if path == "" {
 		path = "(top level)"
 	}
-	return fmt.Errorf("%w: field %s: %s", ErrValue, path, fmt.Sprintf(format, args...))
+	// A message's values are withheld from the redacted reason: args made
+	// with failure.Value or described (see failure.Reason).
+	return failure.Errorf("%w: field %s: "+format, append([]any{ErrValue, path}, args...)...)
 }
 
 // long writes a zig-zag varint, Avro's encoding of int and long alike.
@@ -94,7 +97,7 @@ func (t *transcoder) value(s avro.Schema, v any, path string) error {
 		return t.union(s.(*avro.UnionSchema), v, path)
 	case avro.Null:
 		if v != nil {
-			return t.fail(path, "want null, got %s", describe(v))
+			return t.fail(path, "want null, got %s", described{v})
 		}
 		return nil
 	}
@@ -105,7 +108,7 @@ func (t *transcoder) value(s avro.Schema, v any, path string) error {
 	case avro.Boolean:
 		b, ok := v.(bool)
 		if !ok {
-			return t.fail(path, "want boolean, got %s", describe(v))
+			return t.fail(path, "want boolean, got %s", described{v})
 		}
 		if b {
 			t.buf = append(t.buf, 1)
@@ -119,7 +122,7 @@ func (t *transcoder) value(s avro.Schema, v any, path string) error {
 	case avro.String:
 		str, ok := v.(string)
 		if !ok {
-			return t.fail(path, "want string, got %s", describe(v))
+			return t.fail(path, "want string, got %s", described{v})
 		}
 		t.bytes([]byte(str))
 	case avro.Bytes, avro.Fixed:
@@ -141,7 +144,7 @@ func (t *transcoder) value(s avro.Schema, v any, path string) error {
 func (t *transcoder) record(s *avro.RecordSchema, v any, path string) error {
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return t.fail(path, "want an object (record %s), got %s", s.FullName(), describe(v))
+		return t.fail(path, "want an object (record %s), got %s", s.FullName(), described{v})
 	}
 	// JSON members the schema lacks are ignored, as Avro schema resolution
 	// drops writer fields the reader lacks.
@@ -239,13 +242,13 @@ func (t *transcoder) union(u *avro.UnionSchema, v any, path string) error {
 		}
 		t.buf = t.buf[:mark]
 	}
-	return t.fail(path, "%s fits no branch of the union %s", describe(v), unionNames(types))
+	return t.fail(path, "%s fits no branch of the union %s", described{v}, unionNames(types))
 }
 
 func (t *transcoder) array(s *avro.ArraySchema, v any, path string) error {
 	arr, ok := v.([]any)
 	if !ok {
-		return t.fail(path, "want an array, got %s", describe(v))
+		return t.fail(path, "want an array, got %s", described{v})
 	}
 	entry := t.d == connectJSON && isMapEntry(s.Items())
 	if len(arr) > 0 {
@@ -276,7 +279,7 @@ func isMapEntry(s avro.Schema) bool {
 func (t *transcoder) mapValue(s *avro.MapSchema, v any, path string) error {
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return t.fail(path, "want an object (map), got %s", describe(v))
+		return t.fail(path, "want an object (map), got %s", described{v})
 	}
 	keys := make([]string, 0, len(obj))
 	for k := range obj {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/bqcdc/bqcdc/internal/avrobq"
 	"github.com/bqcdc/bqcdc/internal/bqwrite"
@@ -53,6 +55,9 @@ type codec struct {
 	// bytes (package transcode); nil when the writer schema has types it
 	// does not cover, and the steps above do it.
 	plan *transcode.Plan
+
+	built time.Time    // for the cache's age bound
+	used  atomic.Int64 // last lookup, Unix ns: the cache evicts the least recently used
 }
 
 // missing classifies the writer columns a table version lacks.
@@ -98,18 +103,59 @@ func (r writerRef) String() string {
 // table. Registry ids are immutable, so an entry only goes stale when its
 // table changes; the first use of a new table version drops the table's old
 // entries. Building a codec costs ~15 µs plus registry lookups (cached).
+//
+// Writer keys come from the message (a Debezium JSON message carries its
+// own Connect schema, so every distinct one is a new writer), so the cache
+// is bounded per table in entries (maxCodecsPerTable; the least recently
+// used goes) and in age (codecTTL after it was built, however often it is
+// used, as package formats bounds its Connect schema caches). Tables are
+// bounded by the dataset: a topic without a changelog never gets here. A
+// lookup takes only the read lock: the recency stamp is an atomic store.
 type codecs struct {
 	reg     SchemaSource
 	keys    map[string][]string // flow KEYS by changelog table name; set by New
 	generic bool                // never compile plans (Options.Generic)
+	now     func() time.Time
 	mu      sync.RWMutex
 	m       map[string]*tableCodecs // by table name
 	group   singleflight.Group
 }
 
+// Bounds of the codec cache. A table has a few writer schemas in flight at
+// a time (schema versions, formats); 32 leaves room for many, and an
+// evicted or expired codec is rebuilt in microseconds from schemas cached
+// elsewhere (registry, Pub/Sub revisions, Connect schemas).
+const (
+	maxCodecsPerTable = 32
+	codecTTL          = time.Hour
+)
+
 type tableCodecs struct {
 	t      *bqwrite.Table
 	codecs map[writerKey]*codec
+}
+
+// add caches cd under key, first dropping expired entries and then, while
+// full, the least recently used. Callers hold the write lock.
+func (tc *tableCodecs) add(key writerKey, cd *codec, now time.Time) {
+	if _, ok := tc.codecs[key]; !ok && len(tc.codecs) >= maxCodecsPerTable {
+		for k, old := range tc.codecs {
+			if now.Sub(old.built) > codecTTL {
+				delete(tc.codecs, k)
+			}
+		}
+		for len(tc.codecs) >= maxCodecsPerTable {
+			var lru writerKey
+			oldest := int64(math.MaxInt64)
+			for k, old := range tc.codecs {
+				if u := old.used.Load(); u < oldest {
+					lru, oldest = k, u
+				}
+			}
+			delete(tc.codecs, lru)
+		}
+	}
+	tc.codecs[key] = cd
 }
 
 // SchemaSource looks schemas up by registry id (see package registry).
@@ -117,16 +163,28 @@ type SchemaSource interface {
 	Schema(ctx context.Context, id int) (avro.Schema, error)
 }
 
-func newCodecs(reg SchemaSource) *codecs { return &codecs{reg: reg, m: map[string]*tableCodecs{}} }
+func newCodecs(reg SchemaSource) *codecs {
+	return &codecs{reg: reg, now: time.Now, m: map[string]*tableCodecs{}}
+}
 
+// lookup returns the cached codec, nil when there is none or it expired
+// (get then builds it again).
 func (c *codecs) lookup(key writerKey, t *bqwrite.Table) *codec {
 	c.mu.RLock()
-	defer c.mu.RUnlock()
-	tc := c.m[t.Name]
-	if tc == nil || tc.t != t {
+	var cd *codec
+	if tc := c.m[t.Name]; tc != nil && tc.t == t {
+		cd = tc.codecs[key]
+	}
+	c.mu.RUnlock()
+	if cd == nil {
 		return nil
 	}
-	return tc.codecs[key]
+	now := c.now()
+	if now.Sub(cd.built) > codecTTL {
+		return nil
+	}
+	cd.used.Store(now.UnixNano())
+	return cd
 }
 
 // load returns the writer schema ref names.
@@ -164,13 +222,16 @@ func (c *codecs) get(ctx context.Context, ref writerRef, t *bqwrite.Table) (*cod
 		if err != nil {
 			return nil, err
 		}
+		now := c.now()
+		cd.built = now
+		cd.used.Store(now.UnixNano())
 		c.mu.Lock()
 		tc := c.m[t.Name]
 		if tc == nil || tc.t != t {
 			tc = &tableCodecs{t: t, codecs: map[writerKey]*codec{}}
 			c.m[t.Name] = tc
 		}
-		tc.codecs[key] = cd
+		tc.add(key, cd, now)
 		c.mu.Unlock()
 		return cd, nil
 	})

@@ -29,6 +29,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/evolve"
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/formats"
+	"github.com/bqcdc/bqcdc/internal/replay/proof"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/bqcdc/bqcdc/internal/transcode"
 	"github.com/bqcdc/bqcdc/internal/wire"
@@ -114,6 +115,17 @@ type Options struct {
 	// through the generic steps (decode, flatten, convert, fit, encode).
 	// The two give the same rows; this exists to measure and compare them.
 	Generic bool
+	// ReplayKey verifies the proof of a message `bqcdc replay` published
+	// (catalog.ReplayProofAttribute). Without a key, or without a valid
+	// proof, catalog.ReplayOfAttribute is ignored and the message keeps
+	// its own id.
+	ReplayKey []byte
+	// LogValues lets dead-letter reasons and log lines quote values of the
+	// row (BQCDC_LOG_VALUES). Off, the errors that quote one (a refused
+	// timestamp's text, BigQuery's message about a row) name the column
+	// and the kind of problem with failure.Withheld in the value's place;
+	// the dead letter keeps the message's bytes either way.
+	LogValues bool
 }
 
 // Service runs the pipeline. It is safe for concurrent use.
@@ -127,6 +139,8 @@ type Service struct {
 	flows   FlowFollower
 	pubsub  *formats.PubSubSchemas  // Pub/Sub schema revisions; nil if not configured
 	connect *formats.ConnectSchemas // Debezium JSON (JsonConverter) schemas
+	replay  []byte                  // verifies replay proofs; nil: replay ids ignored
+	values  bool                    // reasons may quote row values (Options.LogValues)
 
 	appended, tombstones, deadLetters, retries, ignored, evolutions atomic.Int64
 }
@@ -134,7 +148,7 @@ type Service struct {
 // New returns a service.
 func New(o Options) *Service {
 	s := &Service{writer: o.Writer, codecs: newCodecs(o.Registry), connect: formats.NewConnectSchemas(), log: o.Log, now: o.Now,
-		frozen: map[string]struct{}{}, flows: o.Flows, pubsub: o.PubSubSchemas}
+		frozen: map[string]struct{}{}, flows: o.Flows, pubsub: o.PubSubSchemas, replay: o.ReplayKey, values: o.LogValues}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -169,20 +183,18 @@ func (s *Service) Handle(ctx context.Context, m Message) (out Outcome, err error
 		}
 	}()
 	if orig := m.Attributes[catalog.ReplayOfAttribute]; orig != "" {
-		// A dead letter published again by `bqcdc replay`: it keeps the
-		// identity of the original message, so views count it once.
-		m.MessageID = orig
+		m.MessageID = s.replayedID(m, orig)
 	}
 	table := catalog.TableName(m.Topic)
 	if wire.IsTombstone(m.Data) {
 		s.tombstones.Add(1)
-		s.log.Info("tombstone acknowledged", "event", "tombstone", "topic", m.Topic, "message_id", m.MessageID, "ordering_key", m.OrderingKey)
+		s.log.Info("tombstone acknowledged", "event", "tombstone", "topic", m.Topic, "message_id", m.MessageID)
 		return Tombstone, nil
 	}
 	schemaID, err := s.process(ctx, m, table)
 	if errors.Is(err, errTombstone) {
 		s.tombstones.Add(1)
-		s.log.Info("tombstone acknowledged", "event", "tombstone", "topic", m.Topic, "message_id", m.MessageID, "ordering_key", m.OrderingKey)
+		s.log.Info("tombstone acknowledged", "event", "tombstone", "topic", m.Topic, "message_id", m.MessageID)
 		return Tombstone, nil
 	}
 	if err == nil {
@@ -192,10 +204,33 @@ func (s *Service) Handle(ctx context.Context, m Message) (out Outcome, err error
 	if !failure.IsPermanent(err) {
 		s.retries.Add(1)
 		s.log.Warn("message will be redelivered", "event", "retry", "topic", m.Topic, "message_id", m.MessageID,
-			"stage", string(failure.StageOf(err)), "error", Truncate(err.Error()))
+			"stage", string(failure.StageOf(err)), "error", Truncate(s.Reason(err)))
 		return Failed, err
 	}
 	return s.deadLetter(ctx, m, table, schemaID, err)
+}
+
+// replayedID is the id a message claiming to replay orig is stored under:
+// orig when the message proves `bqcdc replay` published it (a dead letter
+// published again keeps the identity of the original message, so views
+// count it once), else the message's own id. Any publisher to the topic
+// can set the attribute; honouring it unproven would let them have a row
+// counted under another message's id. An ignored claim is logged once,
+// here, with the ids only.
+func (s *Service) replayedID(m Message, orig string) string {
+	why := "no replay key is configured (BQCDC_REPLAY_KEY)"
+	switch {
+	case len(s.replay) == 0:
+	case m.Attributes[catalog.ReplayProofAttribute] == "":
+		why = "the message has no " + catalog.ReplayProofAttribute + " attribute"
+	case proof.Verify(s.replay, m.Topic, orig, m.Data, m.Attributes[catalog.ReplayProofAttribute]):
+		return orig
+	default:
+		why = "its proof does not match the topic, the claimed id and the data (forged, altered, or signed with another key)"
+	}
+	s.log.Warn("replay id ignored: the message keeps its own id", "event", "replay_unproven", "topic", m.Topic,
+		"message_id", m.MessageID, "claimed_id", Truncate(orig), "why", why)
+	return m.MessageID
 }
 
 // DeadLetter stores a message the caller could not even parse (for example a
@@ -211,16 +246,22 @@ func (s *Service) deadLetter(ctx context.Context, m Message, table string, schem
 	}
 	dl := catalog.DeadLetter{At: s.now(), Topic: m.Topic, Subscription: m.Subscription, MessageID: m.MessageID,
 		PublishTime: m.PublishTime, OrderingKey: m.OrderingKey, Attributes: m.Attributes, Data: m.Data,
-		Stage: string(stage), Reason: cause.Error(), SchemaID: schemaID, Table: table}
+		Stage: string(stage), Reason: s.Reason(cause), SchemaID: schemaID, Table: table}
 	if err := s.writer.Append(ctx, catalog.DeadLetterTable, []map[string]any{dl.Row()}); err != nil {
 		// Not stored anywhere yet: the message must come back.
 		s.retries.Add(1)
-		return Failed, fmt.Errorf("dead-lettering message %s (%v): %w", m.MessageID, cause, err)
+		return Failed, fmt.Errorf("dead-lettering message %s (%s): %w", m.MessageID, s.Reason(cause), err)
 	}
 	s.deadLetters.Add(1)
-	s.log.Error("message dead-lettered", "event", "dead_letter", "topic", m.Topic, "message_id", m.MessageID, "stage", string(stage), "reason", Truncate(cause.Error()))
+	s.log.Error("message dead-lettered", "event", "dead_letter", "topic", m.Topic, "message_id", m.MessageID, "stage", string(stage), "reason", Truncate(dl.Reason))
 	return DeadLettered, nil
 }
+
+// Reason is err's text for a dead letter, a log line or an HTTP answer:
+// values of the row quoted in it are withheld unless Options.LogValues
+// (see failure.Reason). A tombstone's ordering key is not logged either:
+// Debezium sets it to the row's key.
+func (s *Service) Reason(err error) string { return failure.Reason(err, s.values) }
 
 // errTombstone is process telling Handle that the message is a delete
 // marker in a format that wraps it (a JsonConverter null payload).
@@ -278,6 +319,9 @@ func (s *Service) prepare(ctx context.Context, m Message, table string) (prepare
 		}
 		return p, failure.Retryable(failure.StageTable, err)
 	}
+	if err := sourceOf(t, m.Topic); err != nil {
+		return p, err
+	}
 	if p.ref, p.payload, p.record, err = s.identify(ctx, p.format, m, frame, t); err != nil {
 		return p, err
 	}
@@ -295,6 +339,28 @@ func (s *Service) prepare(ctx context.Context, m Message, table string) (prepare
 	}
 	p.table, p.codec = t, cd
 	return p, nil
+}
+
+// sourceOf refuses to append a message of topic to changelog t when t
+// belongs to another source. Topics that differ only in characters
+// BigQuery does not allow in names (db.inv.t, db-inv-t) map to one
+// changelog name, and anyone who can create a topic and have it pushed
+// could otherwise write into another source's changelog. The changelog's
+// label catalog.SourceLabel (set by bqcdc apply) names its source; a table
+// without it (made by an older bqcdc) is accepted. Label values are
+// lowercased and cut to 63 characters, so sources that differ only there
+// are not told apart.
+func sourceOf(t *bqwrite.Table, topic string) error {
+	if t.Metadata == nil {
+		return nil
+	}
+	label, ok := t.Metadata.Labels[catalog.SourceLabel]
+	if !ok || catalog.IsLabelValueOf(label, topic) {
+		return nil
+	}
+	return failure.Permanent(failure.StageTable, fmt.Errorf(
+		"topic %s is not the source of changelog %s: the table belongs to source %s (label %s=%s; topic %s would be labelled %s)",
+		topic, t.Name, label, catalog.SourceLabel, label, topic, catalog.LabelValue(topic)))
 }
 
 // transcode is row, compiled: the payload straight to the row's bytes.

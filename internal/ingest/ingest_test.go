@@ -311,3 +311,35 @@ func TestPanicIsDeadLettered(t *testing.T) {
 		t.Errorf("next message: %v, %v", got, err)
 	}
 }
+
+// TestTopicOfAnotherSourceIsRefused: db-inv-t and db.inv.t both map to the
+// changelog db_inv_t_changelog; only the source named by the table's label
+// is appended, and a table without the label (an older bqcdc) takes any.
+func TestTopicOfAnotherSourceIsRefused(t *testing.T) {
+	svc, tables, s := newService(t, nil)
+	table := tables.tables[catalog.TableName(customers)]
+	ctx := context.Background()
+	msg := func(topic string) Message {
+		return Message{Topic: topic, MessageID: "m", Data: customerMessage(t, s, "c", 1)}
+	}
+	if got, err := svc.Handle(ctx, msg("dbserver1-inventory-customers")); got != Appended || err != nil {
+		t.Fatalf("no label: Handle = %v, %v; want appended", got, err)
+	}
+	table.Metadata.Labels = map[string]string{catalog.SourceLabel: catalog.LabelValue(customers)}
+	if got, err := svc.Handle(ctx, msg(customers)); got != Appended || err != nil {
+		t.Fatalf("its own source: Handle = %v, %v; want appended", got, err)
+	}
+	got, err := svc.Handle(ctx, msg("dbserver1-inventory-customers"))
+	if got != DeadLettered || err != nil {
+		t.Fatalf("another source: Handle = %v, %v; want dead-lettered", got, err)
+	}
+	dl := tables.rows[catalog.DeadLetterTable]
+	reason, _ := dl[len(dl)-1]["reason"].(string)
+	if dl[len(dl)-1]["stage"] != string(failure.StageTable) || !strings.Contains(reason, "topic dbserver1-inventory-customers is not the source") ||
+		!strings.Contains(reason, "belongs to source dbserver1_inventory_customers") {
+		t.Errorf("dead letter = %v", dl[len(dl)-1])
+	}
+	if n := len(tables.rows[catalog.TableName(customers)]); n != 2 {
+		t.Errorf("%d changelog rows, want 2", n)
+	}
+}

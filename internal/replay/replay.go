@@ -2,13 +2,15 @@
 // cause is fixed (a schema registered late, a changelog created, a column
 // migrated): it reads messages from the dead-letter table and publishes each
 // again to its topic, byte for byte with its attributes, plus the attribute
-// ReplayOf naming the original Pub/Sub message id. Ingest stores that id as
-// the row's _cdc_message_id, so a message replayed twice, or replayed after
-// it landed after all, is still counted once by the views.
+// ReplayOf naming the original Pub/Sub message id and its proof (package
+// proof: an HMAC under the replay key). Ingest stores that id as the row's
+// _cdc_message_id when the proof verifies, so a message replayed twice, or
+// replayed after it landed after all, is still counted once by the views.
 package replay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -16,6 +18,8 @@ import (
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/clients"
+	"github.com/bqcdc/bqcdc/internal/config"
+	"github.com/bqcdc/bqcdc/internal/replay/proof"
 )
 
 // Filter selects dead letters. Empty fields select everything.
@@ -96,17 +100,32 @@ type Publisher interface {
 	Publish(ctx context.Context, topic string, data []byte, attrs map[string]string) (string, error)
 }
 
-// Replay publishes every letter again, marked with ReplayOf. It stops at the
-// first failure and returns how many were published.
-func Replay(ctx context.Context, letters []Letter, pub Publisher) (int, error) {
+// ErrNoKey is Replay refusing to publish without the replay key: ingest
+// honours a replay id only with its proof, so without a key a replayed
+// message would land under a new id and be counted twice if the original
+// landed after all.
+var ErrNoKey = errors.New("no replay key: set " + config.EnvReplayKey + " to the ingest function's replay key (Secret Manager: the secret named by Terraform's replay_key_secret_id)")
+
+// Replay publishes every letter again, marked with ReplayOf (the letter's
+// message id) and its proof under key. It stops at the first failure and
+// returns how many were published.
+//
+// The id replayed is the dead letter's message_id, never a ReplayOf
+// attribute the letter already carries: ingest stores the original id as
+// message_id when it honoured a proven replay, and the message's own id
+// when it ignored an unproven one, so re-signing an attribute found in the
+// table would launder a forged id.
+func Replay(ctx context.Context, letters []Letter, pub Publisher, key []byte) (int, error) {
+	if len(key) == 0 {
+		return 0, ErrNoKey
+	}
 	for i, l := range letters {
-		attrs := make(map[string]string, len(l.Attributes)+1)
+		attrs := make(map[string]string, len(l.Attributes)+2)
 		for k, v := range l.Attributes {
 			attrs[k] = v
 		}
-		if attrs[catalog.ReplayOfAttribute] == "" {
-			attrs[catalog.ReplayOfAttribute] = l.MessageID
-		}
+		attrs[catalog.ReplayOfAttribute] = l.MessageID
+		attrs[catalog.ReplayProofAttribute] = proof.Sign(key, l.Topic, l.MessageID, l.Data)
 		if _, err := pub.Publish(ctx, l.Topic, l.Data, attrs); err != nil {
 			return i, fmt.Errorf("replaying message %s to %s: %w", l.MessageID, l.Topic, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/bqcdc/bqcdc/internal/failure"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
@@ -404,13 +405,13 @@ func (st *state) text(r *reader, n *node) (val, error) {
 	switch n.conv {
 	case cJSONText:
 		if !json.Valid(b) {
-			return errVal(valueErr("not valid JSON: %.60q", b)), nil
+			return errVal(valueErr("not valid JSON: %.60q", failure.Value(b))), nil
 		}
 	case cZonedTS:
 		s := unsafe.String(unsafe.SliceData(b), len(b))
 		t, perr := parseOffset(s, zonedTimestampLayout, zonedTimestampLayoutSec)
 		if perr != nil {
-			return errVal(valueErr("parsing zoned timestamp %q: %v", s, perr)), nil
+			return errVal(valueErr("parsing zoned timestamp %q: %v", failure.Value(s), failure.Value(perr))), nil
 		}
 		m, cerr := microsOfTime(t)
 		if cerr != nil {
@@ -421,7 +422,7 @@ func (st *state) text(r *reader, n *node) (val, error) {
 		s := unsafe.String(unsafe.SliceData(b), len(b))
 		t, perr := parseOffset(s, zonedTimeLayout, zonedTimeLayoutSec)
 		if perr != nil {
-			return errVal(valueErr("parsing zoned time %q: %v", s, perr)), nil
+			return errVal(valueErr("parsing zoned time %q: %v", failure.Value(s), failure.Value(perr))), nil
 		}
 		u := t.UTC()
 		st.tmp = appendTimeOfDay(st.tmp[:0], int64(u.Hour()*3600+u.Minute()*60+u.Second())*1e6+int64(u.Nanosecond()/1e3))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bqcdc/bqcdc/internal/avrobq"
+	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/schema"
 )
 
@@ -20,8 +21,10 @@ import (
 // agree bit for bit, including on the values the generic path gets wrong.
 // Errors wrap avrobq.ErrValue, as the generic converters' do.
 
+// Arguments made with failure.Value are withheld from its redacted form
+// (see failure.Reason), as in avrobq.
 func valueErr(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", avrobq.ErrValue, fmt.Sprintf(format, args...))
+	return failure.Errorf("%w: "+format, append([]any{avrobq.ErrValue}, args...)...)
 }
 
 // BigQuery's DATE, DATETIME and TIMESTAMP range: years 1 to 9999.
@@ -43,7 +46,7 @@ func floorDiv(a, b int64) int64 {
 }
 
 func outOfRange(what string) error {
-	return valueErr("%s is outside BigQuery's years 1 to 9999", what)
+	return valueErr("%s is outside BigQuery's years 1 to 9999", failure.Value(what))
 }
 
 // toMicros converts n counts of u to microseconds (avrobq's unit.toMicros).
@@ -149,7 +152,7 @@ func append2(dst []byte, v int64) []byte {
 // timeOfDayCount checks a time of day written as a count of u.
 func timeOfDayCount(n int64, u unit) (int64, error) {
 	if n < 0 || n >= int64(24*time.Hour)/int64(u) {
-		return 0, valueErr("time of day %d %s is outside 00:00 to 24:00 (MySQL TIME can be; BigQuery TIME cannot)", n, u)
+		return 0, valueErr("time of day %d %s is outside 00:00 to 24:00 (MySQL TIME can be; BigQuery TIME cannot)", failure.Value(n), u)
 	}
 	m, _ := u.toMicros(n)
 	return m, nil
@@ -158,7 +161,7 @@ func timeOfDayCount(n int64, u unit) (int64, error) {
 // timeOfDayDuration checks a time of day hamba decoded into a Duration.
 func timeOfDayDuration(d time.Duration) (int64, error) {
 	if d < 0 || d >= 24*time.Hour {
-		return 0, valueErr("time of day %s is outside 00:00 to 24:00", d)
+		return 0, valueErr("time of day %s is outside 00:00 to 24:00", failure.Value(d))
 	}
 	return int64(d / time.Microsecond), nil
 }
@@ -265,7 +268,7 @@ func appendBigDecimal(dst []byte, unscaled *big.Int, scale int, lim decLim) ([]b
 		var q, r big.Int
 		q.QuoRem(unscaled, pow10(scale-maxScale), &r)
 		if r.Sign() != 0 {
-			return dst, valueErr("%s has %d fractional digits; %s holds %d", formatDecimal(unscaled, scale), scale, lim.typ, maxScale)
+			return dst, valueErr("%s has %d fractional digits; %s holds %d", failure.Value(formatDecimal(unscaled, scale)), scale, lim.typ, maxScale)
 		}
 		unscaled, scale = &q, maxScale
 	}
@@ -292,12 +295,12 @@ func checkDecimalRange(unscaled *big.Int, scale int, lim decLim) error {
 	default:
 		at38 := new(big.Int).Mul(unscaled, pow10(38-scale))
 		if at38.Cmp(bigNumericMax) > 0 || at38.Cmp(bigNumericMin) < 0 {
-			return valueErr("%s is outside BIGNUMERIC's ±5.78×10^38", formatDecimal(unscaled, scale))
+			return valueErr("%s is outside BIGNUMERIC's ±5.78×10^38", failure.Value(formatDecimal(unscaled, scale)))
 		}
 		return nil
 	}
 	if new(big.Int).Abs(unscaled).Cmp(pow10(intDigits+scale)) >= 0 {
-		return valueErr("%s has more than the %d integer digits of %s", formatDecimal(unscaled, scale), intDigits, describeDecimal(lim))
+		return valueErr("%s has more than the %d integer digits of %s", failure.Value(formatDecimal(unscaled, scale)), intDigits, describeDecimal(lim))
 	}
 	return nil
 }

@@ -238,6 +238,10 @@ func TestIngestDebeziumEndToEnd(t *testing.T) {
 		if found["stage"] != b.stage || !strings.Contains(found["reason"].(string), b.reason) {
 			t.Errorf("%s: dead letter stage %v reason %q, want stage %s and reason containing %q", b.name, found["stage"], found["reason"], b.stage, b.reason)
 		}
+		// The stack runs without BQCDC_LOG_VALUES: no row value in a reason.
+		if strings.Contains(found["reason"].(string), "yesterday") {
+			t.Errorf("%s: reason %q quotes the row's value", b.name, found["reason"])
+		}
 		if !bytes.Equal(found["data"].([]byte), b.data) || found["topic"] != items || found["changelog_table"] != "test_shop_items_changelog" {
 			t.Errorf("%s: dead letter lost the original bytes or topic: topic %v table %v", b.name, found["topic"], found["changelog_table"])
 		}

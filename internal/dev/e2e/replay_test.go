@@ -61,7 +61,7 @@ func TestReplayDeadLetters(t *testing.T) {
 	}
 	for round := 1; round <= 2; round++ {
 		base := delivered()
-		if n, err := replay.Replay(ctx, letters, stackPublisher{}); n != 1 || err != nil {
+		if n, err := replay.Replay(ctx, letters, stackPublisher{}, stack.ReplayKey); n != 1 || err != nil {
 			t.Fatalf("replay round %d: %d, %v", round, n, err)
 		}
 		waitDelivered(t, base, 1)

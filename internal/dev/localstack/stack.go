@@ -71,7 +71,15 @@ type Options struct {
 	// as one Cloud Run instance's request concurrency does (Terraform's
 	// ingest.max_request_concurrency).
 	FunctionConcurrency int
+	// ReplayKey signs and verifies replayed dead letters (BQCDC_REPLAY_KEY
+	// in production); empty means DevReplayKey.
+	ReplayKey []byte
 }
+
+// DevReplayKey is the local stack's replay key when none is given: not a
+// secret (it is in the source), for local use only. `bqcdc replay` against
+// the local stack needs it in BQCDC_REPLAY_KEY.
+const DevReplayKey = "bqcdc-local-replay-key-not-a-secret"
 
 // DefaultOptions are the documented local ports.
 func DefaultOptions() Options {
@@ -124,6 +132,9 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 	if o.MaxDeliveryAttempts == 0 {
 		o.MaxDeliveryAttempts = 5
+	}
+	if len(o.ReplayKey) == 0 {
+		o.ReplayKey = []byte(DevReplayKey)
 	}
 	if frameworkStarted {
 		return nil, errors.New("a local stack already runs in this process (the Functions Framework serves one)")
@@ -240,6 +251,7 @@ func (s *Stack) Config() config.Config {
 		BigQuery: s.BQConfig, Dataset: s.Dataset, RegistryURL: s.RegistryURL,
 		VisibilityLag: s.VisibilityLag, TombstoneRetentionDays: config.DefaultTombstoneRetention,
 		PubSubEndpoint: s.PubSubAddr, // Pub/Sub schema revisions come from pstest's schema service
+		ReplayKey:      s.ReplayKey,
 	}
 }
 

@@ -24,6 +24,9 @@ module "bqcdc" {
   registry_url_secret_id      = var.registry_url_secret_id
   registry_username_secret_id = var.registry_username_secret_id
   registry_password_secret_id = var.registry_password_secret_id
+  replay_key_secret_id        = var.replay_key_secret_id
+
+  dead_letter_retention_days = var.dead_letter_retention_days
 
   changelog_retention_days   = var.changelog_retention_days
   delete_contents_on_destroy = var.delete_contents_on_destroy

@@ -77,3 +77,13 @@ output "registry_password_secret_id" {
   description = "Secret id (not value) of the registry password."
   value       = module.bqcdc.registry_password_secret_id
 }
+
+output "replay_key_secret_id" {
+  description = "Secret id (not value) of the replay key (BQCDC_REPLAY_KEY for `bqcdc replay`)."
+  value       = module.bqcdc.replay_key_secret_id
+}
+
+output "dead_letter_retention_days" {
+  description = "Days dead letters are kept, 0 for ever (bqcdc apply --dead-letter-retention-days)."
+  value       = module.bqcdc.dead_letter_retention_days
+}

@@ -7,6 +7,7 @@
 registry_url_secret_id      = "bqcdc-registry-url"
 registry_username_secret_id = "bqcdc-registry-username"
 registry_password_secret_id = "bqcdc-registry-password"
+replay_key_secret_id        = "bqcdc-replay-key"
 
 # One entry per FROM STREAM(`...`) source in sql/flows (terraform_test.go
 # checks that the two lists match).

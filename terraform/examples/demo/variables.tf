@@ -46,6 +46,17 @@ variable "registry_password_secret_id" {
   description = "Secret Manager secret id (not value) holding the Schema Registry password."
 }
 
+variable "replay_key_secret_id" {
+  type        = string
+  description = "Secret Manager secret id (not value) holding the replay key (BQCDC_REPLAY_KEY)."
+}
+
+variable "dead_letter_retention_days" {
+  type        = number
+  description = "Days dead letters are kept (null = forever)."
+  default     = 30
+}
+
 variable "changelog_retention_days" {
   type        = number
   description = "Days compacted changelog partitions are kept (0 = forever)."
