@@ -168,6 +168,8 @@ module "compact_function" {
     BQCDC_VISIBILITY_LAG           = local.visibility_lag
     BQCDC_CHANGELOG_RETENTION_DAYS = tostring(var.changelog_retention_days)
     BQCDC_TOMBSTONE_RETENTION_DAYS = tostring(var.tombstone_retention_days)
+    BQCDC_COMPACT_BUDGET           = "${var.compact.timeout_seconds - 60}s"
+    BQCDC_COMPACT_CONCURRENCY      = tostring(var.compact.flow_concurrency)
   }
 
   secret_environment_variables = {}
@@ -206,18 +208,27 @@ module "source_topic" {
 # Compaction schedule
 # ---------------------------------------------------------------------------
 
+# One job per compaction shard; with one shard the job calls the plain URL.
 module "scheduler" {
   source = "./modules/scheduler"
+  count  = var.compact.shards
 
   project_id               = var.project_id
   region                   = var.region
-  name                     = "${var.name_prefix}-compact"
-  description              = "Runs bqcdc compaction (folds changelogs into state tables)."
+  name                     = var.compact.shards == 1 ? "${var.name_prefix}-compact" : "${var.name_prefix}-compact-${count.index}"
+  description              = "Runs bqcdc compaction (folds changelogs into state tables)${var.compact.shards == 1 ? "" : ", shard ${count.index} of ${var.compact.shards}"}."
   schedule                 = var.compaction_schedule
   time_zone                = var.compaction_time_zone
-  target_uri               = module.compact_function.uri
+  target_uri               = var.compact.shards == 1 ? module.compact_function.uri : "${module.compact_function.uri}?shard=${count.index}&shards=${var.compact.shards}"
+  audience                 = module.compact_function.uri
   service_account_email    = google_service_account.scheduler.email
   attempt_deadline_seconds = var.compact.timeout_seconds
 
   depends_on = [google_cloud_run_v2_service_iam_member.scheduler_invokes_compact]
+}
+
+# The single job of earlier versions is shard 0 now.
+moved {
+  from = module.scheduler
+  to   = module.scheduler[0]
 }

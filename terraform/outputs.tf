@@ -59,8 +59,8 @@ output "dead_letter_subscription_ids" {
 }
 
 output "scheduler_job_name" {
-  description = "Name of the Cloud Scheduler job that triggers compaction."
-  value       = module.scheduler.name
+  description = "Names of the Cloud Scheduler jobs that trigger compaction, comma-separated (one per shard)."
+  value       = join(",", module.scheduler[*].name)
 }
 
 output "service_account_emails" {

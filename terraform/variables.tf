@@ -263,18 +263,35 @@ variable "compact" {
     max_request_concurrency = optional(number, 2)
     min_instance_count      = optional(number, 0)
     max_instance_count      = optional(number, 1)
+    shards                  = optional(number, 1)
+    flow_concurrency        = optional(number, 8)
   })
   description = <<-EOT
-    Sizing of the compact function. It only submits BigQuery query jobs (one per flow per run plus DML) and waits for
-    them, so data never flows through it: 512Mi and 1 vCPU are ample. timeout_seconds 540 keeps a run shorter than the
-    default 10-minute schedule, so runs do not overlap; it is also the scheduler attempt deadline (at most 1800).
-    max_instance_count 1 with concurrency 2 lets a manual run share the single instance instead of failing with 429.
+    Sizing of the compact function. It only submits BigQuery query jobs and waits for them, so data never flows
+    through it: 512Mi and 1 vCPU are ample. timeout_seconds 540 keeps a run shorter than the default 10-minute
+    schedule, so runs do not overlap; it is also the scheduler attempt deadline (at most 1800), and a run starts no
+    flow after timeout - 60 s (BQCDC_COMPACT_BUDGET): the flows left are reported deferred and go first next time.
+    flow_concurrency 8 flows fold at once per run (BQCDC_COMPACT_CONCURRENCY), each holding one query job at a time.
+    shards splits the sources into that many shards, one Cloud Scheduler job each (calling ?shard=i&shards=n): use it
+    when one run's budget cannot cover every flow that changes in a period (an idle flow costs no query, only two
+    metadata reads). max_request_concurrency x max_instance_count must be at least shards, so the shards' runs fit;
+    the default 2 x 1 lets a manual run share the single instance instead of failing with 429.
   EOT
   default     = {}
 
   validation {
-    condition     = var.compact.timeout_seconds >= 15 && var.compact.timeout_seconds <= 1800
-    error_message = "compact.timeout_seconds must be between 15 and 1800 (the Cloud Scheduler HTTP attempt deadline range)."
+    condition     = var.compact.timeout_seconds >= 120 && var.compact.timeout_seconds <= 1800
+    error_message = "compact.timeout_seconds must be between 120 and 1800 (the Cloud Scheduler HTTP attempt deadline range; a run keeps its last minute for the flows it started)."
+  }
+
+  validation {
+    condition     = var.compact.shards >= 1 && var.compact.shards <= 100 && var.compact.shards <= var.compact.max_request_concurrency * var.compact.max_instance_count
+    error_message = "compact.shards must be between 1 and 100, and at most max_request_concurrency x max_instance_count, so every shard's run finds room."
+  }
+
+  validation {
+    condition     = var.compact.flow_concurrency >= 1 && var.compact.flow_concurrency <= 50
+    error_message = "compact.flow_concurrency must be between 1 and 50 (BigQuery runs up to 100 interactive queries per project at once)."
   }
 }
 

@@ -23,7 +23,7 @@ resource "google_cloud_scheduler_job" "main" {
 
     oidc_token {
       service_account_email = var.service_account_email
-      audience              = var.target_uri
+      audience              = var.audience
     }
   }
 }

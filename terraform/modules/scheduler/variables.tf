@@ -57,6 +57,16 @@ variable "target_uri" {
   }
 }
 
+variable "audience" {
+  type        = string
+  description = "OIDC token audience, which Cloud Run checks against its service URL: target_uri without a query string."
+
+  validation {
+    condition     = startswith(var.audience, "https://") && !strcontains(var.audience, "?")
+    error_message = "audience must be the service's https:// URL, without a query string."
+  }
+}
+
 variable "service_account_email" {
   type        = string
   description = "Service account whose OIDC token authenticates the call; it needs roles/run.invoker on the target service only."
