@@ -10,6 +10,7 @@ package apply
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -61,12 +62,21 @@ func Changelog(ctx context.Context, bq *bigquery.Client, dataset string, src Sou
 		},
 		Labels: labels,
 	}
-	if len(clusterBy) > 0 {
-		if len(clusterBy) > 4 {
-			clusterBy = clusterBy[:4] // BigQuery clusters by at most four columns
+	// Clustered by ingestion time first: every read bqcdc makes of a
+	// changelog is "the rows ingested after a watermark" (a view's tail, a
+	// compaction's statistics and fold), and day partitions prune only whole
+	// days; clustering on the same column lets BigQuery skip the blocks of
+	// the day before the watermark, so a run is billed for about its new
+	// rows rather than the whole day so far. The keys follow (BigQuery
+	// clusters by at most four columns).
+	cluster := []string{catalog.ColIngestedAt}
+	for _, k := range clusterBy {
+		if len(cluster) == 4 {
+			break
 		}
-		want.Clustering = &bigquery.Clustering{Fields: clusterBy}
+		cluster = append(cluster, k)
 	}
+	want.Clustering = &bigquery.Clustering{Fields: cluster}
 	return ensureTable(ctx, bq.Dataset(dataset).Table(name), want, rep)
 }
 
@@ -199,6 +209,11 @@ func ensureTable(ctx context.Context, t *bigquery.Table, want *bigquery.TableMet
 	if have.Description != want.Description {
 		upd.Description = want.Description
 		changes = append(changes, "description")
+	}
+	if want.Clustering != nil && (have.Clustering == nil || !slices.Equal(have.Clustering.Fields, want.Clustering.Fields)) {
+		// BigQuery applies a new clustering to data written from then on.
+		upd.Clustering = want.Clustering
+		changes = append(changes, "clustering "+strings.Join(want.Clustering.Fields, ", "))
 	}
 	for k, v := range want.Labels {
 		if have.Labels[k] != v {
