@@ -128,6 +128,7 @@ type benchEnv struct {
 	http     *httptest.Server
 	schema   avro.Schema
 	schemaID int
+	cfg      config.Config
 }
 
 func newBenchEnv(b *testing.B) *benchEnv {
@@ -177,7 +178,32 @@ func newBenchEnv(b *testing.B) *benchEnv {
 	}
 	srv := httptest.NewServer(fn)
 	b.Cleanup(srv.Close)
-	return &benchEnv{fake: fake, http: srv, schema: s, schemaID: id}
+	return &benchEnv{fake: fake, http: srv, schema: s, schemaID: id, cfg: cfg}
+}
+
+// BenchmarkColdStart is what a new instance pays before its first message
+// is acknowledged: New (clients, pipeline) and the first message, which
+// reads the table's metadata, opens its stream, fetches the writer schema
+// and compiles the codec (against fakebq with -append-latency and the
+// in-memory registry; process start and the Go runtime are not counted).
+//
+//	go test ./functions/ingest -run '^$' -bench ColdStart -benchtime 20x
+func BenchmarkColdStart(b *testing.B) {
+	env := newBenchEnv(b)
+	body := env.body(b, 1)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		fn, err := New(context.Background(), env.cfg, Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			b.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		fn.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/projects/p/topics/"+benchTopic, bytes.NewReader(body)))
+		if rec.Code/100 != 2 {
+			b.Fatalf("first message answered %d: %s", rec.Code, rec.Body)
+		}
+	}
 }
 
 // body is the push body of message i: a Debezium insert of customer i,
