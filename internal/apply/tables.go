@@ -138,17 +138,29 @@ func ensureView(ctx context.Context, t *bigquery.Table, query, description strin
 // description and labels up to date. Partitioning and clustering are only set
 // at creation: changing them would rewrite the table.
 func ensureTable(ctx context.Context, t *bigquery.Table, want *bigquery.TableMetadata, rep *Report) error {
+	_, err := ensureTableCreated(ctx, t, want, rep)
+	return err
+}
+
+// ensureTableCreated is ensureTable, also reporting whether it created the
+// table. It reads the table's metadata once.
+func ensureTableCreated(ctx context.Context, t *bigquery.Table, want *bigquery.TableMetadata, rep *Report) (created bool, err error) {
 	have, err := t.Metadata(ctx)
 	if bqerror.NotFound(err) {
 		if err := t.Create(ctx, want); err != nil {
-			return fmt.Errorf("creating table %s: %w", t.TableID, err)
+			return false, fmt.Errorf("creating table %s: %w", t.TableID, err)
 		}
 		rep.add("table %s: created", t.TableID)
-		return nil
+		return true, nil
 	}
 	if err != nil {
-		return fmt.Errorf("reading table %s: %w", t.TableID, err)
+		return false, fmt.Errorf("reading table %s: %w", t.TableID, err)
 	}
+	return false, updateTable(ctx, t, have, want, rep)
+}
+
+// updateTable brings table t (have: its metadata) up to want.
+func updateTable(ctx context.Context, t *bigquery.Table, have, want *bigquery.TableMetadata, rep *Report) error {
 	merged, added, err := evolve.Merge(bqschema.FromBigQuery(have.Schema), bqschema.FromBigQuery(want.Schema))
 	if err != nil {
 		return fmt.Errorf("table %s: %w", t.TableID, err)
