@@ -68,11 +68,22 @@ func tfFunctions() map[string]function.Function {
 			return cty.BoolVal(strings.HasPrefix(args[0].AsString(), args[1].AsString())), nil
 		},
 	})
+	// Terraform's length also measures strings (in characters).
+	length := function.New(&function.Spec{
+		Params: []function.Parameter{{Name: "value", Type: cty.DynamicPseudoType}},
+		Type:   function.StaticReturnType(cty.Number),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			if args[0].Type() == cty.String {
+				return stdlib.Strlen(args[0])
+			}
+			return stdlib.Length(args[0])
+		},
+	})
 	return map[string]function.Function{
 		"alltrue": alltrue, "startswith": startswith, "can": tryfunc.CanFunc, "try": tryfunc.TryFunc,
-		"keys": stdlib.KeysFunc, "values": stdlib.ValuesFunc, "length": stdlib.LengthFunc,
+		"keys": stdlib.KeysFunc, "values": stdlib.ValuesFunc, "length": length,
 		"regex": stdlib.RegexFunc, "lower": stdlib.LowerFunc, "coalesce": stdlib.CoalesceFunc,
-		"split": stdlib.SplitFunc, "trimspace": stdlib.TrimSpaceFunc,
+		"split": stdlib.SplitFunc, "join": stdlib.JoinFunc, "trimspace": stdlib.TrimSpaceFunc,
 	}
 }
 
@@ -143,6 +154,15 @@ func TestFiveHundredSourcesValidate(t *testing.T) {
 		bad[k] = v
 	}
 	bad["googly.topic"] = cty.EmptyObjectVal
+	// Every topic opting out of schema evolution: their names go to the
+	// ingest function in one environment variable, within its 32 KiB.
+	allOff := map[string]cty.Value{}
+	tooLong := map[string]cty.Value{}
+	off := cty.ObjectVal(map[string]cty.Value{"schema_evolution": cty.False})
+	for k := range sources.AsValueMap() {
+		allOff[k] = off
+		tooLong[k+strings.Repeat("x", 60)] = off
+	}
 
 	cfg := config(t)
 	checked := 0
@@ -159,8 +179,19 @@ func TestFiveHundredSourcesValidate(t *testing.T) {
 		if failed := failedValidations(t, v, val); len(failed) > 0 {
 			t.Errorf("terraform/%s: %d sources fail var.sources validation: %q", dir, scaleSources, failed)
 		}
-		if hasValidation(v) && len(failedValidations(t, v, variableValue(t, v, cty.ObjectVal(bad)))) == 0 {
+		if !hasValidation(v) {
+			continue
+		}
+		if len(failedValidations(t, v, variableValue(t, v, cty.ObjectVal(bad)))) == 0 {
 			t.Errorf("terraform/%s: a source named googly.topic passed var.sources validation: the evaluation checks nothing", dir)
+		}
+		if val.Type().ElementType().HasAttribute("schema_evolution") {
+			if failed := failedValidations(t, v, variableValue(t, v, cty.ObjectVal(allOff))); len(failed) > 0 {
+				t.Errorf("terraform/%s: %d sources all without schema evolution fail validation: %q", dir, scaleSources, failed)
+			}
+			if len(failedValidations(t, v, variableValue(t, v, cty.ObjectVal(tooLong)))) == 0 {
+				t.Errorf("terraform/%s: %d 90-character topics without schema evolution (45 KB of names) passed validation", dir, scaleSources)
+			}
 		}
 	}
 	if checked == 0 {
