@@ -18,6 +18,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/dev/fakebq"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/progress"
+	"github.com/bqcdc/bqcdc/sql/render"
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/api/option"
 )
@@ -255,5 +256,30 @@ func BenchmarkApply1000Flows(b *testing.B) {
 			}
 			b.ReportMetric(float64(requests)/float64(b.N), "requests/op")
 		})
+	}
+}
+
+// BenchmarkRenderCommand1000Flows is what bqcdc render does for 1,000 flows
+// over 500 sources, printing aside: read and convert 500 Avro schemas from
+// the schemas folder, bind, and render every view. (sql/render's
+// BenchmarkRender1000Flows covers parsing and the compaction statements.)
+func BenchmarkRenderCommand1000Flows(b *testing.B) {
+	flows, schemas := scaleDeployment(b, 500)
+	loc := catalog.Location{Project: "my-project", DefaultDataset: "cdc"}
+	b.ReportAllocs()
+	for b.Loop() {
+		sources, err := LookupSources(context.Background(), flows, schemas)
+		if err != nil {
+			b.Fatal(err)
+		}
+		bound, err := BindAll(flows, sources)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, f := range bound {
+			if _, err := render.View(f, loc, render.Epoch); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 }
