@@ -113,8 +113,8 @@ func (m *Meter) due(now time.Time) bool {
 	return m.done-m.shownDone >= every || now.Sub(m.shownAt) >= interval
 }
 
-// Finish shows the final count (on a terminal, ending the line). Counting
-// after Finish shows nothing.
+// Finish shows the final count (on a terminal, ending the line), unless
+// nothing was planned. Counting after Finish shows nothing.
 func (m *Meter) Finish() {
 	if m == nil {
 		return
@@ -124,6 +124,10 @@ func (m *Meter) Finish() {
 	if m.finished {
 		return
 	}
+	m.finished = true
+	if m.Total == 0 && m.done == 0 {
+		return // nothing was planned (the command failed first): no line
+	}
 	now := m.now()
 	if m.done != m.shownDone || !m.Terminal {
 		m.show(now)
@@ -131,7 +135,6 @@ func (m *Meter) Finish() {
 	if m.Terminal {
 		fmt.Fprintln(m.W)
 	}
-	m.finished = true
 }
 
 // show writes the line for now. m.mu is held.

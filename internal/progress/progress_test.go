@@ -73,8 +73,13 @@ func TestTerminalRedrawsOneLine(t *testing.T) {
 	}
 }
 
-func TestNilMeterIsSilent(t *testing.T) {
+func TestNilOrUnplannedMeterIsSilent(t *testing.T) {
 	var m *Meter
 	m.Add(1)
 	m.Finish()
+	var out strings.Builder
+	New(&out, "apply", "objects", 0, false).Finish()
+	if out.Len() > 0 {
+		t.Errorf("a meter with nothing planned wrote %q", out.String())
+	}
 }
