@@ -85,6 +85,15 @@ variable "sources" {
     ])
     error_message = "sources[*].max_delivery_attempts must be between 5 and 100."
   }
+
+  # The topics with schema_evolution = false reach the ingest function as
+  # one environment variable, and a function's environment (names and
+  # values) is limited to 32 KiB; 24 KiB leaves room for the others. 500
+  # topics of 40 characters fit.
+  validation {
+    condition     = length(join(",", [for name, s in var.sources : name if s.schema_evolution == false])) <= 24576
+    error_message = "The topics with schema_evolution = false, joined with commas, exceed 24 KiB: they are passed to the ingest function in one environment variable (BQCDC_SCHEMA_EVOLUTION_OFF), and a function's environment is limited to 32 KiB. Turn schema evolution off for fewer topics."
+  }
 }
 
 variable "pubsub_schema_encoded" {

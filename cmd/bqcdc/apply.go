@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-
 	"flag"
 	"fmt"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/config"
 	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/progress"
 	"github.com/bqcdc/bqcdc/internal/registry"
 )
 
@@ -76,19 +76,29 @@ func runApply(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("apply", flag.ContinueOnError)
 	t.register(fs)
 	retention := fs.Int("dead-letter-retention-days", 0, "expire _bqcdc_dead_letters partitions this many days old (0: keep them; Terraform's dead_letter_retention_days)")
+	concurrency := fs.Int("concurrency", apply.DefaultConcurrency, "objects (tables, views) applied and schemas looked up at once")
+	readWatermarks := fs.Bool("read-watermarks", false, "read each flow's watermark with a query (one job per flow) instead of reusing its view's pruning bound; after deleting state rows by hand")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *retention < 0 {
 		return fmt.Errorf("--dead-letter-retention-days=%d: want 0 (keep) or more", *retention)
 	}
+	if *concurrency < 1 {
+		return fmt.Errorf("--concurrency must be at least 1, got %d", *concurrency)
+	}
 	flows, bq, err := t.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer bq.Close()
+	// Progress goes to stderr, the report to stdout: a redirected report
+	// stays one line per object.
+	meter := progress.New(os.Stderr, "apply", "objects", 0, progress.IsTerminal(os.Stderr))
 	var rep apply.Report
-	_, err = apply.All(ctx, bq, apply.Target{Project: t.bq.Project, Dataset: t.dataset, DeadLetterRetentionDays: *retention}, flows, t.schemaSource(), &rep)
+	opts := apply.Options{Concurrency: *concurrency, Progress: meter, ReadWatermarks: *readWatermarks}
+	_, err = apply.AllWith(ctx, bq, apply.Target{Project: t.bq.Project, Dataset: t.dataset, DeadLetterRetentionDays: *retention}, flows, t.schemaSource(), opts, &rep)
+	meter.Finish()
 	for _, line := range rep {
 		fmt.Println(line)
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/progress"
 	"github.com/bqcdc/bqcdc/internal/schema"
 )
 
@@ -34,78 +36,150 @@ func BindAll(flows []*flow.Flow, sources map[string]SourceSchema) ([]*flow.Bound
 	return bound, errors.Join(refused...)
 }
 
-// LookupSources resolves the changelog layout of every flow source.
+// LookupSources resolves the changelog layout of every flow source,
+// DefaultConcurrency sources at a time (with a registry each is a round
+// trip, and 500 of them one after another take minutes).
 func LookupSources(ctx context.Context, flows []*flow.Flow, schemas Schemas) (map[string]SourceSchema, error) {
-	out := map[string]SourceSchema{}
+	return lookupSources(ctx, flows, schemas, DefaultConcurrency)
+}
+
+func lookupSources(ctx context.Context, flows []*flow.Flow, schemas Schemas, n int) (map[string]SourceSchema, error) {
+	srcs := flow.Sources(flows)
 	tables := map[string]string{}
-	for _, src := range flow.Sources(flows) {
+	for _, src := range srcs {
 		name := catalog.TableName(src)
 		if other, clash := tables[name]; clash {
 			return nil, fmt.Errorf("sources %s and %s would share the changelog table %s: rename one topic", other, src, name)
 		}
 		tables[name] = src
-		s, err := schemas.Lookup(ctx, src)
-		if err != nil {
-			return nil, err
-		}
-		out[src] = s
+	}
+	found := make([]SourceSchema, len(srcs))
+	steps := make([]step, len(srcs))
+	for i, src := range srcs {
+		steps[i] = step{run: func(*Report) error {
+			var err error
+			found[i], err = schemas.Lookup(ctx, src)
+			return err
+		}}
+	}
+	if err := runSteps(steps, n, nil, new(Report)); err != nil {
+		return nil, err
+	}
+	out := make(map[string]SourceSchema, len(srcs))
+	for i, src := range srcs {
+		out[src] = found[i]
 	}
 	return out, nil
 }
 
-// All applies everything the flows need: the dataset, one changelog per
-// source (clustered by the keys of its first flow), the dead-letter table,
-// and each flow's state and view. A flow that does not bind is skipped: All
-// applies the others and then returns the bound flows with Bind's error.
+// Options tune All.
+type Options struct {
+	// Concurrency bounds the objects applied (and schemas looked up) at
+	// once; 0 means DefaultConcurrency.
+	Concurrency int
+	// Progress, if set, counts the objects applied; All sets its total.
+	Progress *progress.Meter
+	// ReadWatermarks reads each flow's watermark with a query to render its
+	// view, instead of reusing the pruning bound the view carries (see
+	// flowObjects): for after a state table was edited by hand.
+	ReadWatermarks bool
+}
+
+// All applies everything the flows need: the datasets, one changelog per
+// source (clustered by the keys of its first flow), the dead-letter and
+// compaction report tables, and each flow's state and view. A flow that
+// does not bind is skipped: All applies the others and then returns the
+// bound flows with Bind's error. Objects are applied DefaultConcurrency at
+// a time (AllWith sets the bound); rep lists them in a fixed order
+// (datasets, changelogs by first use, the shared tables, then each flow's
+// state and view in flow order).
 func All(ctx context.Context, bq *bigquery.Client, t Target, flows []*flow.Flow, schemas Schemas, rep *Report) ([]*flow.Bound, error) {
-	sources, err := LookupSources(ctx, flows, schemas)
+	return AllWith(ctx, bq, t, flows, schemas, Options{}, rep)
+}
+
+// AllWith is All with options.
+func AllWith(ctx context.Context, bq *bigquery.Client, t Target, flows []*flow.Flow, schemas Schemas, opts Options, rep *Report) ([]*flow.Bound, error) {
+	sources, err := lookupSources(ctx, flows, schemas, opts.Concurrency)
 	if err != nil {
 		return nil, err
 	}
 	bound, refused := BindAll(flows, sources)
-	if err := apply(ctx, bq, t, bound, sources, rep); err != nil {
+	if err := apply(ctx, bq, t, bound, sources, opts, rep); err != nil {
 		return nil, err
 	}
 	return bound, refused
 }
 
-func apply(ctx context.Context, bq *bigquery.Client, t Target, bound []*flow.Bound, sources map[string]SourceSchema, rep *Report) error {
-	if err := Dataset(ctx, bq, t.Dataset, rep); err != nil {
-		return err
-	}
-	for _, src := range boundSources(bound) {
-		var keys []string
-		for _, b := range bound {
-			if b.Source.Name == src {
-				keys = b.Keys.Names()
-				break
-			}
-		}
-		if err := Changelog(ctx, bq, t.Dataset, sources[src], keys, rep); err != nil {
-			return err
-		}
-	}
-	if err := DeadLetters(ctx, bq, t.Dataset, t.DeadLetterRetentionDays, rep); err != nil {
-		return err
-	}
-	if err := CompactionReport(ctx, bq, t.Dataset, rep); err != nil {
-		return err
-	}
+func apply(ctx context.Context, bq *bigquery.Client, t Target, bound []*flow.Bound, sources map[string]SourceSchema, opts Options, rep *Report) error {
 	loc := catalog.Location{Project: t.Project, DefaultDataset: t.Dataset}
-	for _, b := range bound {
-		if err := FlowObjects(ctx, bq, loc, b, rep); err != nil {
+	datasets := flowDatasets(bound, loc)
+	srcs, keys := boundSources(bound)
+	// The shared tables: dead letters, and the compaction report (a table
+	// and a view, two lines).
+	const shared, sharedObjects = 2, 3
+	total := len(datasets) + len(srcs) + sharedObjects + 2*len(bound)
+	if opts.Progress != nil {
+		opts.Progress.SetTotal(total)
+	}
+
+	// Datasets first: everything else lives in them.
+	for _, ds := range datasets {
+		if err := Dataset(ctx, bq, ds, rep); err != nil {
 			return err
 		}
+		opts.Progress.Add(1)
 	}
-	return nil
+	steps := make([]step, 0, len(srcs)+shared)
+	for _, src := range srcs {
+		steps = append(steps, step{objects: 1, run: func(r *Report) error {
+			return Changelog(ctx, bq, t.Dataset, sources[src], keys[src], r)
+		}})
+	}
+	steps = append(steps,
+		step{objects: 1, run: func(r *Report) error { return DeadLetters(ctx, bq, t.Dataset, t.DeadLetterRetentionDays, r) }},
+		step{objects: 2, run: func(r *Report) error { return CompactionReport(ctx, bq, t.Dataset, r) }})
+	if err := runSteps(steps, opts.Concurrency, opts.Progress, rep); err != nil {
+		return err
+	}
+	// Then the flows: BigQuery checks a view's query when it is created, so
+	// the changelogs it reads must exist.
+	steps = steps[:0]
+	for _, b := range bound {
+		steps = append(steps, step{objects: 2, run: func(r *Report) error {
+			return flowObjects(ctx, bq, loc, b, opts.ReadWatermarks, r)
+		}})
+	}
+	return runSteps(steps, opts.Concurrency, opts.Progress, rep)
 }
 
-func boundSources(bound []*flow.Bound) []string {
-	flows := make([]*flow.Flow, len(bound))
-	for i, b := range bound {
-		flows[i] = b.Flow
+// flowDatasets lists the datasets of the flows: the default one first, then
+// the others (targets named dataset.table) in name order. Each is read once
+// per apply, however many flows write to it.
+func flowDatasets(bound []*flow.Bound, loc catalog.Location) []string {
+	seen := map[string]bool{loc.DefaultDataset: true}
+	var others []string
+	for _, b := range bound {
+		if ds := loc.Dataset(b.Flow); !seen[ds] {
+			seen[ds] = true
+			others = append(others, ds)
+		}
 	}
-	return flow.Sources(flows)
+	sort.Strings(others)
+	return append([]string{loc.DefaultDataset}, others...)
+}
+
+// boundSources lists the sources of the bound flows in first-use order, and
+// the keys of each source's first flow (its changelog's clustering).
+func boundSources(bound []*flow.Bound) ([]string, map[string][]string) {
+	var srcs []string
+	keys := map[string][]string{}
+	for _, b := range bound {
+		if _, seen := keys[b.Source.Name]; !seen {
+			srcs = append(srcs, b.Source.Name)
+			keys[b.Source.Name] = b.Keys.Names()
+		}
+	}
+	return srcs, keys
 }
 
 // Unbound lists the flows of flows that are not in bound (refused at

@@ -104,33 +104,9 @@ func DeadLetters(ctx context.Context, bq *bigquery.Client, dataset string, reten
 			Type: bigquery.DayPartitioningType, Field: "dead_lettered_at", Expiration: expiration,
 		},
 	}
-	t := bq.Dataset(dataset).Table(catalog.DeadLetterTable)
-	if err := ensureTable(ctx, t, want, rep); err != nil {
-		return err
-	}
-	return ensureExpiration(ctx, t, expiration, rep)
+	return ensureTable(ctx, bq.Dataset(dataset).Table(catalog.DeadLetterTable), want, rep)
 }
 
-// ensureExpiration sets (or, with 0, removes) the partition expiration of
-// the day-partitioned table t. ensureTable leaves partitioning alone on
-// existing tables (changing it would rewrite them); the expiration alone is
-// a metadata change.
-func ensureExpiration(ctx context.Context, t *bigquery.Table, expiration time.Duration, rep *Report) error {
-	have, err := t.Metadata(ctx)
-	if err != nil {
-		return fmt.Errorf("reading table %s: %w", t.TableID, err)
-	}
-	if have.TimePartitioning == nil || have.TimePartitioning.Expiration == expiration {
-		return nil
-	}
-	tp := *have.TimePartitioning
-	tp.Expiration = expiration
-	if _, err := t.Update(ctx, bigquery.TableMetadataToUpdate{TimePartitioning: &tp}, have.ETag); err != nil {
-		return fmt.Errorf("updating table %s (partition expiration %s): %w", t.TableID, expiration, err)
-	}
-	rep.add("table %s: updated (partition expiration %s)", t.TableID, describeExpiration(expiration))
-	return nil
-}
 
 func describeExpiration(d time.Duration) string {
 	if d == 0 {
@@ -185,17 +161,29 @@ func ensureView(ctx context.Context, t *bigquery.Table, query, description strin
 // description and labels up to date. Partitioning and clustering are only set
 // at creation: changing them would rewrite the table.
 func ensureTable(ctx context.Context, t *bigquery.Table, want *bigquery.TableMetadata, rep *Report) error {
+	_, err := ensureTableCreated(ctx, t, want, rep)
+	return err
+}
+
+// ensureTableCreated is ensureTable, also reporting whether it created the
+// table. It reads the table's metadata once.
+func ensureTableCreated(ctx context.Context, t *bigquery.Table, want *bigquery.TableMetadata, rep *Report) (created bool, err error) {
 	have, err := t.Metadata(ctx)
 	if bqerror.NotFound(err) {
 		if err := t.Create(ctx, want); err != nil {
-			return fmt.Errorf("creating table %s: %w", t.TableID, err)
+			return false, fmt.Errorf("creating table %s: %w", t.TableID, err)
 		}
 		rep.add("table %s: created", t.TableID)
-		return nil
+		return true, nil
 	}
 	if err != nil {
-		return fmt.Errorf("reading table %s: %w", t.TableID, err)
+		return false, fmt.Errorf("reading table %s: %w", t.TableID, err)
 	}
+	return false, updateTable(ctx, t, have, want, rep)
+}
+
+// updateTable brings table t (have: its metadata) up to want.
+func updateTable(ctx context.Context, t *bigquery.Table, have, want *bigquery.TableMetadata, rep *Report) error {
 	merged, added, err := evolve.Merge(bqschema.FromBigQuery(have.Schema), bqschema.FromBigQuery(want.Schema))
 	if err != nil {
 		return fmt.Errorf("table %s: %w", t.TableID, err)
@@ -209,6 +197,14 @@ func ensureTable(ctx context.Context, t *bigquery.Table, want *bigquery.TableMet
 	if have.Description != want.Description {
 		upd.Description = want.Description
 		changes = append(changes, "description")
+	}
+	if wp, hp := want.TimePartitioning, have.TimePartitioning; wp != nil && hp != nil && wp.Expiration != hp.Expiration {
+		// The partition expiration is the one mutable part of partitioning
+		// bqcdc sets (the dead letters' retention); the rest stays.
+		tp := *hp
+		tp.Expiration = wp.Expiration
+		upd.TimePartitioning = &tp
+		changes = append(changes, "partition expiration "+describeExpiration(wp.Expiration))
 	}
 	if want.Clustering != nil && (have.Clustering == nil || !slices.Equal(have.Clustering.Fields, want.Clustering.Fields)) {
 		// BigQuery applies a new clustering to data written from then on.

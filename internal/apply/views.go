@@ -18,6 +18,12 @@ import (
 
 // State creates or evolves a flow's state table.
 func State(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, rep *Report) error {
+	_, err := state(ctx, bq, loc, b, rep)
+	return err
+}
+
+// state is State, also reporting whether it created the table.
+func state(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, rep *Report) (created bool, err error) {
 	want := &bigquery.TableMetadata{
 		Description: fmt.Sprintf("bqcdc state of flow %s (%s): changelog events folded by compaction. Read through the view %s; written only by bqcdc compact.", b.Name, b.Pos.File, b.Target),
 		Schema:      bqschema.ToBigQuery(catalog.StateColumns(b)),
@@ -30,7 +36,7 @@ func State(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *fl
 		keys = keys[:4]
 	}
 	want.Clustering = &bigquery.Clustering{Fields: keys}
-	return ensureTable(ctx, bq.Dataset(loc.Dataset(b.Flow)).Table(catalog.StateName(b.Flow)), want, rep)
+	return ensureTableCreated(ctx, bq.Dataset(loc.Dataset(b.Flow)).Table(catalog.StateName(b.Flow)), want, rep)
 }
 
 // Watermark reads a flow's current watermark (render.Epoch if never compacted).
@@ -184,19 +190,62 @@ func describeColumns(ctx context.Context, t *bigquery.Table, b *flow.Bound, md *
 	return nil
 }
 
-// FlowObjects applies a flow's state table and view.
+// FlowObjects applies a flow's state table and view (and the flow's
+// dataset, when it is not the default one).
 func FlowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, rep *Report) error {
 	if ds := loc.Dataset(b.Flow); ds != loc.DefaultDataset {
 		if err := Dataset(ctx, bq, ds, rep); err != nil {
 			return err
 		}
 	}
-	if err := State(ctx, bq, loc, b, rep); err != nil {
-		return err
-	}
-	hint, err := Watermark(ctx, bq, loc, b.Flow)
+	return flowObjects(ctx, bq, loc, b, false, rep)
+}
+
+// flowObjects applies a flow's state table and view with one metadata read
+// each when nothing changed, and no query unless it must.
+//
+// The view is rendered with a pruning bound that must be a committed
+// watermark (see View). A state table created here has none yet, so the
+// bound is the epoch. Otherwise the view's HintLabel is reused: apply and
+// compaction write it only with a watermark committed at the time, and a
+// state table's watermark never goes back while the table lives, so the
+// label is still a valid bound; compaction advances it. Reading the
+// watermark (a query job per flow, the old way) is left for a view without
+// the label, or readWatermark (for a state table whose rows were deleted by
+// hand, whose watermark did go back).
+func flowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, readWatermark bool, rep *Report) error {
+	created, err := state(ctx, bq, loc, b, rep)
 	if err != nil {
 		return err
 	}
-	return View(ctx, bq, loc, b, hint, rep)
+	t := bq.Dataset(loc.Dataset(b.Flow)).Table(catalog.ViewName(b.Flow))
+	have, err := t.Metadata(ctx)
+	if err != nil && !bqerror.NotFound(err) {
+		return fmt.Errorf("reading view %s: %w", b.Target, err)
+	}
+	if err != nil {
+		have = nil
+	}
+	hint := render.Epoch
+	if !created {
+		labelled, ok := hintOf(have)
+		if ok && !readWatermark {
+			hint = labelled
+		} else if hint, err = Watermark(ctx, bq, loc, b.Flow); err != nil {
+			return err
+		}
+	}
+	return view(ctx, t, have, loc, b, hint, rep)
+}
+
+// hintOf reads the pruning bound a view was rendered with from its label.
+func hintOf(md *bigquery.TableMetadata) (time.Time, bool) {
+	if md == nil || md.Type != bigquery.ViewTable {
+		return time.Time{}, false
+	}
+	us, err := strconv.ParseInt(md.Labels[HintLabel], 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return time.UnixMicro(us).UTC(), true
 }

@@ -59,7 +59,7 @@ func EventColumns(b *flow.Bound) schema.Columns {
 	for _, c := range b.Output {
 		need[c.Name] = true
 	}
-	var out schema.Columns
+	out := make(schema.Columns, 0, len(need))
 	for _, c := range b.Changelog {
 		if need[c.Name] {
 			out = append(out, c)

@@ -152,7 +152,7 @@ func lookup(id Ident, clause string, cols schema.Columns, source string) (schema
 func (b *Bound) output(errs ErrorList) (schema.Columns, ErrorList) {
 	spec := b.Columns
 	source := b.Source.Name
-	var out schema.Columns
+	out := make(schema.Columns, 0, len(b.Changelog))
 	switch {
 	case spec == nil || spec.All:
 		excluded := map[string]bool{}

@@ -88,6 +88,10 @@ type Table struct {
 	Description      string
 	TimePartitioning *bigquery.TimePartitioning
 	Clustering       *bigquery.Clustering
+
+	// ViewQuery makes the table a view (tables.get reports type VIEW and
+	// the query). The fake derives no schema from it, as BigQuery would.
+	ViewQuery string
 }
 
 // Stats count the appends to a table (or to all tables, TotalStats).
@@ -117,8 +121,9 @@ type Server struct {
 	connections atomic.Int64
 	total       counters
 
-	mu     sync.RWMutex
-	tables map[string]*table // by path: projects/P/datasets/D/tables/T
+	mu       sync.RWMutex
+	tables   map[string]*table // by path: projects/P/datasets/D/tables/T
+	datasets map[string]bool   // created through datasets.insert, by "project/dataset" (admin.go)
 
 	faultMu   sync.Mutex
 	fault     FaultFunc

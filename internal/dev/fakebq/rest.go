@@ -13,7 +13,8 @@ import (
 	bq "google.golang.org/api/bigquery/v2"
 )
 
-// restHandler serves tables.get and tables.patch.
+// restHandler serves tables.get and tables.patch (and, in admin.go,
+// datasets.get, datasets.insert and tables.insert).
 type restHandler struct{ s *Server }
 
 // FailRESTNext answers the next len(codes) tables requests with these HTTP
@@ -45,6 +46,9 @@ func (h restHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// endpoint is overridden; accept both, as the emulator does.
 	p := strings.TrimPrefix(r.URL.Path, "/bigquery/v2")
 	parts := strings.Split(strings.Trim(p, "/"), "/")
+	if h.serveAdmin(w, r, parts) {
+		return
+	}
 	if len(parts) != 6 || parts[0] != "projects" || parts[2] != "datasets" || parts[4] != "tables" {
 		writeError(w, http.StatusNotFound, "notFound", "fakebq serves only tables.get and tables.patch: "+r.Method+" "+r.URL.Path)
 		return
@@ -77,6 +81,7 @@ func (t *table) patch(w http.ResponseWriter, r *http.Request) {
 		Schema      *bq.TableSchema    `json:"schema"`
 		Description *string            `json:"description"`
 		Labels      map[string]*string `json:"labels"`
+		View        *bq.ViewDefinition `json:"view"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid", "fakebq: decoding the table: "+err.Error())
@@ -107,6 +112,9 @@ func (t *table) patch(w http.ResponseWriter, r *http.Request) {
 	}
 	if body.Description != nil {
 		spec.Description = *body.Description
+	}
+	if body.View != nil && spec.ViewQuery != "" {
+		spec.ViewQuery = body.View.Query
 	}
 	if body.Labels != nil {
 		labels := map[string]string{}
@@ -159,6 +167,10 @@ func (t *table) render() ([]byte, error) {
 		Location:         "US",
 		CreationTime:     t.created.UnixMilli(),
 		LastModifiedTime: uint64(t.modified.UnixMilli()),
+	}
+	if t.spec.ViewQuery != "" {
+		res.Type = "VIEW"
+		res.View = &bq.ViewDefinition{Query: t.spec.ViewQuery}
 	}
 	if tp := t.spec.TimePartitioning; tp != nil {
 		typ := string(tp.Type)
