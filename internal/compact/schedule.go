@@ -11,6 +11,8 @@ import (
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/metrics"
+	"github.com/bqcdc/bqcdc/sql/render"
 )
 
 // Compact runs one compaction over sel: it reads the metadata of every
@@ -59,6 +61,7 @@ func (c *Compactor) Compact(ctx context.Context, sel Selection) ([]Report, error
 	}
 	for _, r := range reports {
 		c.logOutcome(r)
+		c.measure(ctx, r)
 	}
 	c.writeReports(ctx, start, sel, reports)
 	return reports, nil
@@ -186,6 +189,18 @@ func (c *Compactor) logOutcome(rep Report) {
 		attrs = append(attrs, "error", rep.Error)
 	}
 	c.opts.Log.Info("compaction", attrs...)
+}
+
+// measure records one flow's run. The watermark's age is measured from the
+// clock after the run; a flow never folded (its watermark is the epoch, as
+// for a source that has sent nothing yet) has no age to report.
+func (c *Compactor) measure(ctx context.Context, r Report) {
+	age := time.Duration(-1)
+	if w := r.WatermarkAfter; !w.IsZero() && w.After(render.Epoch) {
+		age = c.opts.Now().Sub(w)
+	}
+	c.opts.Metrics.Compacted(ctx, metrics.Compaction{Flow: r.Flow, Outcome: r.Outcome, Duration: r.Duration,
+		Events: r.EventsRead, Jobs: r.Jobs, BytesBilled: r.BytesBilled, WatermarkAge: age})
 }
 
 // writeReports appends one row per flow to the report table, through the

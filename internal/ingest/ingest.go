@@ -29,6 +29,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/evolve"
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/formats"
+	"github.com/bqcdc/bqcdc/internal/metrics"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/bqcdc/bqcdc/internal/transcode"
 	"github.com/bqcdc/bqcdc/internal/wire"
@@ -114,6 +115,9 @@ type Options struct {
 	// through the generic steps (decode, flatten, convert, fit, encode).
 	// The two give the same rows; this exists to measure and compare them.
 	Generic bool
+	// Metrics records every message's outcome, its lag from publish and
+	// its decode time; nil records nothing.
+	Metrics *metrics.Recorder
 }
 
 // Service runs the pipeline. It is safe for concurrent use.
@@ -127,6 +131,7 @@ type Service struct {
 	flows   FlowFollower
 	pubsub  *formats.PubSubSchemas  // Pub/Sub schema revisions; nil if not configured
 	connect *formats.ConnectSchemas // Debezium JSON (JsonConverter) schemas
+	metrics *metrics.Recorder
 
 	appended, tombstones, deadLetters, retries, ignored, evolutions atomic.Int64
 }
@@ -134,7 +139,7 @@ type Service struct {
 // New returns a service.
 func New(o Options) *Service {
 	s := &Service{writer: o.Writer, codecs: newCodecs(o.Registry), connect: formats.NewConnectSchemas(), log: o.Log, now: o.Now,
-		frozen: map[string]struct{}{}, flows: o.Flows, pubsub: o.PubSubSchemas}
+		frozen: map[string]struct{}{}, flows: o.Flows, pubsub: o.PubSubSchemas, metrics: o.Metrics}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -176,21 +181,25 @@ func (s *Service) Handle(ctx context.Context, m Message) (out Outcome, err error
 	table := catalog.TableName(m.Topic)
 	if wire.IsTombstone(m.Data) {
 		s.tombstones.Add(1)
+		s.metrics.Tombstone(ctx, m.Topic)
 		s.log.Info("tombstone acknowledged", "event", "tombstone", "topic", m.Topic, "message_id", m.MessageID, "ordering_key", m.OrderingKey)
 		return Tombstone, nil
 	}
 	schemaID, err := s.process(ctx, m, table)
 	if errors.Is(err, errTombstone) {
 		s.tombstones.Add(1)
+		s.metrics.Tombstone(ctx, m.Topic)
 		s.log.Info("tombstone acknowledged", "event", "tombstone", "topic", m.Topic, "message_id", m.MessageID, "ordering_key", m.OrderingKey)
 		return Tombstone, nil
 	}
 	if err == nil {
 		s.appended.Add(1)
+		s.metrics.Appended(ctx, m.Topic, m.PublishTime, s.now())
 		return Appended, nil
 	}
 	if !failure.IsPermanent(err) {
 		s.retries.Add(1)
+		s.metrics.Failed(ctx, m.Topic, metrics.Retried, string(failure.StageOf(err)))
 		s.log.Warn("message will be redelivered", "event", "retry", "topic", m.Topic, "message_id", m.MessageID,
 			"stage", string(failure.StageOf(err)), "error", Truncate(err.Error()))
 		return Failed, err
@@ -215,9 +224,11 @@ func (s *Service) deadLetter(ctx context.Context, m Message, table string, schem
 	if err := s.writer.Append(ctx, catalog.DeadLetterTable, []map[string]any{dl.Row()}); err != nil {
 		// Not stored anywhere yet: the message must come back.
 		s.retries.Add(1)
+		s.metrics.Failed(ctx, m.Topic, metrics.Retried, string(stage))
 		return Failed, fmt.Errorf("dead-lettering message %s (%v): %w", m.MessageID, cause, err)
 	}
 	s.deadLetters.Add(1)
+	s.metrics.Failed(ctx, m.Topic, metrics.DeadLettered, string(stage))
 	s.log.Error("message dead-lettered", "event", "dead_letter", "topic", m.Topic, "message_id", m.MessageID, "stage", string(stage), "reason", Truncate(cause.Error()))
 	return DeadLettered, nil
 }
@@ -233,16 +244,20 @@ func (s *Service) process(ctx context.Context, m Message, table string) (int, er
 		return p.schemaID, err
 	}
 	if p.codec.plan != nil && p.record == nil {
+		start := time.Now()
 		row, err := s.transcode(m, p)
 		if err != nil {
 			return p.schemaID, err
 		}
+		s.metrics.Decoded(ctx, true, time.Since(start))
 		return p.schemaID, s.writer.AppendEncoded(ctx, p.table, [][]byte{row})
 	}
+	start := time.Now()
 	row, err := s.row(m, p)
 	if err != nil {
 		return p.schemaID, err
 	}
+	s.metrics.Decoded(ctx, false, time.Since(start))
 	return p.schemaID, s.writer.AppendTo(ctx, p.table, []map[string]any{row})
 }
 
