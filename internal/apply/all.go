@@ -93,15 +93,22 @@ func apply(ctx context.Context, bq *bigquery.Client, t Target, bound []*flow.Bou
 			return err
 		}
 	}
-	return nil
+	if len(bound) == 0 {
+		return nil
+	}
+	return Status(ctx, bq, loc, boundFlows(bound), rep)
 }
 
-func boundSources(bound []*flow.Bound) []string {
+func boundFlows(bound []*flow.Bound) []*flow.Flow {
 	flows := make([]*flow.Flow, len(bound))
 	for i, b := range bound {
 		flows[i] = b.Flow
 	}
-	return flow.Sources(flows)
+	return flows
+}
+
+func boundSources(bound []*flow.Bound) []string {
+	return flow.Sources(boundFlows(bound))
 }
 
 // Unbound lists the flows of flows that are not in bound (refused at
