@@ -15,6 +15,9 @@ locals {
   # _cdc_ingested_at; 120 s more covers clock skew between instances.
   visibility_lag = "${var.ingest.timeout_seconds + 120}s"
 
+  # The functions export their metrics to Cloud Monitoring (monitoring.tf).
+  metrics_exporter = var.monitoring.export_metrics ? "gcp" : "none"
+
   pubsub_service_agent_member = "serviceAccount:service-${data.google_project.main.number}@gcp-sa-pubsub.iam.gserviceaccount.com"
   dead_letter_table           = "${var.project_id}.${google_bigquery_table.dead_letters.dataset_id}.${google_bigquery_table.dead_letters.table_id}"
 }
@@ -122,6 +125,7 @@ module "ingest_function" {
     BQCDC_DATASET              = module.dataset.dataset_id
     BQCDC_LOCATION             = module.dataset.location
     BQCDC_SCHEMA_EVOLUTION_OFF = join(",", sort([for name, s in var.sources : name if !s.schema_evolution]))
+    BQCDC_METRICS_EXPORTER     = local.metrics_exporter
   }
 
   # Credentials only ever come from Secret Manager.
@@ -163,6 +167,7 @@ module "compact_function" {
     BQCDC_VISIBILITY_LAG           = local.visibility_lag
     BQCDC_CHANGELOG_RETENTION_DAYS = tostring(var.changelog_retention_days)
     BQCDC_TOMBSTONE_RETENTION_DAYS = tostring(var.tombstone_retention_days)
+    BQCDC_METRICS_EXPORTER         = local.metrics_exporter
   }
 
   secret_environment_variables = {}

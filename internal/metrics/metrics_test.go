@@ -6,11 +6,15 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http/httptest"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
 func memory(t *testing.T) *Provider {
@@ -165,5 +169,71 @@ func TestNamesAreUniqueAndPrefixed(t *testing.T) {
 	}
 	if d := cmp.Diff(want, emitted); d != "" {
 		t.Errorf("emitted instruments (-Names +emitted):\n%s", d)
+	}
+}
+
+// Instruments describes what the instruments emit: kind, value type, unit
+// and attribute keys (the Terraform descriptors are checked against it).
+func TestInstrumentsDescribeWhatIsEmitted(t *testing.T) {
+	ctx := context.Background()
+	reader := sdkmetric.NewManualReader()
+	r, err := New(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Appended(ctx, "t", time.Unix(1, 0), time.Unix(2, 0))
+	r.Failed(ctx, "t", DeadLettered, "wire")
+	r.Decoded(ctx, true, time.Microsecond)
+	r.AppendCall(ctx, 1, time.Millisecond, AppendOK)
+	r.Compacted(ctx, Compaction{Flow: "f", Outcome: "idle", WatermarkAge: time.Second})
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Instrument{}
+	for _, m := range rm.ScopeMetrics[0].Metrics {
+		in := Instrument{Name: m.Name, Unit: m.Unit}
+		keys := map[string]bool{}
+		collect := func(s attribute.Set) {
+			for _, kv := range s.ToSlice() {
+				keys[string(kv.Key)] = true
+			}
+		}
+		switch d := m.Data.(type) {
+		case metricdata.Sum[int64]:
+			in.Kind, in.ValueType = "CUMULATIVE", "INT64"
+			for _, p := range d.DataPoints {
+				collect(p.Attributes)
+			}
+		case metricdata.Histogram[float64]:
+			in.Kind, in.ValueType = "CUMULATIVE", "DISTRIBUTION"
+			for _, p := range d.DataPoints {
+				collect(p.Attributes)
+			}
+		case metricdata.Histogram[int64]:
+			in.Kind, in.ValueType = "CUMULATIVE", "DISTRIBUTION"
+			for _, p := range d.DataPoints {
+				collect(p.Attributes)
+			}
+		case metricdata.Gauge[float64]:
+			in.Kind, in.ValueType = "GAUGE", "DOUBLE"
+			for _, p := range d.DataPoints {
+				collect(p.Attributes)
+			}
+		default:
+			t.Errorf("%s: unexpected data %T", m.Name, m.Data)
+		}
+		for k := range keys {
+			in.Labels = append(in.Labels, k)
+		}
+		sort.Strings(in.Labels)
+		got[m.Name] = in
+	}
+	want := map[string]Instrument{}
+	for _, in := range Instruments() {
+		want[in.Name] = in
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("Instruments() (-listed +emitted):\n%s", d)
 	}
 }

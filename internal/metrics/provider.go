@@ -71,7 +71,10 @@ func Start(ctx context.Context, cfg Config) (*Provider, error) {
 		if cfg.Project == "" {
 			return nil, errors.New("exporting metrics to Cloud Monitoring needs a project")
 		}
-		exp, err := mexporter.New(mexporter.WithProjectID(cfg.Project))
+		// Terraform declares the descriptors (see Instruments): an alert
+		// policy cannot name a metric type that does not exist yet, and one
+		// owner of a descriptor cannot disagree with another.
+		exp, err := mexporter.New(mexporter.WithProjectID(cfg.Project), mexporter.WithDisableCreateMetricDescriptors())
 		if err != nil {
 			return nil, fmt.Errorf("creating the Cloud Monitoring exporter: %w", err)
 		}
