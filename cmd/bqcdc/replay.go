@@ -4,10 +4,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"time"
 
 	"cloud.google.com/go/pubsub/v2"
 	"github.com/bqcdc/bqcdc/internal/clients"
+	"github.com/bqcdc/bqcdc/internal/progress"
 	"github.com/bqcdc/bqcdc/internal/replay"
 )
 
@@ -56,7 +58,9 @@ func runReplay(ctx context.Context, args []string) error {
 		return fmt.Errorf("creating the Pub/Sub client: %w", err)
 	}
 	defer ps.Close()
-	n, err := replay.Replay(ctx, letters, clientPublisher{ps})
+	line := progress.New(os.Stderr, "replay", int64(len(letters)))
+	n, err := replay.ReplayProgress(ctx, letters, clientPublisher{ps}, func(done int) { line.Update(int64(done), "") })
+	line.Finish(int64(n), "")
 	fmt.Printf("%d of %d dead letter(s) published again\n", n, len(letters))
 	return err
 }

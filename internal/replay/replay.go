@@ -99,7 +99,16 @@ type Publisher interface {
 // Replay publishes every letter again, marked with ReplayOf. It stops at the
 // first failure and returns how many were published.
 func Replay(ctx context.Context, letters []Letter, pub Publisher) (int, error) {
+	return ReplayProgress(ctx, letters, pub, nil)
+}
+
+// ReplayProgress is Replay reporting each published letter to progress
+// (nil: none) with the count so far.
+func ReplayProgress(ctx context.Context, letters []Letter, pub Publisher, progress func(done int)) (int, error) {
 	for i, l := range letters {
+		if progress != nil {
+			progress(i)
+		}
 		attrs := make(map[string]string, len(l.Attributes)+1)
 		for k, v := range l.Attributes {
 			attrs[k] = v
@@ -110,6 +119,9 @@ func Replay(ctx context.Context, letters []Letter, pub Publisher) (int, error) {
 		if _, err := pub.Publish(ctx, l.Topic, l.Data, attrs); err != nil {
 			return i, fmt.Errorf("replaying message %s to %s: %w", l.MessageID, l.Topic, err)
 		}
+	}
+	if progress != nil {
+		progress(len(letters))
 	}
 	return len(letters), nil
 }
