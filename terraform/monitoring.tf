@@ -15,17 +15,17 @@ locals {
   # Monitoring metric kind, value type, unit and the attribute keys (the
   # exporter adds service_name). The type is workload.googleapis.com/<key>.
   metrics = {
-    "bqcdc.ingest.messages"          = { kind = "CUMULATIVE", value = "INT64", unit = "{message}", labels = ["outcome", "stage", "topic"], description = "Pub/Sub messages the ingest function finished, by topic and outcome (appended, tombstone, dead_lettered, retried) and failing stage." }
-    "bqcdc.ingest.lag"               = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "s", labels = ["topic"], description = "Pub/Sub publish time to changelog append acknowledged, by topic." }
-    "bqcdc.ingest.decode_time"       = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "s", labels = ["path"], description = "Payload to changelog row bytes, by path (compiled, generic)." }
-    "bqcdc.append.duration"          = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "s", labels = ["outcome"], description = "One Storage Write AppendRows call, by outcome (ok, refused, error)." }
-    "bqcdc.append.rows"              = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "{row}", labels = [], description = "Rows one AppendRows call carried (batch size)." }
-    "bqcdc.compaction.runs"          = { kind = "CUMULATIVE", value = "INT64", unit = "{run}", labels = ["flow", "outcome"], description = "Compaction runs of each flow, by outcome." }
-    "bqcdc.compaction.duration"      = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "s", labels = ["flow", "outcome"], description = "Run time of one flow's compaction." }
-    "bqcdc.compaction.events"        = { kind = "CUMULATIVE", value = "INT64", unit = "{event}", labels = ["flow"], description = "Changelog rows compaction read." }
-    "bqcdc.compaction.jobs"          = { kind = "CUMULATIVE", value = "INT64", unit = "{job}", labels = ["flow"], description = "BigQuery query jobs compaction started." }
-    "bqcdc.compaction.bytes_billed"  = { kind = "CUMULATIVE", value = "INT64", unit = "By", labels = ["flow"], description = "Bytes BigQuery billed for compaction's jobs." }
-    "bqcdc.compaction.watermark_age" = { kind = "GAUGE", value = "DOUBLE", unit = "s", labels = ["flow"], description = "After each run of a flow, how far its compaction watermark trails the clock." }
+    "bqcdc.ingest.messages"         = { kind = "CUMULATIVE", value = "INT64", unit = "{message}", labels = ["outcome", "stage", "topic"], description = "Pub/Sub messages the ingest function finished, by topic and outcome (appended, tombstone, dead_lettered, retried) and failing stage." }
+    "bqcdc.ingest.lag"              = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "s", labels = ["topic"], description = "Pub/Sub publish time to changelog append acknowledged, by topic." }
+    "bqcdc.ingest.decode_time"      = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "s", labels = ["path"], description = "Payload to changelog row bytes, by path (compiled, generic)." }
+    "bqcdc.append.duration"         = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "s", labels = ["outcome"], description = "One Storage Write AppendRows call, by outcome (ok, refused, error)." }
+    "bqcdc.append.rows"             = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "{row}", labels = [], description = "Rows one AppendRows call carried (batch size)." }
+    "bqcdc.compaction.runs"         = { kind = "CUMULATIVE", value = "INT64", unit = "{run}", labels = ["flow", "outcome"], description = "Compaction runs of each flow, by outcome." }
+    "bqcdc.compaction.duration"     = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "s", labels = ["flow", "outcome"], description = "Run time of one flow's compaction." }
+    "bqcdc.compaction.events"       = { kind = "CUMULATIVE", value = "INT64", unit = "{event}", labels = ["flow"], description = "Changelog rows compaction read." }
+    "bqcdc.compaction.jobs"         = { kind = "CUMULATIVE", value = "INT64", unit = "{job}", labels = ["flow"], description = "BigQuery query jobs compaction started." }
+    "bqcdc.compaction.bytes_billed" = { kind = "CUMULATIVE", value = "INT64", unit = "By", labels = ["flow"], description = "Bytes BigQuery billed for compaction's jobs." }
+    "bqcdc.compaction.unfolded_age" = { kind = "GAUGE", value = "DOUBLE", unit = "s", labels = ["flow"], description = "After each run of a flow, how long changes may have waited to be folded (0 when nothing waits)." }
   }
 
   ingest_subscriptions = "resource.type = \"pubsub_subscription\" AND resource.label.subscription_id = ends_with(\".bqcdc-ingest\")"
@@ -175,11 +175,11 @@ resource "google_monitoring_alert_policy" "compaction" {
   }
 
   conditions {
-    display_name = "a flow's watermark is behind"
+    display_name = "a flow's changes wait to be folded"
     condition_threshold {
-      filter          = "metric.type = \"workload.googleapis.com/bqcdc.compaction.watermark_age\" AND resource.type = \"generic_task\""
+      filter          = "metric.type = \"workload.googleapis.com/bqcdc.compaction.unfolded_age\" AND resource.type = \"generic_task\""
       comparison      = "COMPARISON_GT"
-      threshold_value = local.monitoring.watermark_age_seconds
+      threshold_value = local.monitoring.unfolded_age_seconds
       duration        = "0s"
       aggregations {
         alignment_period     = "600s"
@@ -322,7 +322,7 @@ locals {
     ["Decode time p99 (s)", "metric.type = \"workload.googleapis.com/bqcdc.ingest.decode_time\"", "ALIGN_DELTA", "REDUCE_PERCENTILE_99", ["metric.label.path"], "LINE"],
     ["Compaction runs by outcome", "metric.type = \"workload.googleapis.com/bqcdc.compaction.runs\"", "ALIGN_DELTA", "REDUCE_SUM", ["metric.label.outcome"], "STACKED_BAR"],
     ["Compaction duration p99 by flow (s)", "metric.type = \"workload.googleapis.com/bqcdc.compaction.duration\"", "ALIGN_DELTA", "REDUCE_PERCENTILE_99", ["metric.label.flow"], "LINE"],
-    ["Watermark age by flow (s)", "metric.type = \"workload.googleapis.com/bqcdc.compaction.watermark_age\"", "ALIGN_MAX", "REDUCE_MAX", ["metric.label.flow"], "LINE"],
+    ["Unfolded age by flow (s)", "metric.type = \"workload.googleapis.com/bqcdc.compaction.unfolded_age\"", "ALIGN_MAX", "REDUCE_MAX", ["metric.label.flow"], "LINE"],
     ["Events compacted by flow", "metric.type = \"workload.googleapis.com/bqcdc.compaction.events\"", "ALIGN_DELTA", "REDUCE_SUM", ["metric.label.flow"], "STACKED_BAR"],
     ["Compaction query jobs by flow", "metric.type = \"workload.googleapis.com/bqcdc.compaction.jobs\"", "ALIGN_DELTA", "REDUCE_SUM", ["metric.label.flow"], "STACKED_BAR"],
     ["Bytes billed by compaction", "metric.type = \"workload.googleapis.com/bqcdc.compaction.bytes_billed\"", "ALIGN_DELTA", "REDUCE_SUM", ["metric.label.flow"], "STACKED_BAR"],

@@ -130,7 +130,7 @@ func TestAlertsAndDashboardUseEmittedMetrics(t *testing.T) {
 			t.Errorf("alert policy %s does not notify local.channels", name)
 		}
 	}
-	for _, m := range []string{metrics.IngestMessages, metrics.IngestLag, metrics.CompactionRuns, metrics.CompactionWatermarkAge} {
+	for _, m := range []string{metrics.IngestMessages, metrics.IngestLag, metrics.CompactionRuns, metrics.CompactionUnfoldedAge} {
 		if !alerted[metrics.MetricTypePrefix+m] {
 			t.Errorf("no alert policy watches %s", m)
 		}

@@ -313,7 +313,7 @@ variable "monitoring" {
     freshness_seconds         = optional(number, 900)
     backlog_age_seconds       = optional(number, 600)
     compaction_absent_seconds = optional(number, 3600)
-    watermark_age_seconds     = optional(number, 3600)
+    unfolded_age_seconds      = optional(number, 3600)
     function_errors_per_5m    = optional(number, 10)
   })
   description = <<-EOT
@@ -323,8 +323,8 @@ variable "monitoring" {
     email_addresses: an email notification channel is created for each (besides var.notification_channels).
     Thresholds: freshness_seconds (a source's publish -> append p99 or its oldest unacknowledged push message; per
     source: sources[*].freshness_seconds), backlog_age_seconds (any bqcdc subscription), compaction_absent_seconds (no
-    compaction run reported), watermark_age_seconds (a flow's compaction watermark behind the clock; the visibility
-    lag plus the schedule when healthy), function_errors_per_5m (5xx answers of both functions).
+    compaction run reported), unfolded_age_seconds (how long a flow's changes may have waited to
+    be folded; 0 when nothing waits, about the visibility lag after a compaction), function_errors_per_5m (5xx answers of both functions).
   EOT
   default     = {}
 

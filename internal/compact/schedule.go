@@ -191,16 +191,21 @@ func (c *Compactor) logOutcome(rep Report) {
 	c.opts.Log.Info("compaction", attrs...)
 }
 
-// measure records one flow's run. The watermark's age is measured from the
-// clock after the run; a flow never folded (its watermark is the epoch, as
-// for a source that has sent nothing yet) has no age to report.
+// measure records one flow's run. A run that left nothing to fold (idle,
+// up to date) reports an unfolded age of 0, so a quiet source never looks
+// behind; any other run reports how far its watermark trails the clock,
+// which grows while runs fail or are deferred. A flow never folded (its
+// watermark is the epoch) has no age to report unless nothing waits.
 func (c *Compactor) measure(ctx context.Context, r Report) {
 	age := time.Duration(-1)
-	if w := r.WatermarkAfter; !w.IsZero() && w.After(render.Epoch) {
+	switch w := r.WatermarkAfter; {
+	case r.Outcome == Idle || r.Outcome == UpToDate:
+		age = 0
+	case !w.IsZero() && w.After(render.Epoch):
 		age = c.opts.Now().Sub(w)
 	}
 	c.opts.Metrics.Compacted(ctx, metrics.Compaction{Flow: r.Flow, Outcome: r.Outcome, Duration: r.Duration,
-		Events: r.EventsRead, Jobs: r.Jobs, BytesBilled: r.BytesBilled, WatermarkAge: age})
+		Events: r.EventsRead, Jobs: r.Jobs, BytesBilled: r.BytesBilled, UnfoldedAge: age})
 }
 
 // writeReports appends one row per flow to the report table, through the

@@ -34,6 +34,6 @@ func Instruments() []Instrument {
 		{CompactionEvents, "CUMULATIVE", "INT64", "{event}", []string{AttrFlow}},
 		{CompactionJobs, "CUMULATIVE", "INT64", "{job}", []string{AttrFlow}},
 		{CompactionBytesBilled, "CUMULATIVE", "INT64", "By", []string{AttrFlow}},
-		{CompactionWatermarkAge, "GAUGE", "DOUBLE", "s", []string{AttrFlow}},
+		{CompactionUnfoldedAge, "GAUGE", "DOUBLE", "s", []string{AttrFlow}},
 	}
 }

@@ -51,16 +51,18 @@ const (
 	// CompactionBytesBilled counts the bytes BigQuery billed for them
 	// (attribute flow).
 	CompactionBytesBilled = "bqcdc.compaction.bytes_billed"
-	// CompactionWatermarkAge is, after each run of a flow, how far its
-	// watermark trails the clock, seconds (attribute flow): it grows when
-	// compaction stops folding the flow.
-	CompactionWatermarkAge = "bqcdc.compaction.watermark_age"
+	// CompactionUnfoldedAge is, after each run of a flow, how long
+	// changes may have waited to be folded, seconds (attribute flow): 0 when
+	// the run left nothing to fold (idle, up to date), else how far the
+	// flow's watermark trails the clock (the visibility lag after a
+	// compaction; growing while runs fail or are deferred).
+	CompactionUnfoldedAge = "bqcdc.compaction.unfolded_age"
 )
 
 // Names lists every instrument, in the order above.
 func Names() []string {
 	return []string{IngestMessages, IngestLag, IngestDecodeTime, AppendDuration, AppendRows,
-		CompactionRuns, CompactionDuration, CompactionEvents, CompactionJobs, CompactionBytesBilled, CompactionWatermarkAge}
+		CompactionRuns, CompactionDuration, CompactionEvents, CompactionJobs, CompactionBytesBilled, CompactionUnfoldedAge}
 }
 
 // Attribute keys.
@@ -111,7 +113,7 @@ type Recorder struct {
 	events        metric.Int64Counter
 	jobs          metric.Int64Counter
 	bytesBilled   metric.Int64Counter
-	watermarkAge  metric.Float64Gauge
+	unfoldedAge  metric.Float64Gauge
 	compiled      []metric.RecordOption
 	generic       []metric.RecordOption
 	appendOutcome map[string][]metric.RecordOption
@@ -166,8 +168,8 @@ func New(mp metric.MeterProvider) (*Recorder, error) {
 	r.bytesBilled, err = m.Int64Counter(CompactionBytesBilled, metric.WithUnit("By"),
 		metric.WithDescription("Bytes BigQuery billed for compaction's query jobs, by flow."))
 	check(err)
-	r.watermarkAge, err = m.Float64Gauge(CompactionWatermarkAge, metric.WithUnit("s"),
-		metric.WithDescription("After each run of a flow: how far its compaction watermark trails the clock (the visibility lag when healthy)."))
+	r.unfoldedAge, err = m.Float64Gauge(CompactionUnfoldedAge, metric.WithUnit("s"),
+		metric.WithDescription("After each run of a flow: how long changes may have waited to be folded (0 when nothing waits; else how far its watermark trails the clock)."))
 	check(err)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("creating the metric instruments: %v", errs)
@@ -255,10 +257,10 @@ type Compaction struct {
 	Events        int64
 	Jobs          int
 	BytesBilled   int64
-	// WatermarkAge is how far the flow's watermark trails the clock after
-	// the run; negative means unknown (a deferred or failed run that never
-	// read it) and records nothing.
-	WatermarkAge time.Duration
+	// UnfoldedAge is how long changes may have waited to be folded after
+	// the run (see CompactionUnfoldedAge); negative means unknown and
+	// records nothing.
+	UnfoldedAge time.Duration
 }
 
 // Compacted records one flow's run.
@@ -274,7 +276,7 @@ func (r *Recorder) Compacted(ctx context.Context, c Compaction) {
 	r.events.Add(ctx, c.Events, only)
 	r.jobs.Add(ctx, int64(c.Jobs), only)
 	r.bytesBilled.Add(ctx, c.BytesBilled, only)
-	if c.WatermarkAge >= 0 {
-		r.watermarkAge.Record(ctx, c.WatermarkAge.Seconds(), only)
+	if c.UnfoldedAge >= 0 {
+		r.unfoldedAge.Record(ctx, c.UnfoldedAge.Seconds(), only)
 	}
 }

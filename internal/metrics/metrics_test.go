@@ -49,9 +49,9 @@ func TestCompactionAndAppendMetrics(t *testing.T) {
 	ctx := context.Background()
 	p := memory(t)
 	r := p.Recorder()
-	r.Compacted(ctx, Compaction{Flow: "orders", Outcome: "compacted", Duration: 2 * time.Second, Events: 40, Jobs: 3, BytesBilled: 10 << 20, WatermarkAge: 3 * time.Minute})
-	r.Compacted(ctx, Compaction{Flow: "orders", Outcome: "idle", WatermarkAge: 13 * time.Minute})
-	r.Compacted(ctx, Compaction{Flow: "orders", Outcome: "failed", WatermarkAge: -1})
+	r.Compacted(ctx, Compaction{Flow: "orders", Outcome: "compacted", Duration: 2 * time.Second, Events: 40, Jobs: 3, BytesBilled: 10 << 20, UnfoldedAge: 3 * time.Minute})
+	r.Compacted(ctx, Compaction{Flow: "orders", Outcome: "idle", UnfoldedAge: 13 * time.Minute})
+	r.Compacted(ctx, Compaction{Flow: "orders", Outcome: "failed", UnfoldedAge: -1})
 	for _, rows := range []int{1, 30, 500} {
 		r.AppendCall(ctx, rows, 20*time.Millisecond, AppendOK)
 	}
@@ -71,7 +71,7 @@ func TestCompactionAndAppendMetrics(t *testing.T) {
 		{CompactionJobs, map[string]string{"flow": "orders"}, 3},
 		{CompactionBytesBilled, map[string]string{"flow": "orders"}, 10 << 20},
 		// The newest known age: the failed run did not know its watermark.
-		{CompactionWatermarkAge, map[string]string{"flow": "orders"}, 13 * 60},
+		{CompactionUnfoldedAge, map[string]string{"flow": "orders"}, 13 * 60},
 	} {
 		if got := find(t, series, c.name, c.attrs); got.Value == nil || *got.Value != c.want {
 			t.Errorf("%s %v = %v, want %v", c.name, c.attrs, got.Value, c.want)
@@ -157,7 +157,7 @@ func TestNamesAreUniqueAndPrefixed(t *testing.T) {
 	r.Appended(ctx, "t", time.Unix(1, 0), time.Unix(2, 0))
 	r.Decoded(ctx, false, time.Microsecond)
 	r.AppendCall(ctx, 1, time.Millisecond, AppendOK)
-	r.Compacted(ctx, Compaction{Flow: "f", Outcome: "idle", WatermarkAge: time.Second})
+	r.Compacted(ctx, Compaction{Flow: "f", Outcome: "idle", UnfoldedAge: time.Second})
 	series, _ := p.Snapshot(ctx)
 	emitted := map[string]bool{}
 	for _, s := range series {
@@ -185,7 +185,7 @@ func TestInstrumentsDescribeWhatIsEmitted(t *testing.T) {
 	r.Failed(ctx, "t", DeadLettered, "wire")
 	r.Decoded(ctx, true, time.Microsecond)
 	r.AppendCall(ctx, 1, time.Millisecond, AppendOK)
-	r.Compacted(ctx, Compaction{Flow: "f", Outcome: "idle", WatermarkAge: time.Second})
+	r.Compacted(ctx, Compaction{Flow: "f", Outcome: "idle", UnfoldedAge: time.Second})
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(ctx, &rm); err != nil {
 		t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 func Write(w io.Writer, r Report) error {
 	fmt.Fprintf(w, "bqcdc status of %s.%s at %s\n\n", r.Project, r.Dataset, r.At.Format("2006-01-02 15:04:05Z"))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "FLOW\tSOURCE\tNEWEST CHANGE\tLAG\tTAIL\tLAST COMPACTION\tEVENTS\tJOBS\tBILLED\tDEAD 1D")
+	fmt.Fprintln(tw, "FLOW\tSOURCE\tNEWEST CHANGE\tLAG\tAPPENDED\tTAIL\tLAST COMPACTION\tEVENTS\tJOBS\tBILLED\tFOLDED\tDEAD 1D")
 	for _, f := range r.Flows {
 		lag := "-"
 		if f.LagSeconds >= 0 {
@@ -24,7 +24,8 @@ func Write(w io.Writer, r Report) error {
 			run = fmt.Sprintf("%s %s ago", f.LastRun.Outcome, Age(r.At.Sub(f.LastRun.At)))
 			events, jobs, billed = fmt.Sprint(f.LastRun.Events), fmt.Sprint(f.LastRun.Jobs), Bytes(f.LastRun.BytesBilled)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\n", f.Flow, f.Source, clock(f.NewestSourceTS), lag, f.TailRows, run, events, jobs, billed, f.DeadLetters)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\n", f.Flow, f.Source, clock(f.NewestSourceTS), lag, ago(r.At, f.LastIngestedAt),
+			f.TailRows, run, events, jobs, billed, ago(r.At, f.LastCompactedAt), f.DeadLetters)
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "SOURCE\tCHANGELOG\tROWS\tSIZE\tSTREAMING\tLAST APPEND")
@@ -66,6 +67,14 @@ func Write(w io.Writer, r Report) error {
 		fmt.Fprintln(w, "  "+p.String())
 	}
 	return nil
+}
+
+// ago is how long before now t was ("-" for never).
+func ago(now, t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return Age(now.Sub(t)) + " ago"
 }
 
 func clock(t time.Time) string {

@@ -14,6 +14,7 @@ func sample() Report {
 	return Report{Project: "p", Dataset: "cdc", At: at,
 		Flows: []Flow{
 			{Flow: "fresh", Source: "db.a", NewestSourceTS: at.Add(-5 * time.Second), LagSeconds: 5, TailRows: 3,
+				LastIngestedAt: at.Add(-2 * time.Second), LastCompactedAt: at.Add(-4 * time.Minute),
 				LastRun: &Run{At: at.Add(-4 * time.Minute), Outcome: "compacted", Events: 10, Jobs: 3, BytesBilled: 20 << 20}},
 			{Flow: "stale", Source: "db.b", NewestSourceTS: at.Add(-3 * time.Hour), LagSeconds: 3 * 3600, TailRows: 5000,
 				LastRun: &Run{At: at.Add(-2 * time.Hour), Outcome: "idle"}},
@@ -79,8 +80,8 @@ func TestWrite(t *testing.T) {
 	out := buf.String()
 	for _, want := range []string{
 		"bqcdc status of p.cdc at 2026-05-01 12:00:00Z",
-		"fresh   db.a    2026-05-01 11:59:55  5s     3     compacted 4m00s ago  10      3     20.0 MiB  0",
-		"new     db.c    -                    -      0     none",
+		"fresh   db.a    2026-05-01 11:59:55  5s     2s ago    3     compacted 4m00s ago  10      3     20.0 MiB  4m00s ago  0",
+		"new     db.c    -                    -      -         0     none",
 		"db.a    db_a_changelog  12    2.0 KiB",
 		"db.c    db_c_changelog  no changelog table",
 		"  (no topic)  event   1      bad body",

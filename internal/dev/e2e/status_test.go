@@ -142,7 +142,7 @@ func TestStatusOfFlows(t *testing.T) {
 			seen[s.Name+"/"+s.Attributes["outcome"]] = math.Round(*s.Value*1000) / 1000 // the watermark is in microseconds
 		}
 	}
-	if seen[metrics.CompactionRuns+"/compacted"] != 1 || seen[metrics.CompactionEvents+"/"] != 3 || seen[metrics.CompactionWatermarkAge+"/"] != 60 {
+	if seen[metrics.CompactionRuns+"/compacted"] != 1 || seen[metrics.CompactionEvents+"/"] != 3 || seen[metrics.CompactionUnfoldedAge+"/"] != 60 {
 		t.Errorf("compaction metrics = %v; want 1 compacted run, 3 events, a watermark 60 s behind", seen)
 	}
 }
