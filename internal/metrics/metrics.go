@@ -113,7 +113,7 @@ type Recorder struct {
 	events        metric.Int64Counter
 	jobs          metric.Int64Counter
 	bytesBilled   metric.Int64Counter
-	unfoldedAge  metric.Float64Gauge
+	unfoldedAge   metric.Float64Gauge
 	compiled      []metric.RecordOption
 	generic       []metric.RecordOption
 	appendOutcome map[string][]metric.RecordOption
