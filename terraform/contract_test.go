@@ -358,8 +358,8 @@ func TestIngestCredentialsOnlyFromSecretManager(t *testing.T) {
 func TestFunctionEnvironment(t *testing.T) {
 	root := config(t).module(t, ".")
 	for call, want := range map[string][]string{
-		"ingest_function":  {"BQCDC_DATASET", "BQCDC_LOCATION", "BQCDC_LOG_VALUES", "BQCDC_PROJECT", "BQCDC_SCHEMA_EVOLUTION_OFF"},
-		"compact_function": {"BQCDC_CHANGELOG_RETENTION_DAYS", "BQCDC_COMPACT_BUDGET", "BQCDC_COMPACT_CONCURRENCY", "BQCDC_DATASET", "BQCDC_LOCATION", "BQCDC_PROJECT", "BQCDC_TOMBSTONE_RETENTION_DAYS", "BQCDC_VISIBILITY_LAG"},
+		"ingest_function":  {"BQCDC_DATASET", "BQCDC_LOCATION", "BQCDC_LOG_VALUES", "BQCDC_METRICS_EXPORTER", "BQCDC_PROJECT", "BQCDC_SCHEMA_EVOLUTION_OFF"},
+		"compact_function": {"BQCDC_CHANGELOG_RETENTION_DAYS", "BQCDC_COMPACT_BUDGET", "BQCDC_COMPACT_CONCURRENCY", "BQCDC_DATASET", "BQCDC_LOCATION", "BQCDC_METRICS_EXPORTER", "BQCDC_PROJECT", "BQCDC_TOMBSTONE_RETENTION_DAYS", "BQCDC_VISIBILITY_LAG"},
 	} {
 		got, _ := objectKeys(attrExpr(root.calls[call].Body, "environment_variables"))
 		if diff := cmp.Diff(want, got); diff != "" {

@@ -15,6 +15,9 @@ locals {
   # _cdc_ingested_at; 120 s more covers clock skew between instances.
   visibility_lag = "${var.ingest.timeout_seconds + 120}s"
 
+  # The functions export their metrics to Cloud Monitoring (monitoring.tf).
+  metrics_exporter = var.monitoring.export_metrics ? "gcp" : "none"
+
   pubsub_service_agent_member = "serviceAccount:service-${data.google_project.main.number}@gcp-sa-pubsub.iam.gserviceaccount.com"
   dead_letter_table           = "${var.project_id}.${google_bigquery_table.dead_letters.dataset_id}.${google_bigquery_table.dead_letters.table_id}"
 }
@@ -125,6 +128,7 @@ module "ingest_function" {
     BQCDC_LOCATION             = module.dataset.location
     BQCDC_SCHEMA_EVOLUTION_OFF = join(",", sort([for name, s in var.sources : name if !s.schema_evolution]))
     BQCDC_LOG_VALUES           = tostring(var.log_row_values)
+    BQCDC_METRICS_EXPORTER     = local.metrics_exporter
   }
 
   # Credentials only ever come from Secret Manager.
@@ -170,6 +174,7 @@ module "compact_function" {
     BQCDC_TOMBSTONE_RETENTION_DAYS = tostring(var.tombstone_retention_days)
     BQCDC_COMPACT_BUDGET           = "${var.compact.timeout_seconds - 60}s"
     BQCDC_COMPACT_CONCURRENCY      = tostring(var.compact.flow_concurrency)
+    BQCDC_METRICS_EXPORTER         = local.metrics_exporter
   }
 
   secret_environment_variables = {}

@@ -97,3 +97,8 @@ output "registry_password_secret_id" {
   description = "Secret id (not value) of the registry password."
   value       = var.registry_password_secret_id
 }
+
+output "dashboard_id" {
+  description = "Cloud Monitoring dashboard of the deployment (null when var.monitoring.dashboard is false)."
+  value       = one(google_monitoring_dashboard.bqcdc[*].id)
+}

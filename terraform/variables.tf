@@ -58,6 +58,7 @@ variable "sources" {
     topic_message_retention_duration = optional(string)
     enable_message_ordering          = optional(bool, false)
     schema_evolution                 = optional(bool, true)
+    freshness_seconds                = optional(number)
   }))
   description = <<-EOT
     Debezium topics to ingest, keyed by topic name (the `FROM STREAM(...)` name of the flows in sql/flows).
@@ -67,6 +68,8 @@ variable "sources" {
     max_delivery_attempts (5-100) overrides var.max_delivery_attempts for one topic.
     schema_evolution = false keeps the topic's changelog columns as `bqcdc apply` made them: values of fields a newer
     writer schema adds are dropped and counted instead of added as columns (BQCDC_SCHEMA_EVOLUTION_OFF).
+    freshness_seconds overrides var.monitoring.freshness_seconds for the topic's freshness alert (its flows are as
+    fresh as it is).
   EOT
   default     = {}
 
@@ -361,4 +364,44 @@ variable "deletion_protection" {
   type        = bool
   description = "Protect the pubsub_dead_letters table from `terraform destroy` (set false, apply, then destroy to remove it)."
   default     = true
+}
+
+# ---------------------------------------------------------------------------
+# Monitoring
+# ---------------------------------------------------------------------------
+
+variable "monitoring" {
+  type = object({
+    export_metrics            = optional(bool, true)
+    dashboard                 = optional(bool, true)
+    alerts                    = optional(bool, true)
+    email_addresses           = optional(list(string), [])
+    freshness_seconds         = optional(number, 900)
+    backlog_age_seconds       = optional(number, 600)
+    compaction_absent_seconds = optional(number, 3600)
+    unfolded_age_seconds      = optional(number, 3600)
+    function_errors_per_5m    = optional(number, 10)
+  })
+  description = <<-EOT
+    Metrics, dashboard and alert policies (monitoring.tf; README "Runbook").
+    export_metrics: the functions export their metrics to Cloud Monitoring (BQCDC_METRICS_EXPORTER=gcp; their accounts
+    get roles/monitoring.metricWriter) and the metric descriptors are declared here. Alerts on those metrics need it.
+    email_addresses: an email notification channel is created for each (besides var.notification_channels).
+    Thresholds: freshness_seconds (a source's publish -> append p99 or its oldest unacknowledged push message; per
+    source: sources[*].freshness_seconds), backlog_age_seconds (any bqcdc subscription), compaction_absent_seconds (no
+    compaction run reported), unfolded_age_seconds (how long a flow's changes may have waited to
+    be folded; 0 when nothing waits, about the visibility lag after a compaction), function_errors_per_5m (5xx answers of both functions).
+  EOT
+  default     = {}
+
+  validation {
+    condition     = var.monitoring.compaction_absent_seconds >= 600 && var.monitoring.freshness_seconds > 0 && var.monitoring.backlog_age_seconds > 0
+    error_message = "monitoring.compaction_absent_seconds must be at least 600 (one scheduled run), and the other thresholds positive."
+  }
+}
+
+variable "notification_channels" {
+  type        = list(string)
+  description = "Notification channel ids (projects/PROJECT/notificationChannels/ID) every bqcdc alert policy notifies."
+  default     = []
 }

@@ -61,6 +61,8 @@ func runLocal(ctx context.Context, args []string) error {
 	fmt.Printf("  Schema Registry     %s\n", st.RegistryURL)
 	fmt.Printf("  Ingest function     %s/Ingest\n", st.FunctionURL)
 	fmt.Printf("  Compact function    %s/Compact   (every %s; POST {\"flows\": [...]} to run it now)\n", st.FunctionURL, st.CompactEvery)
+	fmt.Printf("  Metrics             %s/metrics   (JSON: the series Cloud Monitoring would receive)\n", st.FunctionURL)
+	fmt.Printf("  Status              go run ./cmd/bqcdc status --project %s --dataset %s --bigquery-endpoint %s\n", st.Project, st.Dataset, st.BigQueryURL)
 	for _, r := range st.Relays {
 		fmt.Printf("  relay               %s -> %s (subscription %s, dead letters to %s)\n", r.Topic, r.URL, r.Subscription, localstack.DeadLetterTopic(r.Topic))
 	}

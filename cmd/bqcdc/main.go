@@ -6,6 +6,7 @@
 //	bqcdc compact  fold changelogs into state tables once
 //	bqcdc replay   publish dead letters again to their topics
 //	bqcdc loadgen  publish synthetic traffic and measure what lands
+//	bqcdc status   freshness, tail, compaction and dead letters per flow
 //
 // Run `bqcdc <command> -h` for the flags of a command.
 package main
@@ -29,6 +30,7 @@ var commands = []command{
 	{"render", "print (or write with --out) the SQL of every flow's view; needs no BigQuery", runRender},
 	{"compact", "fold the changelogs into the flows' state tables once, and print the per-flow report", runCompact},
 	{"replay", "publish dead letters again to their topics (after fixing their cause); replays are counted once", runReplay},
+	{"status", "per flow: newest change and lag, rows waiting in the tail, last compaction, dead letters; per source: changelog size (exit 1 past --max-* thresholds)", runStatus},
 	{"loadgen", "publish synthetic Debezium traffic (tables, keys, rate or burst, row width) and measure what lands, locally or in a project", runLoadgen},
 }
 

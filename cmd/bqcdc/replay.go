@@ -4,11 +4,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"time"
 
 	"cloud.google.com/go/pubsub/v2"
 	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/config"
+	"github.com/bqcdc/bqcdc/internal/progress"
 	"github.com/bqcdc/bqcdc/internal/replay"
 )
 
@@ -67,7 +69,9 @@ func runReplay(ctx context.Context, args []string) error {
 		return fmt.Errorf("creating the Pub/Sub client: %w", err)
 	}
 	defer ps.Close()
-	n, err := replay.Replay(ctx, letters, clientPublisher{ps}, key)
+	meter := progress.New(os.Stderr, "replay", "dead letters", len(letters), progress.IsTerminal(os.Stderr))
+	n, err := replay.ReplayProgress(ctx, letters, clientPublisher{ps}, key, func(done int) { meter.Set(done, "") })
+	meter.Finish()
 	fmt.Printf("%d of %d dead letter(s) published again\n", n, len(letters))
 	return err
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/config"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/logging"
+	"github.com/bqcdc/bqcdc/internal/metrics"
 )
 
 // EntryPoint is the name the function is registered and deployed under.
@@ -51,7 +52,13 @@ func fromEnv(builtin fs.FS) http.HandlerFunc {
 		if len(flows) == 0 {
 			return nil, fmt.Errorf("no flow loads: %w", errors.Join(refused...))
 		}
-		return New(ctx, cfg, Options{Flows: flows, Refused: refused})
+		log := logging.New(os.Stdout)
+		mp, err := metrics.Start(ctx, metrics.Config{Exporter: cfg.MetricsExporter, Interval: cfg.MetricsInterval,
+			Project: cfg.BigQuery.Project, Service: "bqcdc-compact", Log: log})
+		if err != nil {
+			return nil, fmt.Errorf("starting metrics: %w", err)
+		}
+		return New(ctx, cfg, Options{Flows: flows, Refused: refused, Log: log, Metrics: mp})
 	})
 	return func(w http.ResponseWriter, r *http.Request) {
 		f, err := fn.Get(r.Context())
@@ -71,6 +78,10 @@ type Options struct {
 	Refused []error
 	// Log receives one line per flow and run; nil means JSON on stdout.
 	Log *slog.Logger
+	// Metrics receives each flow's run; nil measures nothing. The
+	// function flushes it at the end of every run: between scheduled
+	// runs its instance may get no CPU to export on its own.
+	Metrics *metrics.Provider
 }
 
 // Function is the compact function of one instance.
@@ -80,6 +91,8 @@ type Function struct {
 	loc       catalog.Location
 	flows     []*flow.Flow
 	refused   error
+	metrics   *metrics.Provider
+	log       *slog.Logger
 }
 
 // New creates the function's client and compactor.
@@ -109,7 +122,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Function, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Function{flows: o.Flows, refused: errors.Join(o.Refused...), bq: bq, loc: loc, compactor: compact.New(bq, loc, compact.Options{
+	return &Function{flows: o.Flows, refused: errors.Join(o.Refused...), bq: bq, loc: loc, metrics: o.Metrics, log: o.Log, compactor: compact.New(bq, loc, compact.Options{
 		VisibilityLag:      cfg.VisibilityLag,
 		TombstoneRetention: time.Duration(cfg.TombstoneRetentionDays) * 24 * time.Hour,
 		ChangelogRetention: retention,
@@ -117,6 +130,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Function, error) {
 		Budget:             cfg.CompactBudget,
 		Reports:            bqwrite.NewWriter(bq, mw, cfg.BigQuery.Project, cfg.Dataset),
 		Log:                o.Log,
+		Metrics:            o.Metrics.Recorder(),
 	})}, nil
 }
 
@@ -169,6 +183,9 @@ func (f *Function) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, Response{Error: err.Error()})
 		return
+	}
+	if err := f.metrics.Flush(r.Context()); err != nil {
+		f.log.Warn("metrics not exported", "event", "metrics_flush_failed", "error", err.Error())
 	}
 	status := http.StatusOK
 	for _, rep := range reports {

@@ -40,6 +40,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/formats"
 	"github.com/bqcdc/bqcdc/internal/ingest"
 	"github.com/bqcdc/bqcdc/internal/logging"
+	"github.com/bqcdc/bqcdc/internal/metrics"
 	"github.com/bqcdc/bqcdc/internal/registry"
 	"golang.org/x/sync/semaphore"
 )
@@ -79,7 +80,12 @@ func fromEnv(builtin fs.FS) http.HandlerFunc {
 		for _, err := range refused {
 			log.Warn("flow refused: its view will not follow new changelog columns", "event", "flow_refused", "error", err.Error())
 		}
-		return New(ctx, cfg, Options{Flows: flows, Log: log})
+		mp, err := metrics.Start(ctx, metrics.Config{Exporter: cfg.MetricsExporter, Interval: cfg.MetricsInterval,
+			Project: cfg.BigQuery.Project, Service: "bqcdc-ingest", Log: log})
+		if err != nil {
+			return nil, fmt.Errorf("starting metrics: %w", err)
+		}
+		return New(ctx, cfg, Options{Flows: flows, Log: log, Metrics: mp})
 	})
 	return func(w http.ResponseWriter, r *http.Request) {
 		f, err := fn.Get(r.Context())
@@ -99,6 +105,9 @@ type Options struct {
 	Flows []*flow.Flow
 	// Log receives the function's structured logs; nil means JSON on stdout.
 	Log *slog.Logger
+	// Metrics receives the pipeline's measurements (messages by outcome,
+	// lag, decode and append times); nil measures nothing.
+	Metrics *metrics.Provider
 }
 
 // Function is the ingest function of one instance.
@@ -131,8 +140,11 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Function, error) {
 	// project fails with PermissionDenied, which would be retried until
 	// Pub/Sub gives up. Only the deployment's own project is read, so such
 	// a message is dead-lettered at once (stage registry), without a fetch.
+	writer := bqwrite.NewWriter(bq, mw, cfg.BigQuery.Project, cfg.Dataset)
+	writer.Metrics = o.Metrics.Recorder()
 	opts := ingest.Options{
-		Writer:        bqwrite.NewWriter(bq, mw, cfg.BigQuery.Project, cfg.Dataset),
+		Writer:        writer,
+		Metrics:       o.Metrics.Recorder(),
 		PubSubSchemas: formats.NewPubSubSchemas(schemas).OnlyProjects(cfg.BigQuery.Project),
 		Keys:          flow.KeysBySource(o.Flows),
 		Frozen:        cfg.SchemaEvolutionOff,

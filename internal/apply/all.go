@@ -118,6 +118,9 @@ func apply(ctx context.Context, bq *bigquery.Client, t Target, bound []*flow.Bou
 	// and a view, two lines).
 	const shared, sharedObjects = 2, 3
 	total := len(datasets) + len(srcs) + sharedObjects + 2*len(bound)
+	if len(bound) > 0 {
+		total++ // the status view
+	}
 	if opts.Progress != nil {
 		opts.Progress.SetTotal(total)
 	}
@@ -149,7 +152,24 @@ func apply(ctx context.Context, bq *bigquery.Client, t Target, bound []*flow.Bou
 			return flowObjects(ctx, bq, loc, b, opts.ReadWatermarks, r)
 		}})
 	}
-	return runSteps(steps, opts.Concurrency, opts.Progress, rep)
+	if err := runSteps(steps, opts.Concurrency, opts.Progress, rep); err != nil {
+		return err
+	}
+	if len(bound) == 0 {
+		return nil
+	}
+	// The status view reads every flow's objects: it comes last.
+	err := Status(ctx, bq, loc, boundFlows(bound), rep)
+	opts.Progress.Add(1)
+	return err
+}
+
+func boundFlows(bound []*flow.Bound) []*flow.Flow {
+	flows := make([]*flow.Flow, len(bound))
+	for i, b := range bound {
+		flows[i] = b.Flow
+	}
+	return flows
 }
 
 // flowDatasets lists the datasets of the flows: the default one first, then

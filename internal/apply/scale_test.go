@@ -148,7 +148,7 @@ func TestApplyConcurrentlyThenReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	meter.Finish()
-	objects := 2 + sources + 3 + 2*len(flows) // datasets cdc and history, changelogs, shared, flows
+	objects := 2 + sources + 3 + 2*len(flows) + 1 // datasets cdc and history, changelogs, shared, flows, the status view
 	if len(first) != objects {
 		t.Fatalf("first apply reported %d objects, want %d:\n%s", len(first), objects, strings.Join(first, "\n"))
 	}
@@ -161,6 +161,7 @@ func TestApplyConcurrentlyThenReadOnly(t *testing.T) {
 	for _, f := range flows {
 		want = append(want, "table "+catalog.StateName(f), "view "+f.Target.String())
 	}
+	want = append(want, "view "+catalog.StatusView)
 	var got []string
 	for _, line := range first {
 		got = append(got, objectOf(line))

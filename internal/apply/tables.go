@@ -19,7 +19,9 @@ import (
 	"github.com/bqcdc/bqcdc/internal/bqerror"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/evolve"
+	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
+	"github.com/bqcdc/bqcdc/sql/render"
 )
 
 // Report lists what a run did, one line per object.
@@ -131,6 +133,21 @@ func CompactionReport(ctx context.Context, bq *bigquery.Client, dataset string, 
 	}
 	return ensureView(ctx, bq.Dataset(dataset).Table(catalog.CompactionStateView),
 		catalog.CompactionStateQuery(bq.Project(), dataset), "bqcdc: each flow's latest compaction run.", rep)
+}
+
+// StatusDescription describes the status view, with what it reads.
+var StatusDescription = fmt.Sprintf("bqcdc status: one row per flow: the newest change it has seen (_cdc_source_ts) and its lag, "+
+	"changelog rows waiting after its compaction watermark, its last compaction and the dead letters of its source in the last day. "+
+	"Each query reads each flow's changelog columns _cdc_source_ts and _cdc_ingested_at for the rows ingested in the last %d days, "+
+	"the compaction runs of those days and the last day of dead letters (topic, stage, reason).", render.StatusDays)
+
+// Status creates or updates the status view over flows (catalog.StatusView).
+func Status(ctx context.Context, bq *bigquery.Client, loc catalog.Location, flows []*flow.Flow, rep *Report) error {
+	sql, err := render.Status(flows, loc)
+	if err != nil {
+		return err
+	}
+	return ensureView(ctx, bq.Dataset(loc.DefaultDataset).Table(catalog.StatusView), sql, StatusDescription, rep)
 }
 
 // ensureView creates a plain view, or updates its query and description.

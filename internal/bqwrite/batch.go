@@ -10,6 +10,7 @@ import (
 
 	"github.com/bqcdc/bqcdc/internal/bqerror"
 	"github.com/bqcdc/bqcdc/internal/failure"
+	"github.com/bqcdc/bqcdc/internal/metrics"
 )
 
 // Batching (group commit). Each ingest request appends one row, and an
@@ -83,7 +84,8 @@ type batcher struct {
 	inflight int
 	timer    *time.Timer
 
-	sent *Counters // appends and rows sent, shared by the writer's tables
+	sent    *Counters         // appends and rows sent, shared by the writer's tables
+	metrics *metrics.Recorder // each append's time, rows and outcome (nil: none)
 }
 
 // Counters count what a writer sent, for measurements.
@@ -246,7 +248,9 @@ func (b *batcher) append(batch []*pending) (requeue []*pending) {
 	defer cancel()
 	b.sent.Appends.Add(1)
 	b.sent.Rows.Add(int64(len(rows)))
+	start := time.Now()
 	refused, err := b.out.send(ctx, rows)
+	b.measure(ctx, len(rows), time.Since(start), refused, err)
 	switch {
 	case err == nil:
 		for _, p := range batch {
@@ -296,6 +300,20 @@ func (b *batcher) append(batch []*pending) (requeue []*pending) {
 		}
 		return nil
 	}
+}
+
+// measure records one append call. A call whose rows BigQuery refused is
+// "refused" (those rows fail for good), any other failure "error" (the rows
+// come back through redelivery).
+func (b *batcher) measure(ctx context.Context, rows int, d time.Duration, refused []bqerror.RowError, err error) {
+	outcome := metrics.AppendOK
+	switch {
+	case len(refused) > 0 || (err != nil && bqerror.RowsRefused(err)):
+		outcome = metrics.AppendRefused
+	case err != nil:
+		outcome = metrics.AppendError
+	}
+	b.metrics.AppendCall(ctx, rows, d, outcome)
 }
 
 // classify turns an append error into the pipeline's classes: a refusal of

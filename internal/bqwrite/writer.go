@@ -13,6 +13,7 @@ import (
 	"cloud.google.com/go/bigquery/storage/managedwriter"
 	"github.com/bqcdc/bqcdc/internal/bqerror"
 	"github.com/bqcdc/bqcdc/internal/failure"
+	"github.com/bqcdc/bqcdc/internal/metrics"
 	"golang.org/x/sync/singleflight"
 	"google.golang.org/protobuf/proto"
 )
@@ -40,6 +41,9 @@ type Writer struct {
 	Batch BatchOptions
 	// Sent counts appends and rows sent.
 	Sent Counters
+	// Metrics records each append call's time, rows and outcome (nil:
+	// none). Set it before the first append.
+	Metrics *metrics.Recorder
 	// IdleClose closes the stream of a table nothing was appended to for
 	// this long (0: never); the next append opens it again. An instance
 	// that has seen a thousand tables holds streams only for the ones that
@@ -121,6 +125,7 @@ func (w *Writer) open(ctx context.Context, name string, old *Table) (*Table, err
 	t := &Table{Name: name, Metadata: md, Encoder: enc, stream: ms, loaded: time.Now(), used: new(atomic.Int64)}
 	t.used.Store(time.Now().UnixNano())
 	t.batch = newBatcher(name, streamSender{w: w, t: t}, w.Batch, &w.Sent)
+	t.batch.metrics = w.Metrics
 	var retired *managedwriter.ManagedStream
 	if old != nil {
 		retired = old.stream

@@ -17,6 +17,12 @@ const CompactionRunsTable = "_bqcdc_compaction_runs"
 // of CompactionRunsTable).
 const CompactionStateView = "_bqcdc_compaction_state"
 
+// StatusView shows one row per flow: the newest change it has seen and
+// its lag, the rows waiting in its tail, its last compaction and the
+// dead letters of its source in the last day (sql/render renders it; bqcdc
+// apply creates it; bqcdc status runs the same query).
+const StatusView = "_bqcdc_status"
+
 // CompactionRunsColumns is the compaction report table schema.
 func CompactionRunsColumns() schema.Columns {
 	return schema.Columns{

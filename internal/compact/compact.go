@@ -78,6 +78,7 @@ import (
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/metrics"
 )
 
 // Steps of a flow's run that Options.AfterStep is called after, in order.
@@ -125,6 +126,9 @@ type Options struct {
 	Backoff  time.Duration
 	// Log receives one line per flow and run (its outcome); nil discards.
 	Log *slog.Logger
+	// Metrics records each flow's run (outcome, duration, events, jobs,
+	// bytes billed, watermark age); nil records nothing.
+	Metrics *metrics.Recorder
 }
 
 // ReportWriter appends report rows (bqwrite.Writer does, through the

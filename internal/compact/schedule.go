@@ -11,6 +11,8 @@ import (
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/metrics"
+	"github.com/bqcdc/bqcdc/sql/render"
 )
 
 // Compact runs one compaction over sel: it reads the metadata of every
@@ -59,6 +61,7 @@ func (c *Compactor) Compact(ctx context.Context, sel Selection) ([]Report, error
 	}
 	for _, r := range reports {
 		c.logOutcome(r)
+		c.measure(ctx, r)
 	}
 	c.writeReports(ctx, start, sel, reports)
 	return reports, nil
@@ -186,6 +189,23 @@ func (c *Compactor) logOutcome(rep Report) {
 		attrs = append(attrs, "error", rep.Error)
 	}
 	c.opts.Log.Info("compaction", attrs...)
+}
+
+// measure records one flow's run. A run that left nothing to fold (idle,
+// up to date) reports an unfolded age of 0, so a quiet source never looks
+// behind; any other run reports how far its watermark trails the clock,
+// which grows while runs fail or are deferred. A flow never folded (its
+// watermark is the epoch) has no age to report unless nothing waits.
+func (c *Compactor) measure(ctx context.Context, r Report) {
+	age := time.Duration(-1)
+	switch w := r.WatermarkAfter; {
+	case r.Outcome == Idle || r.Outcome == UpToDate:
+		age = 0
+	case !w.IsZero() && w.After(render.Epoch):
+		age = c.opts.Now().Sub(w)
+	}
+	c.opts.Metrics.Compacted(ctx, metrics.Compaction{Flow: r.Flow, Outcome: r.Outcome, Duration: r.Duration,
+		Events: r.EventsRead, Jobs: r.Jobs, BytesBilled: r.BytesBilled, UnfoldedAge: age})
 }
 
 // writeReports appends one row per flow to the report table, through the

@@ -62,6 +62,11 @@ type Config struct {
 	// by default: they name the column and the kind of problem only, so
 	// personal data stays in the tables whose access the operator controls.
 	LogValues bool
+	// MetricsExporter says where the functions' metrics go: none (the
+	// default), memory, log (a JSON log line each MetricsInterval) or gcp
+	// (Cloud Monitoring of the project); see package metrics.
+	MetricsExporter string
+	MetricsInterval time.Duration
 }
 
 // Environment variable names.
@@ -84,6 +89,8 @@ const (
 	EnvCompactBudget      = "BQCDC_COMPACT_BUDGET"
 	EnvReplayKey          = "BQCDC_REPLAY_KEY" // a secret: Secret Manager in production
 	EnvLogValues          = "BQCDC_LOG_VALUES"
+	EnvMetricsExporter    = "BQCDC_METRICS_EXPORTER"
+	EnvMetricsInterval    = "BQCDC_METRICS_INTERVAL"
 )
 
 // Defaults.
@@ -113,6 +120,7 @@ func FromEnv() (Config, error) {
 		TombstoneRetentionDays: DefaultTombstoneRetention,
 		FlowsDir:               os.Getenv(EnvFlowsDir),
 		PubSubEndpoint:         os.Getenv(EnvPubSubEmulator),
+		MetricsExporter:        strings.TrimSpace(os.Getenv(EnvMetricsExporter)),
 	}
 	if c.BigQuery.Project == "" {
 		return c, fmt.Errorf("%s (or GOOGLE_CLOUD_PROJECT) is not set: name the Google Cloud project", EnvProject)
@@ -130,6 +138,18 @@ func FromEnv() (Config, error) {
 			return c, fmt.Errorf("%s=%q: want a non-negative Go duration such as 8m", EnvCompactBudget, v)
 		}
 		c.CompactBudget = d
+	}
+	switch c.MetricsExporter {
+	case "", "none", "memory", "log", "gcp":
+	default:
+		return c, fmt.Errorf("%s=%q: want none, memory, log or gcp", EnvMetricsExporter, c.MetricsExporter)
+	}
+	if v := os.Getenv(EnvMetricsInterval); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 10*time.Second {
+			return c, fmt.Errorf("%s=%q: want a Go duration of 10s or more (Cloud Monitoring takes a point per series at most every 5 s)", EnvMetricsInterval, v)
+		}
+		c.MetricsInterval = d
 	}
 	var err error
 	if c.CompactConcurrency, err = nonNegativeInt(EnvCompactConcurrency, 8); err != nil {

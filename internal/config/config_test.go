@@ -115,3 +115,21 @@ func TestReplayKeyAndLogValues(t *testing.T) {
 		t.Errorf("defaults: %+v, %v", c, err)
 	}
 }
+
+func TestMetricsSettings(t *testing.T) {
+	t.Setenv(EnvProject, "p")
+	t.Setenv(EnvMetricsExporter, " gcp ")
+	t.Setenv(EnvMetricsInterval, "30s")
+	c, err := FromEnv()
+	if err != nil || c.MetricsExporter != "gcp" || c.MetricsInterval != 30*time.Second {
+		t.Fatalf("metrics settings = %q %v (%v)", c.MetricsExporter, c.MetricsInterval, err)
+	}
+	for name, value := range map[string]string{EnvMetricsExporter: "prometheus", EnvMetricsInterval: "1s"} {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv(name, value)
+			if _, err := FromEnv(); err == nil || !strings.Contains(err.Error(), name) {
+				t.Errorf("%s=%s: err = %v", name, value, err)
+			}
+		})
+	}
+}

@@ -29,6 +29,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/evolve"
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/formats"
+	"github.com/bqcdc/bqcdc/internal/metrics"
 	"github.com/bqcdc/bqcdc/internal/replay/proof"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/bqcdc/bqcdc/internal/transcode"
@@ -126,6 +127,9 @@ type Options struct {
 	// and the kind of problem with failure.Withheld in the value's place;
 	// the dead letter keeps the message's bytes either way.
 	LogValues bool
+	// Metrics records every message's outcome, its lag from publish and
+	// its decode time; nil records nothing.
+	Metrics *metrics.Recorder
 }
 
 // Service runs the pipeline. It is safe for concurrent use.
@@ -141,6 +145,7 @@ type Service struct {
 	connect *formats.ConnectSchemas // Debezium JSON (JsonConverter) schemas
 	replay  []byte                  // verifies replay proofs; nil: replay ids ignored
 	values  bool                    // reasons may quote row values (Options.LogValues)
+	metrics *metrics.Recorder
 
 	appended, tombstones, deadLetters, retries, ignored, evolutions atomic.Int64
 }
@@ -148,7 +153,7 @@ type Service struct {
 // New returns a service.
 func New(o Options) *Service {
 	s := &Service{writer: o.Writer, codecs: newCodecs(o.Registry), connect: formats.NewConnectSchemas(), log: o.Log, now: o.Now,
-		frozen: map[string]struct{}{}, flows: o.Flows, pubsub: o.PubSubSchemas, replay: o.ReplayKey, values: o.LogValues}
+		frozen: map[string]struct{}{}, flows: o.Flows, pubsub: o.PubSubSchemas, replay: o.ReplayKey, values: o.LogValues, metrics: o.Metrics}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -188,21 +193,25 @@ func (s *Service) Handle(ctx context.Context, m Message) (out Outcome, err error
 	table := catalog.TableName(m.Topic)
 	if wire.IsTombstone(m.Data) {
 		s.tombstones.Add(1)
+		s.metrics.Tombstone(ctx, m.Topic)
 		s.log.Info("tombstone acknowledged", "event", "tombstone", "topic", m.Topic, "message_id", m.MessageID)
 		return Tombstone, nil
 	}
 	schemaID, err := s.process(ctx, m, table)
 	if errors.Is(err, errTombstone) {
 		s.tombstones.Add(1)
+		s.metrics.Tombstone(ctx, m.Topic)
 		s.log.Info("tombstone acknowledged", "event", "tombstone", "topic", m.Topic, "message_id", m.MessageID)
 		return Tombstone, nil
 	}
 	if err == nil {
 		s.appended.Add(1)
+		s.metrics.Appended(ctx, m.Topic, m.PublishTime, s.now())
 		return Appended, nil
 	}
 	if !failure.IsPermanent(err) {
 		s.retries.Add(1)
+		s.metrics.Failed(ctx, m.Topic, metrics.Retried, string(failure.StageOf(err)))
 		s.log.Warn("message will be redelivered", "event", "retry", "topic", m.Topic, "message_id", m.MessageID,
 			"stage", string(failure.StageOf(err)), "error", Truncate(s.Reason(err)))
 		return Failed, err
@@ -250,9 +259,11 @@ func (s *Service) deadLetter(ctx context.Context, m Message, table string, schem
 	if err := s.writer.Append(ctx, catalog.DeadLetterTable, []map[string]any{dl.Row()}); err != nil {
 		// Not stored anywhere yet: the message must come back.
 		s.retries.Add(1)
+		s.metrics.Failed(ctx, m.Topic, metrics.Retried, string(stage))
 		return Failed, fmt.Errorf("dead-lettering message %s (%s): %w", m.MessageID, s.Reason(cause), err)
 	}
 	s.deadLetters.Add(1)
+	s.metrics.Failed(ctx, m.Topic, metrics.DeadLettered, string(stage))
 	s.log.Error("message dead-lettered", "event", "dead_letter", "topic", m.Topic, "message_id", m.MessageID, "stage", string(stage), "reason", Truncate(dl.Reason))
 	return DeadLettered, nil
 }
@@ -274,16 +285,20 @@ func (s *Service) process(ctx context.Context, m Message, table string) (int, er
 		return p.schemaID, err
 	}
 	if p.codec.plan != nil && p.record == nil {
+		start := time.Now()
 		row, err := s.transcode(m, p)
 		if err != nil {
 			return p.schemaID, err
 		}
+		s.metrics.Decoded(ctx, true, time.Since(start))
 		return p.schemaID, s.writer.AppendEncoded(ctx, p.table, [][]byte{row})
 	}
+	start := time.Now()
 	row, err := s.row(m, p)
 	if err != nil {
 		return p.schemaID, err
 	}
+	s.metrics.Decoded(ctx, false, time.Since(start))
 	return p.schemaID, s.writer.AppendTo(ctx, p.table, []map[string]any{row})
 }
 

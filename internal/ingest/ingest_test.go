@@ -16,6 +16,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/evolve"
 	"github.com/bqcdc/bqcdc/internal/failure"
+	"github.com/bqcdc/bqcdc/internal/metrics"
 	"github.com/bqcdc/bqcdc/internal/registry"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
@@ -259,12 +260,17 @@ func TestHandleUnknownTopicIsDeadLettered(t *testing.T) {
 // generic one; the append itself is dropped (a row of the generic path is
 // still encoded, as the writer would).
 func BenchmarkHandle(b *testing.B) {
+	mp, err := metrics.Start(context.Background(), metrics.Config{Exporter: metrics.ExportMemory})
+	if err != nil {
+		b.Fatal(err)
+	}
 	for _, path := range []struct {
 		name    string
 		generic bool
-	}{{"compiled", false}, {"generic", true}} {
+		metrics *metrics.Recorder
+	}{{"compiled", false, nil}, {"generic", true, nil}, {"compiled/metrics=memory", false, mp.Recorder()}} {
 		b.Run("path="+path.name, func(b *testing.B) {
-			svc, tables, s := newServiceWith(b, nil, Options{Generic: path.generic})
+			svc, tables, s := newServiceWith(b, nil, Options{Generic: path.generic, Metrics: path.metrics})
 			svc.writer = discard{tables}
 			data := customerMessage(b, s, "u", 7)
 			ctx := context.Background()

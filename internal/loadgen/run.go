@@ -13,6 +13,7 @@ import (
 	"cloud.google.com/go/pubsub/v2"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/clients"
+	"github.com/bqcdc/bqcdc/internal/progress"
 	"github.com/bqcdc/bqcdc/internal/registry"
 	"github.com/bqcdc/bqcdc/internal/wire"
 	"github.com/hamba/avro/v2"
@@ -24,7 +25,9 @@ type Target struct {
 	Registry *registry.Client // the schemas are registered under <topic>-value
 	BigQuery *bigquery.Client
 	Dataset  string
-	// Progress receives a line now and then; nil is silent.
+	// Progress receives the publishing's and the landing's progress (one
+	// updating line on a terminal, a line every few seconds elsewhere);
+	// nil is silent.
 	Progress io.Writer
 }
 
@@ -60,12 +63,14 @@ func Run(ctx context.Context, s Spec, t Target, wait time.Duration) (Result, err
 		return res, err
 	}
 	start := time.Now()
-	if err := s.publish(ctx, t, msgs); err != nil {
+	pub := t.line(fmt.Sprintf("publish to %d topics", s.Tables), len(msgs))
+	if err := s.publish(ctx, t, msgs, pub); err != nil {
 		return res, err
 	}
 	res.Published = len(msgs)
 	res.Publishing = time.Since(start)
-	t.progress("published %d messages to %d topics in %.1f s", res.Published, s.Tables, res.Publishing.Seconds())
+	pub.Finish()
+	land := t.line("land", res.Published)
 	deadline := time.Now().Add(wait)
 	for {
 		if res.Landed, err = s.landed(ctx, t, res.Run); err != nil {
@@ -74,10 +79,13 @@ func Run(ctx context.Context, s Spec, t Target, wait time.Duration) (Result, err
 		if res.DeadLettered, err = s.deadLettered(ctx, t, start); err != nil {
 			return res, err
 		}
-		t.progress("%d of %d landed, %d dead-lettered (%.0f s)", res.Landed, res.Published, res.DeadLettered, time.Since(start).Seconds())
+		note := fmt.Sprintf("%d dead-lettered", res.DeadLettered)
 		if res.Landed+res.DeadLettered >= res.Published || time.Now().After(deadline) {
+			land.Set(res.Landed+res.DeadLettered, note)
+			land.Finish()
 			break
 		}
+		land.Set(res.Landed+res.DeadLettered, note)
 		select {
 		case <-ctx.Done():
 			return res, ctx.Err()
@@ -87,10 +95,12 @@ func Run(ctx context.Context, s Spec, t Target, wait time.Duration) (Result, err
 	return res, s.latencies(ctx, t, start, &res)
 }
 
-func (t Target) progress(format string, args ...any) {
-	if t.Progress != nil {
-		fmt.Fprintf(t.Progress, format+"\n", args...)
+// line starts a progress line on t.Progress (nil when there is none).
+func (t Target) line(what string, total int) *progress.Meter {
+	if t.Progress == nil {
+		return nil
 	}
+	return progress.New(t.Progress, what, "messages", total, progress.IsTerminal(t.Progress))
 }
 
 type encoded struct {
@@ -132,7 +142,7 @@ func (s Spec) encode(ctx context.Context, t Target, run string) ([]encoded, erro
 
 // publish sends the messages, all at once or at s.Rate, and waits for
 // Pub/Sub to acknowledge each.
-func (s Spec) publish(ctx context.Context, t Target, msgs []encoded) error {
+func (s Spec) publish(ctx context.Context, t Target, msgs []encoded, line *progress.Meter) error {
 	pubs := map[string]*pubsub.Publisher{}
 	for _, topic := range s.Topics() {
 		p := t.PubSub.Publisher(topic)
@@ -169,7 +179,9 @@ func (s Spec) publish(ctx context.Context, t Target, msgs []encoded) error {
 			if _, err := r.Get(ctx); err != nil {
 				failed.Add(1)
 				firstErr.CompareAndSwap(nil, err)
+				return
 			}
+			line.Add(1)
 		}()
 	}
 	wg.Wait()

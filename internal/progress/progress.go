@@ -22,9 +22,14 @@ const (
 	redraw = 100 * time.Millisecond
 )
 
-// IsTerminal reports whether f is a terminal (a character device), without
-// a dependency on a terminal library: a pipe or a file is not.
-func IsTerminal(f *os.File) bool {
+// IsTerminal reports whether w is a terminal (a character device), without
+// a dependency on a terminal library: a pipe, a file or any other writer is
+// not.
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
@@ -43,6 +48,7 @@ type Meter struct {
 	mu        sync.Mutex
 	start     time.Time
 	done      int
+	note      string // shown after the count (Set)
 	shownDone int
 	shownAt   time.Time
 	finished  bool
@@ -90,6 +96,22 @@ func (m *Meter) Add(n int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.done += n
+	now := m.now()
+	if m.due(now) {
+		m.show(now)
+	}
+}
+
+// Set sets the count done (for work counted as a running total, such as
+// messages landed) and a note shown after it, and shows them when it is
+// time to.
+func (m *Meter) Set(done int, note string) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.done, m.note = done, note
 	now := m.now()
 	if m.due(now) {
 		m.show(now)
@@ -166,6 +188,9 @@ func (m *Meter) line(now time.Time) string {
 		s += ", ETA " + eta.Round(time.Second).String()
 	} else {
 		s += ", took " + elapsed.Round(10*time.Millisecond).String()
+	}
+	if m.note != "" {
+		s += "; " + m.note
 	}
 	return s
 }

@@ -116,10 +116,19 @@ var ErrNoKey = errors.New("no replay key: set " + config.EnvReplayKey + " to the
 // when it ignored an unproven one, so re-signing an attribute found in the
 // table would launder a forged id.
 func Replay(ctx context.Context, letters []Letter, pub Publisher, key []byte) (int, error) {
+	return ReplayProgress(ctx, letters, pub, key, nil)
+}
+
+// ReplayProgress is Replay reporting each published letter to progress
+// (nil: none) with the count so far.
+func ReplayProgress(ctx context.Context, letters []Letter, pub Publisher, key []byte, progress func(done int)) (int, error) {
 	if len(key) == 0 {
 		return 0, ErrNoKey
 	}
 	for i, l := range letters {
+		if progress != nil {
+			progress(i)
+		}
 		attrs := make(map[string]string, len(l.Attributes)+2)
 		for k, v := range l.Attributes {
 			attrs[k] = v
@@ -129,6 +138,9 @@ func Replay(ctx context.Context, letters []Letter, pub Publisher, key []byte) (i
 		if _, err := pub.Publish(ctx, l.Topic, l.Data, attrs); err != nil {
 			return i, fmt.Errorf("replaying message %s to %s: %w", l.MessageID, l.Topic, err)
 		}
+	}
+	if progress != nil {
+		progress(len(letters))
 	}
 	return len(letters), nil
 }

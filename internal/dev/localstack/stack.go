@@ -35,6 +35,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/dev/registryserver"
 	"github.com/bqcdc/bqcdc/internal/emulator"
 	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/metrics"
 	"github.com/bqcdc/bqcdc/internal/registry"
 	"github.com/goccy/bigquery-emulator/server"
 	"google.golang.org/api/option"
@@ -108,6 +109,9 @@ type Stack struct {
 	// The functions the stack serves, configured as in production.
 	Ingest    *ingestfn.Function
 	Compactor *compactfn.Function
+	// Metrics holds both functions' measurements in memory, served as JSON
+	// at FunctionURL/metrics (production exports them to Cloud Monitoring).
+	Metrics *metrics.Provider
 
 	dlWriter   *bqwrite.Writer // appends Pub/Sub dead letters (see drainDeadLetters)
 	writerOnce sync.Once
@@ -266,10 +270,16 @@ func (s *Stack) startFunctions(ctx context.Context) error {
 		return err
 	}
 	cfg := s.Config()
-	if s.Ingest, err = ingestfn.New(ctx, cfg, ingestfn.Options{Flows: s.Flows, Log: s.Log}); err != nil {
+	if s.Metrics, err = metrics.Start(ctx, metrics.Config{Exporter: metrics.ExportMemory}); err != nil {
 		return err
 	}
-	if s.Compactor, err = compactfn.New(ctx, cfg, compactfn.Options{Flows: s.Flows, Log: s.Log}); err != nil {
+	if s.Ingest, err = ingestfn.New(ctx, cfg, ingestfn.Options{Flows: s.Flows, Log: s.Log, Metrics: s.Metrics}); err != nil {
+		return err
+	}
+	if s.Compactor, err = compactfn.New(ctx, cfg, compactfn.Options{Flows: s.Flows, Log: s.Log, Metrics: s.Metrics}); err != nil {
+		return err
+	}
+	if err := funcframework.RegisterHTTPFunctionContext(ctx, "/metrics", s.Metrics.Handler().ServeHTTP); err != nil {
 		return err
 	}
 	if err := funcframework.RegisterHTTPFunctionContext(ctx, "/"+ingestfn.EntryPoint+"/", s.Ingest.ServeHTTP); err != nil {

@@ -1,0 +1,223 @@
+// Package status answers an operator's questions about a deployment from
+// BigQuery alone: per flow, how fresh its view is, how much waits in its
+// tail, how its compaction went, and what its source dead-lettered; per
+// source, its changelog's size and last append. The per-flow facts come
+// from the same query as the dataset's status view (catalog.StatusView,
+// rendered by sql/render), so the console and `bqcdc status` agree; the
+// per-source facts are table metadata (free).
+//
+// Cost of one Gather: the status query (each flow's changelog columns
+// _cdc_source_ts and _cdc_ingested_at for the rows ingested in the last
+// render.StatusDays days, the compaction runs of those days, a day of dead
+// letters), one dead-letter query over the same day, and one tables.get per
+// source.
+package status
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"github.com/bqcdc/bqcdc/internal/bqerror"
+	"github.com/bqcdc/bqcdc/internal/catalog"
+	"github.com/bqcdc/bqcdc/internal/clients"
+	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/sql/render"
+)
+
+// Flow is one flow's row of the status view.
+type Flow struct {
+	Flow   string `json:"flow"`
+	Target string `json:"target"`
+	Source string `json:"source"`
+	// NewestSourceTS is the newest _cdc_source_ts among the changelog rows
+	// ingested in the window: the newest change the view shows. Zero when
+	// none was ingested in the window.
+	NewestSourceTS time.Time `json:"newest_source_ts"`
+	// LagSeconds is from NewestSourceTS to the query's clock (-1: unknown).
+	LagSeconds     int64     `json:"lag_seconds"`
+	LastIngestedAt time.Time `json:"last_ingested_at"`
+	// TailRows are the changelog rows ingested after the flow's compaction
+	// watermark (within the window): what each view query folds on the fly.
+	TailRows        int64     `json:"tail_rows"`
+	LastRun         *Run      `json:"last_run,omitempty"` // nil: no run in the window
+	LastCompactedAt time.Time `json:"last_compacted_at"`
+	Watermark       time.Time `json:"watermark"`
+	// DeadLetters counts the source's dead letters of the last day;
+	// DeadLetterReasons names the five most frequent stage: reason (count).
+	DeadLetters       int64  `json:"dead_letters_1d"`
+	DeadLetterReasons string `json:"dead_letter_reasons,omitempty"`
+}
+
+// Run is a flow's latest compaction run.
+type Run struct {
+	At          time.Time `json:"at"`
+	Outcome     string    `json:"outcome"`
+	Events      int64     `json:"events_read"`
+	Jobs        int64     `json:"jobs"`
+	BytesBilled int64     `json:"bytes_billed"`
+	Error       string    `json:"error,omitempty"`
+}
+
+// Source is one changelog, from its table metadata.
+type Source struct {
+	Source string `json:"source"`
+	Table  string `json:"table"`
+	Rows   uint64 `json:"rows"`
+	Bytes  int64  `json:"bytes"`
+	// StreamingRows are rows still in the Storage Write buffer (estimated
+	// by BigQuery, not yet in Rows).
+	StreamingRows uint64    `json:"streaming_rows"`
+	LastModified  time.Time `json:"last_modified"`
+	// LastAppend is the newest _cdc_ingested_at of the window (zero: none).
+	LastAppend time.Time `json:"last_append"`
+	Error      string    `json:"error,omitempty"` // the metadata could not be read
+}
+
+// DeadLetters counts the dead letters of the last day with one stage and
+// reason.
+type DeadLetters struct {
+	Topic  string `json:"topic"`
+	Stage  string `json:"stage"`
+	Reason string `json:"reason"`
+	Count  int64  `json:"count"`
+}
+
+// Report is everything Gather found.
+type Report struct {
+	Project     string        `json:"project"`
+	Dataset     string        `json:"dataset"`
+	At          time.Time     `json:"at"`
+	Flows       []Flow        `json:"flows"`
+	Sources     []Source      `json:"sources"`
+	DeadLetters []DeadLetters `json:"dead_letters_1d"`
+	Problems    []Problem     `json:"problems"`
+}
+
+// Gather reads the status of flows in loc.
+func Gather(ctx context.Context, bq *bigquery.Client, loc catalog.Location, flows []*flow.Flow) (Report, error) {
+	rep := Report{Project: loc.Project, Dataset: loc.DefaultDataset, At: time.Now().UTC()}
+	rep.Sources = sources(ctx, bq, loc, flows)
+	// A flow whose changelog is missing would fail the whole query: it is
+	// left out, and its source reported.
+	missing := map[string]bool{}
+	for _, s := range rep.Sources {
+		missing[s.Source] = s.Error != ""
+	}
+	var readable []*flow.Flow
+	for _, f := range flows {
+		if !missing[f.Source.Name] {
+			readable = append(readable, f)
+		}
+	}
+	if len(readable) > 0 {
+		sql, err := render.Status(readable, loc)
+		if err != nil {
+			return rep, err
+		}
+		rows, err := read(ctx, bq, sql)
+		if err != nil {
+			return rep, fmt.Errorf("reading the status of %d flows (bqcdc apply creates the report and dead-letter tables): %w", len(readable), err)
+		}
+		for _, r := range rows {
+			rep.Flows = append(rep.Flows, flowOf(r))
+		}
+	}
+	sort.Slice(rep.Flows, func(i, j int) bool { return rep.Flows[i].Flow < rep.Flows[j].Flow })
+	last := map[string]time.Time{}
+	for _, f := range rep.Flows {
+		if f.LastIngestedAt.After(last[f.Source]) {
+			last[f.Source] = f.LastIngestedAt
+		}
+	}
+	for i := range rep.Sources {
+		rep.Sources[i].LastAppend = last[rep.Sources[i].Source]
+	}
+	var err error
+	if rep.DeadLetters, err = deadLetters(ctx, bq, loc); err != nil {
+		return rep, err
+	}
+	return rep, nil
+}
+
+func read(ctx context.Context, bq *bigquery.Client, sql string) ([]map[string]bigquery.Value, error) {
+	it, err := bq.Query(sql).Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return clients.Collect(it)
+}
+
+func flowOf(r map[string]bigquery.Value) Flow {
+	f := Flow{Flow: str(r["flow"]), Target: str(r["target"]), Source: str(r["source"]),
+		NewestSourceTS: ts(r["newest_source_ts"]), LagSeconds: -1, LastIngestedAt: ts(r["last_ingested_at"]),
+		TailRows: num(r["tail_rows"]), LastCompactedAt: ts(r["last_compacted_at"]), Watermark: ts(r["watermark"]),
+		DeadLetters: num(r["dead_letters_1d"]), DeadLetterReasons: str(r["dead_letter_reasons"])}
+	if v, ok := r["lag_seconds"].(int64); ok {
+		f.LagSeconds = v
+	}
+	if at := ts(r["last_run_at"]); !at.IsZero() {
+		f.LastRun = &Run{At: at, Outcome: str(r["last_run_outcome"]), Events: num(r["last_run_events"]), Jobs: num(r["last_run_jobs"]),
+			BytesBilled: num(r["last_run_bytes_billed"]), Error: str(r["last_run_error"])}
+	}
+	return f
+}
+
+// deadLetters reads the last day's dead letters by topic, stage and reason,
+// the most frequent first (every topic: a malformed push names none).
+func deadLetters(ctx context.Context, bq *bigquery.Client, loc catalog.Location) ([]DeadLetters, error) {
+	sql := fmt.Sprintf("SELECT IFNULL(topic, '') AS topic, stage, reason, COUNT(*) AS n FROM %s.%s.%s\n"+
+		"WHERE dead_lettered_at >= TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 1 DAY)\nGROUP BY 1, 2, 3\nORDER BY n DESC, topic, stage, reason\nLIMIT 100",
+		flow.QuoteIdent(loc.Project), flow.QuoteIdent(loc.DefaultDataset), flow.QuoteIdent(catalog.DeadLetterTable))
+	rows, err := read(ctx, bq, sql)
+	if err != nil {
+		return nil, fmt.Errorf("reading the last day's dead letters: %w", err)
+	}
+	out := []DeadLetters{}
+	for _, r := range rows {
+		out = append(out, DeadLetters{Topic: str(r["topic"]), Stage: str(r["stage"]), Reason: str(r["reason"]), Count: num(r["n"])})
+	}
+	return out, nil
+}
+
+// sources reads each source's changelog metadata (free: no query job).
+func sources(ctx context.Context, bq *bigquery.Client, loc catalog.Location, flows []*flow.Flow) []Source {
+	var out []Source
+	for _, src := range flow.Sources(flows) {
+		s := Source{Source: src, Table: catalog.TableName(src)}
+		md, err := bq.Dataset(loc.DefaultDataset).Table(s.Table).Metadata(ctx)
+		switch {
+		case bqerror.NotFound(err):
+			s.Error = "no changelog table (run bqcdc apply)"
+		case err != nil:
+			s.Error = fmt.Sprintf("reading the changelog's metadata: %v", err)
+		default:
+			s.Rows, s.Bytes, s.LastModified = md.NumRows, md.NumBytes, md.LastModifiedTime.UTC()
+			if sb := md.StreamingBuffer; sb != nil {
+				s.StreamingRows = sb.EstimatedRows
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func str(v bigquery.Value) string {
+	s, _ := v.(string)
+	return s
+}
+
+func num(v bigquery.Value) int64 {
+	n, _ := v.(int64)
+	return n
+}
+
+func ts(v bigquery.Value) time.Time {
+	t, _ := v.(time.Time)
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.UTC()
+}

@@ -1,0 +1,107 @@
+package status
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func sample() Report {
+	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	return Report{Project: "p", Dataset: "cdc", At: at,
+		Flows: []Flow{
+			{Flow: "fresh", Source: "db.a", NewestSourceTS: at.Add(-5 * time.Second), LagSeconds: 5, TailRows: 3,
+				LastIngestedAt: at.Add(-2 * time.Second), LastCompactedAt: at.Add(-4 * time.Minute),
+				LastRun: &Run{At: at.Add(-4 * time.Minute), Outcome: "compacted", Events: 10, Jobs: 3, BytesBilled: 20 << 20}},
+			{Flow: "stale", Source: "db.b", NewestSourceTS: at.Add(-3 * time.Hour), LagSeconds: 3 * 3600, TailRows: 5000,
+				LastRun: &Run{At: at.Add(-2 * time.Hour), Outcome: "idle"}},
+			{Flow: "broken", Source: "db.b", LagSeconds: -1, LastRun: &Run{At: at.Add(-time.Minute), Outcome: "failed", Error: "Access Denied"}},
+			{Flow: "new", Source: "db.c", LagSeconds: -1},
+		},
+		Sources:     []Source{{Source: "db.a", Table: "db_a_changelog", Rows: 12, Bytes: 2048}, {Source: "db.c", Table: "db_c_changelog", Error: "no changelog table (run bqcdc apply)"}},
+		DeadLetters: []DeadLetters{{Topic: "db.a", Stage: "decode", Reason: "truncated", Count: 2}, {Topic: "", Stage: "event", Reason: "bad body", Count: 1}},
+	}
+}
+
+func TestCheck(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		th   Thresholds
+		want []string
+	}{
+		{"off: failures only", Off, []string{
+			"broken: compaction: last run failed: Access Denied",
+			"db.c: changelog: no changelog table (run bqcdc apply)",
+		}},
+		{"every check", Thresholds{MaxLag: time.Minute, MaxTail: 1000, MaxCompactionAge: 30 * time.Minute, MaxDeadLetters: 1}, []string{
+			"stale: lag: newest change 3h00m old, more than 1m0s",
+			"stale: tail: 5000 rows wait after the watermark, more than 1000",
+			"stale: compaction: last run 2h00m ago, more than 30m0s",
+			"broken: lag: no change ingested in the window",
+			"broken: compaction: last run failed: Access Denied",
+			"new: lag: no change ingested in the window",
+			"new: compaction: no run in the window",
+			"db.a: dead_letters: 2 in the last day, more than 1",
+			"db.c: changelog: no changelog table (run bqcdc apply)",
+		}},
+		{"any dead letter", Thresholds{MaxTail: -1, MaxDeadLetters: 0}, []string{
+			"broken: compaction: last run failed: Access Denied",
+			"db.a: dead_letters: 2 in the last day, more than 0",
+			"(no topic): dead_letters: 1 in the last day, more than 0",
+			"db.c: changelog: no changelog table (run bqcdc apply)",
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := sample()
+			var got []string
+			for _, p := range Check(&r, tt.th) {
+				got = append(got, p.String())
+			}
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("problems (-want +got):\n%s", d)
+			}
+			if len(r.Problems) != len(got) {
+				t.Error("Check did not store the problems in the report")
+			}
+		})
+	}
+}
+
+func TestWrite(t *testing.T) {
+	r := sample()
+	Check(&r, Off)
+	var buf bytes.Buffer
+	if err := Write(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		"bqcdc status of p.cdc at 2026-05-01 12:00:00Z",
+		"fresh   db.a    2026-05-01 11:59:55  5s     2s ago    3     compacted 4m00s ago  10      3     20.0 MiB  4m00s ago  0",
+		"new     db.c    -                    -      -         0     none",
+		"db.a    db_a_changelog  12    2.0 KiB",
+		"db.c    db_c_changelog  no changelog table",
+		"  (no topic)  event   1      bad body",
+		"2 problem(s):",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestAgeAndBytes(t *testing.T) {
+	for d, want := range map[time.Duration]string{45 * time.Second: "45s", 12*time.Minute + 3*time.Second: "12m03s", 3*time.Hour + 5*time.Minute: "3h05m", 52 * time.Hour: "2d04h"} {
+		if got := Age(d); got != want {
+			t.Errorf("Age(%v) = %q, want %q", d, got, want)
+		}
+	}
+	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1536: "1.5 KiB", 10 << 30: "10.0 GiB"} {
+		if got := Bytes(n); got != want {
+			t.Errorf("Bytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -1,0 +1,368 @@
+# Operating bqcdc from Cloud Monitoring: the metric descriptors of what the
+# functions export (internal/metrics), a dashboard, and alert policies for
+# the things that go wrong (README "Runbook"): dead letters, compaction
+# failing or not running, a source's freshness, push backlog, function
+# errors. monitoring_test.go checks that every metric named here is one the
+# code emits, with the kind, type, unit and labels it emits.
+
+locals {
+  monitoring = var.monitoring
+  alerts_on  = local.monitoring.alerts && local.monitoring.export_metrics
+  channels = concat(var.notification_channels,
+  [for c in google_monitoring_notification_channel.email : c.id])
+
+  # One entry per instrument of internal/metrics (Instruments): Cloud
+  # Monitoring metric kind, value type, unit and the attribute keys (the
+  # exporter adds service_name). The type is workload.googleapis.com/<key>.
+  metrics = {
+    "bqcdc.ingest.messages"         = { kind = "CUMULATIVE", value = "INT64", unit = "{message}", labels = ["outcome", "stage", "topic"], description = "Pub/Sub messages the ingest function finished, by topic and outcome (appended, tombstone, dead_lettered, retried) and failing stage." }
+    "bqcdc.ingest.lag"              = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "s", labels = ["topic"], description = "Pub/Sub publish time to changelog append acknowledged, by topic." }
+    "bqcdc.ingest.decode_time"      = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "s", labels = ["path"], description = "Payload to changelog row bytes, by path (compiled, generic)." }
+    "bqcdc.append.duration"         = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "s", labels = ["outcome"], description = "One Storage Write AppendRows call, by outcome (ok, refused, error)." }
+    "bqcdc.append.rows"             = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "{row}", labels = [], description = "Rows one AppendRows call carried (batch size)." }
+    "bqcdc.compaction.runs"         = { kind = "CUMULATIVE", value = "INT64", unit = "{run}", labels = ["flow", "outcome"], description = "Compaction runs of each flow, by outcome." }
+    "bqcdc.compaction.duration"     = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "s", labels = ["flow", "outcome"], description = "Run time of one flow's compaction." }
+    "bqcdc.compaction.events"       = { kind = "CUMULATIVE", value = "INT64", unit = "{event}", labels = ["flow"], description = "Changelog rows compaction read." }
+    "bqcdc.compaction.jobs"         = { kind = "CUMULATIVE", value = "INT64", unit = "{job}", labels = ["flow"], description = "BigQuery query jobs compaction started." }
+    "bqcdc.compaction.bytes_billed" = { kind = "CUMULATIVE", value = "INT64", unit = "By", labels = ["flow"], description = "Bytes BigQuery billed for compaction's jobs." }
+    "bqcdc.compaction.unfolded_age" = { kind = "GAUGE", value = "DOUBLE", unit = "s", labels = ["flow"], description = "After each run of a flow, how long changes may have waited to be folded (0 when nothing waits)." }
+  }
+
+  ingest_subscriptions = "resource.type = \"pubsub_subscription\" AND resource.label.subscription_id = ends_with(\".bqcdc-ingest\")"
+  runbook              = "See the Runbook section of the bqcdc README; `bqcdc status --project ${var.project_id} --dataset ${var.dataset_id}` shows every flow's freshness, tail, compaction and dead letters."
+}
+
+resource "google_monitoring_metric_descriptor" "bqcdc" {
+  for_each = local.monitoring.export_metrics ? local.metrics : {}
+
+  project      = var.project_id
+  type         = "workload.googleapis.com/${each.key}"
+  display_name = each.key
+  description  = each.value.description
+  metric_kind  = each.value.kind
+  value_type   = each.value.value
+  unit         = each.value.unit
+
+  labels {
+    key         = "service_name"
+    value_type  = "STRING"
+    description = "The function (bqcdc-ingest, bqcdc-compact)."
+  }
+
+  dynamic "labels" {
+    for_each = each.value.labels
+    content {
+      key        = labels.value
+      value_type = "STRING"
+    }
+  }
+}
+
+# Writing metrics needs monitoring.timeSeries.create, granted at project
+# level only.
+resource "google_project_iam_member" "ingest_metric_writer" {
+  count   = local.monitoring.export_metrics ? 1 : 0
+  project = var.project_id
+  role    = "roles/monitoring.metricWriter"
+  member  = "serviceAccount:${google_service_account.ingest.email}"
+}
+
+resource "google_project_iam_member" "compact_metric_writer" {
+  count   = local.monitoring.export_metrics ? 1 : 0
+  project = var.project_id
+  role    = "roles/monitoring.metricWriter"
+  member  = "serviceAccount:${google_service_account.compact.email}"
+}
+
+resource "google_monitoring_notification_channel" "email" {
+  for_each = toset(local.monitoring.email_addresses)
+
+  project      = var.project_id
+  display_name = "bqcdc alerts: ${each.value}"
+  type         = "email"
+  labels       = { email_address = each.value }
+  user_labels  = local.labels
+}
+
+# --- Alert policies ---------------------------------------------------------
+
+# A message could never become a changelog row (ingest wrote it to
+# _bqcdc_dead_letters), or Pub/Sub gave up delivering it
+# (pubsub_dead_letters).
+resource "google_monitoring_alert_policy" "dead_letters" {
+  count        = local.alerts_on ? 1 : 0
+  project      = var.project_id
+  display_name = "bqcdc: messages dead-lettered"
+  combiner     = "OR"
+  user_labels  = local.labels
+
+  conditions {
+    display_name = "ingest dead-lettered messages (by topic and stage)"
+    condition_threshold {
+      filter          = "metric.type = \"workload.googleapis.com/bqcdc.ingest.messages\" AND metric.label.outcome = \"dead_lettered\" AND resource.type = \"generic_task\""
+      comparison      = "COMPARISON_GT"
+      threshold_value = 0
+      duration        = "0s"
+      aggregations {
+        alignment_period     = "300s"
+        per_series_aligner   = "ALIGN_DELTA"
+        cross_series_reducer = "REDUCE_SUM"
+        group_by_fields      = ["metric.label.topic", "metric.label.stage"]
+      }
+    }
+  }
+
+  conditions {
+    display_name = "Pub/Sub gave up delivering messages"
+    condition_threshold {
+      filter          = "metric.type = \"pubsub.googleapis.com/subscription/dead_letter_message_count\" AND ${local.ingest_subscriptions}"
+      comparison      = "COMPARISON_GT"
+      threshold_value = 0
+      duration        = "0s"
+      aggregations {
+        alignment_period     = "300s"
+        per_series_aligner   = "ALIGN_DELTA"
+        cross_series_reducer = "REDUCE_SUM"
+        group_by_fields      = ["resource.label.subscription_id"]
+      }
+    }
+  }
+
+  documentation {
+    content   = "A message was dead-lettered. `bqcdc status` lists the last day's dead letters by stage and reason; fix the cause, then `bqcdc replay`. ${local.runbook}"
+    mime_type = "text/markdown"
+  }
+  notification_channels = local.channels
+  depends_on            = [google_monitoring_metric_descriptor.bqcdc]
+}
+
+# A flow's compaction failed, or compaction stopped: no run reported, or a
+# flow's watermark fell behind.
+resource "google_monitoring_alert_policy" "compaction" {
+  count        = local.alerts_on ? 1 : 0
+  project      = var.project_id
+  display_name = "bqcdc: compaction failing or not running"
+  combiner     = "OR"
+  user_labels  = local.labels
+
+  conditions {
+    display_name = "a flow's compaction failed"
+    condition_threshold {
+      filter          = "metric.type = \"workload.googleapis.com/bqcdc.compaction.runs\" AND metric.label.outcome = \"failed\" AND resource.type = \"generic_task\""
+      comparison      = "COMPARISON_GT"
+      threshold_value = 0
+      duration        = "0s"
+      aggregations {
+        alignment_period     = "600s"
+        per_series_aligner   = "ALIGN_DELTA"
+        cross_series_reducer = "REDUCE_SUM"
+        group_by_fields      = ["metric.label.flow"]
+      }
+    }
+  }
+
+  conditions {
+    display_name = "no compaction run reported"
+    condition_absent {
+      filter   = "metric.type = \"workload.googleapis.com/bqcdc.compaction.runs\" AND resource.type = \"generic_task\""
+      duration = "${local.monitoring.compaction_absent_seconds}s"
+      aggregations {
+        alignment_period     = "600s"
+        per_series_aligner   = "ALIGN_DELTA"
+        cross_series_reducer = "REDUCE_SUM"
+      }
+    }
+  }
+
+  conditions {
+    display_name = "a flow's changes wait to be folded"
+    condition_threshold {
+      filter          = "metric.type = \"workload.googleapis.com/bqcdc.compaction.unfolded_age\" AND resource.type = \"generic_task\""
+      comparison      = "COMPARISON_GT"
+      threshold_value = local.monitoring.unfolded_age_seconds
+      duration        = "0s"
+      aggregations {
+        alignment_period     = "600s"
+        per_series_aligner   = "ALIGN_MIN"
+        cross_series_reducer = "REDUCE_MIN"
+        group_by_fields      = ["metric.label.flow"]
+      }
+    }
+  }
+
+  documentation {
+    content   = "Compaction failed or stopped. Views stay correct (they fold the tail) but read more as the tail grows. Look at the compact function's logs (event=compaction, outcome=failed) and `_bqcdc_compaction_state`. ${local.runbook}"
+    mime_type = "text/markdown"
+  }
+  notification_channels = local.channels
+  depends_on            = [google_monitoring_metric_descriptor.bqcdc]
+}
+
+# A source's views lag its database: appends arrive late (publish -> append
+# p99) or not at all (the push subscription's oldest unacknowledged
+# message). A flow is as fresh as its source.
+resource "google_monitoring_alert_policy" "freshness" {
+  for_each     = local.alerts_on ? var.sources : {}
+  project      = var.project_id
+  display_name = "bqcdc: ${each.key} is not fresh"
+  combiner     = "OR"
+  user_labels  = local.labels
+
+  conditions {
+    display_name = "publish -> append p99 of ${each.key}"
+    condition_threshold {
+      filter          = "metric.type = \"workload.googleapis.com/bqcdc.ingest.lag\" AND metric.label.topic = \"${each.key}\" AND resource.type = \"generic_task\""
+      comparison      = "COMPARISON_GT"
+      threshold_value = coalesce(each.value.freshness_seconds, local.monitoring.freshness_seconds)
+      duration        = "300s"
+      aggregations {
+        alignment_period     = "300s"
+        per_series_aligner   = "ALIGN_DELTA"
+        cross_series_reducer = "REDUCE_PERCENTILE_99"
+        group_by_fields      = ["metric.label.topic"]
+      }
+    }
+  }
+
+  conditions {
+    display_name = "oldest unacknowledged message of ${each.key}"
+    condition_threshold {
+      filter          = "metric.type = \"pubsub.googleapis.com/subscription/oldest_unacked_message_age\" AND resource.type = \"pubsub_subscription\" AND resource.label.subscription_id = \"${each.key}.bqcdc-ingest\""
+      comparison      = "COMPARISON_GT"
+      threshold_value = coalesce(each.value.freshness_seconds, local.monitoring.freshness_seconds)
+      duration        = "300s"
+      aggregations {
+        alignment_period   = "60s"
+        per_series_aligner = "ALIGN_MAX"
+      }
+    }
+  }
+
+  documentation {
+    content   = "Changes of ${each.key} reach BigQuery late. Check the ingest function's errors and retries (bqcdc.ingest.messages outcome=retried, by stage) and the registry. ${local.runbook}"
+    mime_type = "text/markdown"
+  }
+  notification_channels = local.channels
+  depends_on            = [google_monitoring_metric_descriptor.bqcdc]
+}
+
+# Any bqcdc push or dead-letter subscription holds a message older than the
+# threshold (one policy for all; per-source freshness is above).
+resource "google_monitoring_alert_policy" "backlog" {
+  count        = local.monitoring.alerts ? 1 : 0
+  project      = var.project_id
+  display_name = "bqcdc: push subscription backlog"
+  combiner     = "OR"
+  user_labels  = local.labels
+
+  conditions {
+    display_name = "oldest unacknowledged message"
+    condition_threshold {
+      filter          = "metric.type = \"pubsub.googleapis.com/subscription/oldest_unacked_message_age\" AND ${local.ingest_subscriptions}"
+      comparison      = "COMPARISON_GT"
+      threshold_value = local.monitoring.backlog_age_seconds
+      duration        = "300s"
+      aggregations {
+        alignment_period   = "60s"
+        per_series_aligner = "ALIGN_MAX"
+      }
+    }
+  }
+
+  documentation {
+    content   = "A push subscription is not draining: the ingest function is failing (5xx), throttled, or the registry or BigQuery is down. ${local.runbook}"
+    mime_type = "text/markdown"
+  }
+  notification_channels = local.channels
+}
+
+# Either function answers 5xx: ingest asks for a redelivery (a failure a
+# retry can fix: registry, BigQuery), compact reports a failed flow.
+resource "google_monitoring_alert_policy" "function_errors" {
+  count        = local.monitoring.alerts ? 1 : 0
+  project      = var.project_id
+  display_name = "bqcdc: function errors"
+  combiner     = "OR"
+  user_labels  = local.labels
+
+  conditions {
+    display_name = "5xx answers of the ingest and compact functions"
+    condition_threshold {
+      filter          = "metric.type = \"run.googleapis.com/request_count\" AND resource.type = \"cloud_run_revision\" AND metric.label.response_code_class = \"5xx\" AND (resource.label.service_name = \"${module.ingest_function.service_name}\" OR resource.label.service_name = \"${module.compact_function.service_name}\")"
+      comparison      = "COMPARISON_GT"
+      threshold_value = local.monitoring.function_errors_per_5m
+      duration        = "0s"
+      aggregations {
+        alignment_period     = "300s"
+        per_series_aligner   = "ALIGN_DELTA"
+        cross_series_reducer = "REDUCE_SUM"
+        group_by_fields      = ["resource.label.service_name"]
+      }
+    }
+  }
+
+  documentation {
+    content   = "The functions answer errors. Ingest logs each retry with event=retry and the stage; compact logs event=compaction outcome=failed. ${local.runbook}"
+    mime_type = "text/markdown"
+  }
+  notification_channels = local.channels
+}
+
+# --- Dashboard --------------------------------------------------------------
+
+locals {
+  # [title, metric filter, aligner, reducer, group by, plot type]
+  dashboard_charts = [
+    ["Messages by outcome (per 5 min)", "metric.type = \"workload.googleapis.com/bqcdc.ingest.messages\"", "ALIGN_DELTA", "REDUCE_SUM", ["metric.label.outcome"], "STACKED_BAR"],
+    ["Dead letters and retries by stage", "metric.type = \"workload.googleapis.com/bqcdc.ingest.messages\" AND metric.label.outcome != \"appended\" AND metric.label.outcome != \"tombstone\"", "ALIGN_DELTA", "REDUCE_SUM", ["metric.label.outcome", "metric.label.stage", "metric.label.topic"], "STACKED_BAR"],
+    ["Publish -> append lag p99 by topic (s)", "metric.type = \"workload.googleapis.com/bqcdc.ingest.lag\"", "ALIGN_DELTA", "REDUCE_PERCENTILE_99", ["metric.label.topic"], "LINE"],
+    ["Oldest unacknowledged push message (s)", "metric.type = \"pubsub.googleapis.com/subscription/oldest_unacked_message_age\" AND ${local.ingest_subscriptions}", "ALIGN_MAX", "REDUCE_MAX", ["resource.label.subscription_id"], "LINE"],
+    ["Append latency p50 / p99 (s)", "metric.type = \"workload.googleapis.com/bqcdc.append.duration\"", "ALIGN_DELTA", "REDUCE_PERCENTILE_99", ["metric.label.outcome"], "LINE"],
+    ["Rows per append (mean)", "metric.type = \"workload.googleapis.com/bqcdc.append.rows\"", "ALIGN_DELTA", "REDUCE_MEAN", [], "LINE"],
+    ["Decode time p99 (s)", "metric.type = \"workload.googleapis.com/bqcdc.ingest.decode_time\"", "ALIGN_DELTA", "REDUCE_PERCENTILE_99", ["metric.label.path"], "LINE"],
+    ["Compaction runs by outcome", "metric.type = \"workload.googleapis.com/bqcdc.compaction.runs\"", "ALIGN_DELTA", "REDUCE_SUM", ["metric.label.outcome"], "STACKED_BAR"],
+    ["Compaction duration p99 by flow (s)", "metric.type = \"workload.googleapis.com/bqcdc.compaction.duration\"", "ALIGN_DELTA", "REDUCE_PERCENTILE_99", ["metric.label.flow"], "LINE"],
+    ["Unfolded age by flow (s)", "metric.type = \"workload.googleapis.com/bqcdc.compaction.unfolded_age\"", "ALIGN_MAX", "REDUCE_MAX", ["metric.label.flow"], "LINE"],
+    ["Events compacted by flow", "metric.type = \"workload.googleapis.com/bqcdc.compaction.events\"", "ALIGN_DELTA", "REDUCE_SUM", ["metric.label.flow"], "STACKED_BAR"],
+    ["Compaction query jobs by flow", "metric.type = \"workload.googleapis.com/bqcdc.compaction.jobs\"", "ALIGN_DELTA", "REDUCE_SUM", ["metric.label.flow"], "STACKED_BAR"],
+    ["Bytes billed by compaction", "metric.type = \"workload.googleapis.com/bqcdc.compaction.bytes_billed\"", "ALIGN_DELTA", "REDUCE_SUM", ["metric.label.flow"], "STACKED_BAR"],
+    ["Function 5xx answers", "metric.type = \"run.googleapis.com/request_count\" AND resource.type = \"cloud_run_revision\" AND metric.label.response_code_class = \"5xx\"", "ALIGN_DELTA", "REDUCE_SUM", ["resource.label.service_name"], "STACKED_BAR"],
+  ]
+}
+
+resource "google_monitoring_dashboard" "bqcdc" {
+  count   = local.monitoring.dashboard ? 1 : 0
+  project = var.project_id
+  dashboard_json = jsonencode({
+    displayName = "bqcdc (${var.dataset_id})"
+    mosaicLayout = {
+      columns = 48
+      tiles = [for i, c in local.dashboard_charts : {
+        xPos   = (i % 2) * 24
+        yPos   = floor(i / 2) * 16
+        width  = 24
+        height = 16
+        widget = {
+          title = c[0]
+          xyChart = {
+            dataSets = [{
+              plotType = c[5]
+              timeSeriesQuery = {
+                timeSeriesFilter = {
+                  filter = c[1]
+                  aggregation = {
+                    alignmentPeriod    = "300s"
+                    perSeriesAligner   = c[2]
+                    crossSeriesReducer = c[3]
+                    groupByFields      = c[4]
+                  }
+                }
+              }
+            }]
+          }
+        }
+      }]
+    }
+  })
+  depends_on = [google_monitoring_metric_descriptor.bqcdc]
+}
