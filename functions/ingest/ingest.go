@@ -37,9 +37,9 @@ import (
 	"github.com/bqcdc/bqcdc/internal/config"
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/flow"
-	"github.com/bqcdc/bqcdc/internal/formats"
 	"github.com/bqcdc/bqcdc/internal/ingest"
 	"github.com/bqcdc/bqcdc/internal/logging"
+	"github.com/bqcdc/bqcdc/internal/pubsubschema"
 	"github.com/bqcdc/bqcdc/internal/registry"
 	"golang.org/x/sync/semaphore"
 )
@@ -133,7 +133,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Function, error) {
 	// a message is dead-lettered at once (stage registry), without a fetch.
 	opts := ingest.Options{
 		Writer:        bqwrite.NewWriter(bq, mw, cfg.BigQuery.Project, cfg.Dataset),
-		PubSubSchemas: formats.NewPubSubSchemas(schemas).OnlyProjects(cfg.BigQuery.Project),
+		PubSubSchemas: pubsubschema.New(schemas).OnlyProjects(cfg.BigQuery.Project),
 		Keys:          flow.KeysBySource(o.Flows),
 		Frozen:        cfg.SchemaEvolutionOff,
 		Log:           o.Log,
