@@ -37,10 +37,10 @@ import (
 	"github.com/bqcdc/bqcdc/internal/config"
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/flow"
-	"github.com/bqcdc/bqcdc/internal/formats"
 	"github.com/bqcdc/bqcdc/internal/ingest"
 	"github.com/bqcdc/bqcdc/internal/logging"
 	"github.com/bqcdc/bqcdc/internal/metrics"
+	"github.com/bqcdc/bqcdc/internal/pubsubschema"
 	"github.com/bqcdc/bqcdc/internal/registry"
 	"golang.org/x/sync/semaphore"
 )
@@ -145,7 +145,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Function, error) {
 	opts := ingest.Options{
 		Writer:        writer,
 		Metrics:       o.Metrics.Recorder(),
-		PubSubSchemas: formats.NewPubSubSchemas(schemas).OnlyProjects(cfg.BigQuery.Project),
+		PubSubSchemas: pubsubschema.New(schemas).OnlyProjects(cfg.BigQuery.Project),
 		Keys:          flow.KeysBySource(o.Flows),
 		Frozen:        cfg.SchemaEvolutionOff,
 		Log:           o.Log,

@@ -109,7 +109,6 @@ func DeadLetters(ctx context.Context, bq *bigquery.Client, dataset string, reten
 	return ensureTable(ctx, bq.Dataset(dataset).Table(catalog.DeadLetterTable), want, rep)
 }
 
-
 func describeExpiration(d time.Duration) string {
 	if d == 0 {
 		return "none"

@@ -73,9 +73,9 @@ func NewWriter(ctx context.Context, c Config) (*managedwriter.Client, error) {
 	return mw, nil
 }
 
-// NewPubSubSchemas returns a client of Pub/Sub's schema service, or of the
-// emulator at endpoint (host:port) when it is set. The connection is made on
-// first use.
+// NewPubSubSchemas returns a client of Pub/Sub's schema service (for
+// pubsubschema.New), or of the emulator at endpoint (host:port) when it is
+// set. The connection is made on first use.
 func NewPubSubSchemas(ctx context.Context, endpoint string) (*pubsubapi.SchemaClient, error) {
 	var opts []option.ClientOption
 	if endpoint != "" {

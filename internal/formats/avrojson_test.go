@@ -119,6 +119,18 @@ var avroJSONCases = []struct {
 	},
 }
 
+// revision is one Pub/Sub schema revision's two Writers, as PubSubRevision
+// builds them for package pubsubschema.
+type revision struct{ binary, json *Writer }
+
+func parseRevision(id, definition string) (*revision, error) {
+	binary, json, err := PubSubRevision(id, definition)
+	if err != nil {
+		return nil, err
+	}
+	return &revision{binary: binary, json: json}, nil
+}
+
 func revisionFor(t *testing.T, definition string) *revision {
 	t.Helper()
 	r, err := parseRevision("projects/p/schemas/customers@r1", definition)

@@ -3,14 +3,20 @@
 // hamba's generic decoded form, ready for cdc.Shape.Flatten and
 // avrobq.Fields.Convert.
 //
+// It is pure: bytes and schema texts in, Writers and records out, no
+// network client. Where a writer schema comes from is the business of the
+// schema sources: package registry (Confluent Schema Registry) and package
+// pubsubschema (Pub/Sub schema revisions); Debezium JSON carries its own.
+//
 // Three formats are understood:
 //
 //   - Confluent: Avro binary behind a magic byte and a registry id (package
 //     wire and the registry handle these; this package only detects them).
 //   - PubSubSchema: Avro validated by a Pub/Sub topic schema. Pub/Sub names
-//     the schema revision in the googclient_schema* attributes; PubSubSchemas
-//     fetches and caches revisions, and decodes both of Pub/Sub's encodings,
-//     BINARY and JSON.
+//     the schema revision in the googclient_schema* attributes (AttrSchema*);
+//     package pubsubschema fetches and caches revisions, and PubSubRevision
+//     builds a revision's Writers for both of Pub/Sub's encodings, BINARY and
+//     JSON.
 //   - DebeziumJSON: Kafka Connect's JsonConverter output. With
 //     schemas.enable=true every message carries its Connect schema, which
 //     ConnectSchemas converts (once per distinct schema) into the Avro schema
@@ -31,11 +37,12 @@
 //
 // # Errors
 //
-// Errors returned by PubSubSchemas.Lookup and ConnectSchemas.Decode are
-// classified with package failure (permanent: the same message can never
-// succeed; retryable: redeliver). Errors from Writer.Decode are not
-// classified; they are all permanent (the bytes do not fit the schema) and
-// name the field that failed where there is one.
+// Errors returned by ConnectSchemas.Decode are classified with package
+// failure (permanent: the same message can never succeed; retryable:
+// redeliver). Errors from Writer.Decode and PubSubRevision are not
+// classified; they are all permanent (the bytes do not fit the schema, the
+// definition never parses) and name the field that failed where there is
+// one.
 //
 // # Bounds
 //

@@ -30,6 +30,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/formats"
 	"github.com/bqcdc/bqcdc/internal/metrics"
+	"github.com/bqcdc/bqcdc/internal/pubsubschema"
 	"github.com/bqcdc/bqcdc/internal/replay/proof"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/bqcdc/bqcdc/internal/transcode"
@@ -96,7 +97,7 @@ type Options struct {
 	Registry SchemaSource
 	// PubSubSchemas fetches Pub/Sub schema revisions; nil means Pub/Sub
 	// schema-encoded messages are dead-lettered with that reason.
-	PubSubSchemas *formats.PubSubSchemas
+	PubSubSchemas *pubsubschema.Cache
 	// Keys are the KEYS columns of the flows reading each topic, so a writer
 	// schema that lacks one is refused (none known: nothing checked).
 	Keys map[string][]string
@@ -141,7 +142,7 @@ type Service struct {
 
 	frozen  map[string]struct{} // topics whose changelog keeps its columns
 	flows   FlowFollower
-	pubsub  *formats.PubSubSchemas  // Pub/Sub schema revisions; nil if not configured
+	pubsub  *pubsubschema.Cache     // Pub/Sub schema revisions; nil if not configured
 	connect *formats.ConnectSchemas // Debezium JSON (JsonConverter) schemas
 	replay  []byte                  // verifies replay proofs; nil: replay ids ignored
 	values  bool                    // reasons may quote row values (Options.LogValues)
