@@ -92,6 +92,7 @@ func view(ctx context.Context, t *bigquery.Table, have *bigquery.TableMetadata, 
 		return fmt.Errorf("%s exists and is not a view (it is a %s): flow %s (%s) needs that name for its view; rename the target or drop the table", b.Target, have.Type, b.Name, b.Pos)
 	case have.ViewQuery != sql || have.Description != desc || have.Labels[HintLabel] != hintLabel:
 		upd := bigquery.TableMetadataToUpdate{ViewQuery: sql, Description: desc}
+		keepLabels(&upd, have.Labels)
 		upd.SetLabel(HintLabel, hintLabel)
 		if have, err = t.Update(ctx, upd, have.ETag); err != nil {
 			return fmt.Errorf("updating view %s of flow %s: %w", b.Target, b.Name, err)
@@ -128,6 +129,15 @@ func FollowChangelog(ctx context.Context, bq *bigquery.Client, loc catalog.Locat
 		return nil
 	}
 	return view(ctx, t, have, loc, b, time.UnixMicro(us).UTC(), rep)
+}
+
+// keepLabels repeats a table's labels in an update: BigQuery merges the
+// labels of a patch, the emulator replaces them all, and the view carries
+// two (HintLabel, FunctionsLabel) set by different steps.
+func keepLabels(upd *bigquery.TableMetadataToUpdate, labels map[string]string) {
+	for k, v := range labels {
+		upd.SetLabel(k, v)
+	}
 }
 
 func viewDescription(b *flow.Bound, loc catalog.Location) string {
@@ -184,7 +194,7 @@ func describeColumns(ctx context.Context, t *bigquery.Table, b *flow.Bound, md *
 	return nil
 }
 
-// FlowObjects applies a flow's state table and view.
+// FlowObjects applies a flow's state table, view and table functions.
 func FlowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, rep *Report) error {
 	if ds := loc.Dataset(b.Flow); ds != loc.DefaultDataset {
 		if err := Dataset(ctx, bq, ds, rep); err != nil {
@@ -198,5 +208,8 @@ func FlowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location,
 	if err != nil {
 		return err
 	}
-	return View(ctx, bq, loc, b, hint, rep)
+	if err := View(ctx, bq, loc, b, hint, rep); err != nil {
+		return err
+	}
+	return Functions(ctx, bq, loc, b, rep)
 }

@@ -5,9 +5,11 @@ import (
 	"github.com/bqcdc/bqcdc/internal/schema"
 )
 
-// A flow keeps two objects in BigQuery: its view (named by the flow's
-// target) and its state table (<target>__state), in the target's dataset
-// (the default dataset when the target names none).
+// A flow keeps its objects in the target's dataset (the default dataset
+// when the target names none): its view (named by the flow's target), its
+// state table (<target>__state), and the time-travel table functions
+// <target>_at(ts) (the target as of a time) and <target>_changes(from, to)
+// (its change feed).
 
 // StateSuffix ends the name of a flow's state table.
 const StateSuffix = "__state"
@@ -29,6 +31,27 @@ func (l Location) Dataset(f *flow.Flow) string {
 
 // ViewName is the view's table id (the flow's target).
 func ViewName(f *flow.Flow) string { return f.Target.Table }
+
+// Suffixes of a flow's table functions.
+const (
+	AtSuffix      = "_at"
+	ChangesSuffix = "_changes"
+)
+
+// AtFunctionName is the id of the point-in-time table function.
+func AtFunctionName(f *flow.Flow) string { return f.Target.Table + AtSuffix }
+
+// ChangesFunctionName is the id of the change-feed table function.
+func ChangesFunctionName(f *flow.Flow) string { return f.Target.Table + ChangesSuffix }
+
+// Routine is a quoted table function of the flow, for SQL.
+func (l Location) Routine(f *flow.Flow, name string) string { return l.table(l.Dataset(f), name) }
+
+// Columns the change feed adds to the target's columns.
+const (
+	ColChangeType     = flow.ChangeType     // insert, update_preimage, update_postimage, delete
+	ColCommitPosition = flow.CommitPosition // the _cdc_ingested_at at which the change was committed
+)
 
 // StateName is the state table's id.
 func StateName(f *flow.Flow) string { return f.Target.Table + StateSuffix }

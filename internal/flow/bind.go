@@ -15,6 +15,13 @@ const (
 	EndAt   = "__END_AT"
 )
 
+// Columns the change feed adds to a target's (Delta's change data feed
+// calls the first one the same; the position is bqcdc's).
+const (
+	ChangeType     = "_change_type"
+	CommitPosition = "_commit_position"
+)
+
 // Bound is a flow checked against its changelog's columns, with everything
 // the SQL renderer needs resolved.
 type Bound struct {
@@ -83,6 +90,12 @@ func Bind(f *Flow, changelog schema.Columns) (*Bound, error) {
 			if _, clash := b.Output.Lookup(name); clash {
 				add(errorf(f.Pos, "the changelog column %s clashes with the SCD type 2 interval column of the same name: exclude it with COLUMNS * EXCEPT (%s)", name, name))
 			}
+		}
+	}
+	// The change feed <target>_changes adds these two columns to the target's.
+	for _, name := range []string{ChangeType, CommitPosition} {
+		if _, clash := b.Output.Lookup(name); clash {
+			add(errorf(f.Pos, "the changelog column %s clashes with the change feed's column of the same name: exclude it with COLUMNS * EXCEPT (%s)", name, name))
 		}
 	}
 	if f.TrackHistory != nil {

@@ -89,6 +89,13 @@ func renderAll(t *testing.T, b *flow.Bound) string {
 		}
 		parts = append(parts, sql)
 	}
+	for _, fn := range []func(*flow.Bound, catalog.Location) (string, error){AtFunction, ChangesFunction} {
+		sql, err := fn(b, loc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, sql)
+	}
 	return strings.Join(parts, ";\n\n") + ";\n"
 }
 
@@ -127,7 +134,9 @@ func TestViewQuotesEveryIdentifier(t *testing.T) {
 		COUNT IF FIRST_VALUE LAG LEAD TO_JSON_STRING e lt w folded_until watermark tail state events last_truncate ranked
 		segmented current_state numbered filled_counts filled flagged versioned versions INSERT INTO DELETE EXISTS
 		LOGICAL_OR CAST STRING FALSE marked touched TIMESTAMP INT64 BOOL DATE JSON ARRAY NUMERIC STRUCT
-		newest_gen folded_max events without_sequence unfolded newest keys truncates state_generations arrivals EXCEPT UNIX_MICROS`) {
+		newest_gen folded_max events without_sequence unfolded newest keys truncates state_generations arrivals EXCEPT UNIX_MICROS
+		CREATE REPLACE TABLE FUNCTION ts from_position to_position args history deduped touched positions snapshots steps
+		target_rows sides compared folded LEFT ON JOIN LEAST p k t s r c`) {
 		allowed[strings.ToUpper(w)] = true
 	}
 	strip := regexp.MustCompile("(?s)--[^\n]*|'(?:[^'\\\\]|\\\\.)*'|`[^`]*`|@[A-Za-z_]+")
