@@ -13,7 +13,8 @@ import (
 )
 
 // Functions creates or replaces a flow's time-travel table functions,
-// <target>_at(ts) and <target>_changes(from_position, to_position), with
+// <target>_at(ts) and <target>_changes(from_position, to_position), or for a
+// bitemporal flow <target>_as_of(business_time, system_time), with
 // CREATE OR REPLACE TABLE FUNCTION (DDL costs nothing). They read the whole
 // history, not the view's pruning bound, so compaction never rewrites them;
 // a column ingest adds to the changelog reaches them at the next apply.
@@ -66,14 +67,21 @@ const FunctionsLabel = "bqcdc-functions"
 type namedDDL struct{ name, ddl string }
 
 func functionDDL(b *flow.Bound, loc catalog.Location) ([]namedDDL, error) {
-	var out []namedDDL
-	for _, fn := range []struct {
+	type function struct {
 		name   string
 		render func(*flow.Bound, catalog.Location) (string, error)
-	}{
+	}
+	fns := []function{
 		{catalog.AtFunctionName(b.Flow), render.AtFunction},
 		{catalog.ChangesFunctionName(b.Flow), render.ChangesFunction},
-	} {
+	}
+	if b.Bitemporal {
+		// A bitemporal target is time travel already: its as-of function
+		// reads both axes.
+		fns = []function{{catalog.AsOfFunctionName(b.Flow), render.AsOfFunction}}
+	}
+	var out []namedDDL
+	for _, fn := range fns {
 		ddl, err := fn.render(b, loc)
 		if err != nil {
 			return nil, err

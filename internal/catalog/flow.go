@@ -41,6 +41,16 @@ const (
 // AtFunctionName is the id of the point-in-time table function.
 func AtFunctionName(f *flow.Flow) string { return f.Target.Table + AtSuffix }
 
+// AsOfSuffix ends the name of a bitemporal flow's as-of table function.
+const AsOfSuffix = "_as_of"
+
+// AsOfFunctionName is the id of a bitemporal flow's
+// <target>_as_of(business_time, system_time).
+func AsOfFunctionName(f *flow.Flow) string { return f.Target.Table + AsOfSuffix }
+
+// ViewTable is the quoted view of the flow, for SQL.
+func (l Location) ViewTable(f *flow.Flow) string { return l.table(l.Dataset(f), ViewName(f)) }
+
 // ChangesFunctionName is the id of the change-feed table function.
 func ChangesFunctionName(f *flow.Flow) string { return f.Target.Table + ChangesSuffix }
 
@@ -69,8 +79,8 @@ func (l Location) ChangelogTable(f *flow.Flow) string {
 func (l Location) StateTable(f *flow.Flow) string { return l.table(l.Dataset(f), StateName(f)) }
 
 // EventColumns are the changelog columns a flow's events carry, in changelog
-// order: keys, sequence, output columns, and the message id and ingestion
-// time used to count a redelivered message once.
+// order: keys, sequence (and system sequence), output columns, and the
+// message id and ingestion time used to count a redelivered message once.
 func EventColumns(b *flow.Bound) schema.Columns {
 	need := map[string]bool{ColMessageID: true, ColIngestedAt: true}
 	for _, c := range b.Keys {
@@ -78,6 +88,9 @@ func EventColumns(b *flow.Bound) schema.Columns {
 	}
 	for _, c := range b.Sequence {
 		need[c.Name] = true
+	}
+	if b.SystemSequence != nil {
+		need[b.SystemSequence.Name] = true
 	}
 	for _, c := range b.Output {
 		need[c.Name] = true

@@ -41,7 +41,12 @@ var Epoch = time.Unix(0, 0).UTC()
 func View(b *flow.Bound, loc catalog.Location, hint time.Time) (string, error) {
 	d := newData(b, loc, hint)
 	name := "scd1.sql.tmpl"
-	if b.SCDType == 2 {
+	switch {
+	case b.Bitemporal:
+		name = "bitemporal.sql.tmpl"
+		d.EventsCTE = "deduped"
+		d.partition(true)
+	case b.SCDType == 2:
 		name = "scd2.sql.tmpl"
 	}
 	var buf bytes.Buffer
@@ -98,6 +103,11 @@ type data struct {
 	EventFilter string // the changelog rows that are events of the flow
 	HistoryCTE  string // the name of the time-travel forms' deduplicated events
 	Func        string // a table function's quoted name
+	View        string // the flow's quoted view
+
+	SystemSequence           string // the quoted SYSTEM SEQUENCE BY column, "" if none
+	EventsCTE                string // the name of the view's deduplicated events
+	BusinessType, SystemType string // the as-of function's argument types
 	DDL         bool   // render CREATE TABLE FUNCTION, else the body as a query
 	Args        args   // the function's arguments as the body reads them
 
@@ -125,6 +135,11 @@ func newData(b *flow.Bound, loc catalog.Location, hint time.Time) *data {
 		IgnoreNull:  len(b.IgnoreNull) > 0,
 		OpExpr:      opExpr(b),
 		SCD:         b.SCDType,
+		EventsCTE:   "events",
+		View:        loc.ViewTable(b.Flow),
+	}
+	if b.SystemSequence != nil {
+		d.SystemSequence = q(b.SystemSequence.Name)
 	}
 	events := catalog.EventColumns(b)
 	d.columns(b, events)
@@ -219,6 +234,9 @@ func (d *data) sequence(b *flow.Bound) {
 		d.EndAt = fmt.Sprintf("IF(%s IS NULL, NULL, STRUCT(%s))", d.Sequence[0].Next, strings.Join(ends, ", "))
 	} else {
 		d.StartAt, d.EndAt = d.Sequence[0].Start, d.Sequence[0].Next
+	}
+	if b.SystemSequence != nil {
+		nulls = append(nulls, q(b.SystemSequence.Name)+" IS NULL")
 	}
 	d.SequenceNull = strings.Join(nulls, " OR ")
 }
@@ -391,6 +409,9 @@ func eventFilter(b *flow.Bound, d *data) string {
 	for _, s := range d.Sequence {
 		where = append(where, s.Name+" IS NOT NULL")
 	}
+	if d.SystemSequence != "" {
+		where = append(where, d.SystemSequence+" IS NOT NULL")
+	}
 	if b.Where != "" {
 		where = append(where, "("+b.Where+")")
 	}
@@ -400,9 +421,9 @@ func eventFilter(b *flow.Bound, d *data) string {
 // args are a table function's arguments as its body reads them: the
 // parameter names in the DDL, SQL literals in the query form. The body reads
 // them once, in its args CTE, where no changelog column can shadow them.
-type args struct{ TS, From, To string }
+type args struct{ TS, From, To, Business, System string }
 
-var functionParams = args{TS: "ts", From: "from_position", To: "to_position"}
+var functionParams = args{TS: "ts", From: "from_position", To: "to_position", Business: "business_time", System: "system_time"}
 
 // AtFunction renders the DDL of the flow's point-in-time table function
 // <target>_at(ts): the target as the view showed it at ts (by ingestion
@@ -450,6 +471,31 @@ func changes(b *flow.Bound, loc catalog.Location, ddl bool, a args) (string, err
 	d.HistoryCTE, d.DDL, d.Args = "deduped", ddl, a
 	d.Func = loc.Routine(b.Flow, catalog.ChangesFunctionName(b.Flow))
 	return execute("changes", d, b)
+}
+
+// AsOfFunction renders the DDL of a bitemporal flow's table function
+// <target>_as_of(business_time, system_time): the rows valid at business
+// time as known at system time, read from the view (so compaction keeps it
+// exact as it keeps the view).
+func AsOfFunction(b *flow.Bound, loc catalog.Location) (string, error) {
+	return asOf(b, loc, true, functionParams)
+}
+
+// AsOfQuery is the body of <target>_as_of as a query, the arguments given
+// as SQL literals; see AtQuery.
+func AsOfQuery(b *flow.Bound, loc catalog.Location, business, system string) (string, error) {
+	return asOf(b, loc, false, args{Business: business, System: system})
+}
+
+func asOf(b *flow.Bound, loc catalog.Location, ddl bool, a args) (string, error) {
+	if !b.Bitemporal {
+		return "", fmt.Errorf("flow %s is not bitemporal: it has no as-of function", b.Name)
+	}
+	d := newData(b, loc, Epoch)
+	d.DDL, d.Args = ddl, a
+	d.Func = loc.Routine(b.Flow, catalog.AsOfFunctionName(b.Flow))
+	d.BusinessType, d.SystemType = b.Sequence[0].SQLType(), b.SystemSequence.SQLType()
+	return execute("as_of", d, b)
 }
 
 func execute(name string, d *data, b *flow.Bound) (string, error) {

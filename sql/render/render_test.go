@@ -89,7 +89,11 @@ func renderAll(t *testing.T, b *flow.Bound) string {
 		}
 		parts = append(parts, sql)
 	}
-	for _, fn := range []func(*flow.Bound, catalog.Location) (string, error){AtFunction, ChangesFunction} {
+	fns := []func(*flow.Bound, catalog.Location) (string, error){AtFunction, ChangesFunction}
+	if b.Bitemporal {
+		fns = []func(*flow.Bound, catalog.Location) (string, error){AsOfFunction}
+	}
+	for _, fn := range fns {
 		sql, err := fn(b, loc)
 		if err != nil {
 			t.Fatal(err)
@@ -136,7 +140,7 @@ func TestViewQuotesEveryIdentifier(t *testing.T) {
 		LOGICAL_OR CAST STRING FALSE marked touched TIMESTAMP INT64 BOOL DATE JSON ARRAY NUMERIC STRUCT
 		newest_gen folded_max events without_sequence unfolded newest keys truncates state_generations arrivals EXCEPT UNIX_MICROS
 		CREATE REPLACE TABLE FUNCTION ts from_position to_position args history deduped touched positions snapshots steps
-		target_rows sides compared folded LEFT ON JOIN LEAST p k t s r c`) {
+		target_rows sides compared folded keyed ordinals known islands beliefs business_time system_time v a b o LEFT ON JOIN LEAST p k t s r c`) {
 		allowed[strings.ToUpper(w)] = true
 	}
 	strip := regexp.MustCompile("(?s)--[^\n]*|'(?:[^'\\\\]|\\\\.)*'|`[^`]*`|@[A-Za-z_]+")

@@ -145,3 +145,14 @@ func fields(line string, names []string) map[string]string {
 	}
 	return out
 }
+
+// AsOf reads <target>_as_of(business, system) of a bitemporal flow (the
+// arguments as SQL literals), one canonical line per row, sorted; it runs
+// the function's body as a query (see ActualChanges).
+func AsOf(ctx context.Context, bq *bigquery.Client, b *flow.Bound, loc catalog.Location, business, system string) ([]string, error) {
+	sql, err := render.AsOfQuery(b, loc, business, system)
+	if err != nil {
+		return nil, err
+	}
+	return actual(ctx, bq, b, sql)
+}

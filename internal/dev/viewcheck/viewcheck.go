@@ -97,6 +97,9 @@ func Events(ctx context.Context, bq *bigquery.Client, b *flow.Bound, loc catalog
 			e.MsgID = id
 		}
 		e.Ingested, _ = r[catalog.ColIngestedAt].(time.Time)
+		if b.SystemSequence != nil {
+			e.Sys = seqValue(r[b.SystemSequence.Name])
+		}
 		for _, c := range values(b) {
 			if r[c] != nil {
 				e.Values[c] = Canon(r[c])
@@ -172,17 +175,33 @@ func Target(b *flow.Bound, events []model.Event) model.Snapshot {
 		}
 		return strings.Join(append(parts, extra...), " ")
 	}
-	if b.SCDType == 1 {
+	switch {
+	case b.Bitemporal:
+		version := func(v model.Version) string {
+			return line(v.Key, v.Values, flow.StartAt+"="+seqText(b, v.Start), flow.EndAt+"="+seqText(b, v.End))
+		}
+		for _, bl := range model.Bitemporal(events, cfg, version) {
+			l := version(bl.Version) + " " + flow.SystemStartAt + "=" + sysText(bl.SysStart) + " " + flow.SystemEndAt + "=" + sysText(bl.SysEnd)
+			out[l] = l
+		}
+	case b.SCDType == 1:
 		for _, r := range model.SCD1(events, cfg) {
 			out[model.KeyString(r.Key)] = line(r.Key, r.Values)
 		}
-	} else {
+	default:
 		for _, v := range model.SCD2(events, cfg) {
 			start := seqText(b, v.Start)
 			out[model.KeyString(v.Key)+" "+start] = line(v.Key, v.Values, flow.StartAt+"="+start, flow.EndAt+"="+seqText(b, v.End))
 		}
 	}
 	return out
+}
+
+func sysText(v any) string {
+	if v == nil {
+		return "NULL"
+	}
+	return Canon(v)
 }
 
 func seqText(b *flow.Bound, seq []any) string {
@@ -228,6 +247,9 @@ func actual(ctx context.Context, bq *bigquery.Client, b *flow.Bound, sql string,
 		}
 		if b.SCDType == 2 {
 			parts = append(parts, flow.StartAt+"="+Canon(r[flow.StartAt]), flow.EndAt+"="+Canon(r[flow.EndAt]))
+		}
+		if b.Bitemporal {
+			parts = append(parts, flow.SystemStartAt+"="+Canon(r[flow.SystemStartAt]), flow.SystemEndAt+"="+Canon(r[flow.SystemEndAt]))
 		}
 		for _, x := range extra {
 			parts = append(parts, x+"="+Canon(r[x]))
