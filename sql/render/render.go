@@ -106,6 +106,7 @@ type data struct {
 	View        string // the flow's quoted view
 
 	SystemSequence           string // the quoted SYSTEM SEQUENCE BY column, "" if none
+	SystemOrder              string // how system times (__asof) are ordered in a window
 	EventsCTE                string // the name of the view's deduplicated events
 	BusinessType, SystemType string // the as-of function's argument types
 	DDL         bool   // render CREATE TABLE FUNCTION, else the body as a query
@@ -140,6 +141,11 @@ func newData(b *flow.Bound, loc catalog.Location, hint time.Time) *data {
 	}
 	if b.SystemSequence != nil {
 		d.SystemSequence = q(b.SystemSequence.Name)
+		// The emulator orders TIMESTAMPs in windows by their text.
+		d.SystemOrder = "__asof"
+		if b.SystemSequence.Type == schema.Timestamp {
+			d.SystemOrder = "UNIX_MICROS(__asof)"
+		}
 	}
 	events := catalog.EventColumns(b)
 	d.columns(b, events)

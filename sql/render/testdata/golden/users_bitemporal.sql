@@ -135,7 +135,7 @@ WHERE __next0 IS NULL OR NOT (__next0 = __start0)
   ),
   -- Each key's system times in order.
   ordinals AS (
-    SELECT __key, __asof, ROW_NUMBER() OVER (PARTITION BY __key ORDER BY __asof) AS __n
+    SELECT __key, __asof, ROW_NUMBER() OVER (PARTITION BY __key ORDER BY UNIX_MICROS(__asof)) AS __n
     FROM positions
   ),
   known AS (

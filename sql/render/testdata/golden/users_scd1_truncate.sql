@@ -255,7 +255,7 @@ WITH
     WHERE __op IN ('U', 'D', 'T') AND `_cdc_message_id` IS NOT NULL
   ),
   arrivals AS (
-    SELECT *, ROW_NUMBER() OVER (PARTITION BY `_cdc_message_id` ORDER BY `_cdc_ingested_at`) AS __copy
+    SELECT *, ROW_NUMBER() OVER (PARTITION BY `_cdc_message_id` ORDER BY UNIX_MICROS(`_cdc_ingested_at`)) AS __copy
     FROM history
     WHERE `_cdc_ingested_at` <= (SELECT __as_of FROM args)
   ),
@@ -341,7 +341,7 @@ WITH
     WHERE __op IN ('U', 'D', 'T') AND `_cdc_message_id` IS NOT NULL
   ),
   arrivals AS (
-    SELECT *, ROW_NUMBER() OVER (PARTITION BY `_cdc_message_id` ORDER BY `_cdc_ingested_at`) AS __copy
+    SELECT *, ROW_NUMBER() OVER (PARTITION BY `_cdc_message_id` ORDER BY UNIX_MICROS(`_cdc_ingested_at`)) AS __copy
     FROM history
     WHERE `_cdc_ingested_at` <= (SELECT __as_of FROM args)
   ),
@@ -414,7 +414,7 @@ FROM current_state
 WHERE __op = 'U'
   ),
   steps AS (
-    SELECT __key, __asof, LAG(__asof) OVER (PARTITION BY __key ORDER BY __asof) AS __prev
+    SELECT __key, __asof, LAG(__asof) OVER (PARTITION BY __key ORDER BY UNIX_MICROS(__asof)) AS __prev
     FROM positions
   ),
   target_rows AS (

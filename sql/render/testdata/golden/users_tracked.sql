@@ -285,7 +285,7 @@ WITH
     WHERE __op IN ('U', 'D', 'T') AND `_cdc_message_id` IS NOT NULL
   ),
   arrivals AS (
-    SELECT *, ROW_NUMBER() OVER (PARTITION BY `_cdc_message_id` ORDER BY `_cdc_ingested_at`) AS __copy
+    SELECT *, ROW_NUMBER() OVER (PARTITION BY `_cdc_message_id` ORDER BY UNIX_MICROS(`_cdc_ingested_at`)) AS __copy
     FROM history
     WHERE `_cdc_ingested_at` <= (SELECT __as_of FROM args)
   ),
@@ -431,7 +431,7 @@ WITH
     WHERE __op IN ('U', 'D', 'T') AND `_cdc_message_id` IS NOT NULL
   ),
   arrivals AS (
-    SELECT *, ROW_NUMBER() OVER (PARTITION BY `_cdc_message_id` ORDER BY `_cdc_ingested_at`) AS __copy
+    SELECT *, ROW_NUMBER() OVER (PARTITION BY `_cdc_message_id` ORDER BY UNIX_MICROS(`_cdc_ingested_at`)) AS __copy
     FROM history
     WHERE `_cdc_ingested_at` <= (SELECT __as_of FROM args)
   ),
@@ -549,7 +549,7 @@ FROM versions
 WHERE __next0 IS NULL OR NOT (__next0 = __start0 AND __next1 = __start1)
   ),
   steps AS (
-    SELECT __key, __asof, LAG(__asof) OVER (PARTITION BY __key ORDER BY __asof) AS __prev
+    SELECT __key, __asof, LAG(__asof) OVER (PARTITION BY __key ORDER BY UNIX_MICROS(__asof)) AS __prev
     FROM positions
   ),
   target_rows AS (
