@@ -106,11 +106,13 @@ type data struct {
 	View        string // the flow's quoted view
 
 	SystemSequence           string // the quoted SYSTEM SEQUENCE BY column, "" if none
-	SystemOrder              string // how system times (__asof) are ordered in a window
+	// A system time as the bitemporal view keys it (SystemKey, SystemKeyE
+	// for event e) and shows it again (SystemOut, a format of one operand).
+	SystemKey, SystemKeyE, SystemOut string
 	EventsCTE                string // the name of the view's deduplicated events
 	BusinessType, SystemType string // the as-of function's argument types
-	DDL         bool   // render CREATE TABLE FUNCTION, else the body as a query
-	Args        args   // the function's arguments as the body reads them
+	DDL                      bool   // render CREATE TABLE FUNCTION, else the body as a query
+	Args                     args   // the function's arguments as the body reads them
 
 	Compaction   bool     // render the compaction form of the shared CTEs
 	P            params   // the run's timestamps, as SQL literals
@@ -141,10 +143,12 @@ func newData(b *flow.Bound, loc catalog.Location, hint time.Time) *data {
 	}
 	if b.SystemSequence != nil {
 		d.SystemSequence = q(b.SystemSequence.Name)
-		// The emulator orders TIMESTAMPs in windows by their text.
-		d.SystemOrder = "__asof"
+		d.SystemKey, d.SystemKeyE, d.SystemOut = d.SystemSequence, "e."+d.SystemSequence, "%s"
 		if b.SystemSequence.Type == schema.Timestamp {
-			d.SystemOrder = "UNIX_MICROS(__asof)"
+			// Keyed as microseconds: the BigQuery emulator joins and
+			// partitions TIMESTAMPs with fractional seconds wrongly.
+			d.SystemKey, d.SystemKeyE = "UNIX_MICROS("+d.SystemKey+")", "UNIX_MICROS("+d.SystemKeyE+")"
+			d.SystemOut = "TIMESTAMP_MICROS(%s)"
 		}
 	}
 	events := catalog.EventColumns(b)

@@ -138,7 +138,7 @@ func TestViewQuotesEveryIdentifier(t *testing.T) {
 		COUNT IF FIRST_VALUE LAG LEAD TO_JSON_STRING e lt w folded_until watermark tail state events last_truncate ranked
 		segmented current_state numbered filled_counts filled flagged versioned versions INSERT INTO DELETE EXISTS
 		LOGICAL_OR CAST STRING FALSE marked touched TIMESTAMP INT64 BOOL DATE JSON ARRAY NUMERIC STRUCT
-		newest_gen folded_max events without_sequence unfolded newest keys truncates state_generations arrivals EXCEPT UNIX_MICROS
+		newest_gen folded_max events without_sequence unfolded newest keys truncates state_generations arrivals EXCEPT UNIX_MICROS TIMESTAMP_MICROS
 		CREATE REPLACE TABLE FUNCTION ts from_position to_position args history deduped touched positions snapshots steps
 		target_rows sides compared folded keyed ordinals known islands beliefs business_time system_time v a b o LEFT ON JOIN LEAST p k t s r c`) {
 		allowed[strings.ToUpper(w)] = true

@@ -59,16 +59,17 @@ WITH
     SELECT *, TO_JSON_STRING(STRUCT(`userId`)) AS __key
     FROM deduped
   ),
-  -- Each key's system times.
+  -- Each key's system times (TIMESTAMPs as microseconds: the BigQuery
+  -- emulator joins and partitions TIMESTAMPs with fractions wrongly).
   positions AS (
-    SELECT DISTINCT __key, `_cdc_ingested_at` AS __asof
+    SELECT DISTINCT __key, UNIX_MICROS(`_cdc_ingested_at`) AS __asof
     FROM keyed
   ),
   -- Each key's events as known at each of its system times.
   events AS (
     SELECT p.__asof, e.*
     FROM positions AS p
-    JOIN keyed AS e ON e.__key = p.__key AND e.`_cdc_ingested_at` <= p.__asof
+    JOIN keyed AS e ON e.__key = p.__key AND UNIX_MICROS(e.`_cdc_ingested_at`) <= p.__asof
   ),
   -- Per key in sequence order: row number and delete segment (a delete ends
   -- the current version; the next upsert opens a new one).
@@ -135,7 +136,7 @@ WHERE __next0 IS NULL OR NOT (__next0 = __start0)
   ),
   -- Each key's system times in order.
   ordinals AS (
-    SELECT __key, __asof, ROW_NUMBER() OVER (PARTITION BY __key ORDER BY UNIX_MICROS(__asof)) AS __n
+    SELECT __key, __asof, ROW_NUMBER() OVER (PARTITION BY __key ORDER BY __asof) AS __n
     FROM positions
   ),
   known AS (
@@ -181,8 +182,8 @@ SELECT
   b.`_cdc_message_id`,
   b.`__START_AT`,
   b.`__END_AT`,
-  b.__system_start AS `__SYSTEM_START_AT`,
-  o.__asof AS `__SYSTEM_END_AT`
+  TIMESTAMP_MICROS(b.__system_start) AS `__SYSTEM_START_AT`,
+  TIMESTAMP_MICROS(o.__asof) AS `__SYSTEM_END_AT`
 FROM beliefs AS b
 LEFT JOIN ordinals AS o ON o.__key = b.__key AND o.__n = b.__last + 1
 ;

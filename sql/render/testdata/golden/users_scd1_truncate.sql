@@ -351,27 +351,27 @@ WITH
     WHERE __copy = 1 OR `_cdc_message_id` IS NULL
   ),
   touched AS (
-    SELECT DISTINCT __key, `_cdc_ingested_at` AS __asof
+    SELECT DISTINCT __key, UNIX_MICROS(`_cdc_ingested_at`) AS __asof
     FROM deduped
     WHERE __op != 'T' AND `_cdc_ingested_at` > (SELECT __from FROM args)
     UNION DISTINCT
-    SELECT k.__key, t.`_cdc_ingested_at`
+    SELECT k.__key, UNIX_MICROS(t.`_cdc_ingested_at`)
     FROM (SELECT DISTINCT __key FROM deduped WHERE __op != 'T') AS k
     CROSS JOIN (SELECT DISTINCT `_cdc_ingested_at` FROM deduped WHERE __op = 'T' AND `_cdc_ingested_at` > (SELECT __from FROM args)) AS t
   ),
   positions AS (
     SELECT __key, __asof FROM touched
     UNION DISTINCT
-    SELECT __key, (SELECT __from FROM args) FROM touched
+    SELECT __key, UNIX_MICROS((SELECT __from FROM args)) FROM touched
   ),
   events AS (
     SELECT p.__asof, e.*
     FROM positions AS p
-    JOIN deduped AS e ON e.__key = p.__key AND e.`_cdc_ingested_at` <= p.__asof AND e.__op != 'T'
+    JOIN deduped AS e ON e.__key = p.__key AND UNIX_MICROS(e.`_cdc_ingested_at`) <= p.__asof AND e.__op != 'T'
     UNION ALL
     SELECT p.__asof, e.*
     FROM (SELECT DISTINCT __asof FROM positions) AS p
-    JOIN deduped AS e ON e.__op = 'T' AND e.`_cdc_ingested_at` <= p.__asof
+    JOIN deduped AS e ON e.__op = 'T' AND UNIX_MICROS(e.`_cdc_ingested_at`) <= p.__asof
   ),
   last_truncate AS (
     SELECT __asof, ARRAY_AGG(STRUCT(`sequenceNum` AS __p0, IFNULL(`_cdc_message_id`, '') AS __pm) ORDER BY `sequenceNum` DESC, IFNULL(`_cdc_message_id`, '') DESC LIMIT 1)[SAFE_OFFSET(0)] AS __t
@@ -414,7 +414,7 @@ FROM current_state
 WHERE __op = 'U'
   ),
   steps AS (
-    SELECT __key, __asof, LAG(__asof) OVER (PARTITION BY __key ORDER BY UNIX_MICROS(__asof)) AS __prev
+    SELECT __key, __asof, LAG(__asof) OVER (PARTITION BY __key ORDER BY __asof) AS __prev
     FROM positions
   ),
   target_rows AS (
@@ -455,6 +455,6 @@ SELECT
     WHEN __side = 'old' THEN 'update_preimage'
     ELSE 'update_postimage'
   END AS `_change_type`,
-  __pos AS `_commit_position`
+  TIMESTAMP_MICROS(__pos) AS `_commit_position`
 FROM compared
 WHERE NOT (__news = 1 AND __olds = 1 AND __same);

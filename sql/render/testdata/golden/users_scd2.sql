@@ -381,19 +381,19 @@ WITH
     WHERE __copy = 1 OR `_cdc_message_id` IS NULL
   ),
   touched AS (
-    SELECT DISTINCT __key, `_cdc_ingested_at` AS __asof
+    SELECT DISTINCT __key, UNIX_MICROS(`_cdc_ingested_at`) AS __asof
     FROM deduped
     WHERE __op != 'T' AND `_cdc_ingested_at` > (SELECT __from FROM args)
   ),
   positions AS (
     SELECT __key, __asof FROM touched
     UNION DISTINCT
-    SELECT __key, (SELECT __from FROM args) FROM touched
+    SELECT __key, UNIX_MICROS((SELECT __from FROM args)) FROM touched
   ),
   events AS (
     SELECT p.__asof, e.*
     FROM positions AS p
-    JOIN deduped AS e ON e.__key = p.__key AND e.`_cdc_ingested_at` <= p.__asof
+    JOIN deduped AS e ON e.__key = p.__key AND UNIX_MICROS(e.`_cdc_ingested_at`) <= p.__asof
   ),
   numbered AS (
     SELECT
@@ -461,7 +461,7 @@ FROM versions
 WHERE __next0 IS NULL OR NOT (__next0 = __start0)
   ),
   steps AS (
-    SELECT __key, __asof, LAG(__asof) OVER (PARTITION BY __key ORDER BY UNIX_MICROS(__asof)) AS __prev
+    SELECT __key, __asof, LAG(__asof) OVER (PARTITION BY __key ORDER BY __asof) AS __prev
     FROM positions
   ),
   target_rows AS (
@@ -512,6 +512,6 @@ SELECT
     WHEN __side = 'old' THEN 'update_preimage'
     ELSE 'update_postimage'
   END AS `_change_type`,
-  __pos AS `_commit_position`
+  TIMESTAMP_MICROS(__pos) AS `_commit_position`
 FROM compared
 WHERE NOT (__news = 1 AND __olds = 1 AND __same);
