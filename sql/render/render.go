@@ -105,14 +105,14 @@ type data struct {
 	Func        string // a table function's quoted name
 	View        string // the flow's quoted view
 
-	SystemSequence           string // the quoted SYSTEM SEQUENCE BY column, "" if none
+	SystemSequence string // the quoted SYSTEM SEQUENCE BY column, "" if none
 	// A system time as the bitemporal view keys it (SystemKey, SystemKeyE
 	// for event e) and shows it again (SystemOut, a format of one operand).
 	SystemKey, SystemKeyE, SystemOut string
-	EventsCTE                string // the name of the view's deduplicated events
-	BusinessType, SystemType string // the as-of function's argument types
-	DDL                      bool   // render CREATE TABLE FUNCTION, else the body as a query
-	Args                     args   // the function's arguments as the body reads them
+	EventsCTE                        string // the name of the view's deduplicated events
+	BusinessType, SystemType         string // the as-of function's argument types
+	DDL                              bool   // render CREATE TABLE FUNCTION, else the body as a query
+	Args                             args   // the function's arguments as the body reads them
 
 	Compaction   bool     // render the compaction form of the shared CTEs
 	P            params   // the run's timestamps, as SQL literals

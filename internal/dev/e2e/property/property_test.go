@@ -23,7 +23,6 @@ import (
 var (
 	propSeeds = flag.Int("prop.seeds", 8, "random histories per property test")
 	propSeed  = flag.Int64("prop.seed", 0, "run only this seed (reproduce a failure)")
-
 )
 
 // propImage has a column of every kind the views must fold: composite keys,
