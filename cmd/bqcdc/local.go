@@ -15,6 +15,8 @@ import (
 	"github.com/bqcdc/bqcdc/internal/compact"
 	"github.com/bqcdc/bqcdc/internal/dev/demo"
 	"github.com/bqcdc/bqcdc/internal/dev/localstack"
+	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/sql/render"
 )
 
 func runLocal(ctx context.Context, args []string) error {
@@ -202,10 +204,37 @@ func printViews(ctx context.Context, st *localstack.Stack) error {
 		}
 		cols := b.Output.Names()
 		if b.SCDType == 2 {
-			cols = append(cols, "__START_AT", "__END_AT")
+			cols = append(cols, flow.StartAt, flow.EndAt)
 		}
-		demo.PrintTable(os.Stdout, fmt.Sprintf("view %s (flow %s, SCD type %d)", b.Target, b.Name, b.SCDType), cols, rows)
+		kind := fmt.Sprintf("SCD type %d", b.SCDType)
+		if b.Bitemporal {
+			cols, kind = append(cols, flow.SystemStartAt, flow.SystemEndAt), "bitemporal"
+		}
+		demo.PrintTable(os.Stdout, fmt.Sprintf("view %s (flow %s, %s)", b.Target, b.Name, kind), cols, rows)
 	}
+	for _, b := range bound {
+		if b.Target.Table == "customers" {
+			return printChangeFeed(ctx, st, b)
+		}
+	}
+	return nil
+}
+
+// printChangeFeed prints the change feed of a flow, as
+// SELECT * FROM <target>_changes(NULL, NULL) returns it in BigQuery. The
+// emulator creates the table function but crashes when it is called, so the
+// demo runs the function's body as a query (the same SQL).
+func printChangeFeed(ctx context.Context, st *localstack.Stack, b *flow.Bound) error {
+	sql, err := render.ChangesQuery(b, st.Location(), time.Time{}, time.Time{})
+	if err != nil {
+		return err
+	}
+	rows, err := demo.Query(ctx, st.BigQuery, "SELECT * FROM ("+sql+") ORDER BY "+catalog.ColCommitPosition+", 1, "+catalog.ColChangeType+" DESC")
+	if err != nil {
+		return err
+	}
+	cols := append(b.Output.Names(), catalog.ColChangeType, catalog.ColCommitPosition)
+	demo.PrintTable(os.Stdout, fmt.Sprintf("change feed: SELECT * FROM %s.%s(NULL, NULL)", st.Location().Dataset(b.Flow), catalog.ChangesFunctionName(b.Flow)), cols, rows)
 	return nil
 }
 

@@ -5,9 +5,11 @@ import (
 	"github.com/bqcdc/bqcdc/internal/schema"
 )
 
-// A flow keeps two objects in BigQuery: its view (named by the flow's
-// target) and its state table (<target>__state), in the target's dataset
-// (the default dataset when the target names none).
+// A flow keeps its objects in the target's dataset (the default dataset
+// when the target names none): its view (named by the flow's target), its
+// state table (<target>__state), and the time-travel table functions
+// <target>_at(ts) (the target as of a time) and <target>_changes(from, to)
+// (its change feed).
 
 // StateSuffix ends the name of a flow's state table.
 const StateSuffix = "__state"
@@ -30,6 +32,37 @@ func (l Location) Dataset(f *flow.Flow) string {
 // ViewName is the view's table id (the flow's target).
 func ViewName(f *flow.Flow) string { return f.Target.Table }
 
+// Suffixes of a flow's table functions.
+const (
+	AtSuffix      = "_at"
+	ChangesSuffix = "_changes"
+)
+
+// AtFunctionName is the id of the point-in-time table function.
+func AtFunctionName(f *flow.Flow) string { return f.Target.Table + AtSuffix }
+
+// AsOfSuffix ends the name of a bitemporal flow's as-of table function.
+const AsOfSuffix = "_as_of"
+
+// AsOfFunctionName is the id of a bitemporal flow's
+// <target>_as_of(business_time, system_time).
+func AsOfFunctionName(f *flow.Flow) string { return f.Target.Table + AsOfSuffix }
+
+// ViewTable is the quoted view of the flow, for SQL.
+func (l Location) ViewTable(f *flow.Flow) string { return l.table(l.Dataset(f), ViewName(f)) }
+
+// ChangesFunctionName is the id of the change-feed table function.
+func ChangesFunctionName(f *flow.Flow) string { return f.Target.Table + ChangesSuffix }
+
+// Routine is a quoted table function of the flow, for SQL.
+func (l Location) Routine(f *flow.Flow, name string) string { return l.table(l.Dataset(f), name) }
+
+// Columns the change feed adds to the target's columns.
+const (
+	ColChangeType     = flow.ChangeType     // insert, update_preimage, update_postimage, delete
+	ColCommitPosition = flow.CommitPosition // the _cdc_ingested_at at which the change was committed
+)
+
 // StateName is the state table's id.
 func StateName(f *flow.Flow) string { return f.Target.Table + StateSuffix }
 
@@ -46,8 +79,8 @@ func (l Location) ChangelogTable(f *flow.Flow) string {
 func (l Location) StateTable(f *flow.Flow) string { return l.table(l.Dataset(f), StateName(f)) }
 
 // EventColumns are the changelog columns a flow's events carry, in changelog
-// order: keys, sequence, output columns, and the message id and ingestion
-// time used to count a redelivered message once.
+// order: keys, sequence (and system sequence), output columns, and the
+// message id and ingestion time used to count a redelivered message once.
 func EventColumns(b *flow.Bound) schema.Columns {
 	need := map[string]bool{ColMessageID: true, ColIngestedAt: true}
 	for _, c := range b.Keys {
@@ -55,6 +88,9 @@ func EventColumns(b *flow.Bound) schema.Columns {
 	}
 	for _, c := range b.Sequence {
 		need[c.Name] = true
+	}
+	if b.SystemSequence != nil {
+		need[b.SystemSequence.Name] = true
 	}
 	for _, c := range b.Output {
 		need[c.Name] = true

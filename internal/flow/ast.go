@@ -38,9 +38,13 @@ type Flow struct {
 	Where        *Expr
 	DeleteWhen   *Expr
 	TruncateWhen *Expr
-	SCDType      int         // 1 or 2
-	TrackHistory *ColumnSpec // SCD 2 only
-	IgnoreNull   *ColumnSpec // IGNORE NULL UPDATES [ON ...]; All with no Except for the plain form
+	SCDType      int // 1 or 2 (2 for BITEMPORAL too: business-time history)
+	// Bitemporal is STORED AS BITEMPORAL: SCD type 2 history in business
+	// time (SEQUENCE BY), versioned in system time (SystemSequence).
+	Bitemporal     bool
+	SystemSequence *Ident      // SYSTEM SEQUENCE BY column; nil when absent
+	TrackHistory   *ColumnSpec // SCD 2 only
+	IgnoreNull     *ColumnSpec // IGNORE NULL UPDATES [ON ...]; All with no Except for the plain form
 
 	clauses map[string]Pos // clause name -> first position, for duplicate checks
 }

@@ -13,6 +13,17 @@ const MetadataPrefix = "_cdc_"
 const (
 	StartAt = "__START_AT"
 	EndAt   = "__END_AT"
+
+	// A bitemporal target's system-time interval.
+	SystemStartAt = "__SYSTEM_START_AT"
+	SystemEndAt   = "__SYSTEM_END_AT"
+)
+
+// Columns the change feed adds to a target's (Delta's change data feed
+// calls the first one the same; the position is bqcdc's).
+const (
+	ChangeType     = "_change_type"
+	CommitPosition = "_commit_position"
 )
 
 // Bound is a flow checked against its changelog's columns, with everything
@@ -23,7 +34,10 @@ type Bound struct {
 
 	Keys     schema.Columns
 	Sequence schema.Columns
-	Output   schema.Columns // what the target shows, in order
+	// SystemSequence is the SYSTEM SEQUENCE BY column of a bitemporal flow
+	// (nil otherwise).
+	SystemSequence *schema.Column
+	Output         schema.Columns // what the target shows, in order
 
 	// Tracked are the output columns whose change opens a new SCD 2 version.
 	Tracked []string
@@ -77,12 +91,29 @@ func Bind(f *Flow, changelog schema.Columns) (*Bound, error) {
 		b.Sequence = append(b.Sequence, c)
 	}
 
+	if f.SystemSequence != nil {
+		c, err := lookup(*f.SystemSequence, "SYSTEM SEQUENCE BY", changelog, source)
+		add(err)
+		if err == nil {
+			if !c.Orderable() || c.Repeated || c.Type == schema.Record {
+				add(errorf(f.SystemSequence.Pos, "system sequence column %s is %s, which BigQuery cannot order: use a scalar column (a TIMESTAMP such as _cdc_ingested_at, or a number)", c.Name, c.SQLType()))
+			}
+			b.SystemSequence = &c
+		}
+	}
+
 	b.Output, errs = b.output(errs)
 	if f.SCDType == 2 {
 		for _, name := range []string{StartAt, EndAt} {
 			if _, clash := b.Output.Lookup(name); clash {
 				add(errorf(f.Pos, "the changelog column %s clashes with the SCD type 2 interval column of the same name: exclude it with COLUMNS * EXCEPT (%s)", name, name))
 			}
+		}
+	}
+	// The change feed <target>_changes adds these two columns to the target's.
+	for _, name := range []string{ChangeType, CommitPosition} {
+		if _, clash := b.Output.Lookup(name); clash {
+			add(errorf(f.Pos, "the changelog column %s clashes with the change feed's column of the same name: exclude it with COLUMNS * EXCEPT (%s)", name, name))
 		}
 	}
 	if f.TrackHistory != nil {
@@ -194,9 +225,12 @@ func (b *Bound) isKey(name string) bool {
 	return ok
 }
 
+// isSequence reports whether name orders events: a SEQUENCE BY column or
+// the SYSTEM SEQUENCE BY column (both change with every event, so neither
+// is tracked by default).
 func (b *Bound) isSequence(name string) bool {
 	_, ok := b.Sequence.Lookup(name)
-	return ok
+	return ok || (b.SystemSequence != nil && strings.EqualFold(b.SystemSequence.Name, name))
 }
 
 // defaultSubset is what "*" means for TRACK HISTORY and IGNORE NULL UPDATES:

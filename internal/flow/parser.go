@@ -402,7 +402,7 @@ func (p *parser) clause(f *Flow) *Error {
 	case t.is("COLUMNS") && p.peekN(1).is("TO") && p.peekN(2).is("UPDATE"):
 		return errorf(t.Pos, "COLUMNS TO UPDATE is not supported: bqcdc applies every column of each change event")
 	case t.is("SYSTEM") && p.peekN(1).is("SEQUENCE"):
-		return errorf(t.Pos, "SYSTEM SEQUENCE BY (bitemporal history) is not supported: bqcdc orders history by SEQUENCE BY alone")
+		return p.systemSequenceClause(f, t)
 	case t.is("COLUMNS"):
 		return p.columnsClause(f, t)
 	case t.is("WHERE"):
@@ -416,7 +416,7 @@ func (p *parser) clause(f *Flow) *Error {
 	case t.is("IGNORE"):
 		return p.ignoreNullClause(f, t)
 	}
-	return errorf(t.Pos, "expected a clause (KEYS, SEQUENCE BY, COLUMNS, WHERE, APPLY AS DELETE WHEN, APPLY AS TRUNCATE WHEN, STORED AS, TRACK HISTORY ON, IGNORE NULL UPDATES) or ';', found %s", t.describe())
+	return errorf(t.Pos, "expected a clause (KEYS, SEQUENCE BY, SYSTEM SEQUENCE BY, COLUMNS, WHERE, APPLY AS DELETE WHEN, APPLY AS TRUNCATE WHEN, STORED AS, TRACK HISTORY ON, IGNORE NULL UPDATES) or ';', found %s", t.describe())
 }
 
 // keysClause reads KEYS (k, ...).
@@ -455,6 +455,26 @@ func (p *parser) sequenceClause(f *Flow, t token) *Error {
 		}
 		f.Sequence = []Ident{n}
 	}
+	return nil
+}
+
+// systemSequenceClause reads SYSTEM SEQUENCE BY col: the system time of a
+// bitemporal flow (when a fact became known).
+func (p *parser) systemSequenceClause(f *Flow, t token) *Error {
+	if err := p.keywords("SYSTEM", "SEQUENCE", "BY"); err != nil {
+		return err
+	}
+	if err := p.once(f, "SYSTEM SEQUENCE BY", t.Pos); err != nil {
+		return err
+	}
+	if p.peek().is("STRUCT") && p.peekN(1).Kind == tokPunct && p.peekN(1).Text == "(" {
+		return errorf(p.peek().Pos, "SYSTEM SEQUENCE BY takes one column: system time is one sortable value")
+	}
+	n, err := p.name("a system sequence column")
+	if err != nil {
+		return err
+	}
+	f.SystemSequence = &n
 	return nil
 }
 
@@ -520,13 +540,15 @@ func (p *parser) storedAsClause(f *Flow, t token) *Error {
 	if err := p.keywords("STORED", "AS"); err != nil {
 		return err
 	}
-	if b := p.peek(); b.is("BITEMPORAL") {
-		return errorf(b.Pos, "STORED AS BITEMPORAL is not supported: bqcdc keeps SCD TYPE 1 or SCD TYPE 2 history")
-	}
-	if err := p.keywords("SCD", "TYPE"); err != nil {
+	if err := p.once(f, "STORED AS", t.Pos); err != nil {
 		return err
 	}
-	if err := p.once(f, "STORED AS", t.Pos); err != nil {
+	if b := p.peek(); b.is("BITEMPORAL") {
+		p.next()
+		f.SCDType, f.Bitemporal = 2, true
+		return nil
+	}
+	if err := p.keywords("SCD", "TYPE"); err != nil {
 		return err
 	}
 	n := p.peek()
@@ -708,8 +730,29 @@ func checkStructure(f *Flow) *Error {
 	if f.SCDType == 1 && f.TrackHistory != nil {
 		return errorf(f.clauses["TRACK HISTORY"], "TRACK HISTORY ON needs STORED AS SCD TYPE 2: SCD type 1 keeps no history to track (Databricks refuses it too)")
 	}
+	if f.Bitemporal {
+		if err := checkBitemporal(f); err != nil {
+			return err
+		}
+	} else if f.SystemSequence != nil {
+		return errorf(f.clauses["SYSTEM SEQUENCE BY"], "SYSTEM SEQUENCE BY needs STORED AS BITEMPORAL: only a bitemporal target has a system time")
+	}
 	if f.SCDType == 2 && f.TruncateWhen != nil {
 		return errorf(f.clauses["APPLY AS TRUNCATE WHEN"], "APPLY AS TRUNCATE WHEN is only supported with SCD TYPE 1 (as in Databricks): remove it or use STORED AS SCD TYPE 1")
+	}
+	return nil
+}
+
+// checkBitemporal enforces the rules of STORED AS BITEMPORAL (rules.go).
+func checkBitemporal(f *Flow) *Error {
+	stored := f.clauses["STORED AS"]
+	switch {
+	case f.SystemSequence == nil:
+		return errorf(stored, "STORED AS BITEMPORAL needs SYSTEM SEQUENCE BY column: the system time at which each change became known")
+	case f.SequenceStruct:
+		return errorf(f.clauses["SEQUENCE BY"], "STORED AS BITEMPORAL needs SEQUENCE BY one column: business time is one sortable value (__START_AT and __END_AT, and the business_time argument of <target>_as_of)")
+	case f.TruncateWhen != nil:
+		return errorf(f.clauses["APPLY AS TRUNCATE WHEN"], "APPLY AS TRUNCATE WHEN is not supported with STORED AS BITEMPORAL (as with SCD TYPE 2): a truncate has no business time per key")
 	}
 	return nil
 }
@@ -728,6 +771,10 @@ func (f *Flow) String() string {
 	if f.SequenceStruct {
 		sequence = "STRUCT(" + sequence + ")"
 	}
-	return fmt.Sprintf("flow %s: %s INTO %s FROM STREAM(%s) KEYS (%s) SEQUENCE BY %s STORED AS SCD TYPE %d",
-		f.Name, f.Spelling, f.Target, f.Source.Name, strings.Join(keys, ", "), sequence, f.SCDType)
+	stored := fmt.Sprintf("STORED AS SCD TYPE %d", f.SCDType)
+	if f.Bitemporal {
+		stored = "SYSTEM SEQUENCE BY " + f.SystemSequence.Name + " STORED AS BITEMPORAL"
+	}
+	return fmt.Sprintf("flow %s: %s INTO %s FROM STREAM(%s) KEYS (%s) SEQUENCE BY %s %s",
+		f.Name, f.Spelling, f.Target, f.Source.Name, strings.Join(keys, ", "), sequence, stored)
 }

@@ -29,9 +29,21 @@ package flow
 //     example precedes a flow with [sql][flow]: accepted and ignored (bqcdc
 //     creates the view). CREATE FLOW's COMMENT is kept in Flow.Comment.
 //   - Refused: append flows (CREATE FLOW ... AS INSERT INTO [flow]), streaming
-//     tables and views defined by a query, SYSTEM SEQUENCE BY, STORED AS
-//     BITEMPORAL and COLUMNS TO UPDATE [dbsql]: bqcdc maintains AUTO CDC views
-//     with one time axis and applies whole change events.
+//     tables and views defined by a query, and COLUMNS TO UPDATE [dbsql]:
+//     bqcdc maintains AUTO CDC views and applies whole change events.
+//   - STORED AS { SCD TYPE 1 | SCD TYPE 2 | BITEMPORAL } and SYSTEM SEQUENCE BY
+//     systemOrderByColumn [sql][dbsql] (bitemporal: Beta). The stored copies
+//     of the references list the clauses but not how they combine, so these
+//     are bqcdc's rules: BITEMPORAL needs SYSTEM SEQUENCE BY, and SYSTEM
+//     SEQUENCE BY needs BITEMPORAL (only a bitemporal target has a system
+//     time); BITEMPORAL is SCD 2 history in business time, so APPLY AS
+//     TRUNCATE WHEN is refused as for SCD 2, TRACK HISTORY and IGNORE NULL
+//     UPDATES apply as for SCD 2; SEQUENCE BY and SYSTEM SEQUENCE BY are one
+//     orderable column each (not STRUCT): each axis is one sortable value,
+//     which <target>_as_of takes as an argument. Rows whose system sequence
+//     is NULL are excluded, as rows with a NULL sequence are. The measured
+//     scenario of the acceptance data (a published test suite run on
+//     Databricks) is a golden test.
 //   - FROM STREAM(source), FROM STREAM source, or FROM source [sql] (a stream
 //     or a streaming view); the source is a Pub/Sub topic, a LIVE. prefix is
 //     dropped. A target is [LIVE.][dataset.]table; a three-part

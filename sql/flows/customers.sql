@@ -23,3 +23,17 @@ SEQUENCE BY _cdc_sequence
 COLUMNS * EXCEPT (_cdc_message_id, _cdc_schema_id, _cdc_publish_time, _cdc_transaction, _cdc_ingested_at)
 STORED AS SCD TYPE 2
 TRACK HISTORY ON * EXCEPT (balance);
+
+-- Bitemporal history: the history by source position (business time), as
+-- bqcdc knew it at each ingestion time (system time): a late event corrects
+-- history without erasing what was believed before it arrived. Query it as
+-- of both times with customers_bitemporal_as_of(business_time, system_time).
+CREATE FLOW customers_bitemporal AS AUTO CDC INTO customers_bitemporal
+FROM STREAM(`dbserver1.inventory.customers`)
+KEYS (id)
+WHERE _cdc_op IS DISTINCT FROM 't'
+APPLY AS DELETE WHEN _cdc_op = 'd'
+SEQUENCE BY _cdc_sequence
+SYSTEM SEQUENCE BY _cdc_ingested_at
+COLUMNS (id, first_name, last_name, email, _cdc_sequence, _cdc_ingested_at)
+STORED AS BITEMPORAL;

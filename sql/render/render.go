@@ -12,8 +12,10 @@
 package render
 
 import (
+	"bytes"
 	"embed"
 	"fmt"
+	"regexp"
 	"strings"
 	"text/template"
 	"time"
@@ -49,7 +51,12 @@ var Epoch = time.Unix(0, 0).UTC()
 func View(b *flow.Bound, loc catalog.Location, hint time.Time) (string, error) {
 	d := newData(b, loc, hint)
 	name := "scd1.sql.tmpl"
-	if b.SCDType == 2 {
+	switch {
+	case b.Bitemporal:
+		name = "bitemporal.sql.tmpl"
+		d.EventsCTE = "deduped"
+		d.partition(true)
+	case b.SCDType == 2:
 		name = "scd2.sql.tmpl"
 	}
 	buf := newSQLBuilder()
@@ -95,6 +102,28 @@ type data struct {
 	StartAt, EndAt        string
 	NonEmpty              string
 
+	// The fold's grouping: the keys, or (time travel) __asof and the keys,
+	// so one fold computes the target as of many positions at once.
+	Part, PartQualified []string
+	AsOf                bool   // fold per __asof and end in a snapshots CTE
+	OutputPrefix        string // "__asof,\n  " when AsOf
+	TruncateJoin        string // how ranked rows meet the latest truncate
+
+	SCD         int    // 1 or 2
+	EventFilter string // the changelog rows that are events of the flow
+	HistoryCTE  string // the name of the time-travel forms' deduplicated events
+	Func        string // a table function's quoted name
+	View        string // the flow's quoted view
+
+	SystemSequence string // the quoted SYSTEM SEQUENCE BY column, "" if none
+	// A system time as the bitemporal view keys it (SystemKey, SystemKeyE
+	// for event e) and shows it again (SystemOut, a format of one operand).
+	SystemKey, SystemKeyE, SystemOut string
+	EventsCTE                        string // the name of the view's deduplicated events
+	BusinessType, SystemType         string // the as-of function's argument types
+	DDL                              bool   // render CREATE TABLE FUNCTION, else the body as a query
+	Args                             args   // the function's arguments as the body reads them
+
 	Compaction   bool     // render the compaction form of the shared CTEs
 	P            params   // the run's timestamps, as SQL literals
 	MarkerValues []string // the event columns of a watermark marker row
@@ -118,10 +147,25 @@ func newData(b *flow.Bound, loc catalog.Location, hint time.Time) *data {
 		HasTruncate: b.Truncate != "",
 		IgnoreNull:  len(b.IgnoreNull) > 0,
 		OpExpr:      opExpr(b),
+		SCD:         b.SCDType,
+		EventsCTE:   "events",
+		View:        loc.ViewTable(b.Flow),
+	}
+	if b.SystemSequence != nil {
+		d.SystemSequence = q(b.SystemSequence.Name)
+		d.SystemKey, d.SystemKeyE, d.SystemOut = d.SystemSequence, "e."+d.SystemSequence, "%s"
+		if b.SystemSequence.Type == schema.Timestamp {
+			// Keyed as microseconds: the BigQuery emulator joins and
+			// partitions TIMESTAMPs with fractional seconds wrongly.
+			d.SystemKey, d.SystemKeyE = "UNIX_MICROS("+d.SystemKey+")", "UNIX_MICROS("+d.SystemKeyE+")"
+			d.SystemOut = "TIMESTAMP_MICROS(%s)"
+		}
 	}
 	events := catalog.EventColumns(b)
 	d.columns(b, events)
 	d.sequence(b)
+	d.partition(false)
+	d.EventFilter = eventFilter(b, d)
 	for _, c := range events {
 		switch {
 		case c.Name == catalog.ColIngestedAt:
@@ -167,6 +211,21 @@ func (d *data) columns(b *flow.Bound, events schema.Columns) {
 	}
 }
 
+// partition sets the fold's grouping: per key, or per (__asof, key) when
+// asOf (the time-travel forms fold many positions in one query).
+func (d *data) partition(asOf bool) {
+	d.AsOf = asOf
+	d.Part, d.PartQualified, d.OutputPrefix = d.Keys, d.KeysQualified, ""
+	d.TruncateJoin = "CROSS JOIN last_truncate AS lt"
+	if asOf {
+		d.Part = append([]string{"__asof"}, d.Keys...)
+		d.PartQualified = append([]string{"e.__asof"}, d.KeysQualified...)
+		d.OutputPrefix = "__asof,\n  "
+		// Positions without a truncate have no last_truncate row.
+		d.TruncateJoin = "LEFT JOIN last_truncate AS lt ON lt.__asof = e.__asof"
+	}
+}
+
 // sequence fills what is derived from the SEQUENCE BY columns: event
 // positions (the message id breaks ties), the SCD 2 interval bounds, and
 // the NULL-sequence test.
@@ -195,6 +254,9 @@ func (d *data) sequence(b *flow.Bound) {
 		d.EndAt = fmt.Sprintf("IF(%s IS NULL, NULL, STRUCT(%s))", d.Sequence[0].Next, strings.Join(ends, ", "))
 	} else {
 		d.StartAt, d.EndAt = d.Sequence[0].Start, d.Sequence[0].Next
+	}
+	if b.SystemSequence != nil {
+		nulls = append(nulls, q(b.SystemSequence.Name)+" IS NULL")
 	}
 	d.SequenceNull = strings.Join(nulls, " OR ")
 }
@@ -360,18 +422,130 @@ func opExpr(b *flow.Bound) string {
 	return "CASE " + strings.Join(whens, " ") + " ELSE 'U' END"
 }
 
+// eventFilter is the condition a changelog row meets to be an event of the
+// flow: a sequence (NULL sequences never reach a view) and the flow's WHERE.
+func eventFilter(b *flow.Bound, d *data) string {
+	var where []string
+	for _, s := range d.Sequence {
+		where = append(where, s.Name+" IS NOT NULL")
+	}
+	if d.SystemSequence != "" {
+		where = append(where, d.SystemSequence+" IS NOT NULL")
+	}
+	if b.Where != "" {
+		where = append(where, "("+b.Where+")")
+	}
+	return strings.Join(where, " AND ")
+}
+
+// args are a table function's arguments as its body reads them: the
+// parameter names in the DDL, SQL literals in the query form. The body reads
+// them once, in its args CTE, where no changelog column can shadow them.
+type args struct{ TS, From, To, Business, System string }
+
+var functionParams = args{TS: "ts", From: "from_position", To: "to_position", Business: "business_time", System: "system_time"}
+
+// AtFunction renders the DDL of the flow's point-in-time table function
+// <target>_at(ts): the target as the view showed it at ts (by ingestion
+// time). It reads the whole history (changelog and state), so it needs no
+// pruning bound and compaction never has to touch it.
+func AtFunction(b *flow.Bound, loc catalog.Location) (string, error) {
+	return at(b, loc, true, functionParams)
+}
+
+// AtQuery is the body of <target>_at(ts) as a query, ts bound as a
+// literal. The emulator creates the function but its analyzer crashes on
+// calls of bodies this size, so tests run this (the same SQL).
+func AtQuery(b *flow.Bound, loc catalog.Location, ts time.Time) (string, error) {
+	return at(b, loc, false, args{TS: Literal(ts)})
+}
+
+func at(b *flow.Bound, loc catalog.Location, ddl bool, a args) (string, error) {
+	d := newData(b, loc, Epoch)
+	d.HistoryCTE, d.DDL, d.Args = "events", ddl, a
+	d.Func = loc.Routine(b.Flow, catalog.AtFunctionName(b.Flow))
+	return execute("at", d, b)
+}
+
+// ChangesFunction renders the DDL of the flow's change feed
+// <target>_changes(from_position, to_position).
+func ChangesFunction(b *flow.Bound, loc catalog.Location) (string, error) {
+	return changes(b, loc, true, functionParams)
+}
+
+// ChangesQuery is the body of <target>_changes(from, to) as a query, the
+// positions bound as literals (a zero time as NULL); see AtQuery.
+func ChangesQuery(b *flow.Bound, loc catalog.Location, from, to time.Time) (string, error) {
+	lit := func(t time.Time) string {
+		if t.IsZero() {
+			return "CAST(NULL AS TIMESTAMP)"
+		}
+		return Literal(t)
+	}
+	return changes(b, loc, false, args{From: lit(from), To: lit(to)})
+}
+
+func changes(b *flow.Bound, loc catalog.Location, ddl bool, a args) (string, error) {
+	d := newData(b, loc, Epoch)
+	d.partition(true)
+	d.HistoryCTE, d.DDL, d.Args = "deduped", ddl, a
+	d.Func = loc.Routine(b.Flow, catalog.ChangesFunctionName(b.Flow))
+	return execute("changes", d, b)
+}
+
+// AsOfFunction renders the DDL of a bitemporal flow's table function
+// <target>_as_of(business_time, system_time): the rows valid at business
+// time as known at system time, read from the view (so compaction keeps it
+// exact as it keeps the view).
+func AsOfFunction(b *flow.Bound, loc catalog.Location) (string, error) {
+	return asOf(b, loc, true, functionParams)
+}
+
+// AsOfQuery is the body of <target>_as_of as a query, the arguments given
+// as SQL literals; see AtQuery.
+func AsOfQuery(b *flow.Bound, loc catalog.Location, business, system string) (string, error) {
+	return asOf(b, loc, false, args{Business: business, System: system})
+}
+
+func asOf(b *flow.Bound, loc catalog.Location, ddl bool, a args) (string, error) {
+	if !b.Bitemporal {
+		return "", fmt.Errorf("flow %s is not bitemporal: it has no as-of function", b.Name)
+	}
+	d := newData(b, loc, Epoch)
+	d.DDL, d.Args = ddl, a
+	d.Func = loc.Routine(b.Flow, catalog.AsOfFunctionName(b.Flow))
+	d.BusinessType, d.SystemType = b.Sequence[0].SQLType(), b.SystemSequence.SQLType()
+	return execute("as_of", d, b)
+}
+
+func execute(name string, d *data, b *flow.Bound) (string, error) {
+	var buf bytes.Buffer
+	if err := templates.ExecuteTemplate(&buf, name, d); err != nil {
+		return "", fmt.Errorf("rendering %s of flow %s: %w", name, b.Name, err)
+	}
+	return uncommentBody(buf.String()), nil
+}
+
+var commentLine = regexp.MustCompile(`(?m)^[ \t]*--[^\n]*\n`)
+
+// uncommentBody drops the comment lines of a table function's body (after
+// CREATE), keeping those before it: the BigQuery emulator's analyzer
+// crashes (a WASM trap) when a function whose body holds the fold's comment
+// lines is called, and the comments before CREATE explain the function.
+// BigQuery is indifferent; the templates keep their comments.
+func uncommentBody(ddl string) string {
+	i := strings.Index(ddl, "CREATE OR REPLACE TABLE FUNCTION")
+	if i < 0 {
+		return ddl // the query form keeps its comments
+	}
+	return ddl[:i] + commentLine.ReplaceAllString(ddl[i:], "")
+}
+
 // EventsQuery selects a flow's changelog events as the view sees them before
 // folding: the flow's WHERE applied, NULL sequences dropped, and __op
 // classified by its DELETE/TRUNCATE conditions. Tests feed its rows to the
 // reference model; compaction reports use it to count.
 func EventsQuery(b *flow.Bound, loc catalog.Location) string {
 	d := newData(b, loc, Epoch)
-	where := []string{}
-	for _, s := range d.Sequence {
-		where = append(where, s.Name+" IS NOT NULL")
-	}
-	if b.Where != "" {
-		where = append(where, "("+b.Where+")")
-	}
-	return fmt.Sprintf("SELECT %s, %s AS __op FROM %s WHERE %s", strings.Join(d.Events, ", "), d.OpExpr, d.Changelog, strings.Join(where, " AND "))
+	return fmt.Sprintf("SELECT %s, %s AS __op FROM %s WHERE %s", strings.Join(d.Events, ", "), d.OpExpr, d.Changelog, d.EventFilter)
 }

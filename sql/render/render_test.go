@@ -89,6 +89,17 @@ func renderAll(t *testing.T, b *flow.Bound) string {
 		}
 		parts = append(parts, sql)
 	}
+	fns := []func(*flow.Bound, catalog.Location) (string, error){AtFunction, ChangesFunction}
+	if b.Bitemporal {
+		fns = []func(*flow.Bound, catalog.Location) (string, error){AsOfFunction}
+	}
+	for _, fn := range fns {
+		sql, err := fn(b, loc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, sql)
+	}
 	return strings.Join(parts, ";\n\n") + ";\n"
 }
 
@@ -127,7 +138,9 @@ func TestViewQuotesEveryIdentifier(t *testing.T) {
 		COUNT IF FIRST_VALUE LAG LEAD TO_JSON_STRING e lt w folded_until watermark tail state events last_truncate ranked
 		segmented current_state numbered filled_counts filled flagged versioned versions INSERT INTO DELETE EXISTS
 		LOGICAL_OR CAST STRING FALSE marked touched TIMESTAMP INT64 BOOL DATE JSON ARRAY NUMERIC STRUCT
-		newest_gen folded_max events without_sequence unfolded newest keys truncates state_generations arrivals EXCEPT UNIX_MICROS`) {
+		newest_gen folded_max events without_sequence unfolded newest keys truncates state_generations arrivals EXCEPT UNIX_MICROS TIMESTAMP_MICROS
+		CREATE REPLACE TABLE FUNCTION ts from_position to_position args history deduped touched positions snapshots steps
+		target_rows sides compared folded keyed ordinals known islands beliefs business_time system_time v a b o LEFT ON JOIN LEAST p k t s r c`) {
 		allowed[strings.ToUpper(w)] = true
 	}
 	strip := regexp.MustCompile("(?s)--[^\n]*|'(?:[^'\\\\]|\\\\.)*'|`[^`]*`|@[A-Za-z_]+")

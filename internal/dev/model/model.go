@@ -46,6 +46,7 @@ type Event struct {
 	Ingested time.Time
 	Op       Op
 	Values   map[string]any // non-key output columns
+	Sys      any            // system sequence (bitemporal flows): int64, string or time.Time
 }
 
 // Config is what the model needs of a flow.

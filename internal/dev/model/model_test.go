@@ -1,6 +1,8 @@
 package model
 
 import (
+	"fmt"
+	"sort"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -65,5 +67,47 @@ func TestSCD2(t *testing.T) {
 	}
 	if d := cmp.Diff(want, SCD2(events, cfg)); d != "" {
 		t.Errorf("SCD2 (-want +got):\n%s", d)
+	}
+}
+
+// The measured Databricks scenario (acceptance data): three updates, each
+// known one minute after it happened; and the same result in
+// every arrival order.
+func TestBitemporal(t *testing.T) {
+	cfg := Config{Values: []string{"status"}, Tracked: map[string]bool{"status": true}}
+	e := func(bt, st int64, msg, status string) Event {
+		x := ev(42, bt, msg, Upsert, map[string]any{"status": status})
+		x.Sys = st
+		return x
+	}
+	events := []Event{e(1000, 1001, "a", "PENDING"), e(1002, 1003, "b", "ACTIVE"), e(1004, 1005, "c", "SUSPENDED")}
+	render := func(v Version) string { return fmt.Sprint(v.Start, v.End, v.Values) }
+	key := []any{int64(42)}
+	b := func(status string, start, end, sysStart, sysEnd any) Belief {
+		var endSeq []any
+		if end != nil {
+			endSeq = []any{end}
+		}
+		return Belief{Version: Version{Key: key, Start: []any{start}, End: endSeq, Values: map[string]any{"status": status}}, SysStart: sysStart, SysEnd: sysEnd}
+	}
+	want := []Belief{
+		b("PENDING", int64(1000), nil, int64(1001), int64(1003)),
+		b("PENDING", int64(1000), int64(1002), int64(1003), nil),
+		b("ACTIVE", int64(1002), nil, int64(1003), int64(1005)),
+		b("ACTIVE", int64(1002), int64(1004), int64(1005), nil),
+		b("SUSPENDED", int64(1004), nil, int64(1005), nil),
+	}
+	sortBeliefs := func(bs []Belief) []Belief {
+		sort.Slice(bs, func(i, j int) bool { return fmt.Sprint(bs[i]) < fmt.Sprint(bs[j]) })
+		return bs
+	}
+	for _, order := range [][]int{{0, 1, 2}, {2, 1, 0}, {1, 2, 0}} {
+		var arrived []Event
+		for _, i := range order {
+			arrived = append(arrived, events[i])
+		}
+		if d := cmp.Diff(sortBeliefs(want), sortBeliefs(Bitemporal(arrived, cfg, render))); d != "" {
+			t.Errorf("arrival %v (-want +got):\n%s", order, d)
+		}
 	}
 }

@@ -97,6 +97,9 @@ func Events(ctx context.Context, bq *bigquery.Client, b *flow.Bound, loc catalog
 			e.MsgID = id
 		}
 		e.Ingested, _ = r[catalog.ColIngestedAt].(time.Time)
+		if b.SystemSequence != nil {
+			e.Sys = seqValue(r[b.SystemSequence.Name])
+		}
 		for _, c := range values(b) {
 			if r[c] != nil {
 				e.Values[c] = Canon(r[c])
@@ -141,8 +144,20 @@ func Config(b *flow.Bound) model.Config {
 // Expected computes what the flow's view must return for events, one
 // canonical line per row, sorted.
 func Expected(b *flow.Bound, events []model.Event) []string {
-	cfg := Config(b)
 	var lines []string
+	for _, l := range Target(b, events) {
+		lines = append(lines, l)
+	}
+	sort.Strings(lines)
+	return lines
+}
+
+// Target folds events with the model into the flow's target: one canonical
+// line per row (as Actual reads it), by row identity (the key, and for SCD 2
+// __START_AT).
+func Target(b *flow.Bound, events []model.Event) model.Snapshot {
+	cfg := Config(b)
+	out := model.Snapshot{}
 	keyNames := b.Keys.Names()
 	line := func(key []any, vals map[string]any, extra ...string) string {
 		parts := []string{}
@@ -160,17 +175,33 @@ func Expected(b *flow.Bound, events []model.Event) []string {
 		}
 		return strings.Join(append(parts, extra...), " ")
 	}
-	if b.SCDType == 1 {
-		for _, r := range model.SCD1(events, cfg) {
-			lines = append(lines, line(r.Key, r.Values))
+	switch {
+	case b.Bitemporal:
+		version := func(v model.Version) string {
+			return line(v.Key, v.Values, flow.StartAt+"="+seqText(b, v.Start), flow.EndAt+"="+seqText(b, v.End))
 		}
-	} else {
+		for _, bl := range model.Bitemporal(events, cfg, version) {
+			l := version(bl.Version) + " " + flow.SystemStartAt + "=" + sysText(bl.SysStart) + " " + flow.SystemEndAt + "=" + sysText(bl.SysEnd)
+			out[l] = l
+		}
+	case b.SCDType == 1:
+		for _, r := range model.SCD1(events, cfg) {
+			out[model.KeyString(r.Key)] = line(r.Key, r.Values)
+		}
+	default:
 		for _, v := range model.SCD2(events, cfg) {
-			lines = append(lines, line(v.Key, v.Values, flow.StartAt+"="+seqText(b, v.Start), flow.EndAt+"="+seqText(b, v.End)))
+			start := seqText(b, v.Start)
+			out[model.KeyString(v.Key)+" "+start] = line(v.Key, v.Values, flow.StartAt+"="+start, flow.EndAt+"="+seqText(b, v.End))
 		}
 	}
-	sort.Strings(lines)
-	return lines
+	return out
+}
+
+func sysText(v any) string {
+	if v == nil {
+		return "NULL"
+	}
+	return Canon(v)
 }
 
 func seqText(b *flow.Bound, seq []any) string {
@@ -198,7 +229,13 @@ func indexOf(list []string, s string) int {
 
 // Actual reads the flow's view, one canonical line per row, sorted.
 func Actual(ctx context.Context, bq *bigquery.Client, b *flow.Bound, loc catalog.Location) ([]string, error) {
-	rows, err := query(ctx, bq, fmt.Sprintf("SELECT * FROM %s.%s.%s", flow.QuoteIdent(loc.Project), flow.QuoteIdent(loc.Dataset(b.Flow)), flow.QuoteIdent(catalog.ViewName(b.Flow))))
+	return actual(ctx, bq, b, fmt.Sprintf("SELECT * FROM %s.%s.%s", flow.QuoteIdent(loc.Project), flow.QuoteIdent(loc.Dataset(b.Flow)), flow.QuoteIdent(catalog.ViewName(b.Flow))))
+}
+
+// actual runs a query returning target rows (with extra columns after
+// them), one canonical line per row, sorted.
+func actual(ctx context.Context, bq *bigquery.Client, b *flow.Bound, sql string, extra ...string) ([]string, error) {
+	rows, err := query(ctx, bq, sql)
 	if err != nil {
 		return nil, err
 	}
@@ -210,6 +247,12 @@ func Actual(ctx context.Context, bq *bigquery.Client, b *flow.Bound, loc catalog
 		}
 		if b.SCDType == 2 {
 			parts = append(parts, flow.StartAt+"="+Canon(r[flow.StartAt]), flow.EndAt+"="+Canon(r[flow.EndAt]))
+		}
+		if b.Bitemporal {
+			parts = append(parts, flow.SystemStartAt+"="+Canon(r[flow.SystemStartAt]), flow.SystemEndAt+"="+Canon(r[flow.SystemEndAt]))
+		}
+		for _, x := range extra {
+			parts = append(parts, x+"="+Canon(r[x]))
 		}
 		lines = append(lines, strings.Join(parts, " "))
 	}

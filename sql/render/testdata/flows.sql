@@ -44,3 +44,13 @@ APPLY AS DELETE WHEN `select` = 'x' AND `from` < DATE '2020-01-01'
 SEQUENCE BY `by`
 STORED AS SCD TYPE 2
 TRACK HISTORY ON (`select`, `from`, `where`);
+
+-- Bitemporal: business time by sequenceNum, system time by ingestion.
+CREATE FLOW users_bitemporal AS AUTO CDC INTO users_bitemporal
+FROM STREAM(users)
+KEYS (userId)
+APPLY AS DELETE WHEN operation = 'DELETE'
+SEQUENCE BY sequenceNum
+SYSTEM SEQUENCE BY _cdc_ingested_at
+COLUMNS * EXCEPT (operation, _cdc_op, _cdc_source_ts, _cdc_sequence, _cdc_publish_time, _cdc_schema_id, _cdc_transaction)
+STORED AS BITEMPORAL;

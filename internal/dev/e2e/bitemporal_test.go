@@ -1,0 +1,185 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bqcdc/bqcdc/internal/catalog"
+	"github.com/bqcdc/bqcdc/internal/compact"
+	"github.com/bqcdc/bqcdc/internal/dev/testenv"
+	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
+	"github.com/bqcdc/bqcdc/internal/schema"
+	"github.com/bqcdc/bqcdc/sql/render"
+	"github.com/google/go-cmp/cmp"
+)
+
+// temporalCase is one case of testdata/databricks-temporal.json, a copy of
+// ../shared/acceptance/databricks-temporal.json.
+type temporalCase struct {
+	Name   string `json:"name"`
+	Config struct {
+		Keys       []string `json:"keys"`
+		SequenceBy string   `json:"sequence_by"`
+		SystemSeq  string   `json:"system_sequence_by"`
+		Except     []string `json:"except_columns"`
+	} `json:"config"`
+	Input    []map[string]any `json:"input"`
+	Compare  []string         `json:"compare_columns"`
+	Expected []map[string]any `json:"expected"`
+}
+
+func loadTemporalCase(t *testing.T, name string) temporalCase {
+	t.Helper()
+	b, err := os.ReadFile("testdata/databricks-temporal.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Cases []temporalCase `json:"cases"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range doc.Cases {
+		if c.Name == name {
+			return c
+		}
+	}
+	t.Fatalf("no case %s in the acceptance data", name)
+	return temporalCase{}
+}
+
+var customersImage = schema.Columns{
+	{Name: "customer_id", Type: schema.Int64}, {Name: "name", Type: schema.String}, {Name: "email", Type: schema.String},
+	{Name: "city", Type: schema.String}, {Name: "status", Type: schema.String}, {Name: "source_updated_at", Type: schema.Timestamp},
+	{Name: "source_sequence", Type: schema.Int64}, {Name: "transaction_sequence", Type: schema.Int64},
+	{Name: "ingested_at", Type: schema.Timestamp}, {Name: "operation", Type: schema.String}, {Name: "last_synced_at", Type: schema.Timestamp},
+}
+
+// acceptance times carry no zone: they are read as UTC.
+func acceptanceTime(t *testing.T, s string) time.Time {
+	t.Helper()
+	at, err := time.Parse("2006-01-02T15:04:05", s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return at.UTC()
+}
+
+// TestDatabricksBitemporalScenario: the bitemporal scenario measured on
+// Databricks gives the measured target, in every arrival order of its
+// events, before and after compaction; the view equals the reference
+// model; <target>_as_of answers "what did we believe at system time S about
+// business time B".
+func TestDatabricksBitemporalScenario(t *testing.T) {
+	c := loadTemporalCase(t, "measured_bitemporal_three_events")
+	ctx := context.Background()
+	for i, order := range [][]int{{0, 1, 2}, {2, 1, 0}, {1, 2, 0}} {
+		t.Run(fmt.Sprint(order), func(t *testing.T) {
+			e := testenv.New(t, stack, testenv.Project("bitemporal", int64(i)))
+			source := fmt.Sprintf("bt.customers%d", i)
+			cols := e.CreateSource(t, source, customersImage)
+			flowSQL := fmt.Sprintf("CREATE FLOW bitemporal%d AS AUTO CDC INTO customers_bt%d FROM STREAM(`%s`)\nKEYS (%s)\nSEQUENCE BY %s\nSYSTEM SEQUENCE BY %s\nCOLUMNS * EXCEPT (%s)\nSTORED AS BITEMPORAL;\n",
+				i, i, source, strings.Join(c.Config.Keys, ", "), c.Config.SequenceBy, c.Config.SystemSeq,
+				strings.Join(append(append([]string{}, c.Config.Except...), metadataNames()...), ", "))
+			bound := e.ApplyFlows(t, "bt.sql", flowSQL, map[string]schema.Columns{source: cols})
+			b := bound[0]
+			base := time.Now().Add(-time.Hour)
+			var rows []map[string]any
+			for n, j := range order {
+				row := map[string]any{catalog.ColMessageID: fmt.Sprintf("msg-%d", j), catalog.ColIngestedAt: base.Add(time.Duration(n) * time.Second).UnixMicro()}
+				for k, v := range c.Input[j] {
+					switch x := v.(type) {
+					case float64:
+						row[k] = int64(x)
+					case string:
+						if col, _ := cols.Lookup(k); col.Type == schema.Timestamp {
+							row[k] = acceptanceTime(t, x).UnixMicro()
+						} else {
+							row[k] = x
+						}
+					}
+				}
+				rows = append(rows, row)
+			}
+			e.AppendRows(t, source, rows)
+
+			var want []string
+			for _, x := range c.Expected {
+				var parts []string
+				for _, col := range c.Compare {
+					switch v := x[col].(type) {
+					case nil:
+						parts = append(parts, col+"=NULL")
+					case float64:
+						parts = append(parts, col+"="+viewcheck.Canon(int64(v)))
+					case string:
+						if col == "status" {
+							parts = append(parts, col+"="+viewcheck.Canon(v))
+						} else {
+							parts = append(parts, col+"="+viewcheck.Canon(acceptanceTime(t, v)))
+						}
+					}
+				}
+				want = append(want, strings.Join(parts, " "))
+			}
+			sort.Strings(want)
+			read := func(when string) {
+				t.Helper()
+				got, err := e.Query(fmt.Sprintf("SELECT %s FROM %s", strings.Join(c.Compare, ", "), e.Loc.ViewTable(b.Flow)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var lines []string
+				for _, r := range got {
+					var parts []string
+					for _, col := range c.Compare {
+						parts = append(parts, col+"="+viewcheck.Canon(r[col]))
+					}
+					lines = append(lines, strings.Join(parts, " "))
+				}
+				sort.Strings(lines)
+				if d := cmp.Diff(want, lines); d != "" {
+					t.Errorf("%s: view differs from the target measured on Databricks (-want +got):\n%s", when, d)
+				}
+				e.CheckViews(t, bound, when)
+			}
+			read("before compaction")
+			now := time.Now()
+			opts := compact.Options{VisibilityLag: time.Second, Now: func() time.Time { return now }, Backoff: 20 * time.Millisecond}
+			for _, r := range compact.New(e.BQ, e.Loc, opts).Run(ctx, bound) {
+				if r.Error != "" {
+					t.Fatalf("compaction: %s", r.Error)
+				}
+			}
+			read("after compaction")
+
+			// What was believed at 10:02 about 10:03: only PENDING was known.
+			// At 10:04 about 10:03: ACTIVE (known since 10:03).
+			for _, q := range []struct{ business, system, status string }{
+				{"2026-08-30T10:03:00", "2026-08-30T10:02:00", "PENDING"},
+				{"2026-08-30T10:03:00", "2026-08-30T10:04:00", "ACTIVE"},
+				{"2026-08-30T10:05:00", "2026-08-30T10:06:00", "SUSPENDED"},
+				{"2026-08-30T10:05:00", "2026-08-30T10:00:30", ""},
+			} {
+				got, err := viewcheck.AsOf(ctx, e.BQ, b, e.Loc, render.Literal(acceptanceTime(t, q.business)), render.Literal(acceptanceTime(t, q.system)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := 0
+				if q.status != "" {
+					want = 1
+				}
+				if len(got) != want || (want == 1 && !strings.Contains(got[0], `status="`+q.status+`"`)) {
+					t.Errorf("as_of(%s, %s) = %v, want status %q", q.business, q.system, got, q.status)
+				}
+			}
+		})
+	}
+}
