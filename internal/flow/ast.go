@@ -26,7 +26,15 @@ type Flow struct {
 	Name    string // flow name; for APPLY CHANGES INTO without a name, the target table
 	Comment string // CREATE FLOW name COMMENT '...'; "" when absent
 	Target  Target
-	Source  Ident // the Pub/Sub topic carrying the changes
+	Source  Ident // the Pub/Sub topic carrying the changes; empty for a snapshot flow
+
+	// Snapshot is the source of an AUTO CDC FROM SNAPSHOT flow: a BigQuery
+	// table holding full extracts of a source table (nil for change-stream
+	// flows, which read a topic).
+	Snapshot *SnapshotSource
+	// Version is the VERSION BY column of a snapshot flow: the rows of one
+	// version form one snapshot, applied in ascending version order.
+	Version *Ident
 
 	Keys     []Ident
 	Sequence []Ident // one column, or the fields of SEQUENCE BY STRUCT(...)
@@ -47,6 +55,9 @@ type Flow struct {
 	IgnoreNull     *ColumnSpec // IGNORE NULL UPDATES [ON ...]; All with no Except for the plain form
 
 	clauses map[string]Pos // clause name -> first position, for duplicate checks
+	// fromSnapshot: the statement was spelled ... FROM SNAPSHOT INTO, so its
+	// FROM names a table.
+	fromSnapshot bool
 }
 
 // Target is the table (view) a flow maintains.
@@ -63,6 +74,33 @@ func (t Target) String() string {
 	}
 	return t.Dataset + "." + t.Table
 }
+
+// SnapshotSource is the BigQuery table a snapshot flow reads, in the
+// deployment's project.
+type SnapshotSource struct {
+	Dataset string
+	Table   string
+	Pos     Pos
+}
+
+// String renders dataset.table.
+func (s SnapshotSource) String() string { return s.Dataset + "." + s.Table }
+
+// IsSnapshot reports whether f is an AUTO CDC FROM SNAPSHOT flow.
+func (f *Flow) IsSnapshot() bool { return f.Snapshot != nil }
+
+// SourceKey identifies what a flow reads: its topic, or for a snapshot flow
+// "table:dataset.table" (a topic id never holds a ':'). BindAll takes the
+// columns of each source by this key.
+func (f *Flow) SourceKey() string {
+	if f.Snapshot != nil {
+		return SnapshotKeyPrefix + f.Snapshot.String()
+	}
+	return f.Source.Name
+}
+
+// SnapshotKeyPrefix starts the SourceKey of a snapshot flow.
+const SnapshotKeyPrefix = "table:"
 
 // Ident is a name with the position it was written at.
 type Ident struct {

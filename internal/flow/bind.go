@@ -61,10 +61,16 @@ func Bind(f *Flow, changelog schema.Columns) (*Bound, error) {
 			errs = append(errs, err)
 		}
 	}
-	source := f.Source.Name
+	source := b.sourceText()
+	if f.Snapshot != nil && len(changelog) == 0 {
+		add(errorf(f.Snapshot.Pos, "snapshot table %s not found in the deployment's project (bqcdc reads its columns from BigQuery): load it first", f.Snapshot))
+	}
 	for _, c := range changelog {
 		if strings.HasPrefix(c.Name, "__") && !strings.EqualFold(c.Name, StartAt) && !strings.EqualFold(c.Name, EndAt) {
-			add(errorf(f.Source.Pos, "the changelog of %s has column %s: names starting with __ are reserved for bqcdc's internal columns; rename the source column", source, c.Name))
+			add(errorf(b.sourcePos(), "%s has column %s: names starting with __ are reserved for bqcdc's internal columns; rename the source column", source, c.Name))
+		}
+		if f.Snapshot != nil && strings.EqualFold(c.Name, snapshotTieBreaker) {
+			add(errorf(b.sourcePos(), "%s has column %s, the name bqcdc gives the tie-breaker of a snapshot's rows: rename the column", source, c.Name))
 		}
 	}
 
@@ -91,6 +97,18 @@ func Bind(f *Flow, changelog schema.Columns) (*Bound, error) {
 		b.Sequence = append(b.Sequence, c)
 	}
 
+	if f.Version != nil {
+		c, err := lookup(*f.Version, "VERSION BY", changelog, source)
+		add(err)
+		if err == nil {
+			if !VersionType(c) {
+				add(errorf(f.Version.Pos, "version column %s is %s: a snapshot version is INT64, STRING, DATE, DATETIME or TIMESTAMP", c.Name, c.SQLType()))
+			}
+			// The version orders the snapshots as a sequence orders events.
+			b.Sequence = schema.Columns{c}
+		}
+	}
+
 	if f.SystemSequence != nil {
 		c, err := lookup(*f.SystemSequence, "SYSTEM SEQUENCE BY", changelog, source)
 		add(err)
@@ -110,8 +128,9 @@ func Bind(f *Flow, changelog schema.Columns) (*Bound, error) {
 			}
 		}
 	}
-	// The change feed <target>_changes adds these two columns to the target's.
-	for _, name := range []string{ChangeType, CommitPosition} {
+	// The change feed <target>_changes adds these two columns to the
+	// target's (snapshot flows have no change feed).
+	for _, name := range changeFeedColumns(f) {
 		if _, clash := b.Output.Lookup(name); clash {
 			add(errorf(f.Pos, "the changelog column %s clashes with the change feed's column of the same name: exclude it with COLUMNS * EXCEPT (%s)", name, name))
 		}
@@ -155,14 +174,14 @@ func Bind(f *Flow, changelog schema.Columns) (*Bound, error) {
 }
 
 // BindAll binds each flow to the changelog columns of its source
-// (changelogs, by source topic). It returns the flows that bind and one
+// (changelogs, by Flow.SourceKey: the topic, or a snapshot flow's table). It returns the flows that bind and one
 // error per flow that does not (an ErrorList of that flow's problems): one
 // refused flow never stops the others.
 func BindAll(flows []*Flow, changelogs map[string]schema.Columns) ([]*Bound, []error) {
 	var bound []*Bound
 	var errs []error
 	for _, f := range flows {
-		b, err := Bind(f, changelogs[f.Source.Name])
+		b, err := Bind(f, changelogs[f.SourceKey()])
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -182,11 +201,19 @@ func lookup(id Ident, clause string, cols schema.Columns, source string) (schema
 
 func (b *Bound) output(errs ErrorList) (schema.Columns, ErrorList) {
 	spec := b.Columns
-	source := b.Source.Name
+	source := b.sourceText()
 	out := make(schema.Columns, 0, len(b.Changelog))
 	switch {
 	case spec == nil || spec.All:
 		excluded := map[string]bool{}
+		if b.Version != nil {
+			// A snapshot's version is not a target column: SCD 2 shows it
+			// as __START_AT and __END_AT.
+			excluded[b.Version.Name] = true
+			if c, ok := b.Changelog.Lookup(b.Version.Name); ok {
+				excluded[c.Name] = true
+			}
+		}
 		if spec != nil {
 			for _, e := range spec.Except {
 				c, err := lookup(e, "COLUMNS * EXCEPT", b.Changelog, source)
@@ -207,6 +234,10 @@ func (b *Bound) output(errs ErrorList) (schema.Columns, ErrorList) {
 			c, err := lookup(id, "COLUMNS", b.Changelog, source)
 			if err != nil {
 				errs = append(errs, err)
+				continue
+			}
+			if b.Version != nil && strings.EqualFold(c.Name, b.Version.Name) {
+				errs = append(errs, errorf(id.Pos, "COLUMNS names the version column %s: a snapshot's version is not a target column (SCD 2 shows it as __START_AT and __END_AT); drop it here", c.Name))
 				continue
 			}
 			out = append(out, c)
@@ -268,7 +299,7 @@ func (b *Bound) subset(spec *ColumnSpec, clause string, nullable bool) ([]string
 	if spec.All {
 		except := map[string]bool{}
 		for _, id := range spec.Except {
-			c, err := lookup(id, clause+" * EXCEPT", b.Changelog, b.Source.Name)
+			c, err := lookup(id, clause+" * EXCEPT", b.Changelog, b.sourceText())
 			if err != nil {
 				return nil, err
 			}
@@ -283,7 +314,7 @@ func (b *Bound) subset(spec *ColumnSpec, clause string, nullable bool) ([]string
 			if _, inChangelog := b.Changelog.Lookup(id.Name); inChangelog {
 				return nil, errorf(id.Pos, "%s names %s, which the target does not show: add it to COLUMNS or drop it here", clause, id.Name)
 			}
-			_, err := lookup(id, clause, b.Changelog, b.Source.Name)
+			_, err := lookup(id, clause, b.Changelog, b.sourceText())
 			return nil, err
 		}
 		if b.isKey(c.Name) {
@@ -308,6 +339,44 @@ func contains(list []string, s string) bool {
 		if x == s {
 			return true
 		}
+	}
+	return false
+}
+
+// snapshotTieBreaker is the column a snapshot flow's events carry to order
+// two rows of one key in one snapshot (render names it the same).
+const snapshotTieBreaker = "_cdc_message_id"
+
+// sourceText names what the flow reads, for messages.
+func (b *Bound) sourceText() string {
+	if b.Snapshot != nil {
+		return "the snapshot table " + b.Snapshot.String()
+	}
+	return "the changelog of " + b.Source.Name
+}
+
+func (b *Bound) sourcePos() Pos {
+	if b.Snapshot != nil {
+		return b.Snapshot.Pos
+	}
+	return b.Source.Pos
+}
+
+func changeFeedColumns(f *Flow) []string {
+	if f.Snapshot != nil {
+		return nil
+	}
+	return []string{ChangeType, CommitPosition}
+}
+
+// VersionType reports whether c can be a snapshot flow's VERSION BY column.
+func VersionType(c schema.Column) bool {
+	if c.Repeated {
+		return false
+	}
+	switch c.Type {
+	case schema.Int64, schema.String, schema.Date, schema.Datetime, schema.Timestamp:
+		return true
 	}
 	return false
 }

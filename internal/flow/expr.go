@@ -174,7 +174,7 @@ func notAnExpression(t token, clause string) *Error {
 }
 
 func unknownColumn(t token, clause string, cols schema.Columns, source string) *Error {
-	msg := "unknown column " + t.Text + " in " + clause + ": the changelog of " + source + " has " + strings.Join(cols.Names(), ", ")
+	msg := "unknown column " + t.Text + " in " + clause + ": " + source + " has " + strings.Join(cols.Names(), ", ")
 	if s := suggest(t.Text, cols.Names()); s != "" {
 		msg += " (did you mean " + s + "?)"
 	}

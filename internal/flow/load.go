@@ -116,11 +116,15 @@ func Load(dir string, builtin fs.FS) ([]*Flow, []error) {
 	return flows, append(errs, parseErrs...)
 }
 
-// Sources lists the distinct source topics of flows, in first-use order.
+// Sources lists the distinct source topics of flows, in first-use order
+// (snapshot flows read no topic: see SnapshotTables).
 func Sources(flows []*Flow) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, f := range flows {
+		if f.IsSnapshot() {
+			continue
+		}
 		if !seen[f.Source.Name] {
 			seen[f.Source.Name] = true
 			out = append(out, f.Source.Name)
@@ -129,11 +133,25 @@ func Sources(flows []*Flow) []string {
 	return out
 }
 
-// ForSource returns the flows that read source.
+// SnapshotTables lists the distinct tables snapshot flows read, in
+// first-use order.
+func SnapshotTables(flows []*Flow) []SnapshotSource {
+	seen := map[string]bool{}
+	var out []SnapshotSource
+	for _, f := range flows {
+		if f.IsSnapshot() && !seen[f.SourceKey()] {
+			seen[f.SourceKey()] = true
+			out = append(out, *f.Snapshot)
+		}
+	}
+	return out
+}
+
+// ForSource returns the flows that read topic source.
 func ForSource(flows []*Flow, source string) []*Flow {
 	var out []*Flow
 	for _, f := range flows {
-		if f.Source.Name == source {
+		if !f.IsSnapshot() && f.Source.Name == source {
 			out = append(out, f)
 		}
 	}

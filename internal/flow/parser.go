@@ -144,15 +144,13 @@ func (p *parser) statement(f *Flow) (bool, *Error) {
 			return false, errorf(t.Pos, "expected FLOW or STREAMING TABLE after CREATE, found %s: bqcdc runs AUTO CDC flows only (materialized views, views and tables defined by a query are not flows)", t.describe())
 		}
 	case start.is("APPLY"):
-		if err := p.keywords("APPLY", "CHANGES", "INTO"); err != nil {
+		if err := p.spelling(f, "APPLY", "CHANGES"); err != nil {
 			return false, err
 		}
-		f.Spelling = "APPLY CHANGES"
 	case start.is("AUTO"):
-		if err := p.keywords("AUTO", "CDC", "INTO"); err != nil {
+		if err := p.spelling(f, "AUTO", "CDC"); err != nil {
 			return false, err
 		}
-		f.Spelling = "AUTO CDC"
 	default:
 		return false, errorf(start.Pos, "expected CREATE FLOW ... AS AUTO CDC INTO, APPLY CHANGES INTO or CREATE STREAMING TABLE, found %s", start.describe())
 	}
@@ -186,15 +184,13 @@ func (p *parser) createFlow(f *Flow) *Error {
 	}
 	switch t := p.peek(); {
 	case t.is("AUTO"):
-		if err := p.keywords("AUTO", "CDC", "INTO"); err != nil {
+		if err := p.spelling(f, "AUTO", "CDC"); err != nil {
 			return err
 		}
-		f.Spelling = "AUTO CDC"
 	case t.is("APPLY"):
-		if err := p.keywords("APPLY", "CHANGES", "INTO"); err != nil {
+		if err := p.spelling(f, "APPLY", "CHANGES"); err != nil {
 			return err
 		}
-		f.Spelling = "APPLY CHANGES"
 	case t.is("INSERT"):
 		return errorf(t.Pos, "append flows (CREATE FLOW ... AS INSERT INTO) are not supported: bqcdc maintains views from AUTO CDC flows only")
 	default:
@@ -204,6 +200,22 @@ func (p *parser) createFlow(f *Flow) *Error {
 		return err
 	}
 	return p.body(f)
+}
+
+// spelling reads AUTO CDC [FROM SNAPSHOT] INTO or APPLY CHANGES [FROM
+// SNAPSHOT] INTO (first and second are the two keywords). FROM SNAPSHOT makes
+// a snapshot flow, whose FROM names a BigQuery table.
+func (p *parser) spelling(f *Flow, first, second string) *Error {
+	if err := p.keywords(first, second); err != nil {
+		return err
+	}
+	f.Spelling = first + " " + second
+	if p.peek().is("FROM") && p.peekN(1).is("SNAPSHOT") {
+		p.next()
+		p.next()
+		f.fromSnapshot = true
+	}
+	return p.keywords("INTO")
 }
 
 // intoTarget reads the target after INTO; a flow without a name is named
@@ -272,8 +284,18 @@ func (p *parser) body(f *Flow) *Error {
 	if err := p.keywords("FROM"); err != nil {
 		return err
 	}
+	// FROM SNAPSHOT table (Databricks SQL's CREATE STREAMING TABLE ... FLOW
+	// AUTO CDC FROM SNAPSHOT), unless SNAPSHOT is a topic's name.
+	if !f.fromSnapshot && p.peek().is("SNAPSHOT") && (p.peekN(1).Kind == tokIdent || p.peekN(1).Kind == tokQuoted) && !p.clauseStartAt(1) {
+		p.next()
+		f.fromSnapshot = true
+	}
 	var err *Error
-	if f.Source, err = p.from(); err != nil {
+	if f.fromSnapshot {
+		if f.Snapshot, err = p.snapshotTable(); err != nil {
+			return err
+		}
+	} else if f.Source, err = p.from(); err != nil {
 		return err
 	}
 	for !p.isPunct(";") && p.peek().Kind != tokEOF {
@@ -346,6 +368,57 @@ func (p *parser) target() (Target, *Error) {
 	return Target{}, errorf(pos, "target %q: write table or dataset.table (the project comes from the deployment)", strings.Join(parts, "."))
 }
 
+// BigQuery dataset ids are letters, digits and underscores; table ids may
+// also hold dashes, spaces and Unicode letters, marks and numbers.
+var (
+	datasetName = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
+	tableName   = regexp.MustCompile(`^[\p{L}\p{M}\p{N}\p{Pc}\p{Pd} ]+$`)
+)
+
+// snapshotTable reads the table a snapshot flow reads: dataset.table, plain
+// or `quoted` (`dataset.table` or `dataset`.`table`), in the deployment's
+// project. Every name is checked here and quoted wherever SQL names it.
+func (p *parser) snapshotTable() (*SnapshotSource, *Error) {
+	pos := p.peek().Pos
+	var parts []string
+	for {
+		t := p.peek()
+		var name string
+		switch t.Kind {
+		case tokIdent:
+			name = t.Text
+		case tokQuoted:
+			name = t.Text
+		default:
+			return nil, errorf(t.Pos, "expected the snapshot table (dataset.table), found %s", t.describe())
+		}
+		p.next()
+		if t.Kind == tokQuoted {
+			parts = append(parts, strings.Split(name, ".")...)
+		} else {
+			parts = append(parts, name)
+		}
+		if !p.isPunct(".") {
+			break
+		}
+		p.next()
+	}
+	whole := strings.Join(parts, ".")
+	switch {
+	case len(parts) == 1:
+		return nil, errorf(pos, "snapshot table %q: write dataset.table (the table's dataset must be named)", whole)
+	case len(parts) > 2:
+		return nil, errorf(pos, "snapshot table %q: write dataset.table (the project comes from the deployment)", whole)
+	case len(parts[0]) > 1024 || len(parts[1]) > 1024:
+		return nil, errorf(pos, "snapshot table %q: BigQuery names are at most 1,024 characters", whole)
+	case !datasetName.MatchString(parts[0]):
+		return nil, errorf(pos, "snapshot table %q: a dataset name is letters, digits and underscores", whole)
+	case !tableName.MatchString(parts[1]):
+		return nil, errorf(pos, "snapshot table %q: a table name is letters, marks, numbers, underscores, dashes and spaces", whole)
+	}
+	return &SnapshotSource{Dataset: parts[0], Table: parts[1], Pos: pos}, nil
+}
+
 // Pub/Sub topic ids: 3-255 characters, starting with a letter, of letters,
 // digits and - _ . ~ + %, and not starting with "goog".
 var topicName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9\-_.~+%]{2,254}$`)
@@ -403,6 +476,8 @@ func (p *parser) clause(f *Flow) *Error {
 		return errorf(t.Pos, "COLUMNS TO UPDATE is not supported: bqcdc applies every column of each change event")
 	case t.is("SYSTEM") && p.peekN(1).is("SEQUENCE"):
 		return p.systemSequenceClause(f, t)
+	case t.is("VERSION"):
+		return p.versionClause(f, t)
 	case t.is("COLUMNS"):
 		return p.columnsClause(f, t)
 	case t.is("WHERE"):
@@ -416,7 +491,7 @@ func (p *parser) clause(f *Flow) *Error {
 	case t.is("IGNORE"):
 		return p.ignoreNullClause(f, t)
 	}
-	return errorf(t.Pos, "expected a clause (KEYS, SEQUENCE BY, SYSTEM SEQUENCE BY, COLUMNS, WHERE, APPLY AS DELETE WHEN, APPLY AS TRUNCATE WHEN, STORED AS, TRACK HISTORY ON, IGNORE NULL UPDATES) or ';', found %s", t.describe())
+	return errorf(t.Pos, "expected a clause (KEYS, SEQUENCE BY, SYSTEM SEQUENCE BY, VERSION BY, COLUMNS, WHERE, APPLY AS DELETE WHEN, APPLY AS TRUNCATE WHEN, STORED AS, TRACK HISTORY ON, IGNORE NULL UPDATES) or ';', found %s", t.describe())
 }
 
 // keysClause reads KEYS (k, ...).
@@ -475,6 +550,26 @@ func (p *parser) systemSequenceClause(f *Flow, t token) *Error {
 		return err
 	}
 	f.SystemSequence = &n
+	return nil
+}
+
+// versionClause reads VERSION BY col: what orders a snapshot flow's
+// snapshots.
+func (p *parser) versionClause(f *Flow, t token) *Error {
+	if err := p.keywords("VERSION", "BY"); err != nil {
+		return err
+	}
+	if err := p.once(f, "VERSION BY", t.Pos); err != nil {
+		return err
+	}
+	if p.peek().is("STRUCT") && p.peekN(1).Kind == tokPunct && p.peekN(1).Text == "(" {
+		return errorf(p.peek().Pos, "VERSION BY takes one column: a snapshot's version is one sortable value")
+	}
+	n, err := p.name("a version column")
+	if err != nil {
+		return err
+	}
+	f.Version = &n
 	return nil
 }
 
@@ -686,6 +781,8 @@ func (p *parser) clauseStartAt(n int) bool {
 		return true
 	case t.is("SYSTEM") && p.peekN(n+1).is("SEQUENCE"):
 		return true
+	case t.is("VERSION") && p.peekN(n+1).is("BY"):
+		return true
 	}
 	return false
 }
@@ -723,6 +820,12 @@ func (p *parser) expr(clause string) (*Expr, *Error) {
 func checkStructure(f *Flow) *Error {
 	if f.Keys == nil {
 		return errorf(f.Pos, "no KEYS: add KEYS (column, ...) naming the primary key")
+	}
+	if f.Snapshot != nil {
+		return checkSnapshot(f)
+	}
+	if f.Version != nil {
+		return errorf(f.clauses["VERSION BY"], "VERSION BY orders the snapshots of an AUTO CDC FROM SNAPSHOT flow: a change stream is ordered by SEQUENCE BY")
 	}
 	if f.Sequence == nil {
 		return errorf(f.Pos, "no SEQUENCE BY: add SEQUENCE BY _cdc_sequence (the source log position) or your own ordering column")
@@ -772,6 +875,10 @@ func (f *Flow) String() string {
 		sequence = "STRUCT(" + sequence + ")"
 	}
 	stored := fmt.Sprintf("STORED AS SCD TYPE %d", f.SCDType)
+	if f.Snapshot != nil {
+		return fmt.Sprintf("flow %s: %s FROM SNAPSHOT INTO %s FROM %s KEYS (%s) VERSION BY %s %s",
+			f.Name, f.Spelling, f.Target, f.Snapshot, strings.Join(keys, ", "), f.Version.Name, stored)
+	}
 	if f.Bitemporal {
 		stored = "SYSTEM SEQUENCE BY " + f.SystemSequence.Name + " STORED AS BITEMPORAL"
 	}

@@ -14,6 +14,9 @@ package flow
 //	[py]   create_auto_cdc_flow (Python reference): docs.databricks.com/aws/en/dlt-ref/dlt-python-ref-apply-changes
 //	[spark] Apache Spark Declarative Pipelines' AutoCDC, the open implementation
 //	       (apache/spark sql/pipelines; SPARK-58247, SPARK-58313)
+//	[snap] AUTO CDC FROM SNAPSHOT (Python reference, create_auto_cdc_from_snapshot_flow):
+//	       docs.databricks.com/aws/en/ldp/developer/ldp-python-ref-apply-changes-from-snapshot,
+//	       and the examples of docs.databricks.com/aws/en/ldp/cdc
 //	[suite] a published AUTO CDC test suite run on Databricks: except_column_list
 //	       ["operation", "last_synced_at"] with track_history_except_column_list
 //	       ["last_synced_at"] on SCD type 2 targets
@@ -85,6 +88,60 @@ package flow
 //     CDC flows into one streaming table; bqcdc keeps one flow per target and
 //     refuses the second.
 //
+// Snapshot flows (checkSnapshot, Bind):
+//   - AUTO CDC FROM SNAPSHOT [snap] (Databricks: the Python
+//     create_auto_cdc_from_snapshot_flow / apply_changes_from_snapshot, whose
+//     parameters are target, source, keys, stored_as_scd_type and
+//     track_history_column_list / track_history_except_column_list; the
+//     SQL spelling is bqcdc's, beside AUTO CDC INTO): CREATE FLOW name AS
+//     AUTO CDC FROM SNAPSHOT INTO target FROM dataset.table, APPLY CHANGES
+//     FROM SNAPSHOT INTO target FROM ..., and CREATE STREAMING TABLE target
+//     FLOW AUTO CDC FROM SNAPSHOT dataset.table. The source is a BigQuery
+//     table in the deployment's project, named dataset.table (a one- or
+//     three-part name is refused).
+//   - VERSION BY column is required: the table holds snapshots appended
+//     with a version, which orders them ([snap] versions a source function
+//     returns). The no-VERSION-BY form (a table overwritten by each load,
+//     versioned by ingestion time in [snap]) is not built yet and refused.
+//     The column is INT64, STRING, DATE, DATETIME or TIMESTAMP, and is not a
+//     target column (SCD 2 shows versions as __START_AT/__END_AT).
+//   - KEYS, COLUMNS, STORED AS SCD TYPE 1 | 2 and TRACK HISTORY ON as for
+//     change streams [snap]. WHERE (bqcdc's): only matching rows belong to
+//     a snapshot, so a row that stops matching is deleted.
+//   - Refused, with the reason: SEQUENCE BY (a snapshot flow is ordered by
+//     VERSION BY), APPLY AS DELETE WHEN and APPLY AS TRUNCATE WHEN (a delete
+//     is a key missing from the next snapshot), IGNORE NULL UPDATES (a
+//     snapshot holds whole rows, so a NULL is a value), STORED AS BITEMPORAL
+//     and SYSTEM SEQUENCE BY (a snapshot has one time, its version), and
+//     VERSION BY on a change-stream flow.
+//
 // Not verified against Databricks, kept as bqcdc's own rules: a column listed
 // twice in one list is refused, and an EXCEPT name that is not a changelog
 // column is refused (most likely a typo).
+
+// checkSnapshot enforces the rules of AUTO CDC FROM SNAPSHOT (above).
+func checkSnapshot(f *Flow) *Error {
+	refuse := func(clause, why string) *Error {
+		return errorf(f.clauses[clause], "%s is not supported with AUTO CDC FROM SNAPSHOT: %s", clause, why)
+	}
+	switch {
+	case f.Version == nil:
+		return errorf(f.Snapshot.Pos, "AUTO CDC FROM SNAPSHOT needs VERSION BY column: bqcdc reads snapshots appended to %s with a version column "+
+			"(a table overwritten by each load, versioned by ingestion time, is not supported yet): load each extract with its version and add VERSION BY", f.Snapshot)
+	case f.Sequence != nil:
+		return refuse("SEQUENCE BY", "snapshots are ordered by their VERSION BY column")
+	case f.DeleteWhen != nil:
+		return refuse("APPLY AS DELETE WHEN", "a key missing from a snapshot is deleted at that snapshot's version")
+	case f.TruncateWhen != nil:
+		return refuse("APPLY AS TRUNCATE WHEN", "an empty snapshot deletes every key")
+	case f.IgnoreNull != nil:
+		return refuse("IGNORE NULL UPDATES", "a snapshot holds whole rows, so a NULL is a value")
+	case f.SystemSequence != nil:
+		return refuse("SYSTEM SEQUENCE BY", "a snapshot has one time, its version")
+	case f.Bitemporal:
+		return errorf(f.clauses["STORED AS"], "STORED AS BITEMPORAL is not supported with AUTO CDC FROM SNAPSHOT: a snapshot has one time, its version; use STORED AS SCD TYPE 2")
+	case f.SCDType == 1 && f.TrackHistory != nil:
+		return errorf(f.clauses["TRACK HISTORY"], "TRACK HISTORY ON needs STORED AS SCD TYPE 2: SCD type 1 keeps no history to track (Databricks refuses it too)")
+	}
+	return nil
+}
