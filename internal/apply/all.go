@@ -11,6 +11,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/progress"
 	"github.com/bqcdc/bqcdc/internal/schema"
+	"github.com/bqcdc/bqcdc/sql/render"
 )
 
 // Target names where bqcdc's objects live.
@@ -118,7 +119,7 @@ func apply(ctx context.Context, bq *bigquery.Client, t Target, bound []*flow.Bou
 	// and a view, two lines).
 	const shared, sharedObjects = 2, 3
 	total := len(datasets) + len(srcs) + sharedObjects + 2*len(bound)
-	if len(bound) > 0 {
+	if len(render.StatusFlows(boundFlows(bound))) > 0 {
 		total++ // the status view
 	}
 	if opts.Progress != nil {
@@ -155,7 +156,7 @@ func apply(ctx context.Context, bq *bigquery.Client, t Target, bound []*flow.Bou
 	if err := runSteps(steps, opts.Concurrency, opts.Progress, rep); err != nil {
 		return err
 	}
-	if len(bound) == 0 {
+	if len(render.StatusFlows(boundFlows(bound))) == 0 {
 		return nil
 	}
 	// The status view reads every flow's objects: it comes last.

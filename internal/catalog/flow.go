@@ -115,8 +115,12 @@ const (
 
 // StateColumns is the schema of a flow's state table: the event columns of
 // the flow (keys, sequence, output, message id, ingestion time) plus the op
-// and the generation.
+// and the generation. A snapshot flow's state has its own layout
+// (SnapshotStateColumns).
 func StateColumns(b *flow.Bound) schema.Columns {
+	if b.IsSnapshot() {
+		return SnapshotStateColumns(b)
+	}
 	cols := append(schema.Columns{}, EventColumns(b)...)
 	for i := range cols {
 		cols[i].Required = false
@@ -126,5 +130,57 @@ func StateColumns(b *flow.Bound) schema.Columns {
 		schema.Column{Name: ColStateOp, Type: schema.String, Required: true, Description: "U upsert, D delete (tombstone), T truncate, W watermark marker."},
 		schema.Column{Name: ColStateGen, Type: schema.Timestamp, Required: true, Description: "Generation: start of the compaction run that wrote the row; per key only the newest generation counts."},
 		schema.Column{Name: ColStateWatermark, Type: schema.Timestamp, Description: "On W rows: every changelog row ingested at or before it is folded; _cdc_ingested_at holds the newest ingestion time read."},
+	)
+}
+
+// SnapshotTable is the quoted table a snapshot flow reads, for SQL: its
+// dataset.table in the deployment's project.
+func (l Location) SnapshotTable(f *flow.Flow) string {
+	return l.table(f.Snapshot.Dataset, f.Snapshot.Table)
+}
+
+// Columns of a snapshot flow's state table beyond the target's columns and
+// __key, __op, __gen (ColState*). A version is kept as its version key
+// (VersionKeyType): the version as an INT64 (TIMESTAMP and DATETIME as
+// microseconds, DATE as days since 1970-01-01) or a STRING, so state rows
+// join and order on exact integers.
+const (
+	ColStateVersion    = "__ver"     // U: the version the row starts at (SCD 2) or was applied at (SCD 1); C: the closed version's start; W: the applied version
+	ColStateVersionEnd = "__ver_end" // C: the version the closed version ends at (exclusive)
+	ColStateRows       = "__rows"    // W: rows of the snapshot table processed so far (applied or filtered out; every row with a version at or before the applied one when it was read)
+)
+
+// Ops of a snapshot flow's state rows.
+const (
+	SnapshotOpCurrent = "U" // SCD 1: a row of the applied snapshot; SCD 2: an open version
+	SnapshotOpClosed  = "C" // SCD 2: a closed version (final: older snapshots are skipped, so it never changes)
+	SnapshotOpMarker  = "W" // the applied version and the rows processed, one per generation
+)
+
+// VersionKeyType is the BigQuery type a snapshot flow keeps its versions
+// as: STRING for STRING versions, else INT64.
+func VersionKeyType(version schema.Column) string {
+	if version.Type == schema.String {
+		return schema.String
+	}
+	return schema.Int64
+}
+
+// SnapshotStateColumns is the schema of a snapshot flow's state table: the
+// target's columns, the version interval as version keys, and the key,
+// op, generation and (on markers) the rows processed.
+func SnapshotStateColumns(b *flow.Bound) schema.Columns {
+	cols := append(schema.Columns{}, b.Output...)
+	for i := range cols {
+		cols[i].Required = false
+	}
+	vt := VersionKeyType(b.Sequence[0])
+	return append(cols,
+		schema.Column{Name: ColStateVersion, Type: vt, Description: "U: the version (as a version key) an open version starts at (SCD 2) or the current row was applied at (SCD 1); C: the closed version's start; W: the applied version."},
+		schema.Column{Name: ColStateVersionEnd, Type: vt, Description: "C: the version (as a version key) the closed version ends at (exclusive)."},
+		schema.Column{Name: ColStateKey, Type: schema.String, Description: "The key as JSON text (NULL on marker rows)."},
+		schema.Column{Name: ColStateOp, Type: schema.String, Required: true, Description: "U current row (SCD 1) or open version (SCD 2), C closed version (SCD 2), W marker."},
+		schema.Column{Name: ColStateGen, Type: schema.Timestamp, Required: true, Description: "Generation: start of the compaction run that wrote the row; U rows count only in the newest marker's generation."},
+		schema.Column{Name: ColStateRows, Type: schema.Int64, Description: "On W rows: rows of the snapshot table processed up to the applied version; rows beyond them at or before it are skipped snapshots."},
 	)
 }

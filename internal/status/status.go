@@ -107,7 +107,7 @@ func Gather(ctx context.Context, bq *bigquery.Client, loc catalog.Location, flow
 		missing[s.Source] = s.Error != ""
 	}
 	var readable []*flow.Flow
-	for _, f := range flows {
+	for _, f := range render.StatusFlows(flows) {
 		if !missing[f.Source.Name] {
 			readable = append(readable, f)
 		}

@@ -49,6 +49,9 @@ var Epoch = time.Unix(0, 0).UTC()
 // committed to the state table (Epoch if none); it becomes the constant
 // partition filter, so it must never exceed the current watermark.
 func View(b *flow.Bound, loc catalog.Location, hint time.Time) (string, error) {
+	if b.IsSnapshot() {
+		return SnapshotView(b, loc, "")
+	}
 	d := newData(b, loc, hint)
 	name := "scd1.sql.tmpl"
 	switch {
@@ -123,6 +126,16 @@ type data struct {
 	BusinessType, SystemType         string // the as-of function's argument types
 	DDL                              bool   // render CREATE TABLE FUNCTION, else the body as a query
 	Args                             args   // the function's arguments as the body reads them
+
+	// Snapshot flows (snapshot.go).
+	FoldCTE                  string   // wrap the fold's final SELECT in a CTE of this name
+	SnapTable                string   // the quoted snapshot table
+	VersionCol, VersionKey   string   // the quoted version column, and it as a version key
+	VersionKeyType           string   // INT64 or STRING
+	Bound                    string   // a constant lower bound of the version column, "" for none
+	KeysGone                 []string // the keys as the gone CTE selects them
+	GoneOutput, NullOutput   []string // the output columns of a delete event, of a marker
+	ClosedStart, ClosedEnd   string   // a closed version's interval as the view shows it
 
 	Compaction   bool     // render the compaction form of the shared CTEs
 	P            params   // the run's timestamps, as SQL literals

@@ -30,6 +30,13 @@ func testSources() map[string]schema.Columns {
 			schema.Column{Name: "order", Type: schema.Int64}, schema.Column{Name: "group", Type: schema.String},
 			schema.Column{Name: "select", Type: schema.String}, schema.Column{Name: "from", Type: schema.Date},
 			schema.Column{Name: "where", Type: schema.JSON}, schema.Column{Name: "by", Type: schema.Timestamp}),
+		// Snapshot tables: a user's table of full extracts, no bqcdc columns.
+		"table:staging.customer_extracts": {
+			{Name: "id", Type: schema.Int64}, {Name: "name", Type: schema.String}, {Name: "city", Type: schema.String},
+			{Name: "tags", Type: schema.String, Repeated: true}, {Name: "extracted_at", Type: schema.Timestamp}},
+		"table:staging.odd extracts": {
+			{Name: "order", Type: schema.Int64}, {Name: "group", Type: schema.String}, {Name: "select", Type: schema.String},
+			{Name: "from", Type: schema.Date}, {Name: "by", Type: schema.Date}},
 	}
 }
 
@@ -41,7 +48,7 @@ func boundTestFlows(t *testing.T) []*flow.Bound {
 	}
 	var out []*flow.Bound
 	for _, f := range flows {
-		b, err := flow.Bind(f, testSources()[f.Source.Name])
+		b, err := flow.Bind(f, testSources()[f.SourceKey()])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,6 +63,9 @@ var loc = catalog.Location{Project: "my-project", DefaultDataset: "cdc"}
 // compaction statements in order.
 func renderAll(t *testing.T, b *flow.Bound) string {
 	t.Helper()
+	if b.IsSnapshot() {
+		return renderSnapshot(t, b)
+	}
 	view, err := View(b, loc, time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +150,9 @@ func TestViewQuotesEveryIdentifier(t *testing.T) {
 		LOGICAL_OR CAST STRING FALSE marked touched TIMESTAMP INT64 BOOL DATE JSON ARRAY NUMERIC STRUCT
 		newest_gen folded_max events without_sequence unfolded newest keys truncates state_generations arrivals EXCEPT UNIX_MICROS TIMESTAMP_MICROS
 		CREATE REPLACE TABLE FUNCTION ts from_position to_position args history deduped touched positions snapshots steps
-		target_rows sides compared folded keyed ordinals known islands beliefs business_time system_time v a b o LEFT ON JOIN LEAST p k t s r c`) {
+		target_rows sides compared folded keyed ordinals known islands beliefs business_time system_time v a b o LEFT ON JOIN LEAST p k t s r c
+		applied current_rows loaded loads present gone closed processed next_version n l LAG UNIX_DATE DATE_FROM_UNIX_DATE DATETIME
+		applied_version total_rows newest_version processed_rows newer`) {
 		allowed[strings.ToUpper(w)] = true
 	}
 	strip := regexp.MustCompile("(?s)--[^\n]*|'(?:[^'\\\\]|\\\\.)*'|`[^`]*`|@[A-Za-z_]+")
@@ -152,5 +164,60 @@ func TestViewQuotesEveryIdentifier(t *testing.T) {
 				t.Errorf("%s: bare identifier %q in the SQL", b.Name, w)
 			}
 		}
+	}
+}
+
+// renderSnapshot renders everything bqcdc runs for a snapshot flow: the
+// view, then the compaction statements in order (a run after a version
+// was applied: its bound is that version).
+func renderSnapshot(t *testing.T, b *flow.Bound) string {
+	t.Helper()
+	key := "1764489600000000" // 2025-11-30 08:00:00 UTC as microseconds
+	if b.Sequence[0].Type == schema.Date {
+		key = "20422" // 2025-11-30
+	}
+	bound, err := VersionBound(b, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	view, err := SnapshotView(b, loc, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewSnapshotCompaction(b, loc)
+	gen := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	parts := []string{view}
+	for _, step := range []func() (string, error){
+		c.Marker, func() (string, error) { return c.Stats(bound) }, func() (string, error) { return c.Fold(bound, gen) },
+		func() (string, error) { return c.GC(gen) }, func() (string, error) { return SnapshotView(b, loc, bound) },
+	} {
+		sql, err := step()
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, sql)
+	}
+	return strings.Join(parts, ";\n\n") + ";\n"
+}
+
+func TestVersionBound(t *testing.T) {
+	for _, tt := range []struct {
+		typ, key, want string
+	}{
+		{schema.Int64, "-42", "-42"},
+		{schema.String, "run 'x'", `'run \'x\''`},
+		{schema.Date, "20422", "DATE '2025-11-30'"},
+		{schema.Timestamp, "1764489600000001", "TIMESTAMP '2025-11-30 08:00:00.000001+00:00'"},
+		{schema.Datetime, "1764489600500000", "DATETIME '2025-11-30 08:00:00.5'"},
+	} {
+		b := &flow.Bound{Flow: &flow.Flow{Name: "f"}, Sequence: schema.Columns{{Name: "v", Type: tt.typ}}}
+		got, err := VersionBound(b, tt.key)
+		if err != nil || got != tt.want {
+			t.Errorf("VersionBound(%s, %q) = %s, %v; want %s", tt.typ, tt.key, got, err, tt.want)
+		}
+	}
+	b := &flow.Bound{Flow: &flow.Flow{Name: "f"}, Sequence: schema.Columns{{Name: "v", Type: schema.Int64}}}
+	if _, err := VersionBound(b, "1; DROP TABLE x"); err == nil {
+		t.Error("a version key that is not an integer was rendered")
 	}
 }

@@ -22,10 +22,13 @@ type statusFlow struct {
 // per flow with its freshness, tail, last compaction and dead letters. It
 // names only the flows' changelogs and bqcdc's report and dead-letter
 // tables, each read within a constant time bound, so BigQuery prunes every
-// older partition.
+// older partition. Snapshot flows have no changelog and are left out (their
+// compaction runs are in catalog.CompactionStateView); StatusFlows says
+// which flows it shows.
 func Status(flows []*flow.Flow, loc catalog.Location) (string, error) {
+	flows = StatusFlows(flows)
 	if len(flows) == 0 {
-		return "", fmt.Errorf("rendering the status view: no flow")
+		return "", fmt.Errorf("rendering the status view: no change-stream flow")
 	}
 	d := struct {
 		Days              int
@@ -45,4 +48,15 @@ func Status(flows []*flow.Flow, loc catalog.Location) (string, error) {
 		return "", fmt.Errorf("rendering the status view: %w", err)
 	}
 	return buf.String(), nil
+}
+
+// StatusFlows are the flows the status view shows: those reading a topic.
+func StatusFlows(flows []*flow.Flow) []*flow.Flow {
+	var out []*flow.Flow
+	for _, f := range flows {
+		if !f.IsSnapshot() {
+			out = append(out, f)
+		}
+	}
+	return out
 }

@@ -54,3 +54,26 @@ SEQUENCE BY sequenceNum
 SYSTEM SEQUENCE BY _cdc_ingested_at
 COLUMNS * EXCEPT (operation, _cdc_op, _cdc_source_ts, _cdc_sequence, _cdc_publish_time, _cdc_schema_id, _cdc_transaction)
 STORED AS BITEMPORAL;
+
+-- Snapshots: a table of full extracts versioned by a TIMESTAMP, SCD 1 and
+-- SCD 2 with TRACK HISTORY and a WHERE.
+CREATE FLOW customers_snapshot AS AUTO CDC FROM SNAPSHOT INTO customers_from_extracts
+FROM staging.customer_extracts
+KEYS (id)
+VERSION BY extracted_at
+STORED AS SCD TYPE 1;
+
+APPLY CHANGES FROM SNAPSHOT INTO analytics.customers_extract_history
+FROM staging.customer_extracts
+KEYS (id)
+VERSION BY extracted_at
+WHERE city IS DISTINCT FROM 'Test'
+STORED AS SCD TYPE 2
+TRACK HISTORY ON * EXCEPT (tags);
+
+-- Reserved words, a composite key, a table name with a space, DATE versions.
+CREATE FLOW odd_snapshot AS AUTO CDC FROM SNAPSHOT INTO `odd_history`
+FROM `staging.odd extracts`
+KEYS (`order`, `group`)
+VERSION BY `by`
+STORED AS SCD TYPE 2;
