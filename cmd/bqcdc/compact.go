@@ -60,7 +60,7 @@ func runCompact(ctx context.Context, args []string) error {
 		return fmt.Errorf("--shard %d --shards %d: want 0 <= shard < shards", *shard, *shards)
 	}
 	if *shards > 1 {
-		flows = slices.DeleteFunc(flows, func(f *flow.Flow) bool { return compact.ShardOf(f.Source.Name, *shards) != *shard })
+		flows = slices.DeleteFunc(flows, func(f *flow.Flow) bool { return compact.ShardOf(f.SourceKey(), *shards) != *shard })
 	}
 	bound, changelogs, err := apply.BindToChangelogMetadata(ctx, bq, loc, flows)
 	if err != nil && len(bound) == 0 {

@@ -168,7 +168,7 @@ func (f *Function) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if shards > 1 {
 		flows = nil
 		for _, fl := range f.flows {
-			if compact.ShardOf(fl.Source.Name, shards) == shard {
+			if compact.ShardOf(fl.SourceKey(), shards) == shard {
 				flows = append(flows, fl)
 			}
 		}

@@ -7,10 +7,12 @@ import (
 	"sort"
 
 	"cloud.google.com/go/bigquery"
+	"github.com/bqcdc/bqcdc/internal/bqerror"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/progress"
 	"github.com/bqcdc/bqcdc/internal/schema"
+	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
 	"github.com/bqcdc/bqcdc/sql/render"
 )
 
@@ -104,6 +106,9 @@ func AllWith(ctx context.Context, bq *bigquery.Client, t Target, flows []*flow.F
 	if err != nil {
 		return nil, err
 	}
+	if _, err := SnapshotTables(ctx, bq, flows, sources); err != nil {
+		return nil, err
+	}
 	bound, refused := BindAll(flows, sources)
 	if err := apply(ctx, bq, t, bound, sources, opts, rep); err != nil {
 		return nil, err
@@ -195,6 +200,9 @@ func boundSources(bound []*flow.Bound) ([]string, map[string][]string) {
 	var srcs []string
 	keys := map[string][]string{}
 	for _, b := range bound {
+		if b.IsSnapshot() {
+			continue // reads the user's table: no changelog
+		}
 		if _, seen := keys[b.Source.Name]; !seen {
 			srcs = append(srcs, b.Source.Name)
 			keys[b.Source.Name] = b.Keys.Names()
@@ -217,4 +225,25 @@ func Unbound(flows []*flow.Flow, bound []*flow.Bound) []*flow.Flow {
 		}
 	}
 	return out
+}
+
+// SnapshotTables reads the metadata of every table a snapshot flow reads
+// (tables.get: no query job), adds each one's columns to sources under the
+// flows' SourceKey, and returns the metadata by SourceKey. A table that
+// does not exist is left out: its flows are refused at binding, naming it.
+func SnapshotTables(ctx context.Context, bq *bigquery.Client, flows []*flow.Flow, sources map[string]SourceSchema) (map[string]*bigquery.TableMetadata, error) {
+	mds := map[string]*bigquery.TableMetadata{}
+	for _, st := range flow.SnapshotTables(flows) {
+		md, err := bq.Dataset(st.Dataset).Table(st.Table).Metadata(ctx)
+		if bqerror.NotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading the snapshot table %s: %w", st, err)
+		}
+		key := flow.SnapshotKeyPrefix + st.String()
+		sources[key] = SourceSchema{Source: key, Columns: bqschema.FromBigQuery(md.Schema), Origin: "BigQuery table " + st.String()}
+		mds[key] = md
+	}
+	return mds, nil
 }

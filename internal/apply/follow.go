@@ -23,7 +23,7 @@ func BindToChangelogs(ctx context.Context, bq *bigquery.Client, loc catalog.Loca
 
 // BindToChangelogMetadata is BindToChangelogs, also returning the changelog
 // tables' metadata by source, as read (compaction decides from it which
-// flows are idle).
+// flows are idle); a snapshot flow's table is under its flow.SourceKey.
 func BindToChangelogMetadata(ctx context.Context, bq *bigquery.Client, loc catalog.Location, flows []*flow.Flow) ([]*flow.Bound, map[string]*bigquery.TableMetadata, error) {
 	sources := map[string]SourceSchema{}
 	mds := map[string]*bigquery.TableMetadata{}
@@ -34,6 +34,14 @@ func BindToChangelogMetadata(ctx context.Context, bq *bigquery.Client, loc catal
 		}
 		sources[src] = SourceSchema{Source: src, Columns: bqschema.FromBigQuery(md.Schema)}
 		mds[src] = md
+	}
+	// Snapshot flows read their own tables, by SourceKey.
+	snaps, err := SnapshotTables(ctx, bq, flows, sources)
+	if err != nil {
+		return nil, nil, err
+	}
+	for k, md := range snaps {
+		mds[k] = md
 	}
 	bound, err := BindAll(flows, sources)
 	return bound, mds, err

@@ -44,6 +44,8 @@ func CompactionRunsColumns() schema.Columns {
 		{Name: "bytes_billed", Type: schema.Int64, Description: "Bytes BigQuery billed for those jobs."},
 		{Name: "duration_ms", Type: schema.Int64, Description: "Run time of the flow."},
 		{Name: "error", Type: schema.String, Description: "Why the run failed, or what went wrong after it committed."},
+		{Name: "applied_version", Type: schema.String, Description: "Snapshot flows: the version applied (at least), as a SQL literal of the VERSION BY column."},
+		{Name: "snapshot_rows_skipped", Type: schema.Int64, Description: "Snapshot flows: rows of the snapshot table never applied, over its life: loaded with a version at or before the applied one after it was applied, or with a NULL version."},
 	}
 }
 
@@ -65,6 +67,8 @@ type CompactionRun struct {
 	Jobs                                        int
 	WatermarkBefore, WatermarkAfter, Generation time.Time
 	Duration                                    time.Duration
+	AppliedVersion                              string
+	RowsSkipped                                 int64
 }
 
 // Row renders the run in canonical form.
@@ -82,6 +86,10 @@ func (r CompactionRun) Row() map[string]any {
 	}
 	if r.Error != "" {
 		row["error"] = r.Error
+	}
+	if r.AppliedVersion != "" {
+		row["applied_version"] = r.AppliedVersion
+		row["snapshot_rows_skipped"] = r.RowsSkipped
 	}
 	return row
 }

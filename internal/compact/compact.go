@@ -189,6 +189,14 @@ type Report struct {
 	BytesBilled     int64         `json:"bytes_billed"` // by those jobs (the emulator reports 0)
 	Duration        time.Duration `json:"duration_ns"`
 	Error           string        `json:"error,omitempty"`
+
+	// Snapshot flows: the applied version (a SQL literal of the version
+	// column, as far as the run read), and the rows of the snapshot table
+	// that will never be applied: loaded with a version at or before the
+	// applied one after it was applied, or with a NULL version (counted
+	// over the table's life, by every run).
+	AppliedVersion string `json:"applied_version,omitempty"`
+	RowsSkipped    int64  `json:"snapshot_rows_skipped,omitempty"`
 }
 
 // Outcomes.
@@ -234,7 +242,7 @@ func (c *Compactor) RunSelected(ctx context.Context, all []*flow.Bound, names []
 func (c *Compactor) Flow(ctx context.Context, b *flow.Bound) Report {
 	reports, err := c.Compact(ctx, Selection{Flows: []*flow.Bound{b}})
 	if err != nil {
-		return Report{Flow: b.Name, Target: b.Target.String(), Source: b.Source.Name, Outcome: Failed, Error: err.Error()}
+		return Report{Flow: b.Name, Target: b.Target.String(), Source: sourceName(b), Outcome: Failed, Error: err.Error()}
 	}
 	return reports[0]
 }

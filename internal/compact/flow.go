@@ -38,6 +38,9 @@ func (c *Compactor) flow(ctx context.Context, t *task, now time.Time, rep *Repor
 	if t.err != nil {
 		return t.err
 	}
+	if t.b.IsSnapshot() {
+		return c.snapshotFlow(ctx, t, now, rep, acct)
+	}
 	b := t.b
 	var applied apply.Report
 	cols, err := c.ensureState(ctx, t, &applied)

@@ -28,6 +28,9 @@ func (c *Compactor) expire(ctx context.Context, sel Selection, tasks []*task, re
 	first := map[string]int{} // source -> index of its first report
 	watermarks := map[string]time.Time{}
 	for i, t := range tasks {
+		if t.b.IsSnapshot() {
+			continue // reads the user's table: no changelog to expire
+		}
 		if _, ok := first[t.b.Source.Name]; !ok {
 			first[t.b.Source.Name] = i
 		}
@@ -40,7 +43,7 @@ func (c *Compactor) expire(ctx context.Context, sel Selection, tasks []*task, re
 	}
 	held := map[string]bool{}
 	for _, f := range sel.Unbound {
-		held[f.Source.Name] = true // refused at binding: it will need the days once fixed
+		held[f.SourceKey()] = true // refused at binding: it will need the days once fixed
 	}
 	for src, i := range first {
 		cl := changelogs[src].md
@@ -89,7 +92,7 @@ func (c *Compactor) lowestWatermark(ctx context.Context, all []*flow.Bound, src 
 	var lowest time.Time
 	found := false
 	for _, b := range all {
-		if b.Source.Name != src {
+		if b.IsSnapshot() || b.Source.Name != src {
 			continue
 		}
 		w, ok := known[b.Name]

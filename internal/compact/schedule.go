@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,7 +45,7 @@ func (c *Compactor) Compact(ctx context.Context, sel Selection) ([]Report, error
 		slots <- struct{}{}
 		if c.opts.Budget > 0 && c.opts.Now().Sub(start) >= c.opts.Budget || ctx.Err() != nil {
 			<-slots
-			reports[i] = Report{Flow: t.b.Name, Target: t.b.Target.String(), Source: t.b.Source.Name, Outcome: Deferred,
+			reports[i] = Report{Flow: t.b.Name, Target: t.b.Target.String(), Source: sourceName(t.b), Outcome: Deferred,
 				WatermarkBefore: t.labels.watermark, WatermarkAfter: t.labels.watermark}
 			continue
 		}
@@ -70,7 +71,7 @@ func (c *Compactor) Compact(ctx context.Context, sel Selection) ([]Report, error
 // runFlow compacts one flow and reports it.
 func (c *Compactor) runFlow(ctx context.Context, t *task) Report {
 	start := c.opts.Now().UTC()
-	rep := Report{Flow: t.b.Name, Target: t.b.Target.String(), Source: t.b.Source.Name}
+	rep := Report{Flow: t.b.Name, Target: t.b.Target.String(), Source: sourceName(t.b)}
 	var acct account
 	err := c.flow(ctx, t, start, &rep, &acct)
 	rep.Duration = c.opts.Now().Sub(start)
@@ -81,13 +82,14 @@ func (c *Compactor) runFlow(ctx context.Context, t *task) Report {
 	return rep
 }
 
-// readChangelogs returns the changelog metadata of every source of flows:
-// known ones as given, the others read, Concurrency at a time.
+// readChangelogs returns the changelog metadata of every source of flows
+// (a snapshot flow's table, by its flow.SourceKey): known ones as given,
+// the others read, Concurrency at a time.
 func (c *Compactor) readChangelogs(ctx context.Context, flows []*flow.Bound, known map[string]*bigquery.TableMetadata) map[string]changelogMeta {
 	out := map[string]changelogMeta{}
 	var need []string
 	for _, b := range flows {
-		src := b.Source.Name
+		src := b.SourceKey()
 		if _, seen := out[src]; seen {
 			continue
 		}
@@ -100,9 +102,15 @@ func (c *Compactor) readChangelogs(ctx context.Context, flows []*flow.Bound, kno
 	}
 	results := make([]changelogMeta, len(need))
 	c.parallel(len(need), func(i int) {
-		md, err := c.bq.Dataset(c.loc.DefaultDataset).Table(catalog.TableName(need[i])).Metadata(ctx)
+		ds, table, what := c.loc.DefaultDataset, catalog.TableName(need[i]), "the changelog of "+need[i]
+		if st, ok := strings.CutPrefix(need[i], flow.SnapshotKeyPrefix); ok {
+			// A snapshot flow's source: the user's table, by its SourceKey.
+			ds, table, _ = strings.Cut(st, ".")
+			what = "the snapshot table " + st
+		}
+		md, err := c.bq.Dataset(ds).Table(table).Metadata(ctx)
 		if err != nil {
-			err = fmt.Errorf("reading the changelog of %s: %w", need[i], err)
+			err = fmt.Errorf("reading %s: %w", what, err)
 		}
 		results[i] = changelogMeta{md: md, err: err}
 	})
@@ -124,7 +132,7 @@ func (c *Compactor) prepare(ctx context.Context, flows []*flow.Bound, changelogs
 	c.parallel(len(flows), func(i int) {
 		b := flows[i]
 		t := &task{b: b}
-		cl := changelogs[b.Source.Name]
+		cl := changelogs[b.SourceKey()]
 		t.changelog, t.err = cl.md, cl.err
 		if t.err == nil {
 			if t.state, t.err = c.readState(ctx, b); t.state != nil {
@@ -158,7 +166,7 @@ func (c *Compactor) parallel(n int, fn func(i int)) {
 func InShard(flows []*flow.Bound, shard, shards int) []*flow.Bound {
 	var out []*flow.Bound
 	for _, b := range flows {
-		if ShardOf(b.Source.Name, shards) == shard {
+		if ShardOf(b.SourceKey(), shards) == shard {
 			out = append(out, b)
 		}
 	}
@@ -187,6 +195,9 @@ func (c *Compactor) logOutcome(rep Report) {
 	}
 	if rep.Error != "" {
 		attrs = append(attrs, "error", rep.Error)
+	}
+	if rep.AppliedVersion != "" {
+		attrs = append(attrs, "applied_version", rep.AppliedVersion, "snapshot_rows_skipped", rep.RowsSkipped)
 	}
 	c.opts.Log.Info("compaction", attrs...)
 }
@@ -221,7 +232,8 @@ func (c *Compactor) writeReports(ctx context.Context, start time.Time, sel Selec
 		rows[i] = catalog.CompactionRun{RunID: runID, RunAt: start, Shard: sel.Shard, Flow: r.Flow, Target: r.Target, Source: r.Source,
 			Outcome: r.Outcome, EventsRead: r.EventsRead, WithoutSequence: r.WithoutSequence, KeysTouched: r.KeysTouched,
 			RowsWritten: r.RowsWritten, WatermarkBefore: r.WatermarkBefore, WatermarkAfter: r.WatermarkAfter, Generation: r.Generation,
-			Jobs: r.Jobs, BytesBilled: r.BytesBilled, Duration: r.Duration, Error: r.Error}.Row()
+			Jobs: r.Jobs, BytesBilled: r.BytesBilled, Duration: r.Duration, Error: r.Error,
+			AppliedVersion: r.AppliedVersion, RowsSkipped: r.RowsSkipped}.Row()
 	}
 	if err := c.opts.Reports.Append(ctx, catalog.CompactionRunsTable, rows); err != nil {
 		c.opts.Log.Warn("compaction reports not written", "event", "compaction_report_failed", "error", err.Error())

@@ -63,7 +63,7 @@ func Bind(f *Flow, changelog schema.Columns) (*Bound, error) {
 	}
 	source := b.sourceText()
 	if f.Snapshot != nil && len(changelog) == 0 {
-		add(errorf(f.Snapshot.Pos, "snapshot table %s not found in the deployment's project (bqcdc reads its columns from BigQuery): load it first", f.Snapshot))
+		add(errorf(f.Snapshot.Pos, "snapshot table %s not found in the deployment's project: bqcdc apply and compact read its columns from BigQuery (bqcdc render, which reads no BigQuery, cannot); load the table first", f.Snapshot))
 	}
 	for _, c := range changelog {
 		if strings.HasPrefix(c.Name, "__") && !strings.EqualFold(c.Name, StartAt) && !strings.EqualFold(c.Name, EndAt) {

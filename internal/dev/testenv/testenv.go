@@ -107,7 +107,7 @@ func (e *Env) ApplyFlows(t testing.TB, file, text string, changelogs map[string]
 	}
 	var out []*flow.Bound
 	for _, f := range flows {
-		b, err := flow.Bind(f, changelogs[f.Source.Name])
+		b, err := flow.Bind(f, changelogs[f.SourceKey()])
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,330 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"github.com/bqcdc/bqcdc/internal/apply"
+	"github.com/bqcdc/bqcdc/internal/compact"
+	"github.com/bqcdc/bqcdc/internal/dev/testenv"
+	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
+	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/schema"
+	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
+	"github.com/google/go-cmp/cmp"
+)
+
+// snapshotCase is one AUTO CDC FROM SNAPSHOT case of
+// testdata/databricks-temporal.json (a copy of
+// ../shared/acceptance/databricks-temporal.json): snapshots in load order,
+// each a version and its rows, and the documented target.
+type snapshotCase struct {
+	Name   string `json:"name"`
+	Config struct {
+		Keys    []string `json:"keys"`
+		SCDType int      `json:"scd_type"`
+	} `json:"config"`
+	Input []struct {
+		Version string           `json:"snapshot_version"`
+		Rows    []map[string]any `json:"rows"`
+	} `json:"input"`
+	Expected          []map[string]any `json:"expected"`
+	ExpectedAfterRun1 []map[string]any `json:"expected_after_run_1"`
+}
+
+func loadSnapshotCase(t *testing.T, name string) snapshotCase {
+	t.Helper()
+	b, err := os.ReadFile("testdata/databricks-temporal.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Cases []json.RawMessage `json:"cases"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, raw := range doc.Cases {
+		var head struct {
+			Name string `json:"name"`
+		}
+		if err := json.Unmarshal(raw, &head); err != nil || head.Name != name {
+			continue // other cases have other shapes
+		}
+		var c snapshotCase
+		if err := json.Unmarshal(raw, &c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	t.Fatalf("no case %s in the acceptance data", name)
+	return snapshotCase{}
+}
+
+// snapshotEnv is one test's snapshot table and flow.
+type snapshotEnv struct {
+	e     *testenv.Env
+	table *bigquery.Table
+	cols  schema.Columns
+	b     *flow.Bound
+	clock time.Time
+}
+
+// newSnapshotEnv creates the table (in the stack's dataset) and applies
+// the flow, checking that a second apply changes nothing.
+func newSnapshotEnv(t *testing.T, project, table string, cols schema.Columns, flowSQL string) *snapshotEnv {
+	t.Helper()
+	e := testenv.New(t, stack, project)
+	ctx := context.Background()
+	tb := e.BQ.Dataset(e.Loc.DefaultDataset).Table(table)
+	if err := tb.Create(ctx, &bigquery.TableMetadata{Schema: bqschema.ToBigQuery(cols)}); err != nil {
+		t.Fatalf("creating the snapshot table: %v", err)
+	}
+	flows, err := flow.Parse("snapshots.sql", flowSQL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As bqcdc apply does: the table's columns come from BigQuery.
+	sources := map[string]apply.SourceSchema{}
+	if _, err := apply.SnapshotTables(ctx, e.BQ, flows, sources); err != nil {
+		t.Fatal(err)
+	}
+	bound, err := apply.BindAll(flows, sources)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		var rep apply.Report
+		if err := apply.FlowObjects(ctx, e.BQ, e.Loc, bound[0], &rep); err != nil {
+			t.Fatalf("applying: %v", err)
+		}
+		if i == 1 {
+			// A second apply changes nothing (and, with no watermark to read
+			// and no table functions, runs no query job).
+			for _, line := range rep {
+				if !strings.HasSuffix(line, ": unchanged") {
+					t.Errorf("second apply: %s", line)
+				}
+			}
+		}
+	}
+	return &snapshotEnv{e: e, table: tb, cols: cols, b: bound[0], clock: time.Now()}
+}
+
+// load appends one snapshot's rows, as a scheduled load would.
+func (s *snapshotEnv) load(t *testing.T, rows []map[string]bigquery.Value) {
+	t.Helper()
+	var savers []*bigquery.ValuesSaver
+	bqs := bqschema.ToBigQuery(s.cols)
+	for _, r := range rows {
+		vs := &bigquery.ValuesSaver{Schema: bqs}
+		for _, c := range s.cols {
+			vs.Row = append(vs.Row, r[c.Name])
+		}
+		savers = append(savers, vs)
+	}
+	if err := s.table.Inserter().Put(context.Background(), savers); err != nil {
+		t.Fatalf("loading %d rows: %v", len(rows), err)
+	}
+}
+
+// compact runs one compaction and returns its report.
+func (s *snapshotEnv) compact(t *testing.T) compact.Report {
+	t.Helper()
+	s.clock = s.clock.Add(time.Minute)
+	now := s.clock
+	opts := compact.Options{VisibilityLag: time.Second, Now: func() time.Time { return now }, Backoff: 20 * time.Millisecond}
+	r := compact.New(s.e.BQ, s.e.Loc, opts).Flow(context.Background(), s.b)
+	if r.Outcome == compact.Failed {
+		t.Fatalf("compaction: %s", r.Error)
+	}
+	return r
+}
+
+// view reads the target: one canonical line per row, sorted.
+func (s *snapshotEnv) view(t *testing.T) []string {
+	t.Helper()
+	got, err := viewcheck.Actual(context.Background(), s.e.BQ, s.b, s.e.Loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// expectedLines renders documented target rows as viewcheck canonical lines.
+func expectedLines(b *flow.Bound, rows []map[string]any, version func(any) bigquery.Value) []string {
+	var out []string
+	for _, r := range rows {
+		var parts []string
+		for _, c := range b.Output {
+			parts = append(parts, c.Name+"="+canonJSON(r[c.Name]))
+		}
+		if b.SCDType == 2 {
+			parts = append(parts, flow.StartAt+"="+viewcheck.Canon(version(r[flow.StartAt])), flow.EndAt+"="+viewcheck.Canon(version(r[flow.EndAt])))
+		}
+		out = append(out, strings.Join(parts, " "))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (s *snapshotEnv) expect(t *testing.T, want []string, when string) {
+	t.Helper()
+	if d := cmp.Diff(want, s.view(t)); d != "" {
+		t.Errorf("%s: view differs from the documented target (-want +got):\n%s", when, d)
+	}
+}
+
+// docTime reads the documentation's versions ("2024-01-01 12:00:00", UTC).
+func docTime(t *testing.T, v any) bigquery.Value {
+	if v == nil {
+		return nil
+	}
+	at, err := time.Parse(time.DateTime, v.(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return at.UTC()
+}
+
+// TestSnapshotPeriodicSCD2: the documented periodic-snapshot example (SCD 2,
+// versions as timestamps: key 1 missing from the second snapshot is deleted
+// at its version). Loaded at once, before and after compaction; loaded in
+// two steps with a compaction between; an older snapshot loaded after a
+// newer one was applied is skipped, and compaction counts its rows.
+func TestSnapshotPeriodicSCD2(t *testing.T) {
+	c := loadSnapshotCase(t, "dbx_doc_snapshot_periodic_scd2_old")
+	cols := schema.Columns{{Name: "Key", Type: schema.Int64}, {Name: "Value", Type: schema.String}, {Name: "snapshot_version", Type: schema.Timestamp}}
+	snapshot := func(i int) []map[string]bigquery.Value {
+		var rows []map[string]bigquery.Value
+		for _, r := range c.Input[i].Rows {
+			rows = append(rows, map[string]bigquery.Value{"Key": int64(r["Key"].(float64)), "Value": r["Value"], "snapshot_version": docTime(t, c.Input[i].Version)})
+		}
+		return rows
+	}
+	flowSQL := func(n int) string {
+		return fmt.Sprintf("CREATE FLOW periodic%d AS AUTO CDC FROM SNAPSHOT INTO periodic%d\nFROM cdc.extracts%d\nKEYS (%s)\nVERSION BY snapshot_version\nSTORED AS SCD TYPE %d;\n",
+			n, n, n, strings.Join(c.Config.Keys, ", "), c.Config.SCDType)
+	}
+	version := func(v any) bigquery.Value { return docTime(t, v) }
+
+	t.Run("loaded at once", func(t *testing.T) {
+		s := newSnapshotEnv(t, testenv.Project("snapshot-periodic", 0), "extracts0", cols, flowSQL(0))
+		want := expectedLines(s.b, c.Expected, version)
+		s.load(t, append(snapshot(1), snapshot(0)...)) // load order does not matter before compaction
+		s.expect(t, want, "before compaction")
+		if r := s.compact(t); r.Outcome != compact.Compacted || r.EventsRead != 4 {
+			t.Errorf("compaction: %+v", r)
+		}
+		s.expect(t, want, "after compaction")
+		if r := s.compact(t); r.Outcome != compact.Idle && r.Outcome != compact.UpToDate {
+			t.Errorf("second compaction: %s, want idle or up to date", r.Outcome)
+		}
+		s.expect(t, want, "after a second compaction")
+	})
+
+	t.Run("two steps and a late older snapshot", func(t *testing.T) {
+		s := newSnapshotEnv(t, testenv.Project("snapshot-periodic", 1), "extracts1", cols, flowSQL(1))
+		want := expectedLines(s.b, c.Expected, version)
+		s.load(t, snapshot(0))
+		// After the first snapshot: keys 1 and 2 open at its version.
+		first := expectedLines(s.b, []map[string]any{
+			{"Key": 1.0, "Value": "a1", "__START_AT": c.Input[0].Version},
+			{"Key": 2.0, "Value": "a2", "__START_AT": c.Input[0].Version},
+		}, version)
+		s.expect(t, first, "first snapshot")
+		if r := s.compact(t); r.Outcome != compact.Compacted || r.EventsRead != 2 {
+			t.Errorf("first compaction: %+v", r)
+		}
+		s.expect(t, first, "first snapshot, compacted")
+		s.load(t, snapshot(1))
+		s.expect(t, want, "second snapshot, before compaction")
+		r := s.compact(t)
+		if r.Outcome != compact.Compacted || r.EventsRead != 2 || r.RowsSkipped != 0 || r.AppliedVersion != "TIMESTAMP '2024-01-01 12:00:00+00:00'" {
+			t.Errorf("second compaction: %+v", r)
+		}
+		s.expect(t, want, "second snapshot, compacted")
+
+		// A snapshot older than the applied one: skipped, and counted.
+		late := []map[string]bigquery.Value{
+			{"Key": int64(1), "Value": "old", "snapshot_version": docTime(t, "2024-01-01 06:00:00")},
+			{"Key": int64(9), "Value": "old", "snapshot_version": docTime(t, "2024-01-01 06:00:00")},
+		}
+		s.load(t, late)
+		s.expect(t, want, "older snapshot loaded late")
+		r = s.compact(t)
+		if r.Outcome != compact.UpToDate || r.RowsSkipped != 2 || r.EventsRead != 0 {
+			t.Errorf("compaction after the late snapshot: %+v, want up to date with 2 rows skipped", r)
+		}
+		s.expect(t, want, "older snapshot loaded late, compacted")
+		// A newer snapshot still applies; the skipped rows stay counted.
+		s.load(t, []map[string]bigquery.Value{{"Key": int64(3), "Value": "a3", "snapshot_version": docTime(t, "2024-01-02 00:00:00")}})
+		third := expectedLines(s.b, []map[string]any{
+			{"Key": 1.0, "Value": "a1", "__START_AT": "2024-01-01 00:00:00", "__END_AT": "2024-01-01 12:00:00"},
+			{"Key": 2.0, "Value": "a2", "__START_AT": "2024-01-01 00:00:00", "__END_AT": "2024-01-01 12:00:00"},
+			{"Key": 2.0, "Value": "b2", "__START_AT": "2024-01-01 12:00:00", "__END_AT": "2024-01-02 00:00:00"},
+			{"Key": 3.0, "Value": "a3", "__START_AT": "2024-01-01 12:00:00"},
+		}, version)
+		s.expect(t, third, "third snapshot, before compaction")
+		r = s.compact(t)
+		if r.Outcome != compact.Compacted || r.RowsSkipped != 2 || r.EventsRead != 1 {
+			t.Errorf("third compaction: %+v", r)
+		}
+		s.expect(t, third, "third snapshot, compacted")
+	})
+}
+
+// TestSnapshotIngestionTimeSCD1: the documented SCD 1 example whose
+// snapshots Databricks versions by ingestion time; bqcdc reads appended
+// snapshots, so its versions are the run numbers (VERSION BY run).
+func TestSnapshotIngestionTimeSCD1(t *testing.T) {
+	c := loadSnapshotCase(t, "dbx_doc_snapshot_ingestion_time_scd1_new")
+	cols := schema.Columns{{Name: "userId", Type: schema.Int64}, {Name: "city", Type: schema.String}, {Name: "run", Type: schema.Int64}}
+	snapshot := func(i int) []map[string]bigquery.Value {
+		var rows []map[string]bigquery.Value
+		for _, r := range c.Input[i].Rows {
+			rows = append(rows, map[string]bigquery.Value{"userId": int64(r["userId"].(float64)), "city": r["city"], "run": int64(i + 1)})
+		}
+		return rows
+	}
+	flowSQL := func(n int) string {
+		return fmt.Sprintf("APPLY CHANGES FROM SNAPSHOT INTO users_run%d\nFROM `cdc.user_extracts%d`\nKEYS (%s)\nVERSION BY run;\n",
+			n, n, strings.Join(c.Config.Keys, ", "))
+	}
+	t.Run("loaded at once", func(t *testing.T) {
+		s := newSnapshotEnv(t, testenv.Project("snapshot-runs", 0), "user_extracts0", cols, flowSQL(0))
+		want := expectedLines(s.b, c.Expected, nil)
+		s.load(t, append(snapshot(0), snapshot(1)...))
+		s.expect(t, want, "before compaction")
+		s.compact(t)
+		s.expect(t, want, "after compaction")
+	})
+	t.Run("run by run", func(t *testing.T) {
+		s := newSnapshotEnv(t, testenv.Project("snapshot-runs", 1), "user_extracts1", cols, flowSQL(1))
+		s.load(t, snapshot(0))
+		s.expect(t, expectedLines(s.b, c.ExpectedAfterRun1, nil), "after run 1")
+		if r := s.compact(t); r.Outcome != compact.Compacted || r.AppliedVersion != "1" {
+			t.Errorf("compaction of run 1: %+v", r)
+		}
+		s.expect(t, expectedLines(s.b, c.ExpectedAfterRun1, nil), "after run 1, compacted")
+		s.load(t, snapshot(1))
+		want := expectedLines(s.b, c.Expected, nil)
+		s.expect(t, want, "after run 2")
+		s.compact(t)
+		s.expect(t, want, "after run 2, compacted")
+		// Run 0, loaded late: skipped.
+		s.load(t, []map[string]bigquery.Value{{"userId": int64(1), "city": "Oaxaca", "run": int64(0)}})
+		s.expect(t, want, "run 0 loaded late")
+		if r := s.compact(t); r.RowsSkipped != 1 {
+			t.Errorf("compaction after run 0: %+v, want 1 row skipped", r)
+		}
+		s.expect(t, want, "run 0 loaded late, compacted")
+	})
+}
