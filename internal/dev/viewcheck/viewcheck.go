@@ -298,3 +298,39 @@ func Diff(want, got []string) string {
 	}
 	return b.String()
 }
+
+// SnapshotExpected is what a snapshot flow's view must return for the
+// snapshots applied (model rows whose keys and values are canonical
+// strings, as Canon renders them), one canonical line per row, sorted.
+func SnapshotExpected(b *flow.Bound, rows []model.SnapshotRow) []string {
+	cfg := Config(b)
+	keyNames := b.Keys.Names()
+	line := func(key []any, vals map[string]any, extra ...string) string {
+		var parts []string
+		for _, c := range b.Output {
+			var v any
+			if i := indexOf(keyNames, c.Name); i >= 0 {
+				v = key[i]
+			} else {
+				v = vals[c.Name]
+			}
+			if v == nil {
+				v = "NULL"
+			}
+			parts = append(parts, c.Name+"="+v.(string))
+		}
+		return strings.Join(append(parts, extra...), " ")
+	}
+	var lines []string
+	if b.SCDType == 1 {
+		for _, r := range model.SnapshotSCD1(rows, cfg) {
+			lines = append(lines, line(r.Key, r.Values))
+		}
+	} else {
+		for _, v := range model.SnapshotSCD2(rows, cfg) {
+			lines = append(lines, line(v.Key, v.Values, flow.StartAt+"="+seqText(b, v.Start), flow.EndAt+"="+seqText(b, v.End)))
+		}
+	}
+	sort.Strings(lines)
+	return lines
+}
