@@ -128,14 +128,14 @@ type data struct {
 	Args                             args   // the function's arguments as the body reads them
 
 	// Snapshot flows (snapshot.go).
-	FoldCTE                  string   // wrap the fold's final SELECT in a CTE of this name
-	SnapTable                string   // the quoted snapshot table
-	VersionCol, VersionKey   string   // the quoted version column, and it as a version key
-	VersionKeyType           string   // INT64 or STRING
-	Bound                    string   // a constant lower bound of the version column, "" for none
-	KeysGone                 []string // the keys as the gone CTE selects them
-	GoneOutput, NullOutput   []string // the output columns of a delete event, of a marker
-	ClosedStart, ClosedEnd   string   // a closed version's interval as the view shows it
+	FoldCTE                string   // wrap the fold's final SELECT in a CTE of this name
+	SnapTable              string   // the quoted snapshot table
+	VersionCol, VersionKey string   // the quoted version column, and it as a version key
+	VersionKeyType         string   // INT64 or STRING
+	Bound                  string   // a constant lower bound of the version column, "" for none
+	KeysGone               []string // the keys as the gone CTE selects them
+	GoneOutput, NullOutput []string // the output columns of a delete event, of a marker
+	ClosedStart, ClosedEnd string   // a closed version's interval as the view shows it
 
 	Compaction   bool     // render the compaction form of the shared CTEs
 	P            params   // the run's timestamps, as SQL literals

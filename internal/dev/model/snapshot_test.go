@@ -35,7 +35,7 @@ func TestSnapshotSCD2(t *testing.T) {
 	cfg := Config{Values: []string{"name", "city"}, Tracked: map[string]bool{"name": true}}
 	rows := []SnapshotRow{
 		srow(1, 10, "a", "x"), srow(2, 10, "p", "q"),
-		srow(1, 20, "a", "y"), // untracked change: in place
+		srow(1, 20, "a", "y"),                        // untracked change: in place
 		srow(1, 30, "b", "y"), srow(2, 30, "p", "q"), // key 2 missing from 20: deleted there, back at 30
 		// key 1 missing from 40: closed there
 		srow(2, 40, "p", "q"), srow(3, 40, "n", "m"),

@@ -140,8 +140,8 @@ func TestSnapshotsMatchModel(t *testing.T) {
 			}
 
 			var applied []map[string]bigquery.Value // rows of the snapshots the views apply
-			var appliedMax bigquery.Value            // the newest version compaction applied
-			var newest bigquery.Value                // the newest version loaded
+			var appliedMax bigquery.Value           // the newest version compaction applied
+			var newest bigquery.Value               // the newest version loaded
 			skipped := int64(0)
 			check := func(when string) {
 				t.Helper()
@@ -246,7 +246,9 @@ func snapshotModelRows(b *flow.Bound, rows []map[string]bigquery.Value) []model.
 		}
 		out = append(out, m)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return strings.Compare(model.KeyString(out[i].Key), model.KeyString(out[j].Key)) < 0 })
+	sort.SliceStable(out, func(i, j int) bool {
+		return strings.Compare(model.KeyString(out[i].Key), model.KeyString(out[j].Key)) < 0
+	})
 	return out
 }
 
