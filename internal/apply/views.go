@@ -78,15 +78,77 @@ func View(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flo
 // view brings view t (have: its metadata, nil if it does not exist) to the
 // flow's SQL rendered with hint.
 func view(ctx context.Context, t *bigquery.Table, have *bigquery.TableMetadata, loc catalog.Location, b *flow.Bound, hint time.Time, rep *Report) error {
+	if b.IsSnapshot() {
+		// Its bound is a version (SnapshotView): keep the one it has.
+		var key string
+		if have != nil {
+			key = have.Labels[VersionLabel]
+		}
+		return snapshotView(ctx, t, have, loc, b, key, rep)
+	}
 	sql, err := render.View(b, loc, hint)
 	if err != nil {
 		return err
 	}
-	desc := viewDescription(b, loc)
-	hintLabel := strconv.FormatInt(hint.UnixMicro(), 10)
+	return putView(ctx, t, have, b, sql, viewDescription(b, loc), HintLabel, strconv.FormatInt(hint.UnixMicro(), 10), rep)
+}
+
+// VersionLabel is the label of a snapshot flow's view holding the version
+// key (a version applied, as the compaction queries return it) its
+// constant bound was rendered with, so that apply renders it again without
+// reading the state table.
+const VersionLabel = "bqcdc-version-key"
+
+// SnapshotView creates or updates a snapshot flow's view with the constant
+// lower bound key, a version key already applied (versions applied only
+// grow, so it stays a valid bound); "" keeps the view's bound. A key that
+// is not a valid label value (a STRING version with upper case or spaces,
+// say) gives no bound: the view then reads the table with the applied
+// version as its only filter.
+func SnapshotView(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, key string, rep *Report) error {
+	t := bq.Dataset(loc.Dataset(b.Flow)).Table(catalog.ViewName(b.Flow))
+	have, err := t.Metadata(ctx)
+	if err != nil && !bqerror.NotFound(err) {
+		return fmt.Errorf("reading view %s: %w", b.Target, err)
+	}
+	if err != nil {
+		have = nil
+	}
+	if key == "" && have != nil {
+		key = have.Labels[VersionLabel]
+	}
+	return snapshotView(ctx, t, have, loc, b, key, rep)
+}
+
+func snapshotView(ctx context.Context, t *bigquery.Table, have *bigquery.TableMetadata, loc catalog.Location, b *flow.Bound, key string, rep *Report) error {
+	if key != "" && catalog.LabelValue(key) != key {
+		key = ""
+	}
+	bound := ""
+	if key != "" {
+		var err error
+		if bound, err = render.VersionBound(b, key); err != nil {
+			return err
+		}
+	}
+	sql, err := render.SnapshotView(b, loc, bound)
+	if err != nil {
+		return err
+	}
+	return putView(ctx, t, have, b, sql, viewDescription(b, loc), VersionLabel, key, rep)
+}
+
+// putView brings view t (have: its metadata, nil if it does not exist) to
+// sql and desc, with label = value (the bound it was rendered with).
+func putView(ctx context.Context, t *bigquery.Table, have *bigquery.TableMetadata, b *flow.Bound, sql, desc, label, value string, rep *Report) error {
+	var err error
 	switch {
 	case have == nil:
-		if err := t.Create(ctx, &bigquery.TableMetadata{ViewQuery: sql, Description: desc, Labels: map[string]string{HintLabel: hintLabel}}); err != nil {
+		labels := map[string]string{}
+		if value != "" {
+			labels[label] = value
+		}
+		if err := t.Create(ctx, &bigquery.TableMetadata{ViewQuery: sql, Description: desc, Labels: labels}); err != nil {
 			return fmt.Errorf("creating view %s of flow %s: %w", b.Target, b.Name, err)
 		}
 		rep.add("view %s: created", b.Target)
@@ -96,10 +158,18 @@ func view(ctx context.Context, t *bigquery.Table, have *bigquery.TableMetadata, 
 		}
 	case have.Type != bigquery.ViewTable:
 		return fmt.Errorf("%s exists and is not a view (it is a %s): flow %s (%s) needs that name for its view; rename the target or drop the table", b.Target, have.Type, b.Name, b.Pos)
-	case have.ViewQuery != sql || have.Description != desc || have.Labels[HintLabel] != hintLabel:
+	case have.ViewQuery != sql || have.Description != desc || have.Labels[label] != value:
 		upd := bigquery.TableMetadataToUpdate{ViewQuery: sql, Description: desc}
-		keepLabels(&upd, have.Labels)
-		upd.SetLabel(HintLabel, hintLabel)
+		for k, v := range have.Labels {
+			if k != label {
+				upd.SetLabel(k, v) // see keepLabels
+			}
+		}
+		if value != "" {
+			upd.SetLabel(label, value)
+		} else if _, had := have.Labels[label]; had {
+			upd.DeleteLabel(label)
+		}
 		if have, err = t.Update(ctx, upd, have.ETag); err != nil {
 			return fmt.Errorf("updating view %s of flow %s: %w", b.Target, b.Name, err)
 		}

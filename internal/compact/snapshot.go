@@ -68,7 +68,7 @@ func (c *Compactor) snapshotFlow(ctx context.Context, t *task, now time.Time, re
 	sig := signature(t.changelog)
 	if c.idle(l, sig, now) {
 		rep.Outcome = Idle
-		return c.view(ctx, b, cols, render.Epoch, &applied)
+		return c.snapshotView(ctx, b, cols, "", &applied)
 	}
 	// The statistics read the table after its metadata was: every row the
 	// signature reflects is read, so a run that leaves nothing to apply
@@ -94,7 +94,7 @@ func (c *Compactor) snapshotFlow(ctx context.Context, t *task, now time.Time, re
 	rep.RowsSkipped = max(0, st.total-st.processed-st.events)
 	if st.events == 0 {
 		rep.Outcome, rep.WatermarkAfter = UpToDate, now
-		if err := c.view(ctx, b, cols, render.Epoch, &applied); err != nil {
+		if err := c.snapshotView(ctx, b, cols, m.version, &applied); err != nil {
 			return err
 		}
 		return c.setLabels(ctx, b, next)
@@ -135,7 +135,8 @@ func (c *Compactor) snapshotFlow(ctx context.Context, t *task, now time.Time, re
 	if err := c.step(b, StepGC); err != nil {
 		return err
 	}
-	if err := c.view(ctx, b, cols, render.Epoch, &applied); err != nil {
+	// The view's constant bound moves to a version now applied.
+	if err := c.snapshotView(ctx, b, cols, st.newest, &applied); err != nil {
 		return err
 	}
 	if err := c.step(b, StepView); err != nil {
@@ -195,4 +196,19 @@ func int64Of(v bigquery.Value) int64 {
 		return n
 	}
 	return 0
+}
+
+// snapshotView renders b's view with the constant bound key (a version
+// applied; "" keeps the view's), unless this compactor already did for the
+// same columns and key.
+func (c *Compactor) snapshotView(ctx context.Context, b *flow.Bound, cols, key string, rep *apply.Report) error {
+	memo := cols + "@version:" + key
+	if seen, ok := c.views.Load(b.Name); ok && seen == memo {
+		return nil
+	}
+	if err := apply.SnapshotView(ctx, c.bq, c.loc, b, key, rep); err != nil {
+		return fmt.Errorf("updating the view (version bound %q): %w", key, err)
+	}
+	c.views.Store(b.Name, memo)
+	return nil
 }
