@@ -117,7 +117,10 @@ func apply(ctx context.Context, bq *bigquery.Client, t Target, bound []*flow.Bou
 	// The shared tables: dead letters, and the compaction report (a table
 	// and a view, two lines).
 	const shared, sharedObjects = 2, 3
-	total := len(datasets) + len(srcs) + sharedObjects + 2*len(bound)
+	total := len(datasets) + len(srcs) + sharedObjects
+	for _, b := range bound {
+		total += flowObjectCount(b)
+	}
 	if len(bound) > 0 {
 		total++ // the status view
 	}
@@ -148,7 +151,7 @@ func apply(ctx context.Context, bq *bigquery.Client, t Target, bound []*flow.Bou
 	// the changelogs it reads must exist.
 	steps = steps[:0]
 	for _, b := range bound {
-		steps = append(steps, step{objects: 2, run: func(r *Report) error {
+		steps = append(steps, step{objects: flowObjectCount(b), run: func(r *Report) error {
 			return flowObjects(ctx, bq, loc, b, opts.ReadWatermarks, r)
 		}})
 	}
@@ -163,6 +166,10 @@ func apply(ctx context.Context, bq *bigquery.Client, t Target, bound []*flow.Bou
 	opts.Progress.Add(1)
 	return err
 }
+
+// flowObjectCount is the number of objects (report lines) a flow has: its
+// state table, its view and its table functions.
+func flowObjectCount(b *flow.Bound) int { return 2 + len(tableFunctions(b)) }
 
 func boundFlows(bound []*flow.Bound) []*flow.Flow {
 	flows := make([]*flow.Flow, len(bound))

@@ -72,36 +72,38 @@ func View(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flo
 	if err != nil {
 		have = nil
 	}
-	return view(ctx, t, have, loc, b, hint, rep)
+	_, err = view(ctx, t, have, loc, b, hint, rep)
+	return err
 }
 
 // view brings view t (have: its metadata, nil if it does not exist) to the
-// flow's SQL rendered with hint.
-func view(ctx context.Context, t *bigquery.Table, have *bigquery.TableMetadata, loc catalog.Location, b *flow.Bound, hint time.Time, rep *Report) error {
+// flow's SQL rendered with hint, and returns its metadata as it now is (so
+// Functions can label it without reading it again).
+func view(ctx context.Context, t *bigquery.Table, have *bigquery.TableMetadata, loc catalog.Location, b *flow.Bound, hint time.Time, rep *Report) (*bigquery.TableMetadata, error) {
 	sql, err := render.View(b, loc, hint)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	desc := viewDescription(b, loc)
 	hintLabel := strconv.FormatInt(hint.UnixMicro(), 10)
 	switch {
 	case have == nil:
 		if err := t.Create(ctx, &bigquery.TableMetadata{ViewQuery: sql, Description: desc, Labels: map[string]string{HintLabel: hintLabel}}); err != nil {
-			return fmt.Errorf("creating view %s of flow %s: %w", b.Target, b.Name, err)
+			return nil, fmt.Errorf("creating view %s of flow %s: %w", b.Target, b.Name, err)
 		}
 		rep.add("view %s: created", b.Target)
 		// Create does not return the schema BigQuery derived for the view.
 		if have, err = t.Metadata(ctx); err != nil {
-			return fmt.Errorf("reading view %s: %w", b.Target, err)
+			return nil, fmt.Errorf("reading view %s: %w", b.Target, err)
 		}
 	case have.Type != bigquery.ViewTable:
-		return fmt.Errorf("%s exists and is not a view (it is a %s): flow %s (%s) needs that name for its view; rename the target or drop the table", b.Target, have.Type, b.Name, b.Pos)
+		return nil, fmt.Errorf("%s exists and is not a view (it is a %s): flow %s (%s) needs that name for its view; rename the target or drop the table", b.Target, have.Type, b.Name, b.Pos)
 	case have.ViewQuery != sql || have.Description != desc || have.Labels[HintLabel] != hintLabel:
 		upd := bigquery.TableMetadataToUpdate{ViewQuery: sql, Description: desc}
 		keepLabels(&upd, have.Labels)
 		upd.SetLabel(HintLabel, hintLabel)
 		if have, err = t.Update(ctx, upd, have.ETag); err != nil {
-			return fmt.Errorf("updating view %s of flow %s: %w", b.Target, b.Name, err)
+			return nil, fmt.Errorf("updating view %s of flow %s: %w", b.Target, b.Name, err)
 		}
 		rep.add("view %s: updated", b.Target)
 	default:
@@ -134,7 +136,8 @@ func FollowChangelog(ctx context.Context, bq *bigquery.Client, loc catalog.Locat
 		rep.add("view %s: no %s label, left to the next compaction", b.Target, HintLabel)
 		return nil
 	}
-	return view(ctx, t, have, loc, b, time.UnixMicro(us).UTC(), rep)
+	_, err = view(ctx, t, have, loc, b, time.UnixMicro(us).UTC(), rep)
+	return err
 }
 
 // keepLabels repeats a table's labels in an update: BigQuery merges the
@@ -171,8 +174,9 @@ func sequenceText(f *flow.Flow) string {
 
 // describeColumns copies the changelog's column descriptions onto the view
 // (md: its current metadata), so a user in the BigQuery console sees what
-// each column is. It writes only when a description differs.
-func describeColumns(ctx context.Context, t *bigquery.Table, b *flow.Bound, md *bigquery.TableMetadata) error {
+// each column is. It writes only when a description differs, and returns
+// the view's metadata as it now is.
+func describeColumns(ctx context.Context, t *bigquery.Table, b *flow.Bound, md *bigquery.TableMetadata) (*bigquery.TableMetadata, error) {
 	want := map[string]string{}
 	for _, c := range b.Output {
 		want[strings.ToLower(c.Name)] = c.Description
@@ -200,12 +204,13 @@ func describeColumns(ctx context.Context, t *bigquery.Table, b *flow.Bound, md *
 		}
 	}
 	if !changed {
-		return nil
+		return md, nil
 	}
-	if _, err := t.Update(ctx, bigquery.TableMetadataToUpdate{Schema: schema}, md.ETag); err != nil {
-		return fmt.Errorf("describing the columns of view %s: %w", b.Target, err)
+	md, err := t.Update(ctx, bigquery.TableMetadataToUpdate{Schema: schema}, md.ETag)
+	if err != nil {
+		return nil, fmt.Errorf("describing the columns of view %s: %w", b.Target, err)
 	}
-	return nil
+	return md, nil
 }
 
 // FlowObjects applies a flow's state table, view and table functions (and
@@ -253,10 +258,11 @@ func flowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location,
 			return err
 		}
 	}
-	if err := view(ctx, t, have, loc, b, hint, rep); err != nil {
+	md, err := view(ctx, t, have, loc, b, hint, rep)
+	if err != nil {
 		return err
 	}
-	return Functions(ctx, bq, loc, b, rep)
+	return functions(ctx, bq, t, md, loc, b, rep)
 }
 
 // hintOf reads the pruning bound a view was rendered with from its label.

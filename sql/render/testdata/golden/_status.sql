@@ -69,6 +69,14 @@ changelogs AS (
   FROM `my-project`.`cdc`.`odd_names_changelog` AS c
   CROSS JOIN (SELECT MAX(watermark) AS watermark FROM folds WHERE flow = 'odd_names') AS w
   WHERE c.`_cdc_ingested_at` >= TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 7 DAY)
+  UNION ALL
+  SELECT 'users_bitemporal' AS flow, 'cdc.users_bitemporal' AS target, 'users' AS source,
+    MAX(c.`_cdc_source_ts`) AS newest_source_ts,
+    MAX(c.`_cdc_ingested_at`) AS last_ingested_at,
+    COUNTIF(c.`_cdc_ingested_at` > IFNULL(w.watermark, TIMESTAMP '1970-01-01 00:00:00+00')) AS tail_rows
+  FROM `my-project`.`cdc`.`users_changelog` AS c
+  CROSS JOIN (SELECT MAX(watermark) AS watermark FROM folds WHERE flow = 'users_bitemporal') AS w
+  WHERE c.`_cdc_ingested_at` >= TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 7 DAY)
 )
 SELECT
   f.flow, f.target, f.source,
