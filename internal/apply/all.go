@@ -83,6 +83,11 @@ type Options struct {
 	// view, instead of reusing the pruning bound the view carries (see
 	// flowObjects): for after a state table was edited by hand.
 	ReadWatermarks bool
+	// SkipTableFunctions leaves out the flows' table functions (<target>_at,
+	// _changes, _as_of). For the local emulator only (internal/emulator,
+	// concession 11): it cannot call them, and creating them grows its SQL
+	// analyzer's memory until a long-running process dies.
+	SkipTableFunctions bool
 }
 
 // All applies everything the flows need: the datasets, one changelog per
@@ -119,7 +124,7 @@ func apply(ctx context.Context, bq *bigquery.Client, t Target, bound []*flow.Bou
 	const shared, sharedObjects = 2, 3
 	total := len(datasets) + len(srcs) + sharedObjects
 	for _, b := range bound {
-		total += flowObjectCount(b)
+		total += flowObjectCount(b, opts)
 	}
 	if len(bound) > 0 {
 		total++ // the status view
@@ -151,8 +156,8 @@ func apply(ctx context.Context, bq *bigquery.Client, t Target, bound []*flow.Bou
 	// the changelogs it reads must exist.
 	steps = steps[:0]
 	for _, b := range bound {
-		steps = append(steps, step{objects: flowObjectCount(b), run: func(r *Report) error {
-			return flowObjects(ctx, bq, loc, b, opts.ReadWatermarks, r)
+		steps = append(steps, step{objects: flowObjectCount(b, opts), run: func(r *Report) error {
+			return flowObjects(ctx, bq, loc, b, opts, r)
 		}})
 	}
 	if err := runSteps(steps, opts.Concurrency, opts.Progress, rep); err != nil {
@@ -169,7 +174,12 @@ func apply(ctx context.Context, bq *bigquery.Client, t Target, bound []*flow.Bou
 
 // flowObjectCount is the number of objects (report lines) a flow has: its
 // state table, its view and its table functions.
-func flowObjectCount(b *flow.Bound) int { return 2 + len(tableFunctions(b)) }
+func flowObjectCount(b *flow.Bound, opts Options) int {
+	if opts.SkipTableFunctions {
+		return 2
+	}
+	return 2 + len(tableFunctions(b))
+}
 
 func boundFlows(bound []*flow.Bound) []*flow.Flow {
 	flows := make([]*flow.Flow, len(bound))

@@ -214,14 +214,15 @@ func describeColumns(ctx context.Context, t *bigquery.Table, b *flow.Bound, md *
 }
 
 // FlowObjects applies a flow's state table, view and table functions (and
-// the flow's dataset, when it is not the default one).
-func FlowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, rep *Report) error {
+// the flow's dataset, when it is not the default one). Of opts it heeds
+// ReadWatermarks and SkipTableFunctions.
+func FlowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, opts Options, rep *Report) error {
 	if ds := loc.Dataset(b.Flow); ds != loc.DefaultDataset {
 		if err := Dataset(ctx, bq, ds, rep); err != nil {
 			return err
 		}
 	}
-	return flowObjects(ctx, bq, loc, b, false, rep)
+	return flowObjects(ctx, bq, loc, b, opts, rep)
 }
 
 // flowObjects applies a flow's state table and view with one metadata read
@@ -234,9 +235,9 @@ func FlowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location,
 // state table's watermark never goes back while the table lives, so the
 // label is still a valid bound; compaction advances it. Reading the
 // watermark (a query job per flow, the old way) is left for a view without
-// the label, or readWatermark (for a state table whose rows were deleted by
-// hand, whose watermark did go back).
-func flowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, readWatermark bool, rep *Report) error {
+// the label, or opts.ReadWatermarks (for a state table whose rows were
+// deleted by hand, whose watermark did go back).
+func flowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, opts Options, rep *Report) error {
 	created, err := state(ctx, bq, loc, b, rep)
 	if err != nil {
 		return err
@@ -252,14 +253,14 @@ func flowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location,
 	hint := render.Epoch
 	if !created {
 		labelled, ok := hintOf(have)
-		if ok && !readWatermark {
+		if ok && !opts.ReadWatermarks {
 			hint = labelled
 		} else if hint, err = Watermark(ctx, bq, loc, b.Flow); err != nil {
 			return err
 		}
 	}
 	md, err := view(ctx, t, have, loc, b, hint, rep)
-	if err != nil {
+	if err != nil || opts.SkipTableFunctions {
 		return err
 	}
 	return functions(ctx, bq, t, md, loc, b, rep)
