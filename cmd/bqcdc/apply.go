@@ -96,7 +96,10 @@ func runApply(ctx context.Context, args []string) error {
 	// stays one line per object.
 	meter := progress.New(os.Stderr, "apply", "objects", 0, progress.IsTerminal(os.Stderr))
 	var rep apply.Report
-	opts := apply.Options{Concurrency: *concurrency, Progress: meter, ReadWatermarks: *readWatermarks}
+	opts := apply.Options{Concurrency: *concurrency, Progress: meter, ReadWatermarks: *readWatermarks,
+		// An emulator cannot call table functions, and creating them grows
+		// its analyzer's memory (internal/emulator, concession 11).
+		SkipTableFunctions: t.bq.Endpoint != ""}
 	_, err = apply.AllWith(ctx, bq, apply.Target{Project: t.bq.Project, Dataset: t.dataset, DeadLetterRetentionDays: *retention}, flows, t.schemaSource(), opts, &rep)
 	meter.Finish()
 	for _, line := range rep {

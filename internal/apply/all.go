@@ -86,6 +86,11 @@ type Options struct {
 	// view, instead of reusing the pruning bound the view carries (see
 	// flowObjects): for after a state table was edited by hand.
 	ReadWatermarks bool
+	// SkipTableFunctions leaves out the flows' table functions (<target>_at,
+	// _changes, _as_of). For the local emulator only (internal/emulator,
+	// concession 11): it cannot call them, and creating them grows its SQL
+	// analyzer's memory until a long-running process dies.
+	SkipTableFunctions bool
 }
 
 // All applies everything the flows need: the datasets, one changelog per
@@ -123,7 +128,10 @@ func apply(ctx context.Context, bq *bigquery.Client, t Target, bound []*flow.Bou
 	// The shared tables: dead letters, and the compaction report (a table
 	// and a view, two lines).
 	const shared, sharedObjects = 2, 3
-	total := len(datasets) + len(srcs) + sharedObjects + 2*len(bound)
+	total := len(datasets) + len(srcs) + sharedObjects
+	for _, b := range bound {
+		total += flowObjectCount(b, opts)
+	}
 	if len(render.StatusFlows(boundFlows(bound))) > 0 {
 		total++ // the status view
 	}
@@ -154,8 +162,8 @@ func apply(ctx context.Context, bq *bigquery.Client, t Target, bound []*flow.Bou
 	// the changelogs it reads must exist.
 	steps = steps[:0]
 	for _, b := range bound {
-		steps = append(steps, step{objects: 2, run: func(r *Report) error {
-			return flowObjects(ctx, bq, loc, b, opts.ReadWatermarks, r)
+		steps = append(steps, step{objects: flowObjectCount(b, opts), run: func(r *Report) error {
+			return flowObjects(ctx, bq, loc, b, opts, r)
 		}})
 	}
 	if err := runSteps(steps, opts.Concurrency, opts.Progress, rep); err != nil {
@@ -168,6 +176,15 @@ func apply(ctx context.Context, bq *bigquery.Client, t Target, bound []*flow.Bou
 	err := Status(ctx, bq, loc, boundFlows(bound), rep)
 	opts.Progress.Add(1)
 	return err
+}
+
+// flowObjectCount is the number of objects (report lines) a flow has: its
+// state table, its view and its table functions.
+func flowObjectCount(b *flow.Bound, opts Options) int {
+	if opts.SkipTableFunctions {
+		return 2
+	}
+	return 2 + len(tableFunctions(b))
 }
 
 func boundFlows(bound []*flow.Bound) []*flow.Flow {

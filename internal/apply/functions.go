@@ -25,6 +25,16 @@ import (
 // emulator does not implement routines.get (it answers an error the client
 // retries). The view must exist (FlowObjects applies it first).
 func Functions(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, rep *Report) error {
+	view := bq.Dataset(loc.Dataset(b.Flow)).Table(catalog.ViewName(b.Flow))
+	md, err := view.Metadata(ctx)
+	if err != nil {
+		return fmt.Errorf("reading view %s: %w", b.Target, err)
+	}
+	return functions(ctx, bq, view, md, loc, b, rep)
+}
+
+// functions is Functions given the view and its current metadata.
+func functions(ctx context.Context, bq *bigquery.Client, view *bigquery.Table, md *bigquery.TableMetadata, loc catalog.Location, b *flow.Bound, rep *Report) error {
 	ddls, err := functionDDL(b, loc)
 	if err != nil {
 		return err
@@ -34,11 +44,6 @@ func Functions(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b
 		h.Write([]byte(f.ddl))
 	}
 	sum := hex.EncodeToString(h.Sum(nil))[:32]
-	view := bq.Dataset(loc.Dataset(b.Flow)).Table(catalog.ViewName(b.Flow))
-	md, err := view.Metadata(ctx)
-	if err != nil {
-		return fmt.Errorf("reading view %s: %w", b.Target, err)
-	}
 	if md.Labels[FunctionsLabel] == sum {
 		for _, f := range ddls {
 			rep.add("table function %s.%s: unchanged", loc.Dataset(b.Flow), f.name)
@@ -66,20 +71,32 @@ const FunctionsLabel = "bqcdc-functions"
 
 type namedDDL struct{ name, ddl string }
 
-func functionDDL(b *flow.Bound, loc catalog.Location) ([]namedDDL, error) {
-	type function struct {
-		name   string
-		render func(*flow.Bound, catalog.Location) (string, error)
-	}
-	fns := []function{
-		{catalog.AtFunctionName(b.Flow), render.AtFunction},
-		{catalog.ChangesFunctionName(b.Flow), render.ChangesFunction},
+// tableFunction is one of a flow's table functions.
+type tableFunction struct {
+	name   string
+	render func(*flow.Bound, catalog.Location) (string, error)
+}
+
+// tableFunctions lists the table functions flow b gets.
+func tableFunctions(b *flow.Bound) []tableFunction {
+	if b.IsSnapshot() {
+		// Its history is by version, not by ingestion time: no _at, no
+		// _changes (README, Snapshot flows).
+		return nil
 	}
 	if b.Bitemporal {
 		// A bitemporal target is time travel already: its as-of function
 		// reads both axes.
-		fns = []function{{catalog.AsOfFunctionName(b.Flow), render.AsOfFunction}}
+		return []tableFunction{{catalog.AsOfFunctionName(b.Flow), render.AsOfFunction}}
 	}
+	return []tableFunction{
+		{catalog.AtFunctionName(b.Flow), render.AtFunction},
+		{catalog.ChangesFunctionName(b.Flow), render.ChangesFunction},
+	}
+}
+
+func functionDDL(b *flow.Bound, loc catalog.Location) ([]namedDDL, error) {
+	fns := tableFunctions(b)
 	var out []namedDDL
 	for _, fn := range fns {
 		ddl, err := fn.render(b, loc)

@@ -72,12 +72,14 @@ func View(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flo
 	if err != nil {
 		have = nil
 	}
-	return view(ctx, t, have, loc, b, hint, rep)
+	_, err = view(ctx, t, have, loc, b, hint, rep)
+	return err
 }
 
 // view brings view t (have: its metadata, nil if it does not exist) to the
-// flow's SQL rendered with hint.
-func view(ctx context.Context, t *bigquery.Table, have *bigquery.TableMetadata, loc catalog.Location, b *flow.Bound, hint time.Time, rep *Report) error {
+// flow's SQL rendered with hint, and returns its metadata as it now is (so
+// Functions can label it without reading it again).
+func view(ctx context.Context, t *bigquery.Table, have *bigquery.TableMetadata, loc catalog.Location, b *flow.Bound, hint time.Time, rep *Report) (*bigquery.TableMetadata, error) {
 	if b.IsSnapshot() {
 		// Its bound is a version (SnapshotView): keep the one it has.
 		var key string
@@ -88,7 +90,7 @@ func view(ctx context.Context, t *bigquery.Table, have *bigquery.TableMetadata, 
 	}
 	sql, err := render.View(b, loc, hint)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	return putView(ctx, t, have, b, sql, viewDescription(b, loc), HintLabel, strconv.FormatInt(hint.UnixMicro(), 10), rep)
 }
@@ -117,10 +119,11 @@ func SnapshotView(ctx context.Context, bq *bigquery.Client, loc catalog.Location
 	if key == "" && have != nil {
 		key = have.Labels[VersionLabel]
 	}
-	return snapshotView(ctx, t, have, loc, b, key, rep)
+	_, err = snapshotView(ctx, t, have, loc, b, key, rep)
+	return err
 }
 
-func snapshotView(ctx context.Context, t *bigquery.Table, have *bigquery.TableMetadata, loc catalog.Location, b *flow.Bound, key string, rep *Report) error {
+func snapshotView(ctx context.Context, t *bigquery.Table, have *bigquery.TableMetadata, loc catalog.Location, b *flow.Bound, key string, rep *Report) (*bigquery.TableMetadata, error) {
 	if key != "" && catalog.LabelValue(key) != key {
 		key = ""
 	}
@@ -128,19 +131,19 @@ func snapshotView(ctx context.Context, t *bigquery.Table, have *bigquery.TableMe
 	if key != "" {
 		var err error
 		if bound, err = render.VersionBound(b, key); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	sql, err := render.SnapshotView(b, loc, bound)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	return putView(ctx, t, have, b, sql, viewDescription(b, loc), VersionLabel, key, rep)
 }
 
 // putView brings view t (have: its metadata, nil if it does not exist) to
 // sql and desc, with label = value (the bound it was rendered with).
-func putView(ctx context.Context, t *bigquery.Table, have *bigquery.TableMetadata, b *flow.Bound, sql, desc, label, value string, rep *Report) error {
+func putView(ctx context.Context, t *bigquery.Table, have *bigquery.TableMetadata, b *flow.Bound, sql, desc, label, value string, rep *Report) (*bigquery.TableMetadata, error) {
 	var err error
 	switch {
 	case have == nil:
@@ -149,20 +152,20 @@ func putView(ctx context.Context, t *bigquery.Table, have *bigquery.TableMetadat
 			labels[label] = value
 		}
 		if err := t.Create(ctx, &bigquery.TableMetadata{ViewQuery: sql, Description: desc, Labels: labels}); err != nil {
-			return fmt.Errorf("creating view %s of flow %s: %w", b.Target, b.Name, err)
+			return nil, fmt.Errorf("creating view %s of flow %s: %w", b.Target, b.Name, err)
 		}
 		rep.add("view %s: created", b.Target)
 		// Create does not return the schema BigQuery derived for the view.
 		if have, err = t.Metadata(ctx); err != nil {
-			return fmt.Errorf("reading view %s: %w", b.Target, err)
+			return nil, fmt.Errorf("reading view %s: %w", b.Target, err)
 		}
 	case have.Type != bigquery.ViewTable:
-		return fmt.Errorf("%s exists and is not a view (it is a %s): flow %s (%s) needs that name for its view; rename the target or drop the table", b.Target, have.Type, b.Name, b.Pos)
+		return nil, fmt.Errorf("%s exists and is not a view (it is a %s): flow %s (%s) needs that name for its view; rename the target or drop the table", b.Target, have.Type, b.Name, b.Pos)
 	case have.ViewQuery != sql || have.Description != desc || have.Labels[label] != value:
 		upd := bigquery.TableMetadataToUpdate{ViewQuery: sql, Description: desc}
 		for k, v := range have.Labels {
 			if k != label {
-				upd.SetLabel(k, v) // see keepLabels
+				upd.SetLabel(k, v) // BigQuery merges, the emulator replaces: see keepLabels
 			}
 		}
 		if value != "" {
@@ -171,7 +174,7 @@ func putView(ctx context.Context, t *bigquery.Table, have *bigquery.TableMetadat
 			upd.DeleteLabel(label)
 		}
 		if have, err = t.Update(ctx, upd, have.ETag); err != nil {
-			return fmt.Errorf("updating view %s of flow %s: %w", b.Target, b.Name, err)
+			return nil, fmt.Errorf("updating view %s of flow %s: %w", b.Target, b.Name, err)
 		}
 		rep.add("view %s: updated", b.Target)
 	default:
@@ -204,7 +207,8 @@ func FollowChangelog(ctx context.Context, bq *bigquery.Client, loc catalog.Locat
 		rep.add("view %s: no %s label, left to the next compaction", b.Target, HintLabel)
 		return nil
 	}
-	return view(ctx, t, have, loc, b, time.UnixMicro(us).UTC(), rep)
+	_, err = view(ctx, t, have, loc, b, time.UnixMicro(us).UTC(), rep)
+	return err
 }
 
 // keepLabels repeats a table's labels in an update: BigQuery merges the
@@ -252,8 +256,9 @@ func sequenceText(f *flow.Flow) string {
 
 // describeColumns copies the changelog's column descriptions onto the view
 // (md: its current metadata), so a user in the BigQuery console sees what
-// each column is. It writes only when a description differs.
-func describeColumns(ctx context.Context, t *bigquery.Table, b *flow.Bound, md *bigquery.TableMetadata) error {
+// each column is. It writes only when a description differs, and returns
+// the view's metadata as it now is.
+func describeColumns(ctx context.Context, t *bigquery.Table, b *flow.Bound, md *bigquery.TableMetadata) (*bigquery.TableMetadata, error) {
 	want := map[string]string{}
 	for _, c := range b.Output {
 		want[strings.ToLower(c.Name)] = c.Description
@@ -281,23 +286,25 @@ func describeColumns(ctx context.Context, t *bigquery.Table, b *flow.Bound, md *
 		}
 	}
 	if !changed {
-		return nil
+		return md, nil
 	}
-	if _, err := t.Update(ctx, bigquery.TableMetadataToUpdate{Schema: schema}, md.ETag); err != nil {
-		return fmt.Errorf("describing the columns of view %s: %w", b.Target, err)
+	md, err := t.Update(ctx, bigquery.TableMetadataToUpdate{Schema: schema}, md.ETag)
+	if err != nil {
+		return nil, fmt.Errorf("describing the columns of view %s: %w", b.Target, err)
 	}
-	return nil
+	return md, nil
 }
 
 // FlowObjects applies a flow's state table, view and table functions (and
-// the flow's dataset, when it is not the default one).
-func FlowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, rep *Report) error {
+// the flow's dataset, when it is not the default one). Of opts it heeds
+// ReadWatermarks and SkipTableFunctions.
+func FlowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, opts Options, rep *Report) error {
 	if ds := loc.Dataset(b.Flow); ds != loc.DefaultDataset {
 		if err := Dataset(ctx, bq, ds, rep); err != nil {
 			return err
 		}
 	}
-	return flowObjects(ctx, bq, loc, b, false, rep)
+	return flowObjects(ctx, bq, loc, b, opts, rep)
 }
 
 // flowObjects applies a flow's state table and view with one metadata read
@@ -310,9 +317,9 @@ func FlowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location,
 // state table's watermark never goes back while the table lives, so the
 // label is still a valid bound; compaction advances it. Reading the
 // watermark (a query job per flow, the old way) is left for a view without
-// the label, or readWatermark (for a state table whose rows were deleted by
-// hand, whose watermark did go back).
-func flowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, readWatermark bool, rep *Report) error {
+// the label, or opts.ReadWatermarks (for a state table whose rows were
+// deleted by hand, whose watermark did go back).
+func flowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, opts Options, rep *Report) error {
 	created, err := state(ctx, bq, loc, b, rep)
 	if err != nil {
 		return err
@@ -328,13 +335,14 @@ func flowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location,
 	hint := render.Epoch
 	if !created && !b.IsSnapshot() { // a snapshot flow's view carries no watermark bound
 		labelled, ok := hintOf(have)
-		if ok && !readWatermark {
+		if ok && !opts.ReadWatermarks {
 			hint = labelled
 		} else if hint, err = Watermark(ctx, bq, loc, b.Flow); err != nil {
 			return err
 		}
 	}
-	if err := view(ctx, t, have, loc, b, hint, rep); err != nil {
+	md, err := view(ctx, t, have, loc, b, hint, rep)
+	if err != nil || opts.SkipTableFunctions {
 		return err
 	}
 	if b.IsSnapshot() {
@@ -342,7 +350,7 @@ func flowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location,
 		// _changes (README, Snapshot flows).
 		return nil
 	}
-	return Functions(ctx, bq, loc, b, rep)
+	return functions(ctx, bq, t, md, loc, b, rep)
 }
 
 // hintOf reads the pruning bound a view was rendered with from its label.

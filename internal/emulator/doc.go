@@ -53,6 +53,16 @@
 //     every pull. The stack's subscriptions carry a policy out of reach
 //     (pstest still counts attempts) and the relay forwards at the
 //     configured attempts, with the attributes Pub/Sub adds.
+//  11. No table functions (apply.Options.SkipTableFunctions, set by the
+//     local stack, by the tests' environments and by `bqcdc apply` given an
+//     emulator endpoint). The emulator's SQL analyzer crashes when a flow's
+//     <target>_at/_changes/_as_of is called, and every CREATE TABLE
+//     FUNCTION grows the analyzer's WebAssembly heap: a test binary
+//     creating them for every flow it applied passed 2 GiB and died with
+//     "slice bounds out of range [-2146955632:]" in go-googlesql's
+//     Module.invoke (a 32-bit pointer read as negative). Tests run the
+//     functions' bodies as queries instead (render.AtQuery, ChangesQuery,
+//     AsOfQuery); one test still creates them, to check the DDL is accepted.
 //
 // Choices that suit both and are therefore not concessions: NUMERIC,
 // BIGNUMERIC, DATETIME and TIME are appended as strings (package bqwrite),

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/bqcdc/bqcdc/internal/apply"
+	"github.com/bqcdc/bqcdc/internal/dev/localstack"
 	"github.com/bqcdc/bqcdc/internal/registry"
 )
 
@@ -14,8 +15,8 @@ import (
 func TestApplyIsIdempotentAndDescribesViews(t *testing.T) {
 	ctx := context.Background()
 	var rep apply.Report
-	_, err := apply.All(ctx, stack.BigQuery, apply.Target{Project: stack.Project, Dataset: stack.Dataset}, stack.Flows,
-		apply.Schemas{Dir: stack.SchemasDir, Registry: registry.New(stack.RegistryURL, registry.Options{})}, &rep)
+	_, err := apply.AllWith(ctx, stack.BigQuery, apply.Target{Project: stack.Project, Dataset: stack.Dataset}, stack.Flows,
+		apply.Schemas{Dir: stack.SchemasDir, Registry: registry.New(stack.RegistryURL, registry.Options{})}, localstack.ApplyOptions, &rep)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -102,7 +102,7 @@ func newSnapshotEnv(t *testing.T, project, table string, cols schema.Columns, fl
 	}
 	for i := 0; i < 2; i++ {
 		var rep apply.Report
-		if err := apply.FlowObjects(ctx, e.BQ, e.Loc, bound[0], &rep); err != nil {
+		if err := apply.FlowObjects(ctx, e.BQ, e.Loc, bound[0], e.Apply, &rep); err != nil {
 			t.Fatalf("applying: %v", err)
 		}
 		if i == 1 {

@@ -5,7 +5,9 @@
 //     schema, labels, etag and lastModifiedTime from, and tables.patch,
 //     which schema evolution sends (with If-Match). Paths are accepted with
 //     and without the /bigquery/v2 prefix; unknown tables answer 404 in
-//     BigQuery's error JSON, so bqerror.NotFound recognises it.
+//     BigQuery's error JSON, so bqerror.NotFound recognises it. For
+//     `bqcdc apply`: datasets.get/insert and tables.insert (admin.go), and
+//     DDL query jobs, done at once and remembered, no other SQL (jobs.go).
 //   - Storage Write (a gRPC server on 127.0.0.1): GetWriteStream and
 //     AppendRows on tables' default streams (…/streams/_default), the only
 //     streams bqcdc uses.
@@ -52,6 +54,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
+	bq "google.golang.org/api/bigquery/v2"
 	"google.golang.org/grpc"
 )
 
@@ -122,8 +125,11 @@ type Server struct {
 	total       counters
 
 	mu       sync.RWMutex
-	tables   map[string]*table // by path: projects/P/datasets/D/tables/T
-	datasets map[string]bool   // created through datasets.insert, by "project/dataset" (admin.go)
+	tables   map[string]*table  // by path: projects/P/datasets/D/tables/T
+	datasets map[string]bool    // created through datasets.insert, by "project/dataset" (admin.go)
+	jobs     map[string]*bq.Job // DDL jobs by "project/jobID" (jobs.go)
+	ddl      []string           // the DDL statements run, in order (jobs.go)
+	jobSeq   atomic.Int64
 
 	faultMu   sync.Mutex
 	fault     FaultFunc

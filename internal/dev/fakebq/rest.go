@@ -46,7 +46,7 @@ func (h restHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// endpoint is overridden; accept both, as the emulator does.
 	p := strings.TrimPrefix(r.URL.Path, "/bigquery/v2")
 	parts := strings.Split(strings.Trim(p, "/"), "/")
-	if h.serveAdmin(w, r, parts) {
+	if h.serveAdmin(w, r, parts) || h.serveJobs(w, r, parts) {
 		return
 	}
 	if len(parts) != 6 || parts[0] != "projects" || parts[2] != "datasets" || parts[4] != "tables" {

@@ -309,14 +309,18 @@ func (s *Stack) startFunctions(ctx context.Context) error {
 	return errors.New("functions framework did not start within 10 s")
 }
 
+// ApplyOptions are the apply options for the emulator: no table functions
+// (internal/emulator, concession 11).
+var ApplyOptions = apply.Options{SkipTableFunctions: true}
+
 // Apply creates the dataset and the tables of every flow, as `bqcdc apply`
 // does against BigQuery, taking schemas from the local registry or the
 // schemas folder.
 func (s *Stack) Apply(ctx context.Context) error {
 	var rep apply.Report
 	reg := registry.New(s.RegistryURL, registry.Options{})
-	bound, err := apply.All(ctx, s.BigQuery, apply.Target{Project: s.Project, Dataset: s.Dataset}, s.Flows,
-		apply.Schemas{Dir: s.SchemasDir, Registry: reg}, &rep)
+	bound, err := apply.AllWith(ctx, s.BigQuery, apply.Target{Project: s.Project, Dataset: s.Dataset}, s.Flows,
+		apply.Schemas{Dir: s.SchemasDir, Registry: reg}, ApplyOptions, &rep)
 	s.Bound = bound
 	// Terraform creates this table in production.
 	if perr := apply.PubSubDeadLetters(ctx, s.BigQuery, s.Dataset, &rep); perr != nil {

@@ -35,6 +35,10 @@ type Env struct {
 	BQ  *bigquery.Client
 	W   *bqwrite.Writer
 	Loc catalog.Location
+	// Apply is what ApplyFlows passes to apply.FlowObjects: by default no
+	// table functions, as on the local stack (internal/emulator, concession
+	// 11); a test of their DDL clears SkipTableFunctions.
+	Apply apply.Options
 }
 
 var projects sync.Map
@@ -60,7 +64,7 @@ func New(t testing.TB, st *localstack.Stack, project string) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &Env{BQ: bq, W: bqwrite.NewWriter(bq, mw, project, st.Dataset),
+	e := &Env{BQ: bq, W: bqwrite.NewWriter(bq, mw, project, st.Dataset), Apply: apply.Options{SkipTableFunctions: true},
 		Loc: catalog.Location{Project: project, DefaultDataset: st.Dataset}}
 	var rep apply.Report
 	if err := apply.CompactionReport(ctx, bq, st.Dataset, &rep); err != nil {
@@ -112,7 +116,7 @@ func (e *Env) ApplyFlows(t testing.TB, file, text string, changelogs map[string]
 			t.Fatal(err)
 		}
 		var rep apply.Report
-		if err := apply.FlowObjects(context.Background(), e.BQ, e.Loc, b, &rep); err != nil {
+		if err := apply.FlowObjects(context.Background(), e.BQ, e.Loc, b, e.Apply, &rep); err != nil {
 			t.Fatalf("applying flow %s: %v", b.Name, err)
 		}
 		out = append(out, b)

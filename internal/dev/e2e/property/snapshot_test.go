@@ -134,7 +134,7 @@ func TestSnapshotsMatchModel(t *testing.T) {
 			}
 			for _, b := range bound {
 				var rep apply.Report
-				if err := apply.FlowObjects(ctx, e.BQ, e.Loc, b, &rep); err != nil {
+				if err := apply.FlowObjects(ctx, e.BQ, e.Loc, b, e.Apply, &rep); err != nil {
 					t.Fatal(err)
 				}
 			}
