@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
 
 	"github.com/bqcdc/bqcdc/internal/flow"
 )
@@ -396,5 +397,77 @@ func TestDatasetHasNoBlindExpiration(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("want exactly one google_bigquery_dataset, got %d", n)
+	}
+}
+
+// (g) Snapshot flows read the user's tables of snapshots: the compact
+// account gets read access on each listed table (table-level, never the
+// dataset), the variable refuses what is not dataset.table, and the demo
+// lists exactly the snapshot tables of sql/flows.
+func TestSnapshotTablesReadByCompactOnly(t *testing.T) {
+	cfg := config(t)
+	root := cfg.module(t, ".")
+	grant := root.resources["google_bigquery_table_iam_member.compact_reads_snapshots"]
+	if grant == nil {
+		t.Fatal("the root module must declare google_bigquery_table_iam_member.compact_reads_snapshots")
+	}
+	if !refersTo(attrExpr(grant.Body, "for_each"), "var.snapshot_tables") {
+		t.Errorf("compact_reads_snapshots: for_each must be var.snapshot_tables, got %v", references(attrExpr(grant.Body, "for_each")))
+	}
+	if role, _ := literalString(attrExpr(grant.Body, "role")); role != "roles/bigquery.dataViewer" {
+		t.Errorf("compact_reads_snapshots: role %q, want roles/bigquery.dataViewer (read only)", role)
+	}
+	if !refersTo(attrExpr(grant.Body, "member"), "google_service_account.compact.email") {
+		t.Errorf("compact_reads_snapshots: member must be the compact account, got %v", references(attrExpr(grant.Body, "member")))
+	}
+	for key, r := range root.resourcesOfType("google_bigquery_dataset_iam_member") {
+		if refersTo(attrExpr(r.Body, "dataset_id"), "var.snapshot_tables") {
+			t.Errorf("%s: snapshot tables are granted per table, not per dataset", key)
+		}
+	}
+
+	v := root.variables["snapshot_tables"]
+	if v == nil {
+		t.Fatal("the root module must declare variable snapshot_tables")
+	}
+	set := func(names ...string) cty.Value {
+		var vals []cty.Value
+		for _, n := range names {
+			vals = append(vals, cty.StringVal(n))
+		}
+		return variableValue(t, v, cty.SetVal(vals))
+	}
+	if failed := failedValidations(t, v, set("staging.customer_extracts", "staging.odd extracts", "s.t-2")); len(failed) > 0 {
+		t.Errorf("valid snapshot tables refused: %v", failed)
+	}
+	for _, bad := range []string{"extracts", "p.staging.t", "my-ds.t", "staging.", ".t", "staging.`t`"} {
+		if failed := failedValidations(t, v, set(bad)); len(failed) == 0 {
+			t.Errorf("snapshot table %q accepted", bad)
+		}
+	}
+
+	flows, errs := flow.ParseDir(filepath.Join("..", "sql", "flows"))
+	if len(errs) > 0 {
+		t.Fatalf("parsing sql/flows: %v", errs)
+	}
+	var want []string
+	for _, s := range flow.SnapshotTables(flows) {
+		want = append(want, s.String())
+	}
+	sort.Strings(want)
+	var got []string
+	if a := cfg.tfvarsFile(t, "examples/demo/terraform.tfvars").body.Attributes["snapshot_tables"]; a != nil {
+		val, diags := a.Expr.Value(nil)
+		if diags.HasErrors() {
+			t.Fatal(diags.Error())
+		}
+		for it := val.ElementIterator(); it.Next(); {
+			_, e := it.Element()
+			got = append(got, e.AsString())
+		}
+	}
+	sort.Strings(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("snapshot_tables in examples/demo/terraform.tfvars differ from the snapshot tables of sql/flows (-flows +tfvars):\n%s", diff)
 	}
 }

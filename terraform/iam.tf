@@ -49,6 +49,17 @@ resource "google_bigquery_dataset_iam_member" "compact_data_editor" {
   member     = "serviceAccount:${google_service_account.compact.email}"
 }
 
+# Snapshot flows (AUTO CDC FROM SNAPSHOT) read the user's tables of
+# snapshots: read access on each of those tables only, never their dataset.
+resource "google_bigquery_table_iam_member" "compact_reads_snapshots" {
+  for_each   = var.snapshot_tables
+  project    = var.project_id
+  dataset_id = split(".", each.value)[0]
+  table_id   = split(".", each.value)[1]
+  role       = "roles/bigquery.dataViewer"
+  member     = "serviceAccount:${google_service_account.compact.email}"
+}
+
 # Query jobs are created in the project: bigquery.jobs.create exists only at
 # project level.
 resource "google_project_iam_member" "compact_job_user" {

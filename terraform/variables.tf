@@ -190,6 +190,24 @@ variable "dead_letter_retention_days" {
   }
 }
 
+variable "snapshot_tables" {
+  type        = set(string)
+  description = <<-EOT
+    The tables of snapshots that AUTO CDC FROM SNAPSHOT flows read, as "dataset.table" in var.project_id (the
+    FROM name of each snapshot flow in sql/flows). The compact function's account gets roles/bigquery.dataViewer on
+    each table, and nothing else outside its own dataset. Users querying a snapshot flow's view also need read access
+    to its table (a view runs with the caller's permissions unless it is authorized on the table's dataset).
+  EOT
+  default     = []
+
+  validation {
+    condition = alltrue([
+      for t in var.snapshot_tables : can(regex("^[A-Za-z0-9_]+\\.[^.`]+$", t)) && length(t) <= 2049
+    ])
+    error_message = "snapshot_tables entries must be dataset.table (a dataset name is letters, digits and underscores; the project is var.project_id)."
+  }
+}
+
 # ---------------------------------------------------------------------------
 # Functions
 # ---------------------------------------------------------------------------
