@@ -10,13 +10,16 @@ import (
 
 	"github.com/bqcdc/bqcdc/internal/apply"
 	"github.com/bqcdc/bqcdc/internal/catalog"
+	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/sql/render"
 )
 
 // runRender prints (or writes) the SQL of every flow's view. It needs no
 // BigQuery: changelog schemas come from the schemas folder, or from the
-// registry when --registry-url is given.
+// registry when --registry-url is given. Snapshot flows are the exception:
+// their columns are those of a BigQuery table, read when --project is
+// given (metadata only, no query); without it they are refused.
 func runRender(ctx context.Context, args []string) error {
 	var t target
 	fs := flag.NewFlagSet("render", flag.ContinueOnError)
@@ -24,9 +27,6 @@ func runRender(ctx context.Context, args []string) error {
 	out := fs.String("out", "", "write one <flow>.sql file per flow into this folder instead of printing")
 	if err := fs.Parse(args); err != nil {
 		return err
-	}
-	if t.bq.Project == "" {
-		t.bq.Project = "PROJECT"
 	}
 	flows, invalid := flow.ParseDir(t.flows)
 	if len(flows) == 0 {
@@ -36,6 +36,20 @@ func runRender(ctx context.Context, args []string) error {
 	sources, err := apply.LookupSources(ctx, flows, t.schemaSource())
 	if err != nil {
 		return err
+	}
+	if t.bq.Project != "" && len(flow.SnapshotTables(flows)) > 0 {
+		bq, err := clients.NewBigQuery(ctx, t.bq)
+		if err != nil {
+			return err
+		}
+		_, err = apply.SnapshotTables(ctx, bq, flows, sources)
+		bq.Close()
+		if err != nil {
+			return err
+		}
+	}
+	if t.bq.Project == "" {
+		t.bq.Project = "PROJECT"
 	}
 	bound, refused := apply.BindAll(flows, sources)
 	t.refused = append(t.refused, refused)

@@ -63,7 +63,10 @@ func Bind(f *Flow, changelog schema.Columns) (*Bound, error) {
 	}
 	source := b.sourceText()
 	if f.Snapshot != nil && len(changelog) == 0 {
-		add(errorf(f.Snapshot.Pos, "snapshot table %s not found in the deployment's project: bqcdc apply and compact read its columns from BigQuery (bqcdc render, which reads no BigQuery, cannot); load the table first", f.Snapshot))
+		// The only error: every column named would be "unknown" too.
+		err := errorf(f.Snapshot.Pos, "snapshot table %s not found in the deployment's project: bqcdc apply, compact and render (with --project) read its columns from BigQuery; load the table first", f.Snapshot)
+		err.Flow = f.Name
+		return nil, ErrorList{err}
 	}
 	for _, c := range changelog {
 		if strings.HasPrefix(c.Name, "__") && !strings.EqualFold(c.Name, StartAt) && !strings.EqualFold(c.Name, EndAt) {

@@ -185,6 +185,14 @@ func TestBindSnapshotErrors(t *testing.T) {
 	}
 }
 
+// A missing table is one error, not one more per column the flow names.
+func TestBindSnapshotMissingTableOneError(t *testing.T) {
+	_, err := bindSnapshot(t, "CREATE FLOW f AS AUTO CDC FROM SNAPSHOT INTO t FROM staging.snap KEYS (id, region) VERSION BY run COLUMNS (id, name);", schema.Columns{})
+	if list, ok := err.(ErrorList); !ok || len(list) != 1 {
+		t.Errorf("error = %v, want exactly one (table not found)", err)
+	}
+}
+
 // A snapshot flow binds to its table's columns, found by its SourceKey.
 func TestBindAllSnapshot(t *testing.T) {
 	flows, err := Parse("s.sql", "AUTO CDC FROM SNAPSHOT INTO t FROM staging.snap KEYS (id) VERSION BY run;\n"+
