@@ -13,7 +13,6 @@ import (
 	"github.com/bqcdc/bqcdc/internal/progress"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
-	"github.com/bqcdc/bqcdc/sql/render"
 )
 
 // Target names where bqcdc's objects live.
@@ -132,7 +131,7 @@ func apply(ctx context.Context, bq *bigquery.Client, t Target, bound []*flow.Bou
 	for _, b := range bound {
 		total += flowObjectCount(b, opts)
 	}
-	if len(render.StatusFlows(boundFlows(bound))) > 0 {
+	if len(bound) > 0 {
 		total++ // the status view
 	}
 	if opts.Progress != nil {
@@ -169,7 +168,7 @@ func apply(ctx context.Context, bq *bigquery.Client, t Target, bound []*flow.Bou
 	if err := runSteps(steps, opts.Concurrency, opts.Progress, rep); err != nil {
 		return err
 	}
-	if len(render.StatusFlows(boundFlows(bound))) == 0 {
+	if len(bound) == 0 {
 		return nil
 	}
 	// The status view reads every flow's objects: it comes last.

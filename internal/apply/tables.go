@@ -138,7 +138,8 @@ func CompactionReport(ctx context.Context, bq *bigquery.Client, dataset string, 
 var StatusDescription = fmt.Sprintf("bqcdc status: one row per flow: the newest change it has seen (_cdc_source_ts) and its lag, "+
 	"changelog rows waiting after its compaction watermark, its last compaction and the dead letters of its source in the last day. "+
 	"Each query reads each flow's changelog columns _cdc_source_ts and _cdc_ingested_at for the rows ingested in the last %d days, "+
-	"the compaction runs of those days and the last day of dead letters (topic, stage, reason).", render.StatusDays)
+	"the compaction runs of those days and the last day of dead letters (topic, stage, reason). "+
+	"Snapshot flows (kind snapshot) read no changelog: their rows show the last run, the version it applied and the rows it skipped.", render.StatusDays)
 
 // Status creates or updates the status view over flows (catalog.StatusView).
 func Status(ctx context.Context, bq *bigquery.Client, loc catalog.Location, flows []*flow.Flow, rep *Report) error {

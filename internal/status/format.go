@@ -24,8 +24,17 @@ func Write(w io.Writer, r Report) error {
 			run = fmt.Sprintf("%s %s ago", f.LastRun.Outcome, Age(r.At.Sub(f.LastRun.At)))
 			events, jobs, billed = fmt.Sprint(f.LastRun.Events), fmt.Sprint(f.LastRun.Jobs), Bytes(f.LastRun.BytesBilled)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\n", f.Flow, f.Source, clock(f.NewestSourceTS), lag, ago(r.At, f.LastIngestedAt),
-			f.TailRows, run, events, jobs, billed, ago(r.At, f.LastCompactedAt), f.DeadLetters)
+		tail, dead := fmt.Sprint(f.TailRows), fmt.Sprint(f.DeadLetters)
+		if f.Kind == "snapshot" {
+			// No changelog: what matters is the version applied and the
+			// rows of snapshots loaded too late to apply.
+			tail, dead = "-", "-"
+			if f.LastRun != nil && f.LastRun.AppliedVersion != "" {
+				run += fmt.Sprintf(" (at %s, %d rows skipped)", f.LastRun.AppliedVersion, f.LastRun.RowsSkipped)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f.Flow, f.Source, clock(f.NewestSourceTS), lag, ago(r.At, f.LastIngestedAt),
+			tail, run, events, jobs, billed, ago(r.At, f.LastCompactedAt), dead)
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "SOURCE\tCHANGELOG\tROWS\tSIZE\tSTREAMING\tLAST APPEND")

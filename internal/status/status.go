@@ -31,7 +31,11 @@ import (
 type Flow struct {
 	Flow   string `json:"flow"`
 	Target string `json:"target"`
+	// Source is the topic, or a snapshot flow's dataset.table.
 	Source string `json:"source"`
+	// Kind is "stream" (a flow reading a topic) or "snapshot" (AUTO CDC
+	// FROM SNAPSHOT: no changelog, so no freshness, tail or dead letters).
+	Kind string `json:"kind"`
 	// NewestSourceTS is the newest _cdc_source_ts among the changelog rows
 	// ingested in the window: the newest change the view shows. Zero when
 	// none was ingested in the window.
@@ -59,6 +63,10 @@ type Run struct {
 	Jobs        int64     `json:"jobs"`
 	BytesBilled int64     `json:"bytes_billed"`
 	Error       string    `json:"error,omitempty"`
+	// AppliedVersion and RowsSkipped: a snapshot flow's run, the version
+	// applied (a SQL literal) and the rows of its table never applied.
+	AppliedVersion string `json:"applied_version,omitempty"`
+	RowsSkipped    int64  `json:"snapshot_rows_skipped,omitempty"`
 }
 
 // Source is one changelog, from its table metadata.
@@ -107,8 +115,8 @@ func Gather(ctx context.Context, bq *bigquery.Client, loc catalog.Location, flow
 		missing[s.Source] = s.Error != ""
 	}
 	var readable []*flow.Flow
-	for _, f := range render.StatusFlows(flows) {
-		if !missing[f.Source.Name] {
+	for _, f := range flows {
+		if f.IsSnapshot() || !missing[f.Source.Name] {
 			readable = append(readable, f)
 		}
 	}
@@ -151,7 +159,7 @@ func read(ctx context.Context, bq *bigquery.Client, sql string) ([]map[string]bi
 }
 
 func flowOf(r map[string]bigquery.Value) Flow {
-	f := Flow{Flow: str(r["flow"]), Target: str(r["target"]), Source: str(r["source"]),
+	f := Flow{Flow: str(r["flow"]), Target: str(r["target"]), Source: str(r["source"]), Kind: str(r["kind"]),
 		NewestSourceTS: ts(r["newest_source_ts"]), LagSeconds: -1, LastIngestedAt: ts(r["last_ingested_at"]),
 		TailRows: num(r["tail_rows"]), LastCompactedAt: ts(r["last_compacted_at"]), Watermark: ts(r["watermark"]),
 		DeadLetters: num(r["dead_letters_1d"]), DeadLetterReasons: str(r["dead_letter_reasons"])}
@@ -160,7 +168,8 @@ func flowOf(r map[string]bigquery.Value) Flow {
 	}
 	if at := ts(r["last_run_at"]); !at.IsZero() {
 		f.LastRun = &Run{At: at, Outcome: str(r["last_run_outcome"]), Events: num(r["last_run_events"]), Jobs: num(r["last_run_jobs"]),
-			BytesBilled: num(r["last_run_bytes_billed"]), Error: str(r["last_run_error"])}
+			BytesBilled: num(r["last_run_bytes_billed"]), Error: str(r["last_run_error"]),
+			AppliedVersion: str(r["last_run_applied_version"]), RowsSkipped: num(r["last_run_snapshot_rows_skipped"])}
 	}
 	return f
 }

@@ -93,6 +93,34 @@ func TestWrite(t *testing.T) {
 	}
 }
 
+// A snapshot flow has no changelog: no lag or tail problem however old its
+// data, a failed run still is one, and its line shows the version applied
+// and the rows skipped instead of a tail and dead letters.
+func TestSnapshotFlow(t *testing.T) {
+	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	r := Report{Project: "p", Dataset: "cdc", At: at, Flows: []Flow{
+		{Flow: "extracts", Source: "staging.customers", Kind: "snapshot", LagSeconds: -1, LastCompactedAt: at.Add(-time.Hour),
+			LastRun: &Run{At: at.Add(-10 * time.Minute), Outcome: "up to date", Jobs: 2, AppliedVersion: "TIMESTAMP '2026-05-01 00:00:00+00:00'", RowsSkipped: 2}},
+		{Flow: "extracts_failing", Source: "staging.orders", Kind: "snapshot", LagSeconds: -1,
+			LastRun: &Run{At: at.Add(-10 * time.Minute), Outcome: "failed", Error: "Access Denied"}},
+	}}
+	var got []string
+	for _, p := range Check(&r, Thresholds{MaxLag: time.Minute, MaxTail: 0, MaxCompactionAge: 30 * time.Minute}) {
+		got = append(got, p.String())
+	}
+	if d := cmp.Diff([]string{"extracts_failing: compaction: last run failed: Access Denied"}, got); d != "" {
+		t.Errorf("problems (-want +got):\n%s", d)
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	want := "extracts          staging.customers  -              -    -         -     up to date 10m00s ago (at TIMESTAMP '2026-05-01 00:00:00+00:00', 2 rows skipped)  0       2     0 B     1h00m ago  -"
+	if !strings.Contains(buf.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, buf.String())
+	}
+}
+
 func TestAgeAndBytes(t *testing.T) {
 	for d, want := range map[time.Duration]string{45 * time.Second: "45s", 12*time.Minute + 3*time.Second: "12m03s", 3*time.Hour + 5*time.Minute: "3h05m", 52 * time.Hour: "2d04h"} {
 		if got := Age(d); got != want {

@@ -22,41 +22,35 @@ type statusFlow struct {
 // per flow with its freshness, tail, last compaction and dead letters. It
 // names only the flows' changelogs and bqcdc's report and dead-letter
 // tables, each read within a constant time bound, so BigQuery prunes every
-// older partition. Snapshot flows have no changelog and are left out (their
-// compaction runs are in catalog.CompactionStateView); StatusFlows says
-// which flows it shows.
+// older partition. Snapshot flows have no changelog: their rows carry the
+// last compaction run (with the version it applied and the rows it
+// skipped) and no freshness or tail.
 func Status(flows []*flow.Flow, loc catalog.Location) (string, error) {
-	flows = StatusFlows(flows)
 	if len(flows) == 0 {
-		return "", fmt.Errorf("rendering the status view: no change-stream flow")
+		return "", fmt.Errorf("rendering the status view: no flow")
 	}
 	d := struct {
 		Days              int
 		Runs, DeadLetters string
-		Flows             []statusFlow
+		Flows, Snapshots  []statusFlow
 	}{
 		Days:        StatusDays,
 		Runs:        q(loc.Project) + "." + q(loc.DefaultDataset) + "." + q(catalog.CompactionRunsTable),
 		DeadLetters: q(loc.Project) + "." + q(loc.DefaultDataset) + "." + q(catalog.DeadLetterTable),
 	}
 	for _, f := range flows {
-		d.Flows = append(d.Flows, statusFlow{Name: flow.QuoteString(f.Name), Target: flow.QuoteString(loc.Dataset(f) + "." + catalog.ViewName(f)),
-			Source: flow.QuoteString(f.Source.Name), Changelog: loc.ChangelogTable(f)})
+		sf := statusFlow{Name: flow.QuoteString(f.Name), Target: flow.QuoteString(loc.Dataset(f) + "." + catalog.ViewName(f))}
+		if f.IsSnapshot() {
+			sf.Source = flow.QuoteString(f.Snapshot.String())
+			d.Snapshots = append(d.Snapshots, sf)
+			continue
+		}
+		sf.Source, sf.Changelog = flow.QuoteString(f.Source.Name), loc.ChangelogTable(f)
+		d.Flows = append(d.Flows, sf)
 	}
 	var buf bytes.Buffer
 	if err := templates.ExecuteTemplate(&buf, "status.sql.tmpl", d); err != nil {
 		return "", fmt.Errorf("rendering the status view: %w", err)
 	}
 	return buf.String(), nil
-}
-
-// StatusFlows are the flows the status view shows: those reading a topic.
-func StatusFlows(flows []*flow.Flow) []*flow.Flow {
-	var out []*flow.Flow
-	for _, f := range flows {
-		if !f.IsSnapshot() {
-			out = append(out, f)
-		}
-	}
-	return out
 }

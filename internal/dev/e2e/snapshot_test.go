@@ -12,12 +12,14 @@ import (
 
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/apply"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/compact"
 	"github.com/bqcdc/bqcdc/internal/dev/testenv"
 	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
+	"github.com/bqcdc/bqcdc/internal/status"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -327,4 +329,57 @@ func TestSnapshotIngestionTimeSCD1(t *testing.T) {
 		}
 		s.expect(t, want, "run 0 loaded late, compacted")
 	})
+}
+
+// TestSnapshotFlowStatus: bqcdc status and the _bqcdc_status view show a
+// snapshot flow (no changelog) with its last compaction run, the version it
+// applied and the rows of a snapshot loaded too late to apply.
+func TestSnapshotFlowStatus(t *testing.T) {
+	cols := schema.Columns{{Name: "id", Type: schema.Int64}, {Name: "city", Type: schema.String}, {Name: "run", Type: schema.Int64}}
+	s := newSnapshotEnv(t, "snapshot-status", "extracts", cols,
+		"CREATE FLOW extracts AS AUTO CDC FROM SNAPSHOT INTO extracts_now FROM cdc.extracts KEYS (id) VERSION BY run;\n")
+	ctx := context.Background()
+	var rep apply.Report
+	if err := apply.DeadLetters(ctx, s.e.BQ, s.e.Loc.DefaultDataset, 0, &rep); err != nil {
+		t.Fatal(err)
+	}
+	flows := []*flow.Flow{s.b.Flow}
+	if err := apply.Status(ctx, s.e.BQ, s.e.Loc, flows, &rep); err != nil {
+		t.Fatal(err)
+	}
+	run := func() {
+		s.clock = s.clock.Add(time.Minute)
+		now := s.clock
+		opts := compact.Options{VisibilityLag: time.Second, Now: func() time.Time { return now }, Backoff: 20 * time.Millisecond, Reports: s.e.W}
+		if r := compact.New(s.e.BQ, s.e.Loc, opts).Run(ctx, []*flow.Bound{s.b})[0]; r.Outcome == compact.Failed {
+			t.Fatalf("compaction: %s", r.Error)
+		}
+	}
+	s.load(t, []map[string]bigquery.Value{{"id": int64(1), "city": "Lima", "run": int64(2)}, {"id": int64(2), "city": "Quito", "run": int64(2)}})
+	run()
+	s.load(t, []map[string]bigquery.Value{{"id": int64(1), "city": "Cusco", "run": int64(1)}}) // too late: run 2 is applied
+	run()
+
+	got, err := status.Gather(ctx, s.e.BQ, s.e.Loc, flows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Flows) != 1 {
+		t.Fatalf("flows = %+v", got.Flows)
+	}
+	f := got.Flows[0]
+	if f.Flow != "extracts" || f.Kind != "snapshot" || f.Source != "cdc.extracts" || f.LagSeconds != -1 || f.TailRows != 0 ||
+		f.LastRun == nil || f.LastRun.AppliedVersion != "2" || f.LastRun.RowsSkipped != 1 || f.LastCompactedAt.IsZero() {
+		t.Errorf("snapshot flow status: %+v (last run %+v)", f, f.LastRun)
+	}
+	if problems := status.Check(&got, status.Thresholds{MaxLag: time.Second, MaxTail: 0, MaxCompactionAge: time.Hour, MaxDeadLetters: 0}); len(problems) != 0 {
+		t.Errorf("problems: %v", problems)
+	}
+	view, err := s.e.Query("SELECT flow, source, kind, last_run_applied_version, last_run_snapshot_rows_skipped FROM `snapshot-status.cdc._bqcdc_status`")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(view) != "[map[flow:extracts kind:snapshot last_run_applied_version:2 last_run_snapshot_rows_skipped:1 source:cdc.extracts]]" {
+		t.Errorf("%s = %v", catalog.StatusView, view)
+	}
 }

@@ -2,9 +2,10 @@
 -- Reads only: each changelog's _cdc_source_ts and _cdc_ingested_at for rows
 -- ingested in the last 7 days (partitions pruned by that constant
 -- bound), the compaction runs of the last 7 days, and the dead
--- letters of the last day (topic, stage, reason).
+-- letters of the last day (topic, stage, reason). Snapshot flows read no
+-- changelog: their rows come from their compaction runs alone.
 WITH runs AS (
-  SELECT flow, run_at, outcome, events_read, jobs, bytes_billed, watermark, error,
+  SELECT flow, run_at, outcome, events_read, jobs, bytes_billed, watermark, error, applied_version, snapshot_rows_skipped,
     ROW_NUMBER() OVER (PARTITION BY flow ORDER BY run_at DESC) AS rn
   FROM `my-project`.`cdc`.`_bqcdc_compaction_runs`
   WHERE run_at >= TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 7 DAY)
@@ -30,7 +31,7 @@ dead_by_topic AS (
   GROUP BY topic
 ),
 changelogs AS (
-  SELECT 'users_scd1' AS flow, 'cdc.users_current' AS target, 'users' AS source,
+  SELECT 'users_scd1' AS flow, 'cdc.users_current' AS target, 'users' AS source, 'stream' AS kind,
     MAX(c.`_cdc_source_ts`) AS newest_source_ts,
     MAX(c.`_cdc_ingested_at`) AS last_ingested_at,
     COUNTIF(c.`_cdc_ingested_at` > IFNULL(w.watermark, TIMESTAMP '1970-01-01 00:00:00+00')) AS tail_rows
@@ -38,7 +39,7 @@ changelogs AS (
   CROSS JOIN (SELECT MAX(watermark) AS watermark FROM folds WHERE flow = 'users_scd1') AS w
   WHERE c.`_cdc_ingested_at` >= TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 7 DAY)
   UNION ALL
-  SELECT 'users_scd1_truncate' AS flow, 'analytics.users_partial' AS target, 'users' AS source,
+  SELECT 'users_scd1_truncate' AS flow, 'analytics.users_partial' AS target, 'users' AS source, 'stream' AS kind,
     MAX(c.`_cdc_source_ts`) AS newest_source_ts,
     MAX(c.`_cdc_ingested_at`) AS last_ingested_at,
     COUNTIF(c.`_cdc_ingested_at` > IFNULL(w.watermark, TIMESTAMP '1970-01-01 00:00:00+00')) AS tail_rows
@@ -46,7 +47,7 @@ changelogs AS (
   CROSS JOIN (SELECT MAX(watermark) AS watermark FROM folds WHERE flow = 'users_scd1_truncate') AS w
   WHERE c.`_cdc_ingested_at` >= TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 7 DAY)
   UNION ALL
-  SELECT 'users_scd2' AS flow, 'cdc.users_history' AS target, 'users' AS source,
+  SELECT 'users_scd2' AS flow, 'cdc.users_history' AS target, 'users' AS source, 'stream' AS kind,
     MAX(c.`_cdc_source_ts`) AS newest_source_ts,
     MAX(c.`_cdc_ingested_at`) AS last_ingested_at,
     COUNTIF(c.`_cdc_ingested_at` > IFNULL(w.watermark, TIMESTAMP '1970-01-01 00:00:00+00')) AS tail_rows
@@ -54,7 +55,7 @@ changelogs AS (
   CROSS JOIN (SELECT MAX(watermark) AS watermark FROM folds WHERE flow = 'users_scd2') AS w
   WHERE c.`_cdc_ingested_at` >= TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 7 DAY)
   UNION ALL
-  SELECT 'users_tracked' AS flow, 'cdc.users_tracked' AS target, 'users' AS source,
+  SELECT 'users_tracked' AS flow, 'cdc.users_tracked' AS target, 'users' AS source, 'stream' AS kind,
     MAX(c.`_cdc_source_ts`) AS newest_source_ts,
     MAX(c.`_cdc_ingested_at`) AS last_ingested_at,
     COUNTIF(c.`_cdc_ingested_at` > IFNULL(w.watermark, TIMESTAMP '1970-01-01 00:00:00+00')) AS tail_rows
@@ -62,7 +63,7 @@ changelogs AS (
   CROSS JOIN (SELECT MAX(watermark) AS watermark FROM folds WHERE flow = 'users_tracked') AS w
   WHERE c.`_cdc_ingested_at` >= TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 7 DAY)
   UNION ALL
-  SELECT 'odd_names' AS flow, 'cdc.odd' AS target, 'odd.names' AS source,
+  SELECT 'odd_names' AS flow, 'cdc.odd' AS target, 'odd.names' AS source, 'stream' AS kind,
     MAX(c.`_cdc_source_ts`) AS newest_source_ts,
     MAX(c.`_cdc_ingested_at`) AS last_ingested_at,
     COUNTIF(c.`_cdc_ingested_at` > IFNULL(w.watermark, TIMESTAMP '1970-01-01 00:00:00+00')) AS tail_rows
@@ -70,16 +71,25 @@ changelogs AS (
   CROSS JOIN (SELECT MAX(watermark) AS watermark FROM folds WHERE flow = 'odd_names') AS w
   WHERE c.`_cdc_ingested_at` >= TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 7 DAY)
   UNION ALL
-  SELECT 'users_bitemporal' AS flow, 'cdc.users_bitemporal' AS target, 'users' AS source,
+  SELECT 'users_bitemporal' AS flow, 'cdc.users_bitemporal' AS target, 'users' AS source, 'stream' AS kind,
     MAX(c.`_cdc_source_ts`) AS newest_source_ts,
     MAX(c.`_cdc_ingested_at`) AS last_ingested_at,
     COUNTIF(c.`_cdc_ingested_at` > IFNULL(w.watermark, TIMESTAMP '1970-01-01 00:00:00+00')) AS tail_rows
   FROM `my-project`.`cdc`.`users_changelog` AS c
   CROSS JOIN (SELECT MAX(watermark) AS watermark FROM folds WHERE flow = 'users_bitemporal') AS w
   WHERE c.`_cdc_ingested_at` >= TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 7 DAY)
+  UNION ALL
+  SELECT 'customers_snapshot' AS flow, 'cdc.customers_from_extracts' AS target, 'staging.customer_extracts' AS source, 'snapshot' AS kind,
+    CAST(NULL AS TIMESTAMP) AS newest_source_ts, CAST(NULL AS TIMESTAMP) AS last_ingested_at, CAST(NULL AS INT64) AS tail_rows
+  UNION ALL
+  SELECT 'customers_extract_history' AS flow, 'analytics.customers_extract_history' AS target, 'staging.customer_extracts' AS source, 'snapshot' AS kind,
+    CAST(NULL AS TIMESTAMP) AS newest_source_ts, CAST(NULL AS TIMESTAMP) AS last_ingested_at, CAST(NULL AS INT64) AS tail_rows
+  UNION ALL
+  SELECT 'odd_snapshot' AS flow, 'cdc.odd_history' AS target, 'staging.odd extracts' AS source, 'snapshot' AS kind,
+    CAST(NULL AS TIMESTAMP) AS newest_source_ts, CAST(NULL AS TIMESTAMP) AS last_ingested_at, CAST(NULL AS INT64) AS tail_rows
 )
 SELECT
-  f.flow, f.target, f.source,
+  f.flow, f.target, f.source, f.kind,
   f.newest_source_ts,
   TIMESTAMP_DIFF(CURRENT_TIMESTAMP(), f.newest_source_ts, SECOND) AS lag_seconds,
   f.last_ingested_at,
@@ -93,7 +103,9 @@ SELECT
   w.last_compacted_at,
   w.watermark,
   IFNULL(d.dead_letters_1d, 0) AS dead_letters_1d,
-  d.dead_letter_reasons
+  d.dead_letter_reasons,
+  r.applied_version AS last_run_applied_version,
+  r.snapshot_rows_skipped AS last_run_snapshot_rows_skipped
 FROM changelogs AS f
 LEFT JOIN last_run AS r ON r.flow = f.flow
 LEFT JOIN folds AS w ON w.flow = f.flow
