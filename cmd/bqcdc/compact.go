@@ -38,6 +38,7 @@ func runCompact(ctx context.Context, args []string) error {
 	retention := fs.Int("changelog-retention-days", 0, "delete compacted changelog days older than this (0: keep forever)")
 	concurrency := fs.Int("concurrency", 8, "flows folded at once")
 	budget := fs.Duration("budget", 0, "start no flow after this long (0: no limit); the rest are reported deferred")
+	settle := fs.Duration("snapshot-settle", compact.DefaultSnapshotSettle, "snapshot flows: while the table changed less than this long ago, leave its newest version for a later run (negative: off)")
 	shard := fs.Int("shard", 0, "with --shards: compact the sources of this shard only")
 	shards := fs.Int("shards", 1, "split the sources into this many shards (one scheduled run each)")
 	asJSON := fs.Bool("json", false, "print one JSON object per flow")
@@ -70,7 +71,7 @@ func runCompact(ctx context.Context, args []string) error {
 	opts := compact.Options{VisibilityLag: *lag,
 		TombstoneRetention: time.Duration(*tombstones) * 24 * time.Hour,
 		ChangelogRetention: time.Duration(*retention) * 24 * time.Hour,
-		Concurrency:        *concurrency, Budget: *budget}
+		Concurrency:        *concurrency, Budget: *budget, SnapshotSettle: *settle}
 	if mw, err := clients.NewWriter(ctx, t.bq); err == nil {
 		w := bqwrite.NewWriter(bq, mw, t.bq.Project, t.dataset)
 		defer w.Close()

@@ -32,7 +32,7 @@ func CompactionRunsColumns() schema.Columns {
 		{Name: "flow", Type: schema.String, Required: true, Description: "Flow name."},
 		{Name: "target", Type: schema.String, Description: "The flow's view."},
 		{Name: "source", Type: schema.String, Description: "The flow's source topic."},
-		{Name: "outcome", Type: schema.String, Description: "compacted, up to date (checked, nothing to fold), idle (changelog metadata unchanged: no query), deferred (the run's time budget was spent), or failed."},
+		{Name: "outcome", Type: schema.String, Description: "compacted, up to date (checked, nothing to fold), idle (changelog metadata unchanged: no query), deferred (the run's time budget was spent), settling (a snapshot flow whose table changed within the settle time: its newest version waits), or failed."},
 		{Name: "events_read", Type: schema.Int64, Description: "Changelog rows after the previous watermark that the run read."},
 		{Name: "events_without_sequence", Type: schema.Int64, Description: "Of those, rows excluded from the views because a SEQUENCE BY column is NULL."},
 		{Name: "keys_touched", Type: schema.Int64, Description: "Distinct keys among the rows read."},

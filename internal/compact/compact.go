@@ -112,6 +112,13 @@ type Options struct {
 	// FullCheckEvery bounds how long a flow the metadata calls idle goes
 	// without a query that checks it (default 6 h; negative: never).
 	FullCheckEvery time.Duration
+	// SnapshotSettle: while a snapshot flow's table was modified less than
+	// this long ago, a run leaves its newest version for a later run (older
+	// ones still apply), so a snapshot written in several loads is not
+	// applied half loaded, its remaining rows then skipped as late (default
+	// DefaultSnapshotSettle; negative: off). Views show the newest version
+	// meanwhile: they read the snapshots newer than the applied one.
+	SnapshotSettle time.Duration
 	// Reports receives one row per flow and run, for the report table
 	// (catalog.CompactionRunsTable); nil writes none.
 	Reports ReportWriter
@@ -166,6 +173,9 @@ func New(bq *bigquery.Client, loc catalog.Location, opts Options) *Compactor {
 	if opts.FullCheckEvery == 0 {
 		opts.FullCheckEvery = 6 * time.Hour
 	}
+	if opts.SnapshotSettle == 0 {
+		opts.SnapshotSettle = DefaultSnapshotSettle
+	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
@@ -199,12 +209,18 @@ type Report struct {
 	RowsSkipped    int64  `json:"snapshot_rows_skipped,omitempty"`
 }
 
+// DefaultSnapshotSettle is Options.SnapshotSettle's default: longer than
+// the gap between the loads of one snapshot written in parts, short beside
+// the compaction schedule's 10 minutes.
+const DefaultSnapshotSettle = 5 * time.Minute
+
 // Outcomes.
 const (
 	Compacted = "compacted"  // a new generation was written
 	UpToDate  = "up to date" // checked with a query: nothing to fold
 	Idle      = "idle"       // the changelog's metadata is unchanged: no query
 	Deferred  = "deferred"   // the run's budget was spent before the flow's turn
+	Settling  = "settling"   // snapshot flows: the only newer version's table changed within SnapshotSettle
 	Failed    = "failed"
 )
 

@@ -53,6 +53,7 @@ type snapshotMarker struct {
 type snapshotStats struct {
 	total, events, versions, keys, processed int64
 	newest                                   string // the newest version key read, as text ("" if none)
+	older                                    string // the newest version key below newest ("" if none)
 }
 
 // snapshotFlow compacts one snapshot flow; acct counts its query jobs.
@@ -92,6 +93,21 @@ func (c *Compactor) snapshotFlow(ctx context.Context, t *task, now time.Time, re
 	}
 	rep.EventsRead, rep.KeysTouched = st.events, st.keys
 	rep.RowsSkipped = max(0, st.total-st.processed-st.events)
+	// The run applies the versions the statistics saw, up to upTo: a
+	// version loaded meanwhile waits for the next run, where it is counted
+	// and applied whole. While the table is still being written, the newest
+	// version may be incomplete: it waits too.
+	upTo := st.newest
+	if st.events > 0 && c.opts.SnapshotSettle > 0 && now.Sub(t.changelog.LastModifiedTime) < c.opts.SnapshotSettle {
+		upTo = st.older
+		if upTo == "" {
+			// Nothing settled to apply. The signature is not recorded as
+			// clean: the next run must look again even if the table is
+			// unchanged by then.
+			rep.Outcome = Settling
+			return c.snapshotView(ctx, b, cols, m.version, &applied)
+		}
+	}
 	if st.events == 0 {
 		rep.Outcome, rep.WatermarkAfter = UpToDate, now
 		if err := c.snapshotView(ctx, b, cols, m.version, &applied); err != nil {
@@ -103,7 +119,7 @@ func (c *Compactor) snapshotFlow(ctx context.Context, t *task, now time.Time, re
 	if !gen.After(m.newestGen) {
 		gen = m.newestGen.Add(time.Microsecond) // generations only grow, whatever the clock does
 	}
-	fold, err := plan.Fold(bound, gen)
+	fold, err := plan.Fold(bound, upTo, gen)
 	if err != nil {
 		return err
 	}
@@ -115,12 +131,8 @@ func (c *Compactor) snapshotFlow(ctx context.Context, t *task, now time.Time, re
 	if stat != nil {
 		rep.RowsWritten = stat.NumDMLAffectedRows
 	}
-	if st.newest != "" {
-		// At least this version is applied now (the fold may have read a
-		// newer one loaded meanwhile).
-		if rep.AppliedVersion, err = render.VersionBound(b, st.newest); err != nil {
-			return err
-		}
+	if rep.AppliedVersion, err = render.VersionBound(b, upTo); err != nil {
+		return err
 	}
 	if err := c.step(b, StepFold); err != nil {
 		return err
@@ -135,12 +147,15 @@ func (c *Compactor) snapshotFlow(ctx context.Context, t *task, now time.Time, re
 	if err := c.step(b, StepGC); err != nil {
 		return err
 	}
-	// The view's constant bound moves to a version now applied.
-	if err := c.snapshotView(ctx, b, cols, st.newest, &applied); err != nil {
+	// The view's constant bound moves to the version now applied.
+	if err := c.snapshotView(ctx, b, cols, upTo, &applied); err != nil {
 		return err
 	}
 	if err := c.step(b, StepView); err != nil {
 		return err
+	}
+	if upTo != st.newest {
+		return nil // newer versions wait: not clean
 	}
 	return c.setLabels(ctx, b, next)
 }
@@ -184,6 +199,7 @@ func (c *Compactor) readSnapshotStats(ctx context.Context, plan *render.Snapshot
 	n := func(k string) int64 { return int64Of(r[k]) }
 	st := snapshotStats{total: n("total_rows"), events: n("events"), versions: n("versions"), keys: n("keys"), processed: n("processed_rows")}
 	st.newest, _ = r["newest_version"].(string)
+	st.older, _ = r["older_version"].(string)
 	return st, nil
 }
 

@@ -154,7 +154,7 @@ func New(mp metric.MeterProvider) (*Recorder, error) {
 		metric.WithDescription("Rows one AppendRows call carried: the rows of concurrent requests batched together."))
 	check(err)
 	r.runs, err = m.Int64Counter(CompactionRuns, metric.WithUnit("{run}"),
-		metric.WithDescription("Compaction runs of each flow, by outcome: compacted, up to date, idle, deferred, failed."))
+		metric.WithDescription("Compaction runs of each flow, by outcome: compacted, up to date, idle, deferred, settling, failed."))
 	check(err)
 	r.compactTime, err = m.Float64Histogram(CompactionDuration, metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(compactBuckets...),
 		metric.WithDescription("Run time of one flow's compaction, by flow and outcome."))

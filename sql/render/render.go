@@ -133,6 +133,7 @@ type data struct {
 	VersionCol, VersionKey string   // the quoted version column, and it as a version key
 	VersionKeyType         string   // INT64 or STRING
 	Bound                  string   // a constant lower bound of the version column, "" for none
+	UpTo                   string   // compaction of a snapshot flow: the greatest version key it applies, a literal; "" for no bound
 	KeysGone               []string // the keys as the gone CTE selects them
 	GoneOutput, NullOutput []string // the output columns of a delete event, of a marker
 	ClosedStart, ClosedEnd string   // a closed version's interval as the view shows it

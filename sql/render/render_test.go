@@ -152,7 +152,7 @@ func TestViewQuotesEveryIdentifier(t *testing.T) {
 		CREATE REPLACE TABLE FUNCTION ts from_position to_position args history deduped touched positions snapshots steps
 		target_rows sides compared folded keyed ordinals known islands beliefs business_time system_time v a b o LEFT ON JOIN LEAST p k t s r c
 		applied current_rows loaded loads present gone closed processed next_version n l LAG UNIX_DATE DATE_FROM_UNIX_DATE DATETIME
-		applied_version total_rows newest_version processed_rows newer`) {
+		applied_version total_rows newest_version older_version processed_rows newer`) {
 		allowed[strings.ToUpper(w)] = true
 	}
 	strip := regexp.MustCompile("(?s)--[^\n]*|'(?:[^'\\\\]|\\\\.)*'|`[^`]*`|@[A-Za-z_]+")
@@ -172,9 +172,9 @@ func TestViewQuotesEveryIdentifier(t *testing.T) {
 // was applied: its bound is that version).
 func renderSnapshot(t *testing.T, b *flow.Bound) string {
 	t.Helper()
-	key := "1764489600000000" // 2025-11-30 08:00:00 UTC as microseconds
+	key, upTo := "1764489600000000", "1764576000000000" // 2025-11-30 and 2025-12-01 08:00:00 UTC as microseconds
 	if b.Sequence[0].Type == schema.Date {
-		key = "20422" // 2025-11-30
+		key, upTo = "20422", "20423" // 2025-11-30, 2025-12-01
 	}
 	bound, err := VersionBound(b, key)
 	if err != nil {
@@ -188,7 +188,7 @@ func renderSnapshot(t *testing.T, b *flow.Bound) string {
 	gen := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
 	parts := []string{view}
 	for _, step := range []func() (string, error){
-		c.Marker, func() (string, error) { return c.Stats(bound) }, func() (string, error) { return c.Fold(bound, gen) },
+		c.Marker, func() (string, error) { return c.Stats(bound) }, func() (string, error) { return c.Fold(bound, upTo, gen) },
 		func() (string, error) { return c.GC(gen) }, func() (string, error) { return SnapshotView(b, loc, bound) },
 	} {
 		sql, err := step()
@@ -198,6 +198,45 @@ func renderSnapshot(t *testing.T, b *flow.Bound) string {
 		parts = append(parts, sql)
 	}
 	return strings.Join(parts, ";\n\n") + ";\n"
+}
+
+// A fold's upper bound is a version key literal: an integer, or a STRING
+// version quoted; anything else is refused rather than spliced.
+func TestFoldUpperBound(t *testing.T) {
+	gen := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		typ, key, want string
+	}{
+		{schema.Int64, "-42", "<= -42"},
+		{schema.String, "run 'x'", `<= 'run \'x\''`},
+		{schema.Timestamp, "1764489600000001", "UNIX_MICROS(`v`) <= 1764489600000001"},
+	} {
+		b := bindSnapshotFlow(t, tt.typ)
+		sql, err := NewSnapshotCompaction(b, loc).Fold("", tt.key, gen)
+		if err != nil {
+			t.Fatalf("%s %q: %v", tt.typ, tt.key, err)
+		}
+		if !strings.Contains(sql, tt.want) {
+			t.Errorf("%s %q: fold lacks %q", tt.typ, tt.key, tt.want)
+		}
+	}
+	if _, err := NewSnapshotCompaction(bindSnapshotFlow(t, schema.Int64), loc).Fold("", "1; DROP TABLE x", gen); err == nil {
+		t.Error("a non-integer version key was accepted")
+	}
+}
+
+// bindSnapshotFlow binds a small snapshot flow versioned by v of type typ.
+func bindSnapshotFlow(t *testing.T, typ string) *flow.Bound {
+	t.Helper()
+	flows, err := flow.Parse("s.sql", "AUTO CDC FROM SNAPSHOT INTO t FROM s.t KEYS (k) VERSION BY v;")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := flow.Bind(flows[0], schema.Columns{{Name: "k", Type: schema.Int64}, {Name: "a", Type: schema.String}, {Name: "v", Type: typ}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func TestVersionBound(t *testing.T) {

@@ -139,8 +139,11 @@ func NewSnapshotCompaction(b *flow.Bound, loc catalog.Location) *SnapshotCompact
 	return &SnapshotCompaction{b: b, loc: loc}
 }
 
-func (c *SnapshotCompaction) render(name, bound string, gen time.Time, compaction bool) (string, error) {
+func (c *SnapshotCompaction) render(name, bound string, gen time.Time, compaction bool, with ...func(*data)) (string, error) {
 	d := snapshotData(c.b, c.loc, bound)
+	for _, f := range with {
+		f(d)
+	}
 	d.Compaction = compaction
 	d.P.Generation = Literal(gen)
 	if compaction {
@@ -166,9 +169,28 @@ func (c *SnapshotCompaction) Stats(bound string) (string, error) {
 	return c.render("snapshot_stats", bound, Epoch, false)
 }
 
-// Fold is the INSERT of generation gen and its marker: the run's commit point.
-func (c *SnapshotCompaction) Fold(bound string, gen time.Time) (string, error) {
-	return c.render("compact_snapshot", bound, gen, true)
+// Fold is the INSERT of generation gen and its marker: the run's commit
+// point. It applies the versions after bound up to the version key upTo
+// (as the statistics return it), never a version loaded after they ran.
+func (c *SnapshotCompaction) Fold(bound, upTo string, gen time.Time) (string, error) {
+	lit, err := versionKeyLiteral(c.b, upTo)
+	if err != nil {
+		return "", err
+	}
+	return c.render("compact_snapshot", bound, gen, true, func(d *data) { d.UpTo = lit })
+}
+
+// versionKeyLiteral renders a version key (as text, as the compaction
+// queries return it) as a literal of the version key's type.
+func versionKeyLiteral(b *flow.Bound, key string) (string, error) {
+	if b.Sequence[0].Type == schema.String {
+		return flow.QuoteString(key), nil
+	}
+	n, err := strconv.ParseInt(key, 10, 64)
+	if err != nil {
+		return "", fmt.Errorf("version key %q of flow %s is not an integer: %w", key, b.Name, err)
+	}
+	return strconv.FormatInt(n, 10), nil
 }
 
 // GC deletes the current rows, open versions and markers of generations

@@ -77,6 +77,9 @@ type snapshotEnv struct {
 	cols  schema.Columns
 	b     *flow.Bound
 	clock time.Time
+	// settle is compact.Options.SnapshotSettle (-1, off, unless a test
+	// sets it: the documented examples load each snapshot whole).
+	settle time.Duration
 }
 
 // newSnapshotEnv creates the table (in the stack's dataset) and applies
@@ -117,7 +120,7 @@ func newSnapshotEnv(t *testing.T, project, table string, cols schema.Columns, fl
 			}
 		}
 	}
-	return &snapshotEnv{e: e, table: tb, cols: cols, b: bound[0], clock: time.Now()}
+	return &snapshotEnv{e: e, table: tb, cols: cols, b: bound[0], clock: time.Now(), settle: -1}
 }
 
 // load appends one snapshot's rows, as a scheduled load would.
@@ -142,7 +145,7 @@ func (s *snapshotEnv) compact(t *testing.T) compact.Report {
 	t.Helper()
 	s.clock = s.clock.Add(time.Minute)
 	now := s.clock
-	opts := compact.Options{VisibilityLag: time.Second, Now: func() time.Time { return now }, Backoff: 20 * time.Millisecond}
+	opts := compact.Options{VisibilityLag: time.Second, Now: func() time.Time { return now }, Backoff: 20 * time.Millisecond, SnapshotSettle: s.settle}
 	r := compact.New(s.e.BQ, s.e.Loc, opts).Flow(context.Background(), s.b)
 	if r.Outcome == compact.Failed {
 		t.Fatalf("compaction: %s", r.Error)
@@ -350,7 +353,7 @@ func TestSnapshotFlowStatus(t *testing.T) {
 	run := func() {
 		s.clock = s.clock.Add(time.Minute)
 		now := s.clock
-		opts := compact.Options{VisibilityLag: time.Second, Now: func() time.Time { return now }, Backoff: 20 * time.Millisecond, Reports: s.e.W}
+		opts := compact.Options{VisibilityLag: time.Second, Now: func() time.Time { return now }, Backoff: 20 * time.Millisecond, Reports: s.e.W, SnapshotSettle: -1}
 		if r := compact.New(s.e.BQ, s.e.Loc, opts).Run(ctx, []*flow.Bound{s.b})[0]; r.Outcome == compact.Failed {
 			t.Fatalf("compaction: %s", r.Error)
 		}
@@ -381,5 +384,94 @@ func TestSnapshotFlowStatus(t *testing.T) {
 	}
 	if fmt.Sprint(view) != "[map[flow:extracts kind:snapshot last_run_applied_version:2 last_run_snapshot_rows_skipped:1 source:cdc.extracts]]" {
 		t.Errorf("%s = %v", catalog.StatusView, view)
+	}
+}
+
+// TestSnapshotSettle: a snapshot written in two parts. While the table was
+// modified within SnapshotSettle, compaction applies every version but the
+// newest, so the second part is applied with the first; without the guard
+// the first part alone is applied and the second is skipped as late. The
+// views show every version all along.
+func TestSnapshotSettle(t *testing.T) {
+	cols := schema.Columns{{Name: "id", Type: schema.Int64}, {Name: "city", Type: schema.String}, {Name: "run", Type: schema.Int64}}
+	row := func(id int64, city string, run int64) map[string]bigquery.Value {
+		return map[string]bigquery.Value{"id": id, "city": city, "run": run}
+	}
+	version := func(v any) bigquery.Value {
+		if v == nil {
+			return nil
+		}
+		return int64(v.(float64))
+	}
+	for _, guard := range []bool{true, false} {
+		t.Run(fmt.Sprint("guard=", guard), func(t *testing.T) {
+			table := fmt.Sprintf("parts%v", guard)
+			s := newSnapshotEnv(t, testenv.Project("snapshot-settle", map[bool]int64{true: 1, false: 0}[guard]), table, cols,
+				fmt.Sprintf("CREATE FLOW settle AS AUTO CDC FROM SNAPSHOT INTO settle_history FROM cdc.%s KEYS (id) VERSION BY run STORED AS SCD TYPE 2;\n", table))
+			s.settle = -1
+			if guard {
+				s.settle = time.Hour
+			}
+			ctx := context.Background()
+			// Each run's clock is a few minutes after the table's last
+			// modification (the emulator may not move it on inserts: read
+			// it anyway), then long after it for the last.
+			at := func(after time.Duration) {
+				md, err := s.table.Metadata(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s.clock = md.LastModifiedTime.Add(after - time.Minute) // compact adds a minute
+			}
+
+			s.load(t, []map[string]bigquery.Value{row(1, "Lima", 1), row(2, "Quito", 1)})
+			at(time.Minute)
+			r := s.compact(t)
+			if guard && r.Outcome != compact.Settling {
+				t.Errorf("first run, one version, within the settle time: %+v, want settling", r)
+			}
+			if !guard && r.Outcome != compact.Compacted {
+				t.Errorf("first run without the guard: %+v, want compacted", r)
+			}
+			s.expect(t, expectedLines(s.b, []map[string]any{
+				{"id": 1.0, "city": "Lima", "__START_AT": 1.0}, {"id": 2.0, "city": "Quito", "__START_AT": 1.0},
+			}, version), "run 1")
+
+			// Run 2, first part: key 2 is not in it (yet).
+			s.load(t, []map[string]bigquery.Value{row(1, "Cusco", 2)})
+			at(2 * time.Minute)
+			r = s.compact(t)
+			if guard && (r.Outcome != compact.Compacted || r.AppliedVersion != "1") {
+				t.Errorf("second run within the settle time: %+v, want run 1 applied, run 2 left", r)
+			}
+			if !guard && (r.Outcome != compact.Compacted || r.AppliedVersion != "2") {
+				t.Errorf("second run without the guard: %+v, want run 2 applied", r)
+			}
+			// Run 2, second part.
+			s.load(t, []map[string]bigquery.Value{row(2, "Quito", 2)})
+			at(3 * time.Minute)
+			third := s.compact(t)
+			at(2 * time.Hour)
+			r = s.compact(t)
+			whole := expectedLines(s.b, []map[string]any{
+				{"id": 1.0, "city": "Lima", "__START_AT": 1.0, "__END_AT": 2.0}, {"id": 1.0, "city": "Cusco", "__START_AT": 2.0},
+				{"id": 2.0, "city": "Quito", "__START_AT": 1.0},
+			}, version)
+			if guard {
+				if r.Outcome != compact.Compacted || r.AppliedVersion != "2" || r.RowsSkipped != 0 {
+					t.Errorf("run after the settle time: %+v, want run 2 applied whole, nothing skipped", r)
+				}
+				s.expect(t, whole, "run 2 written in two parts, settled")
+				return
+			}
+			// The hazard the guard prevents: key 2 deleted at run 2, and
+			// its row of run 2 skipped.
+			if third.RowsSkipped != 1 {
+				t.Errorf("without the guard: %+v, want the second part's row skipped", third)
+			}
+			if d := cmp.Diff(whole, s.view(t)); d == "" {
+				t.Error("without the guard the split snapshot came out whole: the test no longer shows the hazard")
+			}
+		})
 	}
 }

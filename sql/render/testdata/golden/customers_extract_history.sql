@@ -173,6 +173,7 @@ SELECT
   (SELECT COUNT(DISTINCT __ver) FROM newer) AS versions,
   (SELECT COUNT(DISTINCT __key) FROM newer) AS keys,
   (SELECT CAST(MAX(__ver) AS STRING) FROM newer) AS newest_version,
+  (SELECT CAST(MAX(__ver) AS STRING) FROM newer WHERE __ver < (SELECT MAX(__ver) FROM newer)) AS older_version,
   IFNULL((SELECT __rows FROM applied), 0) AS processed_rows;
 
 -- flow customers_extract_history: APPLY CHANGES FROM SNAPSHOT INTO analytics.customers_extract_history FROM staging.customer_extracts KEYS (id) VERSION BY extracted_at STORED AS SCD TYPE 2
@@ -214,6 +215,8 @@ WITH
       -- A constant lower bound (an applied version), so BigQuery prunes older snapshots.
       AND `extracted_at` > TIMESTAMP '2025-11-30 08:00:00+00:00'
       AND IFNULL(UNIX_MICROS(`extracted_at`) > (SELECT __ver FROM applied), TRUE)
+      -- The newest version the run's statistics saw (or the newest settled).
+      AND UNIX_MICROS(`extracted_at`) <= 1764576000000000
       AND (`city` IS DISTINCT FROM 'Test')
   ),
   -- Each newer snapshot's version and the one before it (the applied
@@ -312,9 +315,13 @@ WHERE __next0 IS NULL OR NOT (__next0 = __start0)
       -- A constant lower bound (an applied version), so BigQuery prunes older snapshots.
       AND `extracted_at` > TIMESTAMP '2025-11-30 08:00:00+00:00'
       AND IFNULL(UNIX_MICROS(`extracted_at`) > (SELECT __ver FROM applied), TRUE)
+      -- The newest version the run's statistics saw (or the newest settled).
+      AND UNIX_MICROS(`extracted_at`) <= 1764576000000000
   ),
   next_version AS (
-    SELECT IFNULL((SELECT MAX(__ver) FROM loaded), (SELECT __ver FROM applied)) AS __ver
+    -- Every version up to the bound is applied, even one whose rows the
+    -- WHERE all drops: its rows were processed.
+    SELECT 1764576000000000 AS __ver
   )
 SELECT `id`, `name`, `city`, `tags`, `__START_AT`, `__END_AT`, TO_JSON_STRING(STRUCT(`id`)), IF(`__END_AT` IS NULL, 'U', 'C'), TIMESTAMP '2026-11-30 08:00:00+00:00', CAST(NULL AS INT64)
 FROM folded

@@ -113,6 +113,7 @@ SELECT
   (SELECT COUNT(DISTINCT __ver) FROM newer) AS versions,
   (SELECT COUNT(DISTINCT __key) FROM newer) AS keys,
   (SELECT CAST(MAX(__ver) AS STRING) FROM newer) AS newest_version,
+  (SELECT CAST(MAX(__ver) AS STRING) FROM newer WHERE __ver < (SELECT MAX(__ver) FROM newer)) AS older_version,
   IFNULL((SELECT __rows FROM applied), 0) AS processed_rows;
 
 -- flow customers_snapshot: AUTO CDC FROM SNAPSHOT INTO customers_from_extracts FROM staging.customer_extracts KEYS (id) VERSION BY extracted_at STORED AS SCD TYPE 1
@@ -154,6 +155,8 @@ WITH
       -- A constant lower bound (an applied version), so BigQuery prunes older snapshots.
       AND `extracted_at` > TIMESTAMP '2025-11-30 08:00:00+00:00'
       AND IFNULL(UNIX_MICROS(`extracted_at`) > (SELECT __ver FROM applied), TRUE)
+      -- The newest version the run's statistics saw (or the newest settled).
+      AND UNIX_MICROS(`extracted_at`) <= 1764576000000000
   ),
   -- Each newer snapshot's version and the one before it (the applied
   -- version before the first).
@@ -214,9 +217,13 @@ WHERE __rn = 1 AND __op = 'U'
       -- A constant lower bound (an applied version), so BigQuery prunes older snapshots.
       AND `extracted_at` > TIMESTAMP '2025-11-30 08:00:00+00:00'
       AND IFNULL(UNIX_MICROS(`extracted_at`) > (SELECT __ver FROM applied), TRUE)
+      -- The newest version the run's statistics saw (or the newest settled).
+      AND UNIX_MICROS(`extracted_at`) <= 1764576000000000
   ),
   next_version AS (
-    SELECT IFNULL((SELECT MAX(__ver) FROM loaded), (SELECT __ver FROM applied)) AS __ver
+    -- Every version up to the bound is applied, even one whose rows the
+    -- WHERE all drops: its rows were processed.
+    SELECT 1764576000000000 AS __ver
   )
 SELECT `id`, `name`, `city`, `tags`, (SELECT __ver FROM next_version), CAST(NULL AS INT64), TO_JSON_STRING(STRUCT(`id`)), 'U', TIMESTAMP '2026-11-30 08:00:00+00:00', CAST(NULL AS INT64)
 FROM folded

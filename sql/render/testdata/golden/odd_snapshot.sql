@@ -172,6 +172,7 @@ SELECT
   (SELECT COUNT(DISTINCT __ver) FROM newer) AS versions,
   (SELECT COUNT(DISTINCT __key) FROM newer) AS keys,
   (SELECT CAST(MAX(__ver) AS STRING) FROM newer) AS newest_version,
+  (SELECT CAST(MAX(__ver) AS STRING) FROM newer WHERE __ver < (SELECT MAX(__ver) FROM newer)) AS older_version,
   IFNULL((SELECT __rows FROM applied), 0) AS processed_rows;
 
 -- flow odd_snapshot: AUTO CDC FROM SNAPSHOT INTO odd_history FROM staging.odd extracts KEYS (order, group) VERSION BY by STORED AS SCD TYPE 2
@@ -213,6 +214,8 @@ WITH
       -- A constant lower bound (an applied version), so BigQuery prunes older snapshots.
       AND `by` > DATE '2025-11-30'
       AND IFNULL(UNIX_DATE(`by`) > (SELECT __ver FROM applied), TRUE)
+      -- The newest version the run's statistics saw (or the newest settled).
+      AND UNIX_DATE(`by`) <= 20423
   ),
   -- Each newer snapshot's version and the one before it (the applied
   -- version before the first).
@@ -310,9 +313,13 @@ WHERE __next0 IS NULL OR NOT (__next0 = __start0)
       -- A constant lower bound (an applied version), so BigQuery prunes older snapshots.
       AND `by` > DATE '2025-11-30'
       AND IFNULL(UNIX_DATE(`by`) > (SELECT __ver FROM applied), TRUE)
+      -- The newest version the run's statistics saw (or the newest settled).
+      AND UNIX_DATE(`by`) <= 20423
   ),
   next_version AS (
-    SELECT IFNULL((SELECT MAX(__ver) FROM loaded), (SELECT __ver FROM applied)) AS __ver
+    -- Every version up to the bound is applied, even one whose rows the
+    -- WHERE all drops: its rows were processed.
+    SELECT 20423 AS __ver
   )
 SELECT `order`, `group`, `select`, `from`, `__START_AT`, `__END_AT`, TO_JSON_STRING(STRUCT(`order`, `group`)), IF(`__END_AT` IS NULL, 'U', 'C'), TIMESTAMP '2026-11-30 08:00:00+00:00', CAST(NULL AS INT64)
 FROM folded
