@@ -15,17 +15,18 @@ locals {
   # Monitoring metric kind, value type, unit and the attribute keys (the
   # exporter adds service_name). The type is workload.googleapis.com/<key>.
   metrics = {
-    "bqcdc.ingest.messages"         = { kind = "CUMULATIVE", value = "INT64", unit = "{message}", labels = ["outcome", "stage", "topic"], description = "Pub/Sub messages the ingest function finished, by topic and outcome (appended, tombstone, dead_lettered, retried) and failing stage." }
-    "bqcdc.ingest.lag"              = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "s", labels = ["topic"], description = "Pub/Sub publish time to changelog append acknowledged, by topic." }
-    "bqcdc.ingest.decode_time"      = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "s", labels = ["path"], description = "Payload to changelog row bytes, by path (compiled, generic)." }
-    "bqcdc.append.duration"         = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "s", labels = ["outcome"], description = "One Storage Write AppendRows call, by outcome (ok, refused, error)." }
-    "bqcdc.append.rows"             = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "{row}", labels = [], description = "Rows one AppendRows call carried (batch size)." }
-    "bqcdc.compaction.runs"         = { kind = "CUMULATIVE", value = "INT64", unit = "{run}", labels = ["flow", "outcome"], description = "Compaction runs of each flow, by outcome." }
-    "bqcdc.compaction.duration"     = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "s", labels = ["flow", "outcome"], description = "Run time of one flow's compaction." }
-    "bqcdc.compaction.events"       = { kind = "CUMULATIVE", value = "INT64", unit = "{event}", labels = ["flow"], description = "Changelog rows compaction read." }
-    "bqcdc.compaction.jobs"         = { kind = "CUMULATIVE", value = "INT64", unit = "{job}", labels = ["flow"], description = "BigQuery query jobs compaction started." }
-    "bqcdc.compaction.bytes_billed" = { kind = "CUMULATIVE", value = "INT64", unit = "By", labels = ["flow"], description = "Bytes BigQuery billed for compaction's jobs." }
-    "bqcdc.compaction.unfolded_age" = { kind = "GAUGE", value = "DOUBLE", unit = "s", labels = ["flow"], description = "After each run of a flow, how long changes may have waited to be folded (0 when nothing waits)." }
+    "bqcdc.ingest.messages"                  = { kind = "CUMULATIVE", value = "INT64", unit = "{message}", labels = ["outcome", "stage", "topic"], description = "Pub/Sub messages the ingest function finished, by topic and outcome (appended, tombstone, dead_lettered, retried) and failing stage." }
+    "bqcdc.ingest.lag"                       = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "s", labels = ["topic"], description = "Pub/Sub publish time to changelog append acknowledged, by topic." }
+    "bqcdc.ingest.decode_time"               = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "s", labels = ["path"], description = "Payload to changelog row bytes, by path (compiled, generic)." }
+    "bqcdc.append.duration"                  = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "s", labels = ["outcome"], description = "One Storage Write AppendRows call, by outcome (ok, refused, error)." }
+    "bqcdc.append.rows"                      = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "{row}", labels = [], description = "Rows one AppendRows call carried (batch size)." }
+    "bqcdc.compaction.runs"                  = { kind = "CUMULATIVE", value = "INT64", unit = "{run}", labels = ["flow", "outcome"], description = "Compaction runs of each flow, by outcome." }
+    "bqcdc.compaction.duration"              = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "s", labels = ["flow", "outcome"], description = "Run time of one flow's compaction." }
+    "bqcdc.compaction.events"                = { kind = "CUMULATIVE", value = "INT64", unit = "{event}", labels = ["flow"], description = "Changelog rows compaction read." }
+    "bqcdc.compaction.jobs"                  = { kind = "CUMULATIVE", value = "INT64", unit = "{job}", labels = ["flow"], description = "BigQuery query jobs compaction started." }
+    "bqcdc.compaction.bytes_billed"          = { kind = "CUMULATIVE", value = "INT64", unit = "By", labels = ["flow"], description = "Bytes BigQuery billed for compaction's jobs." }
+    "bqcdc.compaction.unfolded_age"          = { kind = "GAUGE", value = "DOUBLE", unit = "s", labels = ["flow"], description = "After each run of a flow, how long changes may have waited to be folded (0 when nothing waits)." }
+    "bqcdc.compaction.snapshot_rows_skipped" = { kind = "GAUGE", value = "INT64", unit = "{row}", labels = ["flow"], description = "Snapshot flows: rows of the snapshot table never applied (a late or NULL version), after each run that read it." }
   }
 
   ingest_subscriptions = "resource.type = \"pubsub_subscription\" AND resource.label.subscription_id = ends_with(\".bqcdc-ingest\")"
@@ -190,8 +191,27 @@ resource "google_monitoring_alert_policy" "compaction" {
     }
   }
 
+  # Rows a snapshot flow will never apply: a snapshot loaded with a version
+  # at or before one already applied (or a NULL version). The gauge falls
+  # back to 0 once those rows are deleted from the table.
+  conditions {
+    display_name = "a snapshot flow's table holds rows never applied"
+    condition_threshold {
+      filter          = "metric.type = \"workload.googleapis.com/bqcdc.compaction.snapshot_rows_skipped\" AND resource.type = \"generic_task\""
+      comparison      = "COMPARISON_GT"
+      threshold_value = 0
+      duration        = "0s"
+      aggregations {
+        alignment_period     = "600s"
+        per_series_aligner   = "ALIGN_MAX"
+        cross_series_reducer = "REDUCE_MAX"
+        group_by_fields      = ["metric.label.flow"]
+      }
+    }
+  }
+
   documentation {
-    content   = "Compaction failed or stopped. Views stay correct (they fold the tail) but read more as the tail grows. Look at the compact function's logs (event=compaction, outcome=failed) and `_bqcdc_compaction_state`. ${local.runbook}"
+    content   = "Compaction failed or stopped, or a snapshot flow skipped rows. Views stay correct (they fold the tail) but read more as the tail grows. Look at the compact function's logs (event=compaction, outcome=failed) and `_bqcdc_compaction_state`. Skipped snapshot rows (`snapshot_rows_skipped`) belong to a snapshot loaded after a newer one was applied: load it again with a newer version, and delete the late rows. ${local.runbook}"
     mime_type = "text/markdown"
   }
   notification_channels = local.channels
@@ -323,6 +343,7 @@ locals {
     ["Compaction runs by outcome", "metric.type = \"workload.googleapis.com/bqcdc.compaction.runs\"", "ALIGN_DELTA", "REDUCE_SUM", ["metric.label.outcome"], "STACKED_BAR"],
     ["Compaction duration p99 by flow (s)", "metric.type = \"workload.googleapis.com/bqcdc.compaction.duration\"", "ALIGN_DELTA", "REDUCE_PERCENTILE_99", ["metric.label.flow"], "LINE"],
     ["Unfolded age by flow (s)", "metric.type = \"workload.googleapis.com/bqcdc.compaction.unfolded_age\"", "ALIGN_MAX", "REDUCE_MAX", ["metric.label.flow"], "LINE"],
+    ["Snapshot rows never applied by flow", "metric.type = \"workload.googleapis.com/bqcdc.compaction.snapshot_rows_skipped\"", "ALIGN_MAX", "REDUCE_MAX", ["metric.label.flow"], "LINE"],
     ["Events compacted by flow", "metric.type = \"workload.googleapis.com/bqcdc.compaction.events\"", "ALIGN_DELTA", "REDUCE_SUM", ["metric.label.flow"], "STACKED_BAR"],
     ["Compaction query jobs by flow", "metric.type = \"workload.googleapis.com/bqcdc.compaction.jobs\"", "ALIGN_DELTA", "REDUCE_SUM", ["metric.label.flow"], "STACKED_BAR"],
     ["Bytes billed by compaction", "metric.type = \"workload.googleapis.com/bqcdc.compaction.bytes_billed\"", "ALIGN_DELTA", "REDUCE_SUM", ["metric.label.flow"], "STACKED_BAR"],

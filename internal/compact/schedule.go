@@ -60,9 +60,9 @@ func (c *Compactor) Compact(ctx context.Context, sel Selection) ([]Report, error
 	if c.opts.ChangelogRetention > 0 {
 		c.expire(ctx, sel, tasks, reports, changelogs)
 	}
-	for _, r := range reports {
+	for i, r := range reports {
 		c.logOutcome(r)
-		c.measure(ctx, r)
+		c.measure(ctx, r, tasks[i].b.IsSnapshot())
 	}
 	c.writeReports(ctx, start, sel, reports)
 	return reports, nil
@@ -207,7 +207,10 @@ func (c *Compactor) logOutcome(rep Report) {
 // behind; any other run reports how far its watermark trails the clock,
 // which grows while runs fail or are deferred. A flow never folded (its
 // watermark is the epoch) has no age to report unless nothing waits.
-func (c *Compactor) measure(ctx context.Context, r Report) {
+//
+// A snapshot flow's run that read its table's statistics also reports the
+// rows of the table never applied.
+func (c *Compactor) measure(ctx context.Context, r Report, snapshot bool) {
 	age := time.Duration(-1)
 	switch w := r.WatermarkAfter; {
 	case r.Outcome == Idle || r.Outcome == UpToDate:
@@ -215,8 +218,10 @@ func (c *Compactor) measure(ctx context.Context, r Report) {
 	case !w.IsZero() && w.After(render.Epoch):
 		age = c.opts.Now().Sub(w)
 	}
+	// RowsSkipped is known from a run that read the table's statistics.
+	read := snapshot && (r.Outcome == Compacted || r.Outcome == UpToDate || r.Outcome == Settling)
 	c.opts.Metrics.Compacted(ctx, metrics.Compaction{Flow: r.Flow, Outcome: r.Outcome, Duration: r.Duration,
-		Events: r.EventsRead, Jobs: r.Jobs, BytesBilled: r.BytesBilled, UnfoldedAge: age})
+		Events: r.EventsRead, Jobs: r.Jobs, BytesBilled: r.BytesBilled, UnfoldedAge: age, Snapshot: read, SnapshotRowsSkipped: r.RowsSkipped})
 }
 
 // writeReports appends one row per flow to the report table, through the

@@ -35,5 +35,6 @@ func Instruments() []Instrument {
 		{CompactionJobs, "CUMULATIVE", "INT64", "{job}", []string{AttrFlow}},
 		{CompactionBytesBilled, "CUMULATIVE", "INT64", "By", []string{AttrFlow}},
 		{CompactionUnfoldedAge, "GAUGE", "DOUBLE", "s", []string{AttrFlow}},
+		{CompactionSnapshotRowsSkipped, "GAUGE", "INT64", "{row}", []string{AttrFlow}},
 	}
 }

@@ -57,12 +57,18 @@ const (
 	// flow's watermark trails the clock (the visibility lag after a
 	// compaction; growing while runs fail or are deferred).
 	CompactionUnfoldedAge = "bqcdc.compaction.unfolded_age"
+	// CompactionSnapshotRowsSkipped is, after each run of a snapshot flow
+	// that read its table, the rows of that table never applied (loaded
+	// with a version at or before one already applied, or with a NULL
+	// version) (attribute flow).
+	CompactionSnapshotRowsSkipped = "bqcdc.compaction.snapshot_rows_skipped"
 )
 
 // Names lists every instrument, in the order above.
 func Names() []string {
 	return []string{IngestMessages, IngestLag, IngestDecodeTime, AppendDuration, AppendRows,
-		CompactionRuns, CompactionDuration, CompactionEvents, CompactionJobs, CompactionBytesBilled, CompactionUnfoldedAge}
+		CompactionRuns, CompactionDuration, CompactionEvents, CompactionJobs, CompactionBytesBilled, CompactionUnfoldedAge,
+		CompactionSnapshotRowsSkipped}
 }
 
 // Attribute keys.
@@ -114,6 +120,7 @@ type Recorder struct {
 	jobs          metric.Int64Counter
 	bytesBilled   metric.Int64Counter
 	unfoldedAge   metric.Float64Gauge
+	rowsSkipped   metric.Int64Gauge
 	compiled      []metric.RecordOption
 	generic       []metric.RecordOption
 	appendOutcome map[string][]metric.RecordOption
@@ -170,6 +177,9 @@ func New(mp metric.MeterProvider) (*Recorder, error) {
 	check(err)
 	r.unfoldedAge, err = m.Float64Gauge(CompactionUnfoldedAge, metric.WithUnit("s"),
 		metric.WithDescription("After each run of a flow: how long changes may have waited to be folded (0 when nothing waits; else how far its watermark trails the clock)."))
+	check(err)
+	r.rowsSkipped, err = m.Int64Gauge(CompactionSnapshotRowsSkipped, metric.WithUnit("{row}"),
+		metric.WithDescription("Snapshot flows, after each run that read the table: its rows never applied (a snapshot loaded with a version at or before one already applied, or a NULL version)."))
 	check(err)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("creating the metric instruments: %v", errs)
@@ -261,6 +271,11 @@ type Compaction struct {
 	// the run (see CompactionUnfoldedAge); negative means unknown and
 	// records nothing.
 	UnfoldedAge time.Duration
+	// Snapshot is set for a snapshot flow's run that read its table's
+	// statistics: SnapshotRowsSkipped, the table's rows never applied, is
+	// recorded then only.
+	Snapshot            bool
+	SnapshotRowsSkipped int64
 }
 
 // Compacted records one flow's run.
@@ -278,5 +293,8 @@ func (r *Recorder) Compacted(ctx context.Context, c Compaction) {
 	r.bytesBilled.Add(ctx, c.BytesBilled, only)
 	if c.UnfoldedAge >= 0 {
 		r.unfoldedAge.Record(ctx, c.UnfoldedAge.Seconds(), only)
+	}
+	if c.Snapshot {
+		r.rowsSkipped.Record(ctx, c.SnapshotRowsSkipped, only)
 	}
 }

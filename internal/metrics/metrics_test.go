@@ -52,6 +52,7 @@ func TestCompactionAndAppendMetrics(t *testing.T) {
 	r.Compacted(ctx, Compaction{Flow: "orders", Outcome: "compacted", Duration: 2 * time.Second, Events: 40, Jobs: 3, BytesBilled: 10 << 20, UnfoldedAge: 3 * time.Minute})
 	r.Compacted(ctx, Compaction{Flow: "orders", Outcome: "idle", UnfoldedAge: 13 * time.Minute})
 	r.Compacted(ctx, Compaction{Flow: "orders", Outcome: "failed", UnfoldedAge: -1})
+	r.Compacted(ctx, Compaction{Flow: "extracts", Outcome: "up to date", Snapshot: true, SnapshotRowsSkipped: 7})
 	for _, rows := range []int{1, 30, 500} {
 		r.AppendCall(ctx, rows, 20*time.Millisecond, AppendOK)
 	}
@@ -72,9 +73,15 @@ func TestCompactionAndAppendMetrics(t *testing.T) {
 		{CompactionBytesBilled, map[string]string{"flow": "orders"}, 10 << 20},
 		// The newest known age: the failed run did not know its watermark.
 		{CompactionUnfoldedAge, map[string]string{"flow": "orders"}, 13 * 60},
+		{CompactionSnapshotRowsSkipped, map[string]string{"flow": "extracts"}, 7},
 	} {
 		if got := find(t, series, c.name, c.attrs); got.Value == nil || *got.Value != c.want {
 			t.Errorf("%s %v = %v, want %v", c.name, c.attrs, got.Value, c.want)
+		}
+	}
+	for _, s := range series {
+		if s.Name == CompactionSnapshotRowsSkipped && s.Attributes["flow"] == "orders" {
+			t.Errorf("a change-stream flow recorded %s", s.Name)
 		}
 	}
 	rows := find(t, series, AppendRows, nil)
@@ -157,7 +164,7 @@ func TestNamesAreUniqueAndPrefixed(t *testing.T) {
 	r.Appended(ctx, "t", time.Unix(1, 0), time.Unix(2, 0))
 	r.Decoded(ctx, false, time.Microsecond)
 	r.AppendCall(ctx, 1, time.Millisecond, AppendOK)
-	r.Compacted(ctx, Compaction{Flow: "f", Outcome: "idle", UnfoldedAge: time.Second})
+	r.Compacted(ctx, Compaction{Flow: "f", Outcome: "idle", UnfoldedAge: time.Second, Snapshot: true})
 	series, _ := p.Snapshot(ctx)
 	emitted := map[string]bool{}
 	for _, s := range series {
@@ -186,6 +193,7 @@ func TestInstrumentsDescribeWhatIsEmitted(t *testing.T) {
 	r.Decoded(ctx, true, time.Microsecond)
 	r.AppendCall(ctx, 1, time.Millisecond, AppendOK)
 	r.Compacted(ctx, Compaction{Flow: "f", Outcome: "idle", UnfoldedAge: time.Second})
+	r.Compacted(ctx, Compaction{Flow: "s", Outcome: "up to date", Snapshot: true, SnapshotRowsSkipped: 2})
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(ctx, &rm); err != nil {
 		t.Fatal(err)
@@ -217,6 +225,11 @@ func TestInstrumentsDescribeWhatIsEmitted(t *testing.T) {
 			}
 		case metricdata.Gauge[float64]:
 			in.Kind, in.ValueType = "GAUGE", "DOUBLE"
+			for _, p := range d.DataPoints {
+				collect(p.Attributes)
+			}
+		case metricdata.Gauge[int64]:
+			in.Kind, in.ValueType = "GAUGE", "INT64"
 			for _, p := range d.DataPoints {
 				collect(p.Attributes)
 			}

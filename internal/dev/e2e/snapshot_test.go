@@ -17,6 +17,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/dev/testenv"
 	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
 	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/metrics"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
 	"github.com/bqcdc/bqcdc/internal/status"
@@ -350,10 +351,15 @@ func TestSnapshotFlowStatus(t *testing.T) {
 	if err := apply.Status(ctx, s.e.BQ, s.e.Loc, flows, &rep); err != nil {
 		t.Fatal(err)
 	}
+	mp, err := metrics.Start(ctx, metrics.Config{Exporter: metrics.ExportMemory})
+	if err != nil {
+		t.Fatal(err)
+	}
 	run := func() {
 		s.clock = s.clock.Add(time.Minute)
 		now := s.clock
-		opts := compact.Options{VisibilityLag: time.Second, Now: func() time.Time { return now }, Backoff: 20 * time.Millisecond, Reports: s.e.W, SnapshotSettle: -1}
+		opts := compact.Options{VisibilityLag: time.Second, Now: func() time.Time { return now }, Backoff: 20 * time.Millisecond, Reports: s.e.W, SnapshotSettle: -1,
+			Metrics: mp.Recorder()}
 		if r := compact.New(s.e.BQ, s.e.Loc, opts).Run(ctx, []*flow.Bound{s.b})[0]; r.Outcome == compact.Failed {
 			t.Fatalf("compaction: %s", r.Error)
 		}
@@ -377,6 +383,20 @@ func TestSnapshotFlowStatus(t *testing.T) {
 	}
 	if problems := status.Check(&got, status.Thresholds{MaxLag: time.Second, MaxTail: 0, MaxCompactionAge: time.Hour, MaxDeadLetters: 0}); len(problems) != 0 {
 		t.Errorf("problems: %v", problems)
+	}
+	// The gauge an alert watches says the same.
+	series, err := mp.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var skipped []float64
+	for _, m := range series {
+		if m.Name == metrics.CompactionSnapshotRowsSkipped && m.Attributes["flow"] == "extracts" && m.Value != nil {
+			skipped = append(skipped, *m.Value)
+		}
+	}
+	if fmt.Sprint(skipped) != "[1]" {
+		t.Errorf("%s = %v, want [1]", metrics.CompactionSnapshotRowsSkipped, skipped)
 	}
 	view, err := s.e.Query("SELECT flow, source, kind, last_run_applied_version, last_run_snapshot_rows_skipped FROM `snapshot-status.cdc._bqcdc_status`")
 	if err != nil {
