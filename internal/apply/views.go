@@ -64,16 +64,26 @@ const HintLabel = "bqcdc-hint-us"
 // View creates or updates a flow's view in place (tables.update is atomic:
 // a query never sees the view missing). hint must be a committed watermark.
 func View(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, hint time.Time, rep *Report) error {
-	t := bq.Dataset(loc.Dataset(b.Flow)).Table(catalog.ViewName(b.Flow))
-	have, err := t.Metadata(ctx)
-	if err != nil && !bqerror.NotFound(err) {
-		return fmt.Errorf("reading view %s: %w", b.Target, err)
-	}
+	t, have, err := viewMetadata(ctx, bq, loc, b)
 	if err != nil {
-		have = nil
+		return err
 	}
 	_, err = view(ctx, t, have, loc, b, hint, rep)
 	return err
+}
+
+// viewMetadata returns a flow's view and its metadata (nil if it does not
+// exist).
+func viewMetadata(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound) (*bigquery.Table, *bigquery.TableMetadata, error) {
+	t := bq.Dataset(loc.Dataset(b.Flow)).Table(catalog.ViewName(b.Flow))
+	have, err := t.Metadata(ctx)
+	if bqerror.NotFound(err) {
+		return t, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading view %s: %w", b.Target, err)
+	}
+	return t, have, nil
 }
 
 // view brings view t (have: its metadata, nil if it does not exist) to the
@@ -108,13 +118,9 @@ const VersionLabel = "bqcdc-version-key"
 // say) gives no bound: the view then reads the table with the applied
 // version as its only filter.
 func SnapshotView(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, key string, rep *Report) error {
-	t := bq.Dataset(loc.Dataset(b.Flow)).Table(catalog.ViewName(b.Flow))
-	have, err := t.Metadata(ctx)
-	if err != nil && !bqerror.NotFound(err) {
-		return fmt.Errorf("reading view %s: %w", b.Target, err)
-	}
+	t, have, err := viewMetadata(ctx, bq, loc, b)
 	if err != nil {
-		have = nil
+		return err
 	}
 	if key == "" && have != nil {
 		key = have.Labels[VersionLabel]
@@ -324,13 +330,9 @@ func flowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location,
 	if err != nil {
 		return err
 	}
-	t := bq.Dataset(loc.Dataset(b.Flow)).Table(catalog.ViewName(b.Flow))
-	have, err := t.Metadata(ctx)
-	if err != nil && !bqerror.NotFound(err) {
-		return fmt.Errorf("reading view %s: %w", b.Target, err)
-	}
+	t, have, err := viewMetadata(ctx, bq, loc, b)
 	if err != nil {
-		have = nil
+		return err
 	}
 	hint := render.Epoch
 	if !created && !b.IsSnapshot() { // a snapshot flow's view carries no watermark bound

@@ -89,36 +89,16 @@ func newSnapshotEnv(t *testing.T, project, table string, cols schema.Columns, fl
 	t.Helper()
 	e := testenv.New(t, stack, project)
 	ctx := context.Background()
-	tb := e.BQ.Dataset(e.Loc.DefaultDataset).Table(table)
-	if err := tb.Create(ctx, &bigquery.TableMetadata{Schema: bqschema.ToBigQuery(cols)}); err != nil {
-		t.Fatalf("creating the snapshot table: %v", err)
+	tb, bound := e.ApplySnapshotFlows(t, "snapshots.sql", flowSQL, table, cols)
+	var rep apply.Report
+	if err := apply.FlowObjects(ctx, e.BQ, e.Loc, bound[0], e.Apply, &rep); err != nil {
+		t.Fatalf("applying again: %v", err)
 	}
-	flows, err := flow.Parse("snapshots.sql", flowSQL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// As bqcdc apply does: the table's columns come from BigQuery.
-	sources := map[string]apply.SourceSchema{}
-	if _, err := apply.SnapshotTables(ctx, e.BQ, flows, sources); err != nil {
-		t.Fatal(err)
-	}
-	bound, err := apply.BindAll(flows, sources)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 2; i++ {
-		var rep apply.Report
-		if err := apply.FlowObjects(ctx, e.BQ, e.Loc, bound[0], e.Apply, &rep); err != nil {
-			t.Fatalf("applying: %v", err)
-		}
-		if i == 1 {
-			// A second apply changes nothing (and, with no watermark to read
-			// and no table functions, runs no query job).
-			for _, line := range rep {
-				if !strings.HasSuffix(line, ": unchanged") {
-					t.Errorf("second apply: %s", line)
-				}
-			}
+	// A second apply changes nothing (and, with no watermark to read and no
+	// table functions, runs no query job).
+	for _, line := range rep {
+		if !strings.HasSuffix(line, ": unchanged") {
+			t.Errorf("second apply: %s", line)
 		}
 	}
 	return &snapshotEnv{e: e, table: tb, cols: cols, b: bound[0], clock: time.Now(), settle: -1}

@@ -26,6 +26,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/schema"
+	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
 	"github.com/goccy/bigquery-emulator/server"
 	"github.com/goccy/bigquery-emulator/types"
 )
@@ -122,6 +123,31 @@ func (e *Env) ApplyFlows(t testing.TB, file, text string, changelogs map[string]
 		out = append(out, b)
 	}
 	return out
+}
+
+// ApplySnapshotFlows creates table (cols, in the default dataset) and
+// applies the snapshot flows of text that read it, their columns read from
+// BigQuery as bqcdc apply reads them (apply.SnapshotTables).
+func (e *Env) ApplySnapshotFlows(t testing.TB, file, text, table string, cols schema.Columns) (*bigquery.Table, []*flow.Bound) {
+	t.Helper()
+	ctx := context.Background()
+	tb := e.BQ.Dataset(e.Loc.DefaultDataset).Table(table)
+	if err := tb.Create(ctx, &bigquery.TableMetadata{Schema: bqschema.ToBigQuery(cols)}); err != nil {
+		t.Fatalf("creating the snapshot table: %v", err)
+	}
+	flows, err := flow.Parse(file, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sources := map[string]apply.SourceSchema{}
+	if _, err := apply.SnapshotTables(ctx, e.BQ, flows, sources); err != nil {
+		t.Fatal(err)
+	}
+	columns := map[string]schema.Columns{}
+	for key, s := range sources {
+		columns[key] = s.Columns
+	}
+	return tb, e.ApplyFlows(t, file, text, columns)
 }
 
 // AppendRows appends canonical rows to a source's changelog, retrying the

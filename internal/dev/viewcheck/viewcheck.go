@@ -158,23 +158,7 @@ func Expected(b *flow.Bound, events []model.Event) []string {
 func Target(b *flow.Bound, events []model.Event) model.Snapshot {
 	cfg := Config(b)
 	out := model.Snapshot{}
-	keyNames := b.Keys.Names()
-	line := func(key []any, vals map[string]any, extra ...string) string {
-		parts := []string{}
-		for _, c := range b.Output {
-			var v any
-			if i := indexOf(keyNames, c.Name); i >= 0 {
-				v = key[i]
-			} else {
-				v = vals[c.Name]
-			}
-			if v == nil {
-				v = "NULL"
-			}
-			parts = append(parts, c.Name+"="+v.(string))
-		}
-		return strings.Join(append(parts, extra...), " ")
-	}
+	line := lineOf(b)
 	switch {
 	case b.Bitemporal:
 		version := func(v model.Version) string {
@@ -304,9 +288,28 @@ func Diff(want, got []string) string {
 // strings, as Canon renders them), one canonical line per row, sorted.
 func SnapshotExpected(b *flow.Bound, rows []model.SnapshotRow) []string {
 	cfg := Config(b)
+	line := lineOf(b)
+	var lines []string
+	if b.SCDType == 1 {
+		for _, r := range model.SnapshotSCD1(rows, cfg) {
+			lines = append(lines, line(r.Key, r.Values))
+		}
+	} else {
+		for _, v := range model.SnapshotSCD2(rows, cfg) {
+			lines = append(lines, line(v.Key, v.Values, flow.StartAt+"="+seqText(b, v.Start), flow.EndAt+"="+seqText(b, v.End)))
+		}
+	}
+	sort.Strings(lines)
+	return lines
+}
+
+// lineOf returns how a row of b's view is written as a canonical line: each
+// output column as name=value (canonical text, NULL for none), keys taken
+// from key and the others from vals, then extra.
+func lineOf(b *flow.Bound) func(key []any, vals map[string]any, extra ...string) string {
 	keyNames := b.Keys.Names()
-	line := func(key []any, vals map[string]any, extra ...string) string {
-		var parts []string
+	return func(key []any, vals map[string]any, extra ...string) string {
+		parts := []string{}
 		for _, c := range b.Output {
 			var v any
 			if i := indexOf(keyNames, c.Name); i >= 0 {
@@ -321,16 +324,4 @@ func SnapshotExpected(b *flow.Bound, rows []model.SnapshotRow) []string {
 		}
 		return strings.Join(append(parts, extra...), " ")
 	}
-	var lines []string
-	if b.SCDType == 1 {
-		for _, r := range model.SnapshotSCD1(rows, cfg) {
-			lines = append(lines, line(r.Key, r.Values))
-		}
-	} else {
-		for _, v := range model.SnapshotSCD2(rows, cfg) {
-			lines = append(lines, line(v.Key, v.Values, flow.StartAt+"="+seqText(b, v.Start), flow.EndAt+"="+seqText(b, v.End)))
-		}
-	}
-	sort.Strings(lines)
-	return lines
 }

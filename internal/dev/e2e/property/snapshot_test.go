@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigquery"
-	"github.com/bqcdc/bqcdc/internal/apply"
 	"github.com/bqcdc/bqcdc/internal/compact"
 	"github.com/bqcdc/bqcdc/internal/dev/model"
 	"github.com/bqcdc/bqcdc/internal/dev/testenv"
@@ -116,28 +115,7 @@ func TestSnapshotsMatchModel(t *testing.T) {
 				verType = schema.Timestamp
 			}
 			cols = append(cols, schema.Column{Name: "ver", Type: verType})
-			tb := e.BQ.Dataset(e.Loc.DefaultDataset).Table(table)
-			if err := tb.Create(ctx, &bigquery.TableMetadata{Schema: bqschema.ToBigQuery(cols)}); err != nil {
-				t.Fatal(err)
-			}
-			flows, err := flow.Parse("snap.sql", snapshotFlows(table, fmt.Sprintf("s%d", seed)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			sources := map[string]apply.SourceSchema{}
-			if _, err := apply.SnapshotTables(ctx, e.BQ, flows, sources); err != nil {
-				t.Fatal(err)
-			}
-			bound, err := apply.BindAll(flows, sources)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, b := range bound {
-				var rep apply.Report
-				if err := apply.FlowObjects(ctx, e.BQ, e.Loc, b, e.Apply, &rep); err != nil {
-					t.Fatal(err)
-				}
-			}
+			tb, bound := e.ApplySnapshotFlows(t, "snap.sql", snapshotFlows(table, fmt.Sprintf("s%d", seed)), table, cols)
 
 			var applied []map[string]bigquery.Value // rows of the snapshots the views apply
 			var appliedMax bigquery.Value           // the newest version compaction applied
