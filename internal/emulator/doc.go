@@ -63,6 +63,11 @@
 //     Module.invoke (a 32-bit pointer read as negative). Tests run the
 //     functions' bodies as queries instead (render.AtQuery, ChangesQuery,
 //     AsOfQuery); one test still creates them, to check the DDL is accepted.
+//  12. A table's lastModifiedTime is its creation time in seconds where the
+//     API has milliseconds (the client reads January 1970), and appends do
+//     not move it. Compaction's snapshot settle time compares it with the
+//     clock: against the emulator every snapshot table looks settled, so
+//     TestSnapshotSettle sets its clock from what the table reports.
 //
 // Choices that suit both and are therefore not concessions: NUMERIC,
 // BIGNUMERIC, DATETIME and TIME are appended as strings (package bqwrite),
