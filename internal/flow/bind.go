@@ -61,7 +61,7 @@ func Bind(f *Flow, changelog schema.Columns) (*Bound, error) {
 			errs = append(errs, err)
 		}
 	}
-	source := b.sourceText()
+	source := sourceRef{b.Flow}
 	if f.Snapshot != nil && len(changelog) == 0 {
 		// The only error: every column named would be "unknown" too.
 		err := errorf(f.Snapshot.Pos, "snapshot table %s not found in the deployment's project: bqcdc apply, compact and render (with --project) read its columns from BigQuery; load the table first", f.Snapshot)
@@ -194,7 +194,7 @@ func BindAll(flows []*Flow, changelogs map[string]schema.Columns) ([]*Bound, []e
 	return bound, errs
 }
 
-func lookup(id Ident, clause string, cols schema.Columns, source string) (schema.Column, *Error) {
+func lookup(id Ident, clause string, cols schema.Columns, source sourceRef) (schema.Column, *Error) {
 	c, ok := cols.Lookup(id.Name)
 	if !ok {
 		return schema.Column{}, unknownColumn(token{Kind: tokIdent, Text: id.Name, Pos: id.Pos}, clause, cols, source)
@@ -204,7 +204,7 @@ func lookup(id Ident, clause string, cols schema.Columns, source string) (schema
 
 func (b *Bound) output(errs ErrorList) (schema.Columns, ErrorList) {
 	spec := b.Columns
-	source := b.sourceText()
+	source := sourceRef{b.Flow}
 	out := make(schema.Columns, 0, len(b.Changelog))
 	switch {
 	case spec == nil || spec.All:
@@ -302,7 +302,7 @@ func (b *Bound) subset(spec *ColumnSpec, clause string, nullable bool) ([]string
 	if spec.All {
 		except := map[string]bool{}
 		for _, id := range spec.Except {
-			c, err := lookup(id, clause+" * EXCEPT", b.Changelog, b.sourceText())
+			c, err := lookup(id, clause+" * EXCEPT", b.Changelog, sourceRef{b.Flow})
 			if err != nil {
 				return nil, err
 			}
@@ -317,7 +317,7 @@ func (b *Bound) subset(spec *ColumnSpec, clause string, nullable bool) ([]string
 			if _, inChangelog := b.Changelog.Lookup(id.Name); inChangelog {
 				return nil, errorf(id.Pos, "%s names %s, which the target does not show: add it to COLUMNS or drop it here", clause, id.Name)
 			}
-			_, err := lookup(id, clause, b.Changelog, b.sourceText())
+			_, err := lookup(id, clause, b.Changelog, sourceRef{b.Flow})
 			return nil, err
 		}
 		if b.isKey(c.Name) {
@@ -350,12 +350,15 @@ func contains(list []string, s string) bool {
 // two rows of one key in one snapshot (render names it the same).
 const snapshotTieBreaker = "_cdc_message_id"
 
-// sourceText names what the flow reads, for messages.
-func (b *Bound) sourceText() string {
-	if b.Snapshot != nil {
-		return "the snapshot table " + b.Snapshot.String()
+// sourceRef names what a flow reads in messages. It is text only when an
+// error is formatted: binding a flow that has none builds no string.
+type sourceRef struct{ f *Flow }
+
+func (s sourceRef) String() string {
+	if s.f.Snapshot != nil {
+		return "the snapshot table " + s.f.Snapshot.String()
 	}
-	return "the changelog of " + b.Source.Name
+	return "the changelog of " + s.f.Source.Name
 }
 
 func (b *Bound) sourcePos() Pos {

@@ -69,7 +69,7 @@ func QuoteString(s string) string {
 
 // renderExpr resolves and re-renders a condition. cols are the changelog
 // columns; refs collects the columns the condition reads.
-func renderExpr(e *Expr, clause string, cols schema.Columns, source string, refs map[string]bool) (string, *Error) {
+func renderExpr(e *Expr, clause string, cols schema.Columns, source sourceRef, refs map[string]bool) (string, *Error) {
 	var out []string
 	var fnStack []string // the function (or "") owning each open parenthesis
 	toks := e.toks
@@ -173,8 +173,8 @@ func notAnExpression(t token, clause string) *Error {
 	return errorf(t.Pos, "%s condition may not use %s: conditions are boolean expressions over one changelog row (no subqueries, statements or window functions)", clause, strings.ToUpper(t.Text))
 }
 
-func unknownColumn(t token, clause string, cols schema.Columns, source string) *Error {
-	msg := "unknown column " + t.Text + " in " + clause + ": " + source + " has " + strings.Join(cols.Names(), ", ")
+func unknownColumn(t token, clause string, cols schema.Columns, source sourceRef) *Error {
+	msg := "unknown column " + t.Text + " in " + clause + ": " + source.String() + " has " + strings.Join(cols.Names(), ", ")
 	if s := suggest(t.Text, cols.Names()); s != "" {
 		msg += " (did you mean " + s + "?)"
 	}

@@ -144,11 +144,11 @@ func (p *parser) statement(f *Flow) (bool, *Error) {
 			return false, errorf(t.Pos, "expected FLOW or STREAMING TABLE after CREATE, found %s: bqcdc runs AUTO CDC flows only (materialized views, views and tables defined by a query are not flows)", t.describe())
 		}
 	case start.is("APPLY"):
-		if err := p.spelling(f, "APPLY", "CHANGES"); err != nil {
+		if err := p.spelling(f, "APPLY CHANGES"); err != nil {
 			return false, err
 		}
 	case start.is("AUTO"):
-		if err := p.spelling(f, "AUTO", "CDC"); err != nil {
+		if err := p.spelling(f, "AUTO CDC"); err != nil {
 			return false, err
 		}
 	default:
@@ -184,11 +184,11 @@ func (p *parser) createFlow(f *Flow) *Error {
 	}
 	switch t := p.peek(); {
 	case t.is("AUTO"):
-		if err := p.spelling(f, "AUTO", "CDC"); err != nil {
+		if err := p.spelling(f, "AUTO CDC"); err != nil {
 			return err
 		}
 	case t.is("APPLY"):
-		if err := p.spelling(f, "APPLY", "CHANGES"); err != nil {
+		if err := p.spelling(f, "APPLY CHANGES"); err != nil {
 			return err
 		}
 	case t.is("INSERT"):
@@ -203,13 +203,14 @@ func (p *parser) createFlow(f *Flow) *Error {
 }
 
 // spelling reads AUTO CDC [FROM SNAPSHOT] INTO or APPLY CHANGES [FROM
-// SNAPSHOT] INTO (first and second are the two keywords). FROM SNAPSHOT makes
-// a snapshot flow, whose FROM names a BigQuery table.
-func (p *parser) spelling(f *Flow, first, second string) *Error {
+// SNAPSHOT] INTO (spelling is "AUTO CDC" or "APPLY CHANGES"). FROM SNAPSHOT
+// makes a snapshot flow, whose FROM names a BigQuery table.
+func (p *parser) spelling(f *Flow, spelling string) *Error {
+	first, second, _ := strings.Cut(spelling, " ")
 	if err := p.keywords(first, second); err != nil {
 		return err
 	}
-	f.Spelling = first + " " + second
+	f.Spelling = spelling
 	if p.peek().is("FROM") && p.peekN(1).is("SNAPSHOT") {
 		p.next()
 		p.next()
