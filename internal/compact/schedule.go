@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -87,7 +86,7 @@ func (c *Compactor) runFlow(ctx context.Context, t *task) Report {
 // the others read, Concurrency at a time.
 func (c *Compactor) readChangelogs(ctx context.Context, flows []*flow.Bound, known map[string]*bigquery.TableMetadata) map[string]changelogMeta {
 	out := map[string]changelogMeta{}
-	var need []string
+	var need []*flow.Bound // the first flow of each source to read
 	for _, b := range flows {
 		src := b.SourceKey()
 		if _, seen := out[src]; seen {
@@ -98,24 +97,23 @@ func (c *Compactor) readChangelogs(ctx context.Context, flows []*flow.Bound, kno
 			continue
 		}
 		out[src] = changelogMeta{}
-		need = append(need, src)
+		need = append(need, b)
 	}
 	results := make([]changelogMeta, len(need))
 	c.parallel(len(need), func(i int) {
-		ds, table, what := c.loc.DefaultDataset, catalog.TableName(need[i]), "the changelog of "+need[i]
-		if st, ok := strings.CutPrefix(need[i], flow.SnapshotKeyPrefix); ok {
-			// A snapshot flow's source: the user's table, by its SourceKey.
-			ds, table, _ = strings.Cut(st, ".")
-			what = "the snapshot table " + st
+		b := need[i]
+		t, what := c.bq.Dataset(c.loc.DefaultDataset).Table(catalog.TableName(b.Source.Name)), "the changelog of"
+		if b.IsSnapshot() {
+			t, what = c.bq.Dataset(b.Snapshot.Dataset).Table(b.Snapshot.Table), "the snapshot table"
 		}
-		md, err := c.bq.Dataset(ds).Table(table).Metadata(ctx)
+		md, err := t.Metadata(ctx)
 		if err != nil {
-			err = fmt.Errorf("reading %s: %w", what, err)
+			err = fmt.Errorf("reading %s %s: %w", what, sourceName(b), err)
 		}
 		results[i] = changelogMeta{md: md, err: err}
 	})
-	for i, src := range need {
-		out[src] = results[i]
+	for i, b := range need {
+		out[b.SourceKey()] = results[i]
 	}
 	return out
 }

@@ -51,9 +51,9 @@ func VersionBound(b *flow.Bound, key string) (string, error) {
 	if c.Type == schema.String {
 		return flow.QuoteString(key), nil
 	}
-	n, err := strconv.ParseInt(key, 10, 64)
+	n, err := versionKeyInt(b, key)
 	if err != nil {
-		return "", fmt.Errorf("version key %q of flow %s is not an integer: %w", key, b.Name, err)
+		return "", err
 	}
 	switch c.Type {
 	case schema.Timestamp:
@@ -186,11 +186,21 @@ func versionKeyLiteral(b *flow.Bound, key string) (string, error) {
 	if b.Sequence[0].Type == schema.String {
 		return flow.QuoteString(key), nil
 	}
-	n, err := strconv.ParseInt(key, 10, 64)
+	n, err := versionKeyInt(b, key)
 	if err != nil {
-		return "", fmt.Errorf("version key %q of flow %s is not an integer: %w", key, b.Name, err)
+		return "", err
 	}
 	return strconv.FormatInt(n, 10), nil
+}
+
+// versionKeyInt reads the version key of a flow whose versions are not
+// STRING: an integer, refused otherwise rather than spliced into SQL.
+func versionKeyInt(b *flow.Bound, key string) (int64, error) {
+	n, err := strconv.ParseInt(key, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("version key %q of flow %s is not an integer: %w", key, b.Name, err)
+	}
+	return n, nil
 }
 
 // GC deletes the current rows, open versions and markers of generations
