@@ -6,17 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/bqcdc/bqcdc/internal/apply"
 	"github.com/bqcdc/bqcdc/internal/bqwrite"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/compact"
 	"github.com/bqcdc/bqcdc/internal/config"
-	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/sql/render"
 )
 
@@ -57,17 +54,14 @@ func runCompact(ctx context.Context, args []string) error {
 		*retention = 0
 	}
 	loc := catalog.Location{Project: t.bq.Project, DefaultDataset: t.dataset}
-	if *shards < 1 || *shard < 0 || *shard >= *shards {
-		return fmt.Errorf("--shard %d --shards %d: want 0 <= shard < shards", *shard, *shards)
+	sel, unbindable, err := compact.Prepare(ctx, bq, loc, flows, only, *shard, *shards)
+	if err != nil {
+		return err
 	}
-	if *shards > 1 {
-		flows = slices.DeleteFunc(flows, func(f *flow.Flow) bool { return compact.ShardOf(f.SourceKey(), *shards) != *shard })
+	if len(sel.Flows) == 0 && unbindable != nil {
+		return t.notAll(unbindable)
 	}
-	bound, changelogs, err := apply.BindToChangelogMetadata(ctx, bq, loc, flows)
-	if err != nil && len(bound) == 0 {
-		return t.notAll(err)
-	}
-	t.refused = append(t.refused, err) // flows that do not bind: the others run
+	t.refused = append(t.refused, unbindable) // flows that do not bind: the others run
 	opts := compact.Options{VisibilityLag: *lag,
 		TombstoneRetention: time.Duration(*tombstones) * 24 * time.Hour,
 		ChangelogRetention: time.Duration(*retention) * 24 * time.Hour,
@@ -80,8 +74,7 @@ func runCompact(ctx context.Context, args []string) error {
 		fmt.Fprintln(os.Stderr, "compaction reports not written:", err)
 	}
 	c := compact.New(bq, loc, opts)
-	reports, err := c.Compact(ctx, compact.Selection{Flows: bound, Names: only, Unbound: apply.Unbound(flows, bound),
-		Changelogs: changelogs, Shard: *shard, Shards: *shards})
+	reports, err := c.Compact(ctx, sel)
 	if err != nil {
 		return err
 	}

@@ -23,7 +23,6 @@ import (
 
 	"cloud.google.com/go/bigquery"
 	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
-	"github.com/bqcdc/bqcdc/internal/apply"
 	"github.com/bqcdc/bqcdc/internal/bqwrite"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/clients"
@@ -164,22 +163,16 @@ func (f *Function) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// schema gains fields, and the run must fold them (and show them in the
 	// view). Reading one table's metadata per source is cheap next to the
 	// queries of a run.
-	flows := f.flows
-	if shards > 1 {
-		flows = nil
-		for _, fl := range f.flows {
-			if compact.ShardOf(fl.SourceKey(), shards) == shard {
-				flows = append(flows, fl)
-			}
-		}
+	sel, unbindable, err := compact.Prepare(r.Context(), f.bq, f.loc, f.flows, names, shard, shards)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, Response{Error: err.Error()})
+		return
 	}
-	bound, changelogs, unbindable := apply.BindToChangelogMetadata(r.Context(), f.bq, f.loc, flows)
-	if unbindable != nil && len(bound) == 0 {
+	if len(sel.Flows) == 0 && unbindable != nil {
 		writeJSON(w, http.StatusInternalServerError, Response{Error: unbindable.Error()})
 		return
 	}
-	reports, err := f.compactor.Compact(r.Context(), compact.Selection{Flows: bound, Names: names,
-		Unbound: apply.Unbound(flows, bound), Changelogs: changelogs, Shard: shard, Shards: shards})
+	reports, err := f.compactor.Compact(r.Context(), sel)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, Response{Error: err.Error()})
 		return

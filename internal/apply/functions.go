@@ -20,7 +20,7 @@ import (
 // a column ingest adds to the changelog reaches them at the next apply.
 //
 // What was applied is recorded as a hash of the DDL in the view's label
-// FunctionsLabel, so a second apply changes nothing and runs no job; the
+// catalog.ViewFunctionsLabel, so a second apply changes nothing and runs no job; the
 // label is compared rather than the routines themselves because the
 // emulator does not implement routines.get (it answers an error the client
 // retries). The view must exist (FlowObjects applies it first).
@@ -44,7 +44,7 @@ func functions(ctx context.Context, bq *bigquery.Client, view *bigquery.Table, m
 		h.Write([]byte(f.ddl))
 	}
 	sum := hex.EncodeToString(h.Sum(nil))[:32]
-	if md.Labels[FunctionsLabel] == sum {
+	if md.Labels[catalog.ViewFunctionsLabel] == sum {
 		for _, f := range ddls {
 			rep.add("table function %s.%s: unchanged", loc.Dataset(b.Flow), f.name)
 		}
@@ -58,16 +58,12 @@ func functions(ctx context.Context, bq *bigquery.Client, view *bigquery.Table, m
 	}
 	var upd bigquery.TableMetadataToUpdate
 	keepLabels(&upd, md.Labels)
-	upd.SetLabel(FunctionsLabel, sum)
+	upd.SetLabel(catalog.ViewFunctionsLabel, sum)
 	if _, err := view.Update(ctx, upd, md.ETag); err != nil {
 		return fmt.Errorf("labelling view %s with its functions: %w", b.Target, err)
 	}
 	return nil
 }
-
-// FunctionsLabel is the view label holding a hash of the DDL of the flow's
-// table functions as last applied.
-const FunctionsLabel = "bqcdc-functions"
 
 type namedDDL struct{ name, ddl string }
 

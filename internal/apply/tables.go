@@ -27,7 +27,13 @@ import (
 // Report lists what a run did, one line per object.
 type Report []string
 
-func (r *Report) add(format string, args ...any) { *r = append(*r, fmt.Sprintf(format, args...)) }
+// add records one line; a nil Report records nothing (compaction brings
+// objects up to date without reporting them).
+func (r *Report) add(format string, args ...any) {
+	if r != nil {
+		*r = append(*r, fmt.Sprintf(format, args...))
+	}
+}
 
 // Dataset creates the dataset if it does not exist.
 func Dataset(ctx context.Context, bq *bigquery.Client, dataset string, rep *Report) error {

@@ -22,11 +22,21 @@ func State(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *fl
 	return err
 }
 
-// state is State, also reporting whether it created the table.
+// state is State, also reporting whether it created the state table. A
+// flow with a change feed gets its change table first, and the state table
+// is labelled with the layout (catalog.StateLayoutLabel) only once both
+// exist, so compaction, which reads that label with the state's metadata,
+// knows the change table is there without reading it.
 func state(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, rep *Report) (created bool, err error) {
+	if render.HasChangeFeed(b) {
+		if err := changeTable(ctx, bq, loc, b, rep); err != nil {
+			return false, err
+		}
+	}
 	want := &bigquery.TableMetadata{
-		Description: fmt.Sprintf("bqcdc state of flow %s (%s): changelog events folded by compaction. Read through the view %s; written only by bqcdc compact.", b.Name, b.Pos.File, b.Target),
+		Description: fmt.Sprintf("bqcdc state of flow %s (%s): changelog events folded by compaction, in levels. Read through the view %s; written only by bqcdc compact.", b.Name, b.Pos.File, b.Target),
 		Schema:      bqschema.ToBigQuery(catalog.StateColumns(b)),
+		Labels:      map[string]string{catalog.StateLayoutLabel: catalog.StateLayout},
 	}
 	var keys []string
 	for _, k := range b.Keys {
@@ -37,6 +47,21 @@ func state(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *fl
 	}
 	want.Clustering = &bigquery.Clustering{Fields: keys}
 	return ensureTableCreated(ctx, bq.Dataset(loc.Dataset(b.Flow)).Table(catalog.StateName(b.Flow)), want, rep)
+}
+
+// changeTable creates or evolves a flow's change table: the materialized
+// change feed, partitioned by day of the commit position and clustered by
+// it, so <target>_changes(from, to) is billed for the days of its range.
+func changeTable(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, rep *Report) error {
+	want := &bigquery.TableMetadata{
+		Description: fmt.Sprintf("bqcdc change feed of flow %s (%s): the target's row-level changes, materialized by compaction. Read through the table function %s; written only by bqcdc compact.",
+			b.Name, b.Pos.File, catalog.ChangesFunctionName(b.Flow)),
+		Schema:           bqschema.ToBigQuery(catalog.ChangesColumns(b)),
+		TimePartitioning: &bigquery.TimePartitioning{Type: bigquery.DayPartitioningType, Field: catalog.ColCommitPosition},
+		Clustering:       &bigquery.Clustering{Fields: []string{catalog.ColCommitPosition}},
+	}
+	_, err := ensureTableCreated(ctx, bq.Dataset(loc.Dataset(b.Flow)).Table(catalog.ChangesName(b.Flow)), want, rep)
+	return err
 }
 
 // Watermark reads a flow's current watermark (render.Epoch if never compacted).
@@ -55,11 +80,6 @@ func Watermark(ctx context.Context, bq *bigquery.Client, loc catalog.Location, f
 	}
 	return render.Epoch, nil
 }
-
-// HintLabel is the view label holding the view's pruning bound (the hint it
-// was rendered with, microseconds since the epoch), so the view can be
-// rendered again with the same bound without reading the state table.
-const HintLabel = "bqcdc-hint-us"
 
 // View creates or updates a flow's view in place (tables.update is atomic:
 // a query never sees the view missing). hint must be a committed watermark.
@@ -94,7 +114,7 @@ func view(ctx context.Context, t *bigquery.Table, have *bigquery.TableMetadata, 
 		// Its bound is a version (SnapshotView): keep the one it has.
 		var key string
 		if have != nil {
-			key = have.Labels[VersionLabel]
+			key = have.Labels[catalog.ViewVersionLabel]
 		}
 		return snapshotView(ctx, t, have, loc, b, key, rep)
 	}
@@ -102,14 +122,8 @@ func view(ctx context.Context, t *bigquery.Table, have *bigquery.TableMetadata, 
 	if err != nil {
 		return nil, err
 	}
-	return putView(ctx, t, have, b, sql, viewDescription(b, loc), HintLabel, strconv.FormatInt(hint.UnixMicro(), 10), rep)
+	return putView(ctx, t, have, b, sql, viewDescription(b, loc), catalog.ViewHintLabel, strconv.FormatInt(hint.UnixMicro(), 10), rep)
 }
-
-// VersionLabel is the label of a snapshot flow's view holding the version
-// key (a version applied, as the compaction queries return it) its
-// constant bound was rendered with, so that apply renders it again without
-// reading the state table.
-const VersionLabel = "bqcdc-version-key"
 
 // SnapshotView creates or updates a snapshot flow's view with the constant
 // lower bound key, a version key already applied (versions applied only
@@ -123,7 +137,7 @@ func SnapshotView(ctx context.Context, bq *bigquery.Client, loc catalog.Location
 		return err
 	}
 	if key == "" && have != nil {
-		key = have.Labels[VersionLabel]
+		key = have.Labels[catalog.ViewVersionLabel]
 	}
 	_, err = snapshotView(ctx, t, have, loc, b, key, rep)
 	return err
@@ -144,7 +158,7 @@ func snapshotView(ctx context.Context, t *bigquery.Table, have *bigquery.TableMe
 	if err != nil {
 		return nil, err
 	}
-	return putView(ctx, t, have, b, sql, viewDescription(b, loc), VersionLabel, key, rep)
+	return putView(ctx, t, have, b, sql, viewDescription(b, loc), catalog.ViewVersionLabel, key, rep)
 }
 
 // putView brings view t (have: its metadata, nil if it does not exist) to
@@ -191,7 +205,7 @@ func putView(ctx context.Context, t *bigquery.Table, have *bigquery.TableMetadat
 
 // FollowChangelog brings a flow's state table and view up to a changelog
 // that gained columns, without running a query: the view is rendered again
-// with the pruning bound it carries in HintLabel. A view without the label
+// with the pruning bound it carries in catalog.ViewHintLabel. A view without the label
 // (or without a view) is left for the next compaction run or apply, which
 // read the watermark. It needs only table metadata permissions, which the
 // ingest function has.
@@ -208,9 +222,9 @@ func FollowChangelog(ctx context.Context, bq *bigquery.Client, loc catalog.Locat
 	if err != nil {
 		return fmt.Errorf("reading view %s: %w", b.Target, err)
 	}
-	us, err := strconv.ParseInt(have.Labels[HintLabel], 10, 64)
+	us, err := strconv.ParseInt(have.Labels[catalog.ViewHintLabel], 10, 64)
 	if err != nil {
-		rep.add("view %s: no %s label, left to the next compaction", b.Target, HintLabel)
+		rep.add("view %s: no %s label, left to the next compaction", b.Target, catalog.ViewHintLabel)
 		return nil
 	}
 	_, err = view(ctx, t, have, loc, b, time.UnixMicro(us).UTC(), rep)
@@ -219,7 +233,7 @@ func FollowChangelog(ctx context.Context, bq *bigquery.Client, loc catalog.Locat
 
 // keepLabels repeats a table's labels in an update: BigQuery merges the
 // labels of a patch, the emulator replaces them all, and the view carries
-// two (HintLabel, FunctionsLabel) set by different steps.
+// two (catalog.ViewHintLabel, catalog.ViewFunctionsLabel) set by different steps.
 func keepLabels(upd *bigquery.TableMetadataToUpdate, labels map[string]string) {
 	for k, v := range labels {
 		upd.SetLabel(k, v)
@@ -318,7 +332,7 @@ func FlowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location,
 //
 // The view is rendered with a pruning bound that must be a committed
 // watermark (see View). A state table created here has none yet, so the
-// bound is the epoch. Otherwise the view's HintLabel is reused: apply and
+// bound is the epoch. Otherwise the view's catalog.ViewHintLabel is reused: apply and
 // compaction write it only with a watermark committed at the time, and a
 // state table's watermark never goes back while the table lives, so the
 // label is still a valid bound; compaction advances it. Reading the
@@ -360,7 +374,7 @@ func hintOf(md *bigquery.TableMetadata) (time.Time, bool) {
 	if md == nil || md.Type != bigquery.ViewTable {
 		return time.Time{}, false
 	}
-	us, err := strconv.ParseInt(md.Labels[HintLabel], 10, 64)
+	us, err := strconv.ParseInt(md.Labels[catalog.ViewHintLabel], 10, 64)
 	if err != nil {
 		return time.Time{}, false
 	}

@@ -52,7 +52,7 @@ func AsOfFunctionName(f *flow.Flow) string { return f.Target.Table + AsOfSuffix 
 func (l Location) ViewTable(f *flow.Flow) string { return l.table(l.Dataset(f), ViewName(f)) }
 
 // ChangesFunctionName is the id of the change-feed table function.
-func ChangesFunctionName(f *flow.Flow) string { return f.Target.Table + ChangesSuffix }
+func ChangesFunctionName(f *flow.Flow) string { return f.Target.Table + ChangeTableSuffix }
 
 // Routine is a quoted table function of the flow, for SQL.
 func (l Location) Routine(f *flow.Flow, name string) string { return l.table(l.Dataset(f), name) }
@@ -184,3 +184,80 @@ func SnapshotStateColumns(b *flow.Bound) schema.Columns {
 		schema.Column{Name: ColStateRows, Type: schema.Int64, Description: "On W rows: rows of the snapshot table processed up to the applied version; rows beyond them at or before it are skipped snapshots."},
 	)
 }
+
+// ChangesSuffix ends the name of a flow's change table: the materialized
+// rows of its change feed <target>_changes (change-stream flows of SCD type
+// 1 and 2).
+const ChangeTableSuffix = "__changes"
+
+// ChangesName is the change table's id.
+func ChangesName(f *flow.Flow) string { return f.Target.Table + ChangeTableSuffix }
+
+// ChangesTable is the quoted change table of the flow, for SQL.
+func (l Location) ChangesTable(f *flow.Flow) string { return l.table(l.Dataset(f), ChangesName(f)) }
+
+// Columns of a change table beyond the target's columns (and an SCD 2
+// target's interval) and the feed's ColChangeType and ColCommitPosition.
+// Marker rows (ColCommitPosition NULL) record how far the feed is
+// materialized.
+const (
+	ColChangeKey = "__key" // the key as JSON text
+	ColChangeID  = "__id"  // SCD 2: __START_AT as JSON text (the row's identity with the key); SCD 1: ''
+)
+
+// IntervalType is the BigQuery type of an SCD 2 target's __START_AT and
+// __END_AT: the sequence column's, or a STRUCT of SEQUENCE BY STRUCT(...)'s.
+func IntervalType(b *flow.Bound) string {
+	if !b.SequenceStruct {
+		return b.Sequence[0].SQLType()
+	}
+	return schema.Column{Type: schema.Record, Fields: b.Sequence}.SQLType()
+}
+
+// ChangesColumns is the schema of a flow's change table: the target's
+// columns (an SCD 2 target's interval included), the change type and
+// commit position, the row's identity, the generation of the run that
+// wrote it, and (on markers) the position up to which the feed is final.
+// It is partitioned by day of ColCommitPosition and clustered by it, so a
+// read of a range of positions is billed for those days.
+func ChangesColumns(b *flow.Bound) schema.Columns {
+	cols := append(schema.Columns{}, b.Output...)
+	for i := range cols {
+		cols[i].Required = false
+	}
+	if b.SCDType == 2 {
+		for _, name := range []string{flow.StartAt, flow.EndAt} {
+			c := schema.Column{Name: name, Description: "The version's interval, as the target shows it."}
+			if b.SequenceStruct {
+				c.Type, c.Fields = schema.Record, append(schema.Columns{}, b.Sequence...)
+				for i := range c.Fields {
+					c.Fields[i].Required = false
+				}
+			} else {
+				c.Type = b.Sequence[0].Type
+				c.Precision, c.Scale = b.Sequence[0].Precision, b.Sequence[0].Scale
+			}
+			cols = append(cols, c)
+		}
+	}
+	return append(cols,
+		schema.Column{Name: ColChangeType, Type: schema.String, Description: "insert, update_preimage, update_postimage or delete; NULL on markers."},
+		schema.Column{Name: ColCommitPosition, Type: schema.Timestamp, Description: "The _cdc_ingested_at at which the change was committed; NULL on markers. Partitioning and clustering column."},
+		schema.Column{Name: ColChangeKey, Type: schema.String, Description: "The key as JSON text."},
+		schema.Column{Name: ColChangeID, Type: schema.String, Description: "SCD 2: __START_AT as JSON text; SCD 1: empty."},
+		schema.Column{Name: ColStateGen, Type: schema.Timestamp, Required: true, Description: "Start of the compaction run that wrote the row; per key and position the newest run's rows count."},
+		schema.Column{Name: ColStateWatermark, Type: schema.Timestamp, Description: "On markers: the feed is final (materialized) up to this position."},
+	)
+}
+
+// StateLayoutLabel on a state table names its layout; StateLayout is the
+// current one: levels (every row of every generation counts; compaction
+// appends a level per run and folds the levels daily) with the change feed
+// materialized in the change table. A state table without the label is of
+// an older bqcdc (generations per key, no change table): compaction brings
+// it to the layout (creating the change table; its first run materializes
+// the feed's history), losing nothing, as its rows are valid levels.
+const (
+	StateLayoutLabel = "bqcdc-layout"
+	StateLayout      = "levels-1"
+)

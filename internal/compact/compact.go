@@ -1,37 +1,65 @@
 // Package compact folds changelog rows into each flow's state table, so the
 // flow's view reads the state plus a short tail instead of the whole
-// changelog. It is what the scheduled Compact function and `bqcdc compact`
-// run.
+// changelog, and materializes each flow's change feed. It is what the
+// scheduled Compact function and `bqcdc compact` run.
+//
+// # The state is levels
+//
+// A change-stream flow's state table holds levels. Each run appends one, in
+// ONE INSERT: the events that decide the target among the changelog rows
+// ingested in (watermark, new watermark] (SCD 1: per key the newest event,
+// the newest delete, and the newest upsert setting each IGNORE NULL UPDATES
+// column; SCD 2 and bitemporal: every distinct event, as re-cutting history
+// when a late event arrives needs them all), plus a watermark marker. A
+// run reads the changelog rows after the watermark and nothing of the
+// state, so what it is billed for grows with the change, not the history.
+// Views fold every level with the changelog tail after their pruning
+// bound: the events that decide the target among all events are among the
+// levels' and the tail's, and extra events that do not decide it change
+// nothing (a message counted twice counts once: events are deduplicated by
+// message id). Once a day (Options.MaintainEvery) a run folds the levels
+// into one (an INSERT, then a DELETE of what it folded; both count until
+// the DELETE, which folds the same), so the state stays about the size of
+// what decides the target: that is the one statement that reads the whole
+// state, amortized over a day's runs.
+//
+// # The change feed is materialized
+//
+// A flow of SCD type 1 or 2 has a change table: each run also inserts the
+// target's row-level changes at the positions it folds (the difference
+// between the target as of each position and as of the key's previous
+// one), with a marker, reading the changelog rows of the range and the
+// state of the keys they touch only, selected by constant filters on the
+// state's clustering columns. <target>_changes(from, to) reads the
+// partitions of its range. A run that crashed after it wrote changes but
+// before it recorded its progress writes them again; readers count the
+// newest run's per key and position.
 //
 // # Why it is correct without transactions
 //
-// A state table holds generations of rows. Each run writes a new generation
-// in ONE INSERT statement: the rows of every key the new changelog rows touch
-// (their folded events) plus a watermark marker W. Views take, per key, only
-// the rows of its newest generation, and read the changelog tail ingested
-// after the newest marker's W. A single INSERT is atomic, so a view sees
-// either the old generation with the old tail, or the new generation with the
-// new tail, and both fold to the same result. Everything after the INSERT
-// only deletes rows no view can see (older generations of rewritten keys,
-// older markers, expired tombstones) and may crash at any point: the next run
-// reads the same state and finishes the cleanup. Re-running a crashed fold
-// re-reads the rows after the old watermark and folds them again, which is
-// idempotent: events are deduplicated by message id and the fold keeps only
-// events that decide the view.
+// Every INSERT is atomic, and every state a crash can leave folds to the
+// same target: a level written twice counts once; a maintenance INSERT
+// whose DELETE did not run leaves levels that fold the same as its own. A
+// re-run after a crash reads from the watermark its labels record (which
+// lag the state's markers, never lead them) and folds the same rows again.
+// Levels only reduce the events they fold as of their watermark, and
+// maintenance only those ingested by the watermark the run started from,
+// so the state always holds what decides the target as of any later
+// watermark: the change feed's baselines.
 //
 // # Why no late row is lost
 //
 // _cdc_ingested_at is stamped by the ingest function before its append, and
 // an append completes within the function's timeout, so a row becomes
 // visible at most VisibilityLag after its _cdc_ingested_at. A run starting
-// at time C reads everything after the old watermark that is visible, and
-// sets the new watermark to C - VisibilityLag: every row at or before it was
-// visible when the run read, so it is folded; a row appended later has a
-// later _cdc_ingested_at and stays in the view's tail until the next run
-// folds it. Concurrent runs are safe too: a generation is the run's start
-// time, views pick each key's newest generation, and any row a newer
-// generation missed is newer than that generation's watermark, hence in the
-// tail.
+// at time C folds the rows up to the new watermark C - VisibilityLag: every
+// row at or before it was visible when the run read, so it is folded; a row
+// appended later has a later _cdc_ingested_at and stays in the view's tail
+// until the next run folds it. Concurrent runs of one flow are safe too:
+// each folds rows after the watermark it read, and a level written twice
+// counts once. Maintenance deletes only levels written more than
+// MaintainMargin before it started, which every run that wrote them had
+// committed before it read the state.
 //
 // # Why an idle flow costs no query
 //
@@ -54,7 +82,7 @@
 //
 // # Runs that scale out
 //
-// A run reads the state tables' labels, orders the flows by how long ago
+// A run reads the state tables' metadata, orders the flows by how long ago
 // they were last checked (the longest waiting first), and compacts up to
 // Concurrency flows at once; a slow or failing flow holds one slot only. A
 // run starts no flow once its Budget is spent: those flows are reported as
@@ -62,11 +90,13 @@
 // folded twice (each fold starts from the watermark the previous one
 // committed) or skipped for good. A deployment too large for one run's
 // budget shards the flows by source (Selection.Shard of Shards), one Cloud
-// Scheduler job per shard. Per flow a compacted run costs at most four
-// query jobs: statistics and marker (one), the fold (one), the clean-up
-// (one script), and, only the first time or after a crash, a separate
-// marker read. Reports are appended through the Storage Write API (no DML on
-// a shared table).
+// Scheduler job per shard. Per flow a compacted run costs three query jobs
+// (statistics, the fold, the change feed), once a day two more
+// (maintenance), and, only without labels, a marker read. Reports are
+// appended through the Storage Write API (no DML on a shared table).
+//
+// Compaction talks to BigQuery through two small interfaces (Warehouse,
+// Objects), so everything above is unit-tested against a fake.
 package compact
 
 import (
@@ -85,9 +115,10 @@ import (
 // (The state labels, report row and changelog retention follow them; none
 // affects what a view shows.)
 const (
-	StepFold = "fold" // the INSERT of the new generation: the commit point
-	StepGC   = "gc"   // deleting superseded rows
-	StepView = "view" // moving the view's partition-pruning bound
+	StepFold    = "fold"    // the INSERT of the new level: the commit point
+	StepChanges = "changes" // the INSERT of the change feed's rows
+	StepGC      = "gc"      // maintenance (levels folded into one, what it folded deleted); snapshot flows: deleting superseded rows
+	StepView    = "view"    // moving the view's partition-pruning bound
 )
 
 // Options configure a Compactor.
@@ -112,6 +143,16 @@ type Options struct {
 	// FullCheckEvery bounds how long a flow the metadata calls idle goes
 	// without a query that checks it (default 6 h; negative: never).
 	FullCheckEvery time.Duration
+	// MaintainEvery is how often a flow's state levels are folded into one
+	// (default DefaultMaintainEvery; negative: never). It is the one
+	// statement that reads a flow's whole state.
+	MaintainEvery time.Duration
+	// MaintainMargin: maintenance deletes only the levels written more than
+	// this long before it started (default DefaultMaintainMargin). It must
+	// exceed the longest a run takes from its start to its fold's commit
+	// (the function's timeout), so every level it deletes was committed
+	// before it read the state.
+	MaintainMargin time.Duration
 	// SnapshotSettle: while a snapshot flow's table was modified less than
 	// this long ago, a run leaves its newest version for a later run (older
 	// ones still apply), so a snapshot written in several loads is not
@@ -146,7 +187,8 @@ type ReportWriter interface {
 
 // Compactor runs compactions against one BigQuery project.
 type Compactor struct {
-	bq   *bigquery.Client
+	wh   Warehouse
+	objs Objects
 	loc  catalog.Location
 	opts Options
 
@@ -156,8 +198,23 @@ type Compactor struct {
 	views sync.Map // flow name -> string
 }
 
-// New returns a compactor.
+// New returns a compactor of a BigQuery client's project.
 func New(bq *bigquery.Client, loc catalog.Location, opts Options) *Compactor {
+	w := bigQuery{bq: bq, loc: loc}
+	return NewWith(w, w, loc, opts)
+}
+
+// DefaultMaintainEvery and DefaultMaintainMargin are the defaults of
+// Options.MaintainEvery and MaintainMargin: once a day, and an hour (the
+// longest a Cloud Run function runs).
+const (
+	DefaultMaintainEvery  = 24 * time.Hour
+	DefaultMaintainMargin = time.Hour
+)
+
+// NewWith returns a compactor over a warehouse and the objects' keeper
+// (tests pass fakes).
+func NewWith(wh Warehouse, objs Objects, loc catalog.Location, opts Options) *Compactor {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -179,7 +236,13 @@ func New(bq *bigquery.Client, loc catalog.Location, opts Options) *Compactor {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Compactor{bq: bq, loc: loc, opts: opts}
+	if opts.MaintainEvery == 0 {
+		opts.MaintainEvery = DefaultMaintainEvery
+	}
+	if opts.MaintainMargin == 0 {
+		opts.MaintainMargin = DefaultMaintainMargin
+	}
+	return &Compactor{wh: wh, objs: objs, loc: loc, opts: opts}
 }
 
 // Report is the outcome of one flow's run.
@@ -195,7 +258,8 @@ type Report struct {
 	WatermarkBefore time.Time     `json:"watermark_before"`
 	WatermarkAfter  time.Time     `json:"watermark_after"`
 	Generation      time.Time     `json:"generation,omitempty"`
-	Jobs            int           `json:"jobs"`         // query jobs this flow's run started
+	Maintained      bool          `json:"maintained,omitempty"` // the run folded the state's levels into one
+	Jobs            int           `json:"jobs"`                 // query jobs this flow's run started
 	BytesBilled     int64         `json:"bytes_billed"` // by those jobs (the emulator reports 0)
 	Duration        time.Duration `json:"duration_ns"`
 	Error           string        `json:"error,omitempty"`
@@ -239,6 +303,8 @@ type Selection struct {
 	// Shard of Shards (Shards > 1) restricts the run to the flows of the
 	// sources in that shard (by a hash of the source).
 	Shard, Shards int
+	// Sharded: Flows are of Shard already (Prepare shards before binding).
+	Sharded bool
 }
 
 // Run compacts every flow; a failing flow does not stop the others. Then it

@@ -7,7 +7,6 @@ import (
 
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/bqerror"
-	"github.com/bqcdc/bqcdc/internal/clients"
 )
 
 // account counts what one flow's run cost: the query jobs it started (each
@@ -17,58 +16,61 @@ type account struct {
 	bytes int64
 }
 
-func (c *Compactor) query(ctx context.Context, sql string, acct *account) ([]map[string]bigquery.Value, error) {
-	it, _, err := c.read(ctx, sql, acct)
-	if err != nil {
-		return nil, err
-	}
-	return clients.Collect(it)
-}
-
-// exec runs a statement, retrying transient failures, and returns its
-// statistics when BigQuery gives them.
-func (c *Compactor) exec(ctx context.Context, sql string, acct *account) (*bigquery.QueryStatistics, error) {
-	_, st, err := c.read(ctx, sql, acct)
-	return st, err
-}
-
-func (c *Compactor) read(ctx context.Context, sql string, acct *account) (*bigquery.RowIterator, *bigquery.QueryStatistics, error) {
+// query runs a statement, retrying transient failures (concurrent DML on
+// the same table, rate limits, 5xx) with exponential backoff. Every
+// statement compaction runs is idempotent or is a commit point whose
+// repetition is (a level folded twice counts once), so a retry after an
+// answer lost in transit is safe.
+func (c *Compactor) query(ctx context.Context, sql string, acct *account) (Result, error) {
 	var err error
 	for attempt := 0; attempt < c.opts.Attempts; attempt++ {
 		if attempt > 0 {
 			select {
 			case <-ctx.Done():
-				return nil, nil, ctx.Err()
+				return Result{}, ctx.Err()
 			case <-time.After(c.opts.Backoff << (attempt - 1)):
 			}
 		}
 		acct.jobs++
-		var it *bigquery.RowIterator
-		if it, err = c.bq.Query(sql).Read(ctx); err == nil {
-			st := c.statistics(ctx, it)
-			if st != nil {
-				acct.bytes += st.TotalBytesBilled
-			}
-			return it, st, nil
+		var res Result
+		if res, err = c.wh.Query(ctx, sql); err == nil {
+			acct.bytes += res.BytesBilled
+			return res, nil
 		}
 		if !bqerror.IsTransient(err) {
-			return nil, nil, err
+			return Result{}, err
 		}
 	}
-	return nil, nil, fmt.Errorf("giving up after %d attempts: %w", c.opts.Attempts, err)
+	return Result{}, fmt.Errorf("giving up after %d attempts: %w", c.opts.Attempts, err)
 }
 
-// statistics reads a finished query job's statistics (a jobs.get, not a
-// job); nil when BigQuery gives none.
-func (c *Compactor) statistics(ctx context.Context, it *bigquery.RowIterator) *bigquery.QueryStatistics {
-	job := it.SourceJob()
-	if job == nil {
-		return nil
+// one runs a statement that returns one row.
+func (c *Compactor) one(ctx context.Context, sql string, acct *account) (map[string]bigquery.Value, error) {
+	res, err := c.query(ctx, sql, acct)
+	if err != nil {
+		return nil, err
 	}
-	st, err := job.Status(ctx)
-	if err != nil || st == nil || st.Statistics == nil {
-		return nil
+	if len(res.Rows) != 1 {
+		return nil, fmt.Errorf("the query returned %d rows, want 1", len(res.Rows))
 	}
-	q, _ := st.Statistics.Details.(*bigquery.QueryStatistics)
-	return q
+	return res.Rows[0], nil
+}
+
+func ts(v bigquery.Value, def time.Time) time.Time {
+	if t, ok := v.(time.Time); ok {
+		return t.UTC()
+	}
+	return def
+}
+
+func int64Of(v bigquery.Value) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case string:
+		var n int64
+		fmt.Sscan(x, &n)
+		return n
+	}
+	return 0
 }

@@ -6,15 +6,10 @@ import (
 	"strconv"
 	"time"
 
-	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/sql/render"
 )
-
-// labelExpiredBefore on a changelog records the day before which its rows
-// were deleted, so a source costs one DELETE a day, not one a run.
-const labelExpiredBefore = "bqcdc-expired-before-us"
 
 // expire deletes changelog days that are older than the retention and that
 // every flow reading the source has folded (strictly before the day of the
@@ -59,7 +54,7 @@ func (c *Compactor) expire(ctx context.Context, sel Selection, tasks []*task, re
 			cutoff = lowest
 		}
 		cutoff = cutoff.Truncate(24 * time.Hour)
-		if done, err := strconv.ParseInt(cl.Labels[labelExpiredBefore], 10, 64); err == nil && !cutoff.After(time.UnixMicro(done)) {
+		if done, err := strconv.ParseInt(cl.Labels[catalog.ChangelogExpiredLabel], 10, 64); err == nil && !cutoff.After(time.UnixMicro(done)) {
 			continue // this day was expired already
 		}
 		var acct account
@@ -77,13 +72,11 @@ func (c *Compactor) expireSource(ctx context.Context, b *flow.Bound, cutoff time
 	if err != nil {
 		return err
 	}
-	if _, err := c.exec(ctx, sql, acct); err != nil {
+	if _, err := c.query(ctx, sql, acct); err != nil {
 		return err
 	}
-	var upd bigquery.TableMetadataToUpdate
-	upd.SetLabel(labelExpiredBefore, strconv.FormatInt(cutoff.UnixMicro(), 10))
-	_, err = c.bq.Dataset(c.loc.DefaultDataset).Table(catalog.TableName(b.Source.Name)).Update(ctx, upd, "")
-	return err
+	return c.wh.SetLabels(ctx, c.loc.DefaultDataset, catalog.TableName(b.Source.Name),
+		map[string]string{catalog.ChangelogExpiredLabel: strconv.FormatInt(cutoff.UnixMicro(), 10)})
 }
 
 // lowestWatermark is the lowest watermark of every flow reading src: from

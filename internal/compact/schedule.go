@@ -25,7 +25,7 @@ func (c *Compactor) Compact(ctx context.Context, sel Selection) ([]Report, error
 	if err != nil {
 		return nil, err
 	}
-	if sel.Shards > 1 {
+	if sel.Shards > 1 && !sel.Sharded {
 		flows = InShard(flows, sel.Shard, sel.Shards)
 	}
 	changelogs := c.readChangelogs(ctx, flows, sel.Changelogs)
@@ -102,11 +102,14 @@ func (c *Compactor) readChangelogs(ctx context.Context, flows []*flow.Bound, kno
 	results := make([]changelogMeta, len(need))
 	c.parallel(len(need), func(i int) {
 		b := need[i]
-		t, what := c.bq.Dataset(c.loc.DefaultDataset).Table(catalog.TableName(b.Source.Name)), "the changelog of"
+		dataset, table, what := c.loc.DefaultDataset, catalog.TableName(b.Source.Name), "the changelog of"
 		if b.IsSnapshot() {
-			t, what = c.bq.Dataset(b.Snapshot.Dataset).Table(b.Snapshot.Table), "the snapshot table"
+			dataset, table, what = b.Snapshot.Dataset, b.Snapshot.Table, "the snapshot table"
 		}
-		md, err := t.Metadata(ctx)
+		md, err := c.wh.Metadata(ctx, dataset, table)
+		if err == nil && md == nil {
+			err = fmt.Errorf("%s %s does not exist", what, sourceName(b))
+		}
 		if err != nil {
 			err = fmt.Errorf("reading %s %s: %w", what, sourceName(b), err)
 		}

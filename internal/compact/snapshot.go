@@ -3,11 +3,8 @@ package compact
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
-	"cloud.google.com/go/bigquery"
-	"github.com/bqcdc/bqcdc/internal/apply"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/sql/render"
 )
@@ -15,7 +12,7 @@ import (
 // A snapshot flow (AUTO CDC FROM SNAPSHOT) reads a user's table of
 // snapshots, not a changelog: its state holds what is applied up to an
 // applied version (render, snapshot.go), and a run applies the snapshots
-// newer than it. Runs follow the same pattern as a change stream's:
+// newer than it:
 //
 //   - idle (no query) while the table's metadata signature is the one the
 //     last run left clean: every row it reflects was read;
@@ -29,9 +26,10 @@ import (
 //     job).
 //
 // A run's cost is the newer snapshots plus the state's current rows (SCD
-// 1) or open versions (SCD 2); closed versions are written once and never
-// read by compaction again. A snapshot loaded with a version at or before
-// the applied one is skipped; the rows the table holds beyond those
+// 1) or open versions (SCD 2): a new snapshot is the unit of change, and
+// diffing it needs the one before. Closed versions are written once and
+// never read by compaction again. A snapshot loaded with a version at or
+// before the applied one is skipped; the rows the table holds beyond those
 // processed and the newer ones are reported as RowsSkipped.
 
 // sourceName is what a report names as a flow's source: its topic, or a
@@ -41,6 +39,19 @@ func sourceName(b *flow.Bound) string {
 		return b.Snapshot.String()
 	}
 	return b.Source.Name
+}
+
+// snapshotRun is one run of a snapshot flow.
+type snapshotRun struct {
+	*run
+	plan    *render.SnapshotCompaction
+	marker  snapshotMarker
+	st      snapshotStats
+	bound   string // the applied version as a literal ("" before the first)
+	upTo    string // the newest version key the run applies
+	gen     time.Time
+	key     string // the version key the view's bound moves to ("" keeps it)
+	outcome string
 }
 
 type snapshotMarker struct {
@@ -56,175 +67,136 @@ type snapshotStats struct {
 	older                                    string // the newest version key below newest ("" if none)
 }
 
-// snapshotFlow compacts one snapshot flow; acct counts its query jobs.
-func (c *Compactor) snapshotFlow(ctx context.Context, t *task, now time.Time, rep *Report, acct *account) error {
-	b := t.b
-	var applied apply.Report
-	cols, err := c.ensureState(ctx, t, &applied)
-	if err != nil {
-		return err
+func (s *snapshotRun) read(ctx context.Context) (bool, error) {
+	b := s.t.b
+	s.plan = render.NewSnapshotCompaction(b, s.c.loc)
+	if err := s.readMarker(ctx); err != nil {
+		return false, err
 	}
-	l := t.labels
-	rep.WatermarkBefore, rep.WatermarkAfter = l.watermark, l.watermark
-	sig := signature(t.changelog)
-	if c.idle(l, sig, now) {
-		rep.Outcome = Idle
-		return c.snapshotView(ctx, b, cols, "", &applied)
-	}
-	// The statistics read the table after its metadata was: every row the
-	// signature reflects is read, so a run that leaves nothing to apply
-	// leaves the signature clean.
-	next := labels{known: true, sig: sig, sigSeen: now, checked: now, watermark: now, foldedMax: now, clean: true}
-	plan := render.NewSnapshotCompaction(b, c.loc)
-	m, err := c.readSnapshotMarker(ctx, plan, acct)
-	if err != nil {
-		return err
-	}
-	bound := ""
-	if m.found {
-		if bound, err = render.VersionBound(b, m.version); err != nil {
-			return err
+	s.key = s.marker.version
+	if s.marker.found {
+		var err error
+		if s.bound, err = render.VersionBound(b, s.marker.version); err != nil {
+			return false, err
 		}
-		rep.AppliedVersion = bound
+		s.rep.AppliedVersion = s.bound
 	}
-	st, err := c.readSnapshotStats(ctx, plan, bound, acct)
-	if err != nil {
-		return err
+	if err := s.readStats(ctx); err != nil {
+		return false, err
 	}
-	rep.EventsRead, rep.KeysTouched = st.events, st.keys
-	rep.RowsSkipped = max(0, st.total-st.processed-st.events)
+	s.rep.EventsRead, s.rep.KeysTouched = s.st.events, s.st.keys
+	s.rep.RowsSkipped = max(0, s.st.total-s.st.processed-s.st.events)
 	// The run applies the versions the statistics saw, up to upTo: a
 	// version loaded meanwhile waits for the next run, where it is counted
 	// and applied whole. While the table is still being written, the newest
 	// version may be incomplete: it waits too.
-	upTo := st.newest
-	if st.events > 0 && c.opts.SnapshotSettle > 0 && now.Sub(t.changelog.LastModifiedTime) < c.opts.SnapshotSettle {
-		upTo = st.older
-		if upTo == "" {
+	s.upTo = s.st.newest
+	if s.st.events > 0 && s.c.opts.SnapshotSettle > 0 && s.now.Sub(s.t.changelog.LastModifiedTime) < s.c.opts.SnapshotSettle {
+		s.upTo = s.st.older
+		if s.upTo == "" {
 			// Nothing settled to apply. The signature is not recorded as
 			// clean: the next run must look again even if the table is
 			// unchanged by then.
-			rep.Outcome = Settling
-			return c.snapshotView(ctx, b, cols, m.version, &applied)
+			s.rep.Outcome = Settling
+			return false, nil
 		}
 	}
-	if st.events == 0 {
-		rep.Outcome, rep.WatermarkAfter = UpToDate, now
-		if err := c.snapshotView(ctx, b, cols, m.version, &applied); err != nil {
-			return err
-		}
-		return c.setLabels(ctx, b, next)
+	if s.st.events == 0 {
+		s.rep.Outcome, s.rep.WatermarkAfter = UpToDate, s.now
+		return false, nil
 	}
-	gen := now
-	if !gen.After(m.newestGen) {
-		gen = m.newestGen.Add(time.Microsecond) // generations only grow, whatever the clock does
-	}
-	fold, err := plan.Fold(bound, upTo, gen)
-	if err != nil {
-		return err
-	}
-	stat, err := c.exec(ctx, fold, acct)
-	if err != nil {
-		return fmt.Errorf("applying %d snapshots: %w", st.versions, err)
-	}
-	rep.Outcome, rep.Generation, rep.WatermarkAfter = Compacted, gen, now
-	if stat != nil {
-		rep.RowsWritten = stat.NumDMLAffectedRows
-	}
-	if rep.AppliedVersion, err = render.VersionBound(b, upTo); err != nil {
-		return err
-	}
-	if err := c.step(b, StepFold); err != nil {
-		return err
-	}
-	gc, err := plan.GC(gen)
-	if err != nil {
-		return err
-	}
-	if _, err := c.exec(ctx, gc, acct); err != nil {
-		return fmt.Errorf("deleting rows no view reads: %w", err)
-	}
-	if err := c.step(b, StepGC); err != nil {
-		return err
-	}
-	// The view's constant bound moves to the version now applied.
-	if err := c.snapshotView(ctx, b, cols, upTo, &applied); err != nil {
-		return err
-	}
-	if err := c.step(b, StepView); err != nil {
-		return err
-	}
-	if upTo != st.newest {
-		return nil // newer versions wait: not clean
-	}
-	return c.setLabels(ctx, b, next)
+	s.gen = generation(s.now, s.marker.newestGen)
+	return true, nil
 }
 
-func (c *Compactor) readSnapshotMarker(ctx context.Context, plan *render.SnapshotCompaction, acct *account) (snapshotMarker, error) {
-	sql, err := plan.Marker()
+func (s *snapshotRun) readMarker(ctx context.Context) error {
+	sql, err := s.plan.Marker()
 	if err != nil {
-		return snapshotMarker{}, err
+		return err
 	}
-	rows, err := c.query(ctx, sql, acct)
+	res, err := s.c.query(ctx, sql, s.acct)
 	if err != nil {
-		return snapshotMarker{}, fmt.Errorf("reading the applied version: %w", err)
+		return fmt.Errorf("reading the applied version: %w", err)
 	}
-	m := snapshotMarker{gen: render.Epoch, newestGen: render.Epoch}
-	if len(rows) != 1 {
-		return m, nil
-	}
-	v, ok := rows[0]["applied_version"].(string)
-	if !ok {
-		return m, nil // a marker of an empty first snapshot has no version
-	}
-	m.version, m.found = v, true
-	m.gen = ts(rows[0]["__gen"], render.Epoch)
-	m.newestGen = ts(rows[0]["newest_gen"], m.gen)
-	return m, nil
-}
-
-func (c *Compactor) readSnapshotStats(ctx context.Context, plan *render.SnapshotCompaction, bound string, acct *account) (snapshotStats, error) {
-	sql, err := plan.Stats(bound)
-	if err != nil {
-		return snapshotStats{}, err
-	}
-	rows, err := c.query(ctx, sql, acct)
-	if err != nil {
-		return snapshotStats{}, fmt.Errorf("reading what to apply: %w", err)
-	}
-	if len(rows) != 1 {
-		return snapshotStats{}, fmt.Errorf("reading what to apply: the statistics query returned %d rows, want 1", len(rows))
-	}
-	r := rows[0]
-	n := func(k string) int64 { return int64Of(r[k]) }
-	st := snapshotStats{total: n("total_rows"), events: n("events"), versions: n("versions"), keys: n("keys"), processed: n("processed_rows")}
-	st.newest, _ = r["newest_version"].(string)
-	st.older, _ = r["older_version"].(string)
-	return st, nil
-}
-
-func int64Of(v bigquery.Value) int64 {
-	switch x := v.(type) {
-	case int64:
-		return x
-	case string:
-		n, _ := strconv.ParseInt(x, 10, 64)
-		return n
-	}
-	return 0
-}
-
-// snapshotView renders b's view with the constant bound key (a version
-// applied; "" keeps the view's), unless this compactor already did for the
-// same columns and key.
-func (c *Compactor) snapshotView(ctx context.Context, b *flow.Bound, cols, key string, rep *apply.Report) error {
-	memo := cols + "@version:" + key
-	if seen, ok := c.views.Load(b.Name); ok && seen == memo {
+	s.marker = snapshotMarker{gen: render.Epoch, newestGen: render.Epoch}
+	if len(res.Rows) != 1 {
 		return nil
 	}
-	if err := apply.SnapshotView(ctx, c.bq, c.loc, b, key, rep); err != nil {
-		return fmt.Errorf("updating the view (version bound %q): %w", key, err)
+	v, ok := res.Rows[0]["applied_version"].(string)
+	if !ok {
+		return nil // a marker of an empty first snapshot has no version
 	}
-	c.views.Store(b.Name, memo)
+	s.marker.version, s.marker.found = v, true
+	s.marker.gen = ts(res.Rows[0]["__gen"], render.Epoch)
+	s.marker.newestGen = ts(res.Rows[0]["newest_gen"], s.marker.gen)
 	return nil
+}
+
+func (s *snapshotRun) readStats(ctx context.Context) error {
+	sql, err := s.plan.Stats(s.bound)
+	if err != nil {
+		return err
+	}
+	r, err := s.c.one(ctx, sql, s.acct)
+	if err != nil {
+		return fmt.Errorf("reading what to apply: %w", err)
+	}
+	n := func(k string) int64 { return int64Of(r[k]) }
+	s.st = snapshotStats{total: n("total_rows"), events: n("events"), versions: n("versions"), keys: n("keys"), processed: n("processed_rows")}
+	s.st.newest, _ = r["newest_version"].(string)
+	s.st.older, _ = r["older_version"].(string)
+	return nil
+}
+
+func (s *snapshotRun) fold(ctx context.Context) error {
+	sql, err := s.plan.Fold(s.bound, s.upTo, s.gen)
+	if err != nil {
+		return err
+	}
+	res, err := s.c.query(ctx, sql, s.acct)
+	if err != nil {
+		return fmt.Errorf("applying %d snapshots: %w", s.st.versions, err)
+	}
+	s.rep.Generation, s.rep.WatermarkAfter, s.rep.RowsWritten = s.gen, s.now, res.RowsAffected
+	if s.rep.AppliedVersion, err = render.VersionBound(s.t.b, s.upTo); err != nil {
+		return err
+	}
+	s.key = s.upTo
+	return nil
+}
+
+func (s *snapshotRun) after(ctx context.Context) error {
+	if s.rep.Outcome != Compacted {
+		return nil
+	}
+	sql, err := s.plan.GC(s.gen)
+	if err != nil {
+		return err
+	}
+	if _, err := s.c.query(ctx, sql, s.acct); err != nil {
+		return fmt.Errorf("deleting rows no view reads: %w", err)
+	}
+	return s.step(StepGC)
+}
+
+// view moves the view's constant bound to the version now applied (or
+// keeps the view's: an idle run read no marker).
+func (s *snapshotRun) view(ctx context.Context) error {
+	return s.viewOnce("version:"+s.key, func() error {
+		if err := s.c.objs.SnapshotView(ctx, s.t.b, s.key); err != nil {
+			return fmt.Errorf("updating the view (version bound %q): %w", s.key, err)
+		}
+		return nil
+	})
+}
+
+// next: the statistics read the table after its metadata was, so every row
+// the signature reflects is read, and a run that leaves nothing to apply
+// leaves the signature clean; a run that leaves newer versions waiting
+// (settling) leaves the labels as they were.
+func (s *snapshotRun) next() (labels, bool) {
+	if s.rep.Outcome == Settling || (s.rep.Outcome == Compacted && s.upTo != s.st.newest) {
+		return labels{}, false
+	}
+	return labels{known: true, sig: signature(s.t.changelog), sigSeen: s.now, checked: s.now, watermark: s.now, foldedMax: s.now, clean: true}, true
 }

@@ -7,29 +7,22 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigquery"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 )
 
-// Labels a run leaves on a flow's state table (after its last step, as a
-// metadata update, which is not a query job). They are hints: the state
-// table's own marker rows are the truth, and a label may lag them (a run
-// that crashed after its fold leaves the previous labels), never lead them,
-// so a run that trusts a label at worst folds some rows again.
-const (
-	labelWatermark = "bqcdc-wm-us"       // the run's watermark, µs
-	labelFoldedMax = "bqcdc-fm-us"       // newest _cdc_ingested_at folded, µs
-	labelSig       = "bqcdc-sig"         // changelog metadata signature the run started from
-	labelSigSeen   = "bqcdc-sig-seen-us" // when that signature was first seen, µs
-	labelClean     = "bqcdc-clean"       // "1": the run folded every row the signature reflects
-	labelChecked   = "bqcdc-checked-us"  // when a query last checked the flow, µs
-)
-
-// labels is what a state table's labels say.
+// labels is what a state table's labels say (catalog.Label*). They are
+// hints: the state table's own marker rows are the truth, and a label may
+// lag them (a run that crashed after its fold leaves the previous labels),
+// never lead them, so a run that trusts a label at worst folds some rows
+// again.
 type labels struct {
 	known                bool // a run wrote them (watermark and folded max are usable)
 	watermark, foldedMax time.Time
 	sig                  string
 	sigSeen, checked     time.Time
 	clean                bool
+	maintained           time.Time // zero: never
+	layout               bool      // the state is of catalog.StateLayout (its change table exists)
 }
 
 func readLabels(l map[string]string) labels {
@@ -42,28 +35,41 @@ func readLabels(l map[string]string) labels {
 	}
 	var out labels
 	var okW, okF bool
-	out.watermark, okW = us(labelWatermark)
-	out.foldedMax, okF = us(labelFoldedMax)
+	out.watermark, okW = us(catalog.LabelWatermark)
+	out.foldedMax, okF = us(catalog.LabelFoldedMax)
 	out.known = okW && okF
-	out.sig = l[labelSig]
-	out.sigSeen, _ = us(labelSigSeen)
-	out.checked, _ = us(labelChecked)
-	out.clean = l[labelClean] == "1"
+	out.sig = l[catalog.LabelSignature]
+	out.sigSeen, _ = us(catalog.LabelSigSeen)
+	out.checked, _ = us(catalog.LabelChecked)
+	out.maintained, _ = us(catalog.LabelMaintained)
+	out.clean = l[catalog.LabelClean] == "1"
+	out.layout = l[catalog.StateLayoutLabel] == catalog.StateLayout
 	return out
 }
 
-func (l labels) update(upd *bigquery.TableMetadataToUpdate) {
+// values renders the labels for a metadata update. The layout label is
+// repeated: the emulator replaces every label on a label update (BigQuery
+// merges them).
+func (l labels) values() map[string]string {
 	us := func(t time.Time) string { return strconv.FormatInt(t.UnixMicro(), 10) }
-	upd.SetLabel(labelWatermark, us(l.watermark))
-	upd.SetLabel(labelFoldedMax, us(l.foldedMax))
-	upd.SetLabel(labelSig, l.sig)
-	upd.SetLabel(labelSigSeen, us(l.sigSeen))
-	upd.SetLabel(labelChecked, us(l.checked))
-	if l.clean {
-		upd.SetLabel(labelClean, "1")
-	} else {
-		upd.SetLabel(labelClean, "0")
+	out := map[string]string{
+		catalog.LabelWatermark: us(l.watermark),
+		catalog.LabelFoldedMax: us(l.foldedMax),
+		catalog.LabelSignature: l.sig,
+		catalog.LabelSigSeen:   us(l.sigSeen),
+		catalog.LabelChecked:   us(l.checked),
+		catalog.LabelClean:     "0",
 	}
+	if l.clean {
+		out[catalog.LabelClean] = "1"
+	}
+	if !l.maintained.IsZero() {
+		out[catalog.LabelMaintained] = us(l.maintained)
+	}
+	if l.layout {
+		out[catalog.StateLayoutLabel] = catalog.StateLayout
+	}
+	return out
 }
 
 // signature hashes what table metadata says of a changelog's content: any
@@ -89,4 +95,16 @@ func (c *Compactor) idle(l labels, sig string, now time.Time) bool {
 		return false
 	}
 	return c.opts.FullCheckEvery < 0 || now.Sub(l.checked) < c.opts.FullCheckEvery
+}
+
+// stateEmpty reports whether a state table's metadata says it holds no row
+// (a table that does not exist yet holds none).
+func stateEmpty(md *bigquery.TableMetadata) bool {
+	if md == nil {
+		return true
+	}
+	if sb := md.StreamingBuffer; sb != nil && sb.EstimatedRows > 0 {
+		return false
+	}
+	return md.NumRows == 0
 }

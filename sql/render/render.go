@@ -139,6 +139,14 @@ type data struct {
 	ClosedStart, ClosedEnd string   // a closed version's interval as the view shows it
 
 	Compaction   bool     // render the compaction form of the shared CTEs
+	Merge        bool     // compaction's maintenance: fold the state's levels, not the changelog
+	KeyRange     string   // the quoted first key column, when runs filter the state by it ("" otherwise)
+	RangeCount   int      // at most this many ranges of it
+	KeyFilter    string   // the run's filter on the state's keys ("" for none)
+	Changes      string   // the quoted change table ("" when the flow has no change feed)
+	// NullChangeOutput: the target's columns (and interval) of a change
+	// table marker row.
+	NullChangeOutput []string
 	P            params   // the run's timestamps, as SQL literals
 	MarkerValues []string // the event columns of a watermark marker row
 	SequenceNull string   // "some sequence column is NULL"
@@ -240,6 +248,20 @@ func (d *data) partition(asOf bool) {
 	}
 }
 
+// changeOutput fills what the change table needs: its name and the NULLs of
+// a marker row (the target's columns, and an SCD 2 target's interval).
+func (d *data) changeOutput(b *flow.Bound, loc catalog.Location) {
+	d.Changes = loc.ChangesTable(b.Flow)
+	d.NullChangeOutput = d.NullChangeOutput[:0]
+	for _, c := range b.Output {
+		d.NullChangeOutput = append(d.NullChangeOutput, nullOf(c))
+	}
+	if b.SCDType == 2 {
+		t := catalog.IntervalType(b)
+		d.NullChangeOutput = append(d.NullChangeOutput, "CAST(NULL AS "+t+")", "CAST(NULL AS "+t+")")
+	}
+}
+
 // sequence fills what is derived from the SEQUENCE BY columns: event
 // positions (the message id breaks ties), the SCD 2 interval bounds, and
 // the NULL-sequence test.
@@ -283,12 +305,21 @@ type Run struct {
 	Watermark       time.Time // the previous watermark: rows after it are read
 	FoldedMax       time.Time // the newest _cdc_ingested_at folded so far
 	Generation      time.Time // the generation this run writes
-	NewWatermark    time.Time // the watermark this run commits
-	TombstoneCutoff time.Time // SCD 1 tombstones ingested before it are dropped
+	NewWatermark    time.Time // the watermark this run commits: rows up to it are folded
+	TombstoneCutoff time.Time // maintenance of SCD 1: tombstones ingested before it are dropped
+	// Cutoff: maintenance deletes the levels written before it (they were
+	// committed before the maintenance read the state).
+	Cutoff time.Time
+	// ChangesFrom: the change feed is materialized up to it; the run
+	// materializes the positions in (ChangesFrom, NewWatermark].
+	ChangesFrom time.Time
+	// Keys selects the state rows the change feed's run reads: the keys with
+	// new events; nil reads every key.
+	Keys *KeyFilter
 }
 
 type params struct {
-	Watermark, FoldedMax, Generation, NewWatermark, TombstoneCutoff string
+	Watermark, FoldedMax, Generation, NewWatermark, TombstoneCutoff, Cutoff, ChangesFrom string
 }
 
 // Literal renders a timestamp as a BigQuery TIMESTAMP literal.
@@ -308,19 +339,47 @@ type Compaction struct {
 func NewCompaction(b *flow.Bound, loc catalog.Location) *Compaction {
 	d := newData(b, loc, Epoch)
 	d.Compaction = true
+	if keyFilterable(b) {
+		d.KeyRange = d.Keys[0]
+	}
+	d.RangeCount = KeyRanges
+	if HasChangeFeed(b) {
+		d.changeOutput(b, loc)
+	}
 	return &Compaction{b: b, d: *d}
 }
 
+// KeyRanges bounds the ranges of the first key column a run's statistics
+// return (see KeyFilter): each is one value while a run touches no more
+// keys, and the list stays a few KiB of SQL however many it touches.
+const KeyRanges = 256
+
+// HasChangeFeed reports whether a flow has a materialized change feed
+// (<target>_changes): change-stream flows of SCD type 1 and 2. A bitemporal
+// target is time travel already; a snapshot flow's history is by version.
+func HasChangeFeed(b *flow.Bound) bool { return !b.IsSnapshot() && !b.Bitemporal }
+
 // render runs one template with the run's timestamps as literals.
 func (c *Compaction) render(name string, r Run) (string, error) {
-	d := c.d
+	return c.renderWith(name, r, c.d)
+}
+
+func (c *Compaction) renderWith(name string, r Run, d data) (string, error) {
 	d.P = params{Watermark: Literal(r.Watermark), FoldedMax: Literal(r.FoldedMax), Generation: Literal(r.Generation),
-		NewWatermark: Literal(r.NewWatermark), TombstoneCutoff: Literal(r.TombstoneCutoff)}
+		NewWatermark: Literal(r.NewWatermark), TombstoneCutoff: Literal(r.TombstoneCutoff), Cutoff: Literal(r.Cutoff),
+		ChangesFrom: Literal(r.ChangesFrom)}
 	d.MarkerValues = append([]string(nil), c.d.MarkerValues...)
 	for i, v := range d.MarkerValues {
 		if v == foldedMaxMarker {
 			d.MarkerValues[i] = d.P.FoldedMax
 		}
+	}
+	if name == "compact_changes" {
+		f, err := r.Keys.sql(c.b)
+		if err != nil {
+			return "", err
+		}
+		d.KeyFilter = f
 	}
 	buf := newSQLBuilder()
 	if err := templates.ExecuteTemplate(buf, name, &d); err != nil {
@@ -329,61 +388,60 @@ func (c *Compaction) render(name string, r Run) (string, error) {
 	return buf.String(), nil
 }
 
-// Marker reads the newest watermark marker and generation of the state.
+// Marker reads the newest watermark marker and generation of the state (a
+// run without labels starts from it).
 func (c *Compaction) Marker() (string, error) { return c.render("marker_now", Run{}) }
 
-// Stats counts what a run from r.Watermark would read (r.Watermark and
-// r.FoldedMax are used).
+// Stats reads what a run from r.Watermark would fold (r.Watermark and
+// r.FoldedMax are used): counts, the keys it touches (as ranges of the
+// first key column) and how far the change feed is materialized. It reads
+// the changelog rows after the watermark only, and the change table's
+// markers.
 func (c *Compaction) Stats(r Run) (string, error) { return c.render("stats", r) }
 
-// MarkerStats is Marker and Stats in one statement: Stats from r.Watermark
-// and r.FoldedMax (the state table's labels), and the state's own marker.
-func (c *Compaction) MarkerStats(r Run) (string, error) { return c.render("marker_stats", r) }
-
-// GCScript is GC as one multi-statement job.
-func (c *Compaction) GCScript(r Run, extra ...string) (string, error) {
-	stmts, err := c.GC(r)
-	if err != nil {
-		return "", err
-	}
-	stmts = append(stmts[:1:1], append(extra, stmts[1:]...)...)
-	return strings.Join(stmts, ";\n\n") + ";", nil
-}
-
-// Fold is the INSERT of the run's generation and its marker: the run's
-// commit point.
+// Fold is the INSERT of the run's level and its marker: the run's commit
+// point. It reads the changelog rows in (r.Watermark, r.NewWatermark]
+// only.
 func (c *Compaction) Fold(r Run) (string, error) {
 	if c.b.SCDType == 2 {
-		return c.render("compact_scd2.sql.tmpl", r)
+		return c.render("compact_scd2", r)
 	}
-	return c.render("compact_scd1.sql.tmpl", r)
+	return c.render("compact_scd1", r)
 }
 
-// RowsWritten counts the state rows of r.Generation (markers excluded).
-func (c *Compaction) RowsWritten(r Run) (string, error) { return c.render("rows_written", r) }
-
-// GC are the idempotent deletes of rows no view reads after generation
-// r.Generation: older generations of rewritten keys, older truncates and
-// markers, and (SCD 1 with tombstones, r.TombstoneCutoff after Epoch)
-// expired tombstones.
-func (c *Compaction) GC(r Run) ([]string, error) {
-	names := []string{"gc_superseded", "gc_markers"}
-	if c.b.SCDType == 1 && r.TombstoneCutoff.After(Epoch) {
-		names = append(names, "gc_tombstones")
+// Changes is the INSERT of the change feed's rows of the positions in
+// (r.ChangesFrom, r.NewWatermark] and its marker. It reads the changelog
+// rows in that range and the state rows of the keys r.Keys selects.
+func (c *Compaction) Changes(r Run) (string, error) {
+	if c.d.Changes == "" {
+		return "", fmt.Errorf("flow %s has no change feed", c.b.Name)
 	}
-	out := make([]string, len(names))
-	for i, n := range names {
-		var err error
-		if out[i], err = c.render(n, r); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	// The fold runs per (position, key): the target as of many positions.
+	d := c.d
+	d.partition(true)
+	d.HistoryCTE = "deduped"
+	return c.renderWith("compact_changes", r, d)
 }
 
-// GCSuperseded is the delete of older generations of the keys r.Generation
-// rewrote (alone: to finish an earlier run's cleanup).
-func (c *Compaction) GCSuperseded(r Run) (string, error) { return c.render("gc_superseded", r) }
+// Maintain folds every level of the state ingested at or before
+// r.Watermark into one (generation r.Generation, with a marker of
+// r.NewWatermark and r.FoldedMax), dropping SCD 1 tombstones ingested
+// before r.TombstoneCutoff. It reads the whole state: runs do it at most
+// once a day (compact.Options.MaintainEvery).
+func (c *Compaction) Maintain(r Run) (string, error) {
+	d := c.d
+	d.Merge = true
+	if c.b.SCDType == 2 {
+		return c.renderWith("compact_scd2", r, d)
+	}
+	return c.renderWith("compact_scd1", r, d)
+}
+
+// MaintainGC deletes what Maintain folded: the levels written before
+// r.Cutoff (ingested at or before r.Watermark) and the older markers.
+func (c *Compaction) MaintainGC(r Run) (string, error) {
+	return c.render("merge_gc", r)
+}
 
 // ExpireChangelog deletes the rows of the flow's changelog ingested before
 // cutoff (a day boundary, so BigQuery drops whole partitions).
@@ -500,9 +558,12 @@ func ChangesQuery(b *flow.Bound, loc catalog.Location, from, to time.Time) (stri
 }
 
 func changes(b *flow.Bound, loc catalog.Location, ddl bool, a args) (string, error) {
+	if !HasChangeFeed(b) {
+		return "", fmt.Errorf("flow %s has no change feed", b.Name)
+	}
 	d := newData(b, loc, Epoch)
-	d.partition(true)
-	d.HistoryCTE, d.DDL, d.Args = "deduped", ddl, a
+	d.DDL, d.Args = ddl, a
+	d.changeOutput(b, loc)
 	d.Func = loc.Routine(b.Flow, catalog.ChangesFunctionName(b.Flow))
 	return execute("changes", d, b)
 }

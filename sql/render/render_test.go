@@ -73,26 +73,21 @@ func renderAll(t *testing.T, b *flow.Bound) string {
 	run := Run{
 		Watermark: time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC), FoldedMax: time.Date(2026, 11, 30, 7, 9, 0, 123456000, time.UTC),
 		Generation: time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC), NewWatermark: time.Date(2026, 11, 30, 7, 50, 0, 0, time.UTC),
-		TombstoneCutoff: time.Date(2026, 10, 31, 8, 0, 0, 0, time.UTC)}
+		TombstoneCutoff: time.Date(2026, 10, 31, 8, 0, 0, 0, time.UTC), Cutoff: time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC),
+		ChangesFrom: time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)}
 	c := NewCompaction(b, loc)
 	parts := []string{view}
-	for _, step := range []func() (string, error){
+	steps := []func() (string, error){
 		c.Marker, func() (string, error) { return c.Stats(run) }, func() (string, error) { return c.Fold(run) },
-	} {
-		sql, err := step()
-		if err != nil {
-			t.Fatal(err)
-		}
-		parts = append(parts, sql)
+		func() (string, error) { return c.Maintain(run) }, func() (string, error) { return c.MaintainGC(run) },
+		func() (string, error) { return c.ExpireChangelog(run.Watermark) },
 	}
-	gc, err := c.GC(run)
-	if err != nil {
-		t.Fatal(err)
+	if HasChangeFeed(b) {
+		keyed := run
+		keyed.Keys = testKeyFilter(b)
+		steps = append(steps, func() (string, error) { return c.Changes(keyed) })
 	}
-	parts = append(parts, gc...)
-	for _, step := range []func() (string, error){
-		func() (string, error) { return c.RowsWritten(run) }, func() (string, error) { return c.ExpireChangelog(run.Watermark) },
-	} {
+	for _, step := range steps {
 		sql, err := step()
 		if err != nil {
 			t.Fatal(err)
@@ -111,6 +106,18 @@ func renderAll(t *testing.T, b *flow.Bound) string {
 		parts = append(parts, sql)
 	}
 	return strings.Join(parts, ";\n\n") + ";\n"
+}
+
+// testKeyFilter is a run's key filter on b's first key column: one value,
+// and a range, of the column's type.
+func testKeyFilter(b *flow.Bound) *KeyFilter {
+	switch b.Keys[0].Type {
+	case schema.Int64:
+		return &KeyFilter{Lo: []any{int64(7), int64(10)}, Hi: []any{int64(7), int64(20)}}
+	case schema.String:
+		return &KeyFilter{Lo: []any{"a'b", "m"}, Hi: []any{"a'b", "q"}, Null: true}
+	}
+	return nil
 }
 
 func TestSQLGolden(t *testing.T) {
@@ -152,7 +159,8 @@ func TestViewQuotesEveryIdentifier(t *testing.T) {
 		CREATE REPLACE TABLE FUNCTION ts from_position to_position args history deduped touched positions snapshots steps
 		target_rows sides compared folded keyed ordinals known islands beliefs business_time system_time v a b o LEFT ON JOIN LEAST p k t s r c
 		applied current_rows loaded loads present gone closed processed next_version n l LAG UNIX_DATE DATE_FROM_UNIX_DATE DATETIME
-		applied_version total_rows newest_version older_version processed_rows newer`) {
+		applied_version total_rows newest_version older_version processed_rows newer
+		delta flow_delta key_tiles key_lo key_hi key_nulls materialized ranged newest changes_until NTILE BETWEEN`) {
 		allowed[strings.ToUpper(w)] = true
 	}
 	strip := regexp.MustCompile("(?s)--[^\n]*|'(?:[^'\\\\]|\\\\.)*'|`[^`]*`|@[A-Za-z_]+")

@@ -90,9 +90,8 @@ func renderScale(bound []*flow.Bound) (int, error) {
 		n += len(view)
 		c := NewCompaction(b, loc)
 		stmts := []func() (string, error){
-			func() (string, error) { return c.MarkerStats(scaleRun) },
+			func() (string, error) { return c.Stats(scaleRun) },
 			func() (string, error) { return c.Fold(scaleRun) },
-			func() (string, error) { return c.GCScript(scaleRun) },
 		}
 		for _, stmt := range stmts {
 			sql, err := stmt()

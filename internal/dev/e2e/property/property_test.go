@@ -255,7 +255,7 @@ func compactRandomly(t *testing.T, e *testenv.Env, r *rand.Rand, bound []*flow.B
 	t.Helper()
 	crashAt := ""
 	if r.Intn(10) < 3 {
-		crashAt = pick(r, compact.StepFold, compact.StepGC, compact.StepView)
+		crashAt = pick(r, compact.StepFold, compact.StepChanges, compact.StepGC, compact.StepView)
 	}
 	late := r.Intn(10) < 4
 	step := 0
@@ -265,7 +265,15 @@ func compactRandomly(t *testing.T, e *testenv.Env, r *rand.Rand, bound []*flow.B
 	// Flows are independent (each writes its own state table), so this
 	// loses nothing of what is checked; concurrency is covered by the scale
 	// test.
+	// Maintenance (folding the state's levels into one) on half the runs,
+	// deleting the levels of earlier runs (a margin of a second: runs here
+	// are a minute apart and never overlap).
+	maintain := time.Duration(-1)
+	if r.Intn(2) == 0 {
+		maintain = time.Nanosecond
+	}
 	opts := compact.Options{VisibilityLag: lag, Now: func() time.Time { return now }, Backoff: 20 * time.Millisecond, Concurrency: 1,
+		MaintainEvery: maintain, MaintainMargin: time.Second,
 		AfterStep: func(flowName, name string) error {
 			step++
 			if late && name == compact.StepFold {

@@ -6,12 +6,6 @@
 -- time from the first of them until the next system time of the key at
 -- which it no longer holds. Arrival order plays no part.
 WITH
-  -- Changelog rows at or before this watermark are folded into the state table.
-  watermark AS (
-    SELECT IFNULL(MAX(__watermark), TIMESTAMP '1970-01-01 00:00:00+00') AS folded_until
-    FROM `my-project`.`cdc`.`users_bitemporal__state`
-    WHERE __op = 'W'
-  ),
   -- Changes not folded yet.
   tail AS (
     SELECT
@@ -26,28 +20,20 @@ WITH
     FROM `my-project`.`cdc`.`users_changelog`
     -- The constant bound lets BigQuery prune partitions; it never exceeds the watermark.
     WHERE `_cdc_ingested_at` > TIMESTAMP '2026-11-30 08:00:00+00:00'
-      AND `_cdc_ingested_at` > (SELECT folded_until FROM watermark)
       AND `sequenceNum` IS NOT NULL
       AND `_cdc_ingested_at` IS NOT NULL
   ),
-  -- Folded state: for each key, the rows of its latest compaction generation.
-  -- (Compared as microseconds: the BigQuery emulator's window MAX orders
-  -- TIMESTAMPs by their internal text encoding, not by time.)
-  state_generations AS (
-    SELECT
-      `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, __op,
-      UNIX_MICROS(__gen) = MAX(UNIX_MICROS(__gen)) OVER (PARTITION BY `userId`) AS __latest
-    FROM `my-project`.`cdc`.`users_bitemporal__state`
-    WHERE __op IN ('U', 'D')
-  ),
+  -- Folded state: every row of every level counts. Each level holds the
+  -- events that decide the target among the events it folded, so the union
+  -- of the levels and the tail folds to what all the events fold to.
   state AS (
     SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, __op
-    FROM state_generations
-    WHERE __latest
+    FROM `my-project`.`cdc`.`users_bitemporal__state`
+    WHERE __op IN ('U', 'D', 'T')
   ),
   -- Every Pub/Sub message once: a redelivered copy keeps its message id.
   arrivals AS (
-    SELECT *, ROW_NUMBER() OVER (PARTITION BY `_cdc_message_id` ORDER BY `_cdc_ingested_at`) AS __copy
+    SELECT *, ROW_NUMBER() OVER (PARTITION BY `_cdc_message_id` ORDER BY UNIX_MICROS(`_cdc_ingested_at`)) AS __copy
     FROM (SELECT * FROM tail UNION ALL SELECT * FROM state)
   ),
   deduped AS (
@@ -188,27 +174,54 @@ FROM beliefs AS b
 LEFT JOIN ordinals AS o ON o.__key = b.__key AND o.__n = b.__last + 1
 ;
 
-SELECT __gen, __watermark, `_cdc_ingested_at` AS folded_max, (SELECT MAX(__gen) FROM `my-project`.`cdc`.`users_bitemporal__state`) AS newest_gen
+SELECT __gen, __watermark, `_cdc_ingested_at` AS folded_max, (SELECT MAX(__gen) FROM `my-project`.`cdc`.`users_bitemporal__state` WHERE __op = 'W') AS newest_gen
 FROM `my-project`.`cdc`.`users_bitemporal__state`
 WHERE __op = 'W'
 ORDER BY __gen DESC
 LIMIT 1;
 
--- What a compaction run would fold, and the state it starts from.
+-- What a compaction run would fold, read from the changelog rows after the
+-- watermark only (a constant bound: BigQuery prunes the rest).
+WITH
+  delta AS (
+    SELECT *
+    FROM `my-project`.`cdc`.`users_changelog`
+    WHERE `_cdc_ingested_at` > TIMESTAMP '2026-11-30 07:00:00+00:00'
+  ),
+  flow_delta AS (
+    SELECT *
+    FROM delta
+  ),
+  -- The values of the first key column among the new events, as at most
+  -- 256 ranges (each one value when there are no more): the change feed
+  -- reads the state of those keys only, with the ranges as constant filters
+  -- on the state's first clustering column.
+  key_tiles AS (
+    SELECT MIN(__k) AS __lo, MAX(__k) AS __hi
+    FROM (
+      SELECT __k, NTILE(256) OVER (ORDER BY __k) AS __tile
+      FROM (SELECT DISTINCT `userId` AS __k FROM flow_delta WHERE `userId` IS NOT NULL)
+    )
+    GROUP BY __tile
+  )
 SELECT
-  (SELECT COUNT(*) FROM `my-project`.`cdc`.`users_changelog` WHERE `_cdc_ingested_at` > TIMESTAMP '2026-11-30 07:00:00+00:00') AS events,
-  (SELECT COUNTIF(`sequenceNum` IS NULL OR `_cdc_ingested_at` IS NULL) FROM `my-project`.`cdc`.`users_changelog` WHERE `_cdc_ingested_at` > TIMESTAMP '2026-11-30 07:00:00+00:00') AS without_sequence,
-  (SELECT COUNTIF(`_cdc_ingested_at` > TIMESTAMP '2026-11-30 07:09:00.123456+00:00') FROM `my-project`.`cdc`.`users_changelog` WHERE `_cdc_ingested_at` > TIMESTAMP '2026-11-30 07:00:00+00:00') AS unfolded,
-  (SELECT MAX(`_cdc_ingested_at`) FROM `my-project`.`cdc`.`users_changelog` WHERE `_cdc_ingested_at` > TIMESTAMP '2026-11-30 07:00:00+00:00') AS newest,
-  (SELECT COUNT(DISTINCT TO_JSON_STRING(STRUCT(`userId`))) FROM `my-project`.`cdc`.`users_changelog` WHERE `_cdc_ingested_at` > TIMESTAMP '2026-11-30 07:00:00+00:00') AS keys;
+  (SELECT COUNT(*) FROM flow_delta) AS events,
+  (SELECT COUNTIF(`sequenceNum` IS NULL OR `_cdc_ingested_at` IS NULL) FROM flow_delta) AS without_sequence,
+  (SELECT COUNTIF(`_cdc_ingested_at` > TIMESTAMP '2026-11-30 07:09:00.123456+00:00') FROM delta) AS unfolded,
+  (SELECT MAX(`_cdc_ingested_at`) FROM delta) AS newest,
+  (SELECT COUNT(DISTINCT TO_JSON_STRING(STRUCT(`userId`))) FROM flow_delta) AS keys,
+  (SELECT ARRAY_AGG(__lo ORDER BY __lo) FROM key_tiles) AS key_lo,
+  (SELECT ARRAY_AGG(__hi ORDER BY __lo) FROM key_tiles) AS key_hi,
+  (SELECT COUNTIF(`userId` IS NULL) FROM flow_delta) AS key_nulls;
 
 -- flow users_bitemporal: AUTO CDC INTO users_bitemporal FROM STREAM(users) KEYS (userId) SEQUENCE BY sequenceNum SYSTEM SEQUENCE BY _cdc_ingested_at STORED AS BITEMPORAL
 -- Generated by bqcdc from testdata/flows.sql; edit the flow, not this SQL.
--- Compaction: folds the changelog rows ingested after watermark into
--- generation generation of the state table. History needs every distinct
--- event of a key to re-cut its versions exactly when a late event arrives,
--- so the keys the new rows touch are rewritten with all their events, each
--- once. One INSERT: the new rows and the watermark marker commit together.
+-- Compaction: appends the distinct events ingested in (watermark,
+-- new_watermark] to the state table as a new level, generation generation.
+-- History needs every event to re-cut its versions exactly when a late
+-- event arrives, so events are kept, each once; a run writes only its own
+-- and reads no state. One INSERT: the rows and the watermark marker commit
+-- together.
 INSERT INTO `my-project`.`cdc`.`users_bitemporal__state` (`userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, __key, __op, __gen, __watermark)
 WITH
   -- Changes not folded yet.
@@ -221,61 +234,72 @@ WITH
       `tags`,
       `_cdc_ingested_at`,
       `_cdc_message_id`,
-      CASE WHEN (`operation` = 'DELETE') THEN 'D' ELSE 'U' END AS __op,
-      TRUE AS __new
+      CASE WHEN (`operation` = 'DELETE') THEN 'D' ELSE 'U' END AS __op
     FROM `my-project`.`cdc`.`users_changelog`
+    -- The run's delta: constant bounds, so BigQuery prunes the partitions and
+    -- clustered blocks outside it.
     WHERE `_cdc_ingested_at` > TIMESTAMP '2026-11-30 07:00:00+00:00'
+      AND `_cdc_ingested_at` <= TIMESTAMP '2026-11-30 07:50:00+00:00'
       AND `sequenceNum` IS NOT NULL
       AND `_cdc_ingested_at` IS NOT NULL
   ),
-  -- Folded state: for each key, the rows of its latest compaction generation.
-  -- (Compared as microseconds: the BigQuery emulator's window MAX orders
-  -- TIMESTAMPs by their internal text encoding, not by time.)
-  state_generations AS (
-    SELECT
-      `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, __op,
-      UNIX_MICROS(__gen) = MAX(UNIX_MICROS(__gen)) OVER (PARTITION BY `userId`) AS __latest
-    FROM `my-project`.`cdc`.`users_bitemporal__state`
-    WHERE __op IN ('U', 'D')
-  ),
-  state AS (
-    SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, __op, FALSE AS __new
-    FROM state_generations
-    WHERE __latest
-  ),
   -- Every Pub/Sub message once: a redelivered copy keeps its message id.
   arrivals AS (
-    SELECT *, ROW_NUMBER() OVER (PARTITION BY `_cdc_message_id` ORDER BY `_cdc_ingested_at`, __new) AS __copy
-    FROM (SELECT * FROM tail UNION ALL SELECT * FROM state)
+    SELECT *, ROW_NUMBER() OVER (PARTITION BY `_cdc_message_id` ORDER BY UNIX_MICROS(`_cdc_ingested_at`)) AS __copy
+    FROM tail
   ),
   events AS (
     SELECT * EXCEPT (__copy)
     FROM arrivals
     WHERE __copy = 1 OR `_cdc_message_id` IS NULL
-  ),
-  touched AS (
-    SELECT *, LOGICAL_OR(__new) OVER (PARTITION BY `userId`) AS __touched
-    FROM events
   )
 SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, TO_JSON_STRING(STRUCT(`userId`)), __op, TIMESTAMP '2026-11-30 08:00:00+00:00', CAST(NULL AS TIMESTAMP)
-FROM touched
-WHERE __touched
+FROM events
 UNION ALL
 -- The watermark marker: every changelog row ingested at or before
 -- new_watermark is folded; folded_max is the newest ingestion time read.
-SELECT CAST(NULL AS INT64), CAST(NULL AS STRING), CAST(NULL AS STRING), CAST(NULL AS INT64), CAST([] AS ARRAY<STRING>), TIMESTAMP '2026-11-30 07:09:00.123456+00:00', CAST(NULL AS STRING), CAST(NULL AS STRING), 'W', TIMESTAMP '2026-11-30 08:00:00+00:00', TIMESTAMP '2026-11-30 07:50:00+00:00'
-;
+SELECT CAST(NULL AS INT64), CAST(NULL AS STRING), CAST(NULL AS STRING), CAST(NULL AS INT64), CAST([] AS ARRAY<STRING>), TIMESTAMP '2026-11-30 07:09:00.123456+00:00', CAST(NULL AS STRING), CAST(NULL AS STRING), 'W', TIMESTAMP '2026-11-30 08:00:00+00:00', TIMESTAMP '2026-11-30 07:50:00+00:00';
 
--- Rows of keys rewritten by generation generation, from older generations.
+-- flow users_bitemporal: AUTO CDC INTO users_bitemporal FROM STREAM(users) KEYS (userId) SEQUENCE BY sequenceNum SYSTEM SEQUENCE BY _cdc_ingested_at STORED AS BITEMPORAL
+-- Generated by bqcdc from testdata/flows.sql; edit the flow, not this SQL.
+-- Maintenance: folds every level of the state (the events ingested at or
+-- before watermark) into one, generation generation: every distinct event
+-- once. History needs every event to re-cut its versions exactly when a
+-- late event arrives. The levels it read are deleted afterwards; until then
+-- both count, and each message is counted once.
+INSERT INTO `my-project`.`cdc`.`users_bitemporal__state` (`userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, __key, __op, __gen, __watermark)
+WITH
+  -- Maintenance: every folded event ingested at or before the watermark the
+  -- run started from (later ones are kept as they are: a change feed may
+  -- still need them verbatim).
+  tail AS (
+    SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, __op
+    FROM `my-project`.`cdc`.`users_bitemporal__state`
+    WHERE __op IN ('U', 'D', 'T') AND `_cdc_ingested_at` <= TIMESTAMP '2026-11-30 07:00:00+00:00'
+  ),
+  -- Every Pub/Sub message once: a redelivered copy keeps its message id.
+  arrivals AS (
+    SELECT *, ROW_NUMBER() OVER (PARTITION BY `_cdc_message_id` ORDER BY UNIX_MICROS(`_cdc_ingested_at`)) AS __copy
+    FROM tail
+  ),
+  events AS (
+    SELECT * EXCEPT (__copy)
+    FROM arrivals
+    WHERE __copy = 1 OR `_cdc_message_id` IS NULL
+  )
+SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, TO_JSON_STRING(STRUCT(`userId`)), __op, TIMESTAMP '2026-11-30 08:00:00+00:00', CAST(NULL AS TIMESTAMP)
+FROM events
+UNION ALL
+-- The watermark marker: every changelog row ingested at or before
+-- new_watermark is folded; folded_max is the newest ingestion time read.
+SELECT CAST(NULL AS INT64), CAST(NULL AS STRING), CAST(NULL AS STRING), CAST(NULL AS INT64), CAST([] AS ARRAY<STRING>), TIMESTAMP '2026-11-30 07:09:00.123456+00:00', CAST(NULL AS STRING), CAST(NULL AS STRING), 'W', TIMESTAMP '2026-11-30 08:00:00+00:00', TIMESTAMP '2026-11-30 07:50:00+00:00';
+
+-- After maintenance: the levels it folded (written before gc_cutoff, so
+-- committed before it read them) and older watermark markers. Rows written
+-- since are kept: they are levels it may not have read.
 DELETE FROM `my-project`.`cdc`.`users_bitemporal__state`
-WHERE __op IN ('U', 'D') AND __gen < TIMESTAMP '2026-11-30 08:00:00+00:00'
-  AND __key IN (SELECT __key FROM `my-project`.`cdc`.`users_bitemporal__state` WHERE __gen = TIMESTAMP '2026-11-30 08:00:00+00:00' AND __key IS NOT NULL);
-
--- Older truncates and watermark markers: the newest generation repeats them.
-DELETE FROM `my-project`.`cdc`.`users_bitemporal__state`
-WHERE __op IN ('T', 'W') AND __gen < TIMESTAMP '2026-11-30 08:00:00+00:00';
-
-SELECT COUNT(*) FROM `my-project`.`cdc`.`users_bitemporal__state` WHERE __gen = TIMESTAMP '2026-11-30 08:00:00+00:00' AND __op != 'W';
+WHERE __gen < TIMESTAMP '2026-11-30 06:00:00+00:00'
+  AND (__op = 'W' OR (__op IN ('U', 'D', 'T') AND `_cdc_ingested_at` <= TIMESTAMP '2026-11-30 07:00:00+00:00'));
 
 -- Changelog days every flow of the source has folded, past the retention.
 DELETE FROM `my-project`.`cdc`.`users_changelog` WHERE `_cdc_ingested_at` < TIMESTAMP '2026-11-30 07:00:00+00:00';

@@ -1,0 +1,37 @@
+package catalog
+
+// Labels bqcdc leaves on its objects. They are hints that save a query or a
+// read, never the truth: what a state table's rows say wins over its
+// labels, which may lag them (a run that crashed after its fold leaves the
+// previous labels) but never lead them, so trusting one at worst repeats
+// some work.
+
+// A flow's view.
+const (
+	// ViewHintLabel holds the pruning bound the view was rendered with
+	// (microseconds since the epoch), so the view can be rendered again
+	// with the same bound without reading the state table.
+	ViewHintLabel = "bqcdc-hint-us"
+	// ViewVersionLabel holds the version key a snapshot flow's view's
+	// constant bound was rendered with.
+	ViewVersionLabel = "bqcdc-version-key"
+	// ViewFunctionsLabel holds a hash of the DDL of the flow's table
+	// functions as last applied.
+	ViewFunctionsLabel = "bqcdc-functions"
+)
+
+// A flow's state table, written after each compaction run (a metadata
+// update, not a query job).
+const (
+	LabelWatermark  = "bqcdc-wm-us"       // the run's watermark, µs
+	LabelFoldedMax  = "bqcdc-fm-us"       // newest _cdc_ingested_at folded, µs
+	LabelSignature  = "bqcdc-sig"         // changelog metadata signature the run started from
+	LabelSigSeen    = "bqcdc-sig-seen-us" // when that signature was first seen, µs
+	LabelClean      = "bqcdc-clean"       // "1": the run folded every row the signature reflects
+	LabelChecked    = "bqcdc-checked-us"  // when a query last checked the flow, µs
+	LabelMaintained = "bqcdc-maint-us"    // when the state's levels were last folded into one, µs
+)
+
+// ChangelogExpiredLabel on a changelog records the day before which its
+// rows were deleted, so a source costs one DELETE a day, not one a run.
+const ChangelogExpiredLabel = "bqcdc-expired-before-us"

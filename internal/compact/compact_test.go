@@ -1,0 +1,326 @@
+package compact
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"github.com/bqcdc/bqcdc/internal/catalog"
+	"github.com/google/go-cmp/cmp"
+)
+
+var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+
+func us(t time.Time) string { return strconv.FormatInt(t.UnixMicro(), 10) }
+
+// compactor returns a compactor over fake at a clock the test moves.
+func compactor(fake *fakeBQ, now *time.Time, opts Options) *Compactor {
+	opts.Now = func() time.Time { return *now }
+	opts.VisibilityLag = 10 * time.Second
+	opts.Backoff = time.Millisecond
+	return NewWith(fake, fake, testLoc, opts)
+}
+
+// changed scripts a flow's statistics: n new events after the watermark.
+func changed(fake *fakeBQ, table string, n int64, newest time.Time, keys ...int64) {
+	lo := make([]bigquery.Value, len(keys))
+	for i, k := range keys {
+		lo[i] = k
+	}
+	fake.stats["`"+table+"`"] = map[string]bigquery.Value{"events": n, "unfolded": n, "keys": int64(len(keys)), "newest": newest,
+		"key_lo": lo, "key_hi": lo, "key_nulls": int64(0), "changes_until": nil}
+}
+
+func outcomes(reports []Report) []string {
+	var out []string
+	for _, r := range reports {
+		out = append(out, r.Flow+" "+r.Outcome)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// A first run of a changed flow creates its state (and change table),
+// reads the statistics, folds, materializes the change feed and maintains
+// the state; it moves the view's bound to the new watermark and labels the
+// state. A second run with nothing new is one query; a third, with the
+// changelog's metadata unchanged, none.
+func TestRunsOfOneFlow(t *testing.T) {
+	fake := newFake()
+	bound := testFlows(t, fake, 1, 1)
+	now := t0
+	c := compactor(fake, &now, Options{})
+	changed(fake, "src0_changelog", 3, t0.Add(-time.Minute), 1, 2)
+
+	reports := c.Run(context.Background(), bound)
+	if reports[0].Outcome != Compacted || !reports[0].Maintained {
+		t.Fatalf("first run: %+v", reports[0])
+	}
+	if d := cmp.Diff([]string{"stats", "fold", "changes", "maintain", "maintain_gc"}, fake.kinds()); d != "" {
+		t.Errorf("statements of the first run (-want +got):\n%s", d)
+	}
+	if reports[0].Jobs != 5 {
+		t.Errorf("jobs = %d, want 5", reports[0].Jobs)
+	}
+	w := t0.Add(-10 * time.Second)
+	if d := cmp.Diff([]string{"f0@" + w.Format(time.RFC3339)}, fake.views); d != "" {
+		t.Errorf("views (-want +got):\n%s", d)
+	}
+	l := fake.labels("cdc.t0__state")
+	if l[catalog.LabelWatermark] != us(w) || l[catalog.LabelMaintained] != us(t0) || l[catalog.StateLayoutLabel] != catalog.StateLayout {
+		t.Errorf("labels after the first run: %v", l)
+	}
+	// The change feed's run reads the state of the touched keys only.
+	if q := fake.queries[2]; !strings.Contains(q, "`id` IN (1, 2)") {
+		t.Errorf("the change feed's statement does not filter the state by the touched keys:\n%s", q)
+	}
+
+	// Nothing new: the statistics say so, no fold, no maintenance (done
+	// an hour ago), and the view is not touched again.
+	fake.reset()
+	now = t0.Add(time.Hour)
+	fake.stats["`src0_changelog`"] = map[string]bigquery.Value{"events": int64(0), "unfolded": int64(0), "changes_until": w}
+	reports = c.Run(context.Background(), bound)
+	if reports[0].Outcome != UpToDate || reports[0].Jobs != 1 {
+		t.Fatalf("second run: %+v", reports[0])
+	}
+	if len(fake.views) != 0 {
+		t.Errorf("views updated with nothing new: %v", fake.views)
+	}
+
+	// The changelog's metadata is unchanged and the last run left it clean.
+	fake.reset()
+	now = t0.Add(2 * time.Hour)
+	reports = c.Run(context.Background(), bound)
+	if reports[0].Outcome != Idle || reports[0].Jobs != 0 || len(fake.queries) != 0 {
+		t.Fatalf("third run: %+v, queries %v", reports[0], fake.kinds())
+	}
+
+	// A day after the last maintenance the next run with changes maintains.
+	fake.reset()
+	now = t0.Add(25 * time.Hour)
+	fake.tables["cdc.src0_changelog"].NumRows = 20
+	changed(fake, "src0_changelog", 1, now.Add(-time.Minute), 7)
+	reports = c.Run(context.Background(), bound)
+	if !reports[0].Maintained {
+		t.Errorf("no maintenance a day after the last: %v", fake.kinds())
+	}
+}
+
+// The run reads from the watermark its labels record; a state table
+// without labels starts from its newest marker, and an empty one from the
+// start.
+func TestWhereARunStarts(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		state  *bigquery.TableMetadata
+		marker time.Time
+		want   []string // statements
+		from   time.Time
+	}{
+		{"no state table", nil, time.Time{}, []string{"stats"}, time.Unix(0, 0)},
+		{"empty state", &bigquery.TableMetadata{Labels: map[string]string{catalog.StateLayoutLabel: catalog.StateLayout}}, time.Time{}, []string{"stats"}, time.Unix(0, 0)},
+		{"labels", &bigquery.TableMetadata{NumRows: 5, Labels: map[string]string{catalog.StateLayoutLabel: catalog.StateLayout,
+			catalog.LabelWatermark: us(t0.Add(-time.Hour)), catalog.LabelFoldedMax: us(t0.Add(-time.Hour))}}, time.Time{}, []string{"stats"}, t0.Add(-time.Hour)},
+		{"no labels", &bigquery.TableMetadata{NumRows: 5, Labels: map[string]string{catalog.StateLayoutLabel: catalog.StateLayout}},
+			t0.Add(-2 * time.Hour), []string{"marker", "stats"}, t0.Add(-2 * time.Hour)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := newFake()
+			bound := testFlows(t, fake, 1, 2)
+			if tt.state != nil {
+				fake.tables["cdc.t0__state"] = tt.state
+			}
+			if !tt.marker.IsZero() {
+				fake.marker["`t0__state`"] = map[string]bigquery.Value{"__watermark": tt.marker, "folded_max": tt.marker, "__gen": tt.marker}
+			}
+			fake.stats["`src0_changelog`"] = map[string]bigquery.Value{"events": int64(0), "unfolded": int64(0), "changes_until": tt.from}
+			now := t0
+			c := compactor(fake, &now, Options{MaintainEvery: -1})
+			reports := c.Run(context.Background(), bound)
+			if reports[0].Outcome != UpToDate {
+				t.Fatalf("%+v", reports[0])
+			}
+			if d := cmp.Diff(tt.want, fake.kinds()); d != "" {
+				t.Errorf("statements (-want +got):\n%s", d)
+			}
+			stats := fake.queries[len(fake.queries)-1]
+			if lit := "`_cdc_ingested_at` > TIMESTAMP '" + tt.from.UTC().Format("2006-01-02 15:04:05") + "+00:00'"; !strings.Contains(stats, lit) {
+				t.Errorf("the statistics do not read from %s:\n%s", tt.from, stats)
+			}
+		})
+	}
+}
+
+// A crash after any step leaves the labels as they were: the next run
+// reads from the state's newest marker (the labels of a first run are
+// none), and folds the same rows again (a level counted once).
+func TestCrashAfterAStepRunsAgainFromTheLabels(t *testing.T) {
+	for _, step := range []string{StepFold, StepChanges, StepGC, StepView} {
+		t.Run(step, func(t *testing.T) {
+			fake := newFake()
+			bound := testFlows(t, fake, 1, 1)
+			now := t0
+			crash := true
+			c := compactor(fake, &now, Options{AfterStep: func(_, s string) error {
+				if crash && s == step {
+					return errors.New("injected crash")
+				}
+				return nil
+			}})
+			changed(fake, "src0_changelog", 2, t0.Add(-time.Minute), 1)
+			rep := c.Run(context.Background(), bound)[0]
+			if rep.Outcome != Failed || !strings.Contains(rep.Error, "injected crash") {
+				t.Fatalf("%+v", rep)
+			}
+			if l := fake.labels("cdc.t0__state"); l[catalog.LabelWatermark] != "" {
+				t.Fatalf("labels written by a crashed run: %v", l)
+			}
+			crash = false
+			fake.reset()
+			now = now.Add(time.Second)
+			rep = c.Run(context.Background(), bound)[0]
+			if rep.Outcome != Compacted {
+				t.Fatalf("re-run: %+v", rep)
+			}
+			// The state holds the crashed run's level but no labels: the
+			// re-run reads its marker first (the fake has none: the start).
+			if d := cmp.Diff([]string{"marker", "stats"}, fake.kinds()[:2]); d != "" {
+				t.Errorf("the re-run's first statements (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// A failing flow fails alone; transient errors are retried, each attempt a
+// job; a permanent one is not.
+func TestFailuresStayWithTheirFlow(t *testing.T) {
+	fake := newFake()
+	bound := testFlows(t, fake, 3, 1)
+	for i := range 3 {
+		changed(fake, "src"+strconv.Itoa(i)+"_changelog", 1, t0.Add(-time.Minute), 1)
+	}
+	fake.fail["INSERT INTO `p`.`cdc`.`t1__state`"] = failure{err: errPermanent, times: -1}
+	fake.fail["INSERT INTO `p`.`cdc`.`t2__state`"] = failure{err: errTransient, times: 2}
+	now := t0
+	reports := compactor(fake, &now, Options{MaintainEvery: -1}).Run(context.Background(), bound)
+	if d := cmp.Diff([]string{"f0 compacted", "f1 failed", "f2 compacted"}, outcomes(reports)); d != "" {
+		t.Errorf("outcomes (-want +got):\n%s", d)
+	}
+	for _, r := range reports {
+		switch r.Flow {
+		case "f1":
+			if r.Jobs != 2 || !strings.Contains(r.Error, "invalid query") {
+				t.Errorf("f1: %d jobs (want 2: statistics, one fold), error %q", r.Jobs, r.Error)
+			}
+		case "f2":
+			if r.Jobs != 5 {
+				t.Errorf("f2: %d jobs, want 5 (statistics, three fold attempts, the change feed)", r.Jobs)
+			}
+		}
+	}
+}
+
+// Flows run longest waiting first, and once the budget is spent the rest
+// are deferred (and go first next time).
+func TestBudgetDefersTheRest(t *testing.T) {
+	fake := newFake()
+	bound := testFlows(t, fake, 4, 1)
+	for i, table := range []string{"t0__state", "t1__state", "t2__state", "t3__state"} {
+		changed(fake, "src"+strconv.Itoa(i)+"_changelog", 1, t0.Add(-time.Minute), 1)
+		// f3 was checked longest ago, then f2, f1, f0.
+		fake.tables["cdc."+table] = &bigquery.TableMetadata{NumRows: 1, Labels: map[string]string{
+			catalog.StateLayoutLabel: catalog.StateLayout, catalog.LabelWatermark: us(t0.Add(-time.Hour)), catalog.LabelFoldedMax: us(t0.Add(-time.Hour)),
+			catalog.LabelChecked: us(t0.Add(-time.Duration(i) * time.Minute))}}
+	}
+	now := t0
+	var order []string
+	c := compactor(fake, &now, Options{Concurrency: 1, Budget: 2 * time.Second, MaintainEvery: -1, AfterStep: func(f, step string) error {
+		if step == StepFold {
+			order = append(order, f)
+			now = now.Add(time.Second) // each flow takes a second
+		}
+		return nil
+	}})
+	reports := c.Run(context.Background(), bound)
+	if d := cmp.Diff([]string{"f3", "f2"}, order); d != "" {
+		t.Errorf("order (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"f0 deferred", "f1 deferred", "f2 compacted", "f3 compacted"}, outcomes(reports)); d != "" {
+		t.Errorf("outcomes (-want +got):\n%s", d)
+	}
+}
+
+// A selection of one shard runs the flows of its sources only, and names
+// select flows (each once).
+func TestShardsAndNames(t *testing.T) {
+	fake := newFake()
+	bound := testFlows(t, fake, 8, 1)
+	now := t0
+	c := compactor(fake, &now, Options{MaintainEvery: -1})
+	for shard := range 3 {
+		reports, err := c.Compact(context.Background(), Selection{Flows: bound, Shard: shard, Shards: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range reports {
+			if got := ShardOf(r.Source, 3); got != shard {
+				t.Errorf("shard %d ran %s of shard %d", shard, r.Flow, got)
+			}
+		}
+	}
+	reports, err := c.Compact(context.Background(), Selection{Flows: bound, Names: []string{"f1", "f1", "f2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reports) != 2 {
+		t.Errorf("names f1, f1, f2 ran %d flows, want 2", len(reports))
+	}
+	if _, err := c.Compact(context.Background(), Selection{Flows: bound, Names: []string{"nope"}}); err == nil {
+		t.Error("an unknown name ran")
+	}
+	for _, tt := range []struct{ shard, shards int }{{0, 0}, {3, 3}, {-1, 2}, {0, MaxShards + 1}} {
+		if ValidShards(tt.shard, tt.shards) == nil {
+			t.Errorf("shard %d of %d accepted", tt.shard, tt.shards)
+		}
+	}
+}
+
+// The change feed reads every key when its range starts before the run's
+// watermark (its first run: the history), or when a truncate changed every
+// key.
+func TestChangeFeedKeyFilter(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		until    any
+		filtered bool
+	}{
+		{"feed up to the watermark", t0.Add(-time.Hour), true},
+		{"feed never materialized", nil, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := newFake()
+			bound := testFlows(t, fake, 1, 1)
+			fake.tables["cdc.t0__state"] = &bigquery.TableMetadata{NumRows: 1, Labels: map[string]string{
+				catalog.StateLayoutLabel: catalog.StateLayout, catalog.LabelWatermark: us(t0.Add(-time.Hour)), catalog.LabelFoldedMax: us(t0.Add(-time.Hour))}}
+			changed(fake, "src0_changelog", 1, t0.Add(-time.Minute), 5)
+			fake.stats["`src0_changelog`"]["changes_until"] = tt.until
+			now := t0
+			compactor(fake, &now, Options{MaintainEvery: -1}).Run(context.Background(), bound)
+			var changes string
+			for _, q := range fake.queries {
+				if kindOfSQL(q) == "changes" {
+					changes = q
+				}
+			}
+			if got := strings.Contains(changes, "`id` IN (5)"); got != tt.filtered {
+				t.Errorf("key filter in the change feed's statement: %v, want %v\n%s", got, tt.filtered, changes)
+			}
+		})
+	}
+}

@@ -1,0 +1,273 @@
+package compact
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"github.com/bqcdc/bqcdc/internal/catalog"
+	"github.com/bqcdc/bqcdc/sql/render"
+)
+
+// A change-stream flow (SCD 1, SCD 2, bitemporal) keeps its state in
+// levels: each run appends one, the events that decide the target among
+// the changelog rows it folds (SCD 1: per key the newest event, the newest
+// delete and the newest setter of each IGNORE NULL UPDATES column; SCD 2:
+// every distinct event), and reads no state to do it. Views fold every
+// level with the changelog tail. Once a day (Options.MaintainEvery) a run
+// folds the levels into one, so the state stays about the size of what
+// decides the target. A flow with a change feed also gets, per run, the
+// rows of its change feed for the positions it folds (render, changes.sql.tmpl),
+// which read the state of the keys the run touches only.
+
+// streamRun is one run of a change-stream flow.
+type streamRun struct {
+	*run
+	plan *render.Compaction
+
+	from       time.Time // the watermark the run starts from (labels, or the state's marker)
+	foldedMax  time.Time // newest _cdc_ingested_at folded before the run
+	st         streamStats
+	reached    time.Time // every changelog row ingested by then is visible
+	watermark  time.Time // the watermark the run leaves
+	newMax     time.Time // the folded max it leaves
+	gen        time.Time
+	changes    bool // materialize the change feed of (st.changesUntil, watermark]
+	maintained bool
+	nextLabels labels
+}
+
+type streamStats struct {
+	events, withoutSequence, unfolded, keys, truncates int64
+	newest                                             time.Time
+	keyLo, keyHi                                       []any
+	keyNulls                                           int64
+	changesUntil                                       time.Time // Epoch: never materialized
+	hasKeys                                            bool      // the statistics returned the key ranges
+}
+
+func (s *streamRun) read(ctx context.Context) (bool, error) {
+	b, l := s.t.b, s.t.labels
+	s.plan = render.NewCompaction(b, s.c.loc)
+	s.from, s.foldedMax = l.watermark, l.foldedMax
+	switch {
+	case stateEmpty(s.t.state):
+		// No row, so no marker: the run reads the changelog from the start
+		// (labels on an empty state table lead it: its rows were deleted).
+		s.from, s.foldedMax = render.Epoch, render.Epoch
+	case !l.known:
+		// A state table without labels (made by an older bqcdc, or labels
+		// lost): its newest marker says where it stands.
+		if err := s.readMarker(ctx); err != nil {
+			return false, err
+		}
+	}
+	s.rep.WatermarkBefore, s.rep.WatermarkAfter = s.from, s.from
+	if err := s.readStats(ctx); err != nil {
+		return false, err
+	}
+	s.rep.EventsRead, s.rep.WithoutSequence, s.rep.KeysTouched = s.st.events, s.st.withoutSequence, s.st.keys
+	s.reached = s.now.Add(-s.c.opts.VisibilityLag).Truncate(time.Microsecond)
+	s.gen = generation(s.now, l.checked)
+	sig := signature(s.t.changelog)
+	s.nextLabels = labels{known: true, sig: sig, sigSeen: s.now, checked: s.now, maintained: l.maintained}
+	if sig == l.sig && !l.sigSeen.IsZero() {
+		s.nextLabels.sigSeen = l.sigSeen
+	}
+	todo := s.st.unfolded > 0
+	s.watermark, s.newMax = s.from, s.foldedMax
+	if todo {
+		s.watermark = s.reached
+		if s.watermark.Before(s.from) {
+			s.watermark = s.from
+		}
+		// The fold reads the rows up to the new watermark; later ones stay
+		// in the tail, and are unfolded for the next run.
+		n := s.st.newest
+		if n.After(s.watermark) {
+			n = s.watermark
+		}
+		if n.After(s.newMax) {
+			s.newMax = n
+		}
+	} else {
+		// Nothing ingested since the last fold: no level, same watermark.
+		// Every row ingested by reached was visible to the query and is
+		// folded, so the signature is clean if it was seen by then.
+		s.rep.Outcome = UpToDate
+	}
+	s.changes = render.HasChangeFeed(b) && s.st.changesUntil.Before(s.watermark)
+	s.rep.WatermarkAfter = s.watermark
+	return todo, nil
+}
+
+func (s *streamRun) readMarker(ctx context.Context) error {
+	sql, err := s.plan.Marker()
+	if err != nil {
+		return err
+	}
+	res, err := s.c.query(ctx, sql, s.acct)
+	if err != nil {
+		return fmt.Errorf("reading the watermark: %w", err)
+	}
+	s.from, s.foldedMax = render.Epoch, render.Epoch
+	if len(res.Rows) == 1 {
+		s.from = ts(res.Rows[0][catalog.ColStateWatermark], render.Epoch)
+		s.foldedMax = ts(res.Rows[0]["folded_max"], render.Epoch)
+	}
+	return nil
+}
+
+func (s *streamRun) readStats(ctx context.Context) error {
+	sql, err := s.plan.Stats(render.Run{Watermark: s.from, FoldedMax: s.foldedMax})
+	if err != nil {
+		return err
+	}
+	row, err := s.c.one(ctx, sql, s.acct)
+	if err != nil {
+		return fmt.Errorf("reading what to fold: %w", err)
+	}
+	n := func(k string) int64 { return int64Of(row[k]) }
+	s.st = streamStats{events: n("events"), withoutSequence: n("without_sequence"), unfolded: n("unfolded"), keys: n("keys"),
+		truncates: n("truncates"), keyNulls: n("key_nulls"), newest: ts(row["newest"], render.Epoch),
+		changesUntil: ts(row["changes_until"], render.Epoch)}
+	if lo, ok := row["key_lo"]; ok {
+		s.st.hasKeys = true
+		s.st.keyLo, s.st.keyHi = values(lo), values(row["key_hi"])
+	}
+	return nil
+}
+
+// values returns an ARRAY result's elements (nil for a NULL array).
+func values(v bigquery.Value) []any {
+	vs, _ := v.([]bigquery.Value)
+	out := make([]any, len(vs))
+	for i, x := range vs {
+		out[i] = x
+	}
+	return out
+}
+
+func (s *streamRun) runParams() render.Run {
+	return render.Run{Watermark: s.from, FoldedMax: s.newMax, Generation: s.gen, NewWatermark: s.watermark,
+		TombstoneCutoff: s.c.tombstoneCutoff(s.now), Cutoff: s.now.Add(-s.c.opts.MaintainMargin), ChangesFrom: s.st.changesUntil}
+}
+
+func (s *streamRun) fold(ctx context.Context) error {
+	sql, err := s.plan.Fold(s.runParams())
+	if err != nil {
+		return err
+	}
+	res, err := s.c.query(ctx, sql, s.acct)
+	if err != nil {
+		return fmt.Errorf("folding: %w", err)
+	}
+	s.rep.Generation, s.rep.RowsWritten = s.gen, res.RowsAffected
+	return nil
+}
+
+func (s *streamRun) after(ctx context.Context) error {
+	if s.changes {
+		if err := s.materializeChanges(ctx); err != nil {
+			return err
+		}
+		if err := s.step(StepChanges); err != nil {
+			return err
+		}
+	}
+	if s.c.maintenanceDue(s.t.labels, s.now) {
+		if err := s.maintain(ctx); err != nil {
+			return err
+		}
+		s.nextLabels.maintained = s.now
+		if err := s.step(StepGC); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// materializeChanges writes the change feed's rows of the positions in
+// (changes until, watermark]. It reads the state of the keys the new events
+// touch only, when the statistics returned them and the range starts at the
+// run's watermark; otherwise (the feed's first run, a truncate, a key that
+// cannot be filtered) every key.
+func (s *streamRun) materializeChanges(ctx context.Context) error {
+	p := s.runParams()
+	if s.st.hasKeys && s.st.truncates == 0 && !s.st.changesUntil.Before(s.from) {
+		p.Keys = &render.KeyFilter{Lo: s.st.keyLo, Hi: s.st.keyHi, Null: s.st.keyNulls > 0}
+	}
+	sql, err := s.plan.Changes(p)
+	if err != nil {
+		return err
+	}
+	if _, err := s.c.query(ctx, sql, s.acct); err != nil {
+		return fmt.Errorf("materializing the change feed from %s: %w", s.st.changesUntil.Format(time.RFC3339Nano), err)
+	}
+	return nil
+}
+
+// maintain folds the state's levels into one and deletes the levels it
+// folded, in two statements: the INSERT is the commit point, and until the
+// DELETE both count, which folds the same. It reads the whole state, once
+// a day (Options.MaintainEvery).
+func (s *streamRun) maintain(ctx context.Context) error {
+	p := s.runParams()
+	sql, err := s.plan.Maintain(p)
+	if err != nil {
+		return err
+	}
+	if _, err := s.c.query(ctx, sql, s.acct); err != nil {
+		return fmt.Errorf("folding the state's levels: %w", err)
+	}
+	if sql, err = s.plan.MaintainGC(p); err != nil {
+		return err
+	}
+	if _, err := s.c.query(ctx, sql, s.acct); err != nil {
+		return fmt.Errorf("deleting the levels folded: %w", err)
+	}
+	s.rep.Maintained = true
+	return nil
+}
+
+func (s *streamRun) view(ctx context.Context) error {
+	hint := s.t.labels.watermark
+	if s.plan != nil {
+		hint = s.watermark
+	}
+	return s.viewOnce(hint.Format(time.RFC3339Nano), func() error {
+		if err := s.c.objs.View(ctx, s.t.b, hint); err != nil {
+			return fmt.Errorf("updating the view (pruning bound %s): %w", hint.Format(time.RFC3339), err)
+		}
+		return nil
+	})
+}
+
+func (s *streamRun) next() (labels, bool) {
+	l := s.nextLabels
+	l.watermark, l.foldedMax = s.watermark, s.newMax
+	// Clean: the run folded every row the signature reflects (those rows
+	// were appended before it was read, so by its first sighting).
+	l.clean = !s.watermark.Before(l.sigSeen)
+	if s.rep.Outcome == UpToDate {
+		l.clean = !s.reached.Before(l.sigSeen)
+	}
+	return l, true
+}
+
+// maintenanceDue reports whether a run should fold the state's levels:
+// MaintainEvery after the last time (never folded: now).
+func (c *Compactor) maintenanceDue(l labels, now time.Time) bool {
+	if c.opts.MaintainEvery < 0 {
+		return false
+	}
+	return l.maintained.IsZero() || now.Sub(l.maintained) >= c.opts.MaintainEvery
+}
+
+func (c *Compactor) tombstoneCutoff(now time.Time) time.Time {
+	if c.opts.TombstoneRetention <= 0 {
+		return render.Epoch
+	}
+	return now.Add(-c.opts.TombstoneRetention)
+}

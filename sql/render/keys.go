@@ -1,0 +1,141 @@
+package render
+
+import (
+	"fmt"
+	"math/big"
+	"strconv"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/civil"
+	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/schema"
+)
+
+// KeyFilter selects the state rows of the keys a compaction run touches by
+// the first key column, the state's first clustering column: BigQuery
+// prunes clustered blocks with constant filters only (not with a join or a
+// subquery), so the run reads what its statistics returned (at most
+// KeyRanges ranges of the values its new events carry, each one value while
+// there are no more) as literals. The filter selects a superset of the
+// touched keys; the statements join on the exact keys.
+type KeyFilter struct {
+	// Lo and Hi are the ranges' bounds, as the BigQuery client returns the
+	// column's values.
+	Lo, Hi []any
+	// Null includes the rows whose first key column is NULL.
+	Null bool
+}
+
+// keyFilterable reports whether the first key column of b can be filtered
+// by ranges of literals: an orderable scalar this package renders.
+func keyFilterable(b *flow.Bound) bool {
+	c := b.Keys[0]
+	if c.Repeated {
+		return false
+	}
+	switch c.Type {
+	case schema.Int64, schema.String, schema.Bytes, schema.Date, schema.Datetime, schema.Time, schema.Timestamp,
+		schema.Numeric, schema.BigNumeric, schema.Bool:
+		return true
+	}
+	return false
+}
+
+// sql renders the filter on b's state; "" for none (every row). A flow with
+// truncates always reads the rows of NULL keys too: its truncate rows carry
+// no key.
+func (k *KeyFilter) sql(b *flow.Bound) (string, error) {
+	if k == nil || !keyFilterable(b) {
+		return "", nil
+	}
+	if len(k.Lo) != len(k.Hi) {
+		return "", fmt.Errorf("key filter of flow %s: %d lower and %d upper bounds", b.Name, len(k.Lo), len(k.Hi))
+	}
+	c := b.Keys[0]
+	col := q(c.Name)
+	var in, parts []string
+	for i := range k.Lo {
+		lo, err := keyLiteral(c, k.Lo[i])
+		if err != nil {
+			return "", fmt.Errorf("key filter of flow %s: %w", b.Name, err)
+		}
+		hi, err := keyLiteral(c, k.Hi[i])
+		if err != nil {
+			return "", fmt.Errorf("key filter of flow %s: %w", b.Name, err)
+		}
+		if lo == hi {
+			in = append(in, lo)
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s BETWEEN %s AND %s", col, lo, hi))
+	}
+	if len(in) > 0 {
+		parts = append([]string{fmt.Sprintf("%s IN (%s)", col, strings.Join(in, ", "))}, parts...)
+	}
+	if k.Null || b.Truncate != "" {
+		parts = append(parts, col+" IS NULL")
+	}
+	if len(parts) == 0 {
+		return "FALSE", nil
+	}
+	return "(" + strings.Join(parts, " OR ") + ")", nil
+}
+
+// keyLiteral renders a value of key column c, as the BigQuery client
+// returns it, as a SQL literal of c's type. Strings and bytes are escaped;
+// any other Go type is refused rather than formatted.
+func keyLiteral(c schema.Column, v any) (string, error) {
+	bad := func() (string, error) {
+		return "", fmt.Errorf("a %T value of key column %s (%s) has no literal form", v, c.Name, c.SQLType())
+	}
+	switch c.Type {
+	case schema.Int64:
+		if n, ok := v.(int64); ok {
+			return strconv.FormatInt(n, 10), nil
+		}
+	case schema.String:
+		if s, ok := v.(string); ok {
+			return flow.QuoteString(s), nil
+		}
+	case schema.Bytes:
+		if bs, ok := v.([]byte); ok {
+			var sb strings.Builder
+			sb.WriteString("b'")
+			for _, x := range bs {
+				fmt.Fprintf(&sb, "\\x%02x", x)
+			}
+			sb.WriteString("'")
+			return sb.String(), nil
+		}
+	case schema.Bool:
+		if x, ok := v.(bool); ok {
+			return strings.ToUpper(strconv.FormatBool(x)), nil
+		}
+	case schema.Date:
+		if d, ok := v.(civil.Date); ok && d.IsValid() {
+			return "DATE '" + d.String() + "'", nil
+		}
+	case schema.Datetime:
+		if d, ok := v.(civil.DateTime); ok && d.IsValid() {
+			return "DATETIME '" + d.Date.String() + " " + d.Time.String() + "'", nil
+		}
+	case schema.Time:
+		if t, ok := v.(civil.Time); ok && t.IsValid() {
+			return "TIME '" + t.String() + "'", nil
+		}
+	case schema.Timestamp:
+		if t, ok := v.(time.Time); ok {
+			return Literal(t), nil
+		}
+	case schema.Numeric, schema.BigNumeric:
+		if r, ok := v.(*big.Rat); ok && r != nil {
+			digits := 9
+			if c.Type == schema.BigNumeric {
+				digits = 38
+			}
+			return c.Type + " '" + r.FloatString(digits) + "'", nil
+		}
+	}
+	return bad()
+}
