@@ -260,7 +260,7 @@ type Report struct {
 	Generation      time.Time     `json:"generation,omitempty"`
 	Maintained      bool          `json:"maintained,omitempty"` // the run folded the state's levels into one
 	Jobs            int           `json:"jobs"`                 // query jobs this flow's run started
-	BytesBilled     int64         `json:"bytes_billed"` // by those jobs (the emulator reports 0)
+	BytesBilled     int64         `json:"bytes_billed"`         // by those jobs (the emulator reports 0)
 	Duration        time.Duration `json:"duration_ns"`
 	Error           string        `json:"error,omitempty"`
 

@@ -227,4 +227,3 @@ func testFlows(t *testing.T, fake *fakeBQ, n int, scd int) []*flow.Bound {
 
 var errTransient = &googleapi.Error{Code: 503, Message: "backend error"}
 var errPermanent = &googleapi.Error{Code: 400, Message: "invalid query"}
-

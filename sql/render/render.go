@@ -138,18 +138,18 @@ type data struct {
 	GoneOutput, NullOutput []string // the output columns of a delete event, of a marker
 	ClosedStart, ClosedEnd string   // a closed version's interval as the view shows it
 
-	Compaction   bool     // render the compaction form of the shared CTEs
-	Merge        bool     // compaction's maintenance: fold the state's levels, not the changelog
-	KeyRange     string   // the quoted first key column, when runs filter the state by it ("" otherwise)
-	RangeCount   int      // at most this many ranges of it
-	KeyFilter    string   // the run's filter on the state's keys ("" for none)
-	Changes      string   // the quoted change table ("" when the flow has no change feed)
+	Compaction bool   // render the compaction form of the shared CTEs
+	Merge      bool   // compaction's maintenance: fold the state's levels, not the changelog
+	KeyRange   string // the quoted first key column, when runs filter the state by it ("" otherwise)
+	RangeCount int    // at most this many ranges of it
+	KeyFilter  string // the run's filter on the state's keys ("" for none)
+	Changes    string // the quoted change table ("" when the flow has no change feed)
 	// NullChangeOutput: the target's columns (and interval) of a change
 	// table marker row.
 	NullChangeOutput []string
-	P            params   // the run's timestamps, as SQL literals
-	MarkerValues []string // the event columns of a watermark marker row
-	SequenceNull string   // "some sequence column is NULL"
+	P                params   // the run's timestamps, as SQL literals
+	MarkerValues     []string // the event columns of a watermark marker row
+	SequenceNull     string   // "some sequence column is NULL"
 }
 
 const foldedMaxMarker = "\x00folded_max" // replaced by the run's literal
