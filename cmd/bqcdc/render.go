@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/bqcdc/bqcdc/internal/apply"
 	"github.com/bqcdc/bqcdc/internal/catalog"
@@ -20,6 +21,26 @@ import (
 // registry when --registry-url is given. Snapshot flows are the exception:
 // their columns are those of a BigQuery table, read when --project is
 // given (metadata only, no query); without it they are refused.
+// renderFlow renders the SQL objects apply creates for a flow, as DDL a
+// user can review or run: the view, then its table functions. (Tables are
+// created through the API, not DDL.)
+func renderFlow(b *flow.Bound, loc catalog.Location) (string, error) {
+	view, err := render.View(b, loc, render.Epoch)
+	if err != nil {
+		return "", err
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "-- view %s.%s\nCREATE OR REPLACE VIEW %s AS\n%s;\n\n", loc.Dataset(b.Flow), b.Target.Table, loc.ViewTable(b.Flow), view)
+	fns, err := apply.FunctionDDL(b, loc)
+	if err != nil {
+		return "", err
+	}
+	for _, f := range fns {
+		fmt.Fprintf(&sb, "-- table function %s.%s\n%s;\n\n", loc.Dataset(b.Flow), f.Name, f.DDL)
+	}
+	return sb.String(), nil
+}
+
 func runRender(ctx context.Context, args []string) error {
 	var t target
 	fs := flag.NewFlagSet("render", flag.ContinueOnError)
@@ -60,16 +81,16 @@ func runRender(ctx context.Context, args []string) error {
 		}
 	}
 	for _, b := range bound {
-		sql, err := render.View(b, loc, render.Epoch)
+		sql, err := renderFlow(b, loc)
 		if err != nil {
 			return err
 		}
 		if *out == "" {
-			fmt.Printf("-- view %s.%s\n%s;\n\n", loc.Dataset(b.Flow), b.Target.Table, sql)
+			fmt.Print(sql)
 			continue
 		}
 		path := filepath.Join(*out, b.Name+".sql")
-		if err := os.WriteFile(path, []byte(sql+"\n"), 0o644); err != nil {
+		if err := os.WriteFile(path, []byte(sql), 0o644); err != nil {
 			return fmt.Errorf("writing %s: %w", path, err)
 		}
 		fmt.Println("wrote", path)

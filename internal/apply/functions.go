@@ -35,26 +35,26 @@ func Functions(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b
 
 // functions is Functions given the view and its current metadata.
 func functions(ctx context.Context, bq *bigquery.Client, view *bigquery.Table, md *bigquery.TableMetadata, loc catalog.Location, b *flow.Bound, rep *Report) error {
-	ddls, err := functionDDL(b, loc)
+	ddls, err := FunctionDDL(b, loc)
 	if err != nil {
 		return err
 	}
 	h := sha256.New()
 	for _, f := range ddls {
-		h.Write([]byte(f.ddl))
+		h.Write([]byte(f.DDL))
 	}
 	sum := hex.EncodeToString(h.Sum(nil))[:32]
 	if md.Labels[catalog.ViewFunctionsLabel] == sum {
 		for _, f := range ddls {
-			rep.add("table function %s.%s: unchanged", loc.Dataset(b.Flow), f.name)
+			rep.add("table function %s.%s: unchanged", loc.Dataset(b.Flow), f.Name)
 		}
 		return nil
 	}
 	for _, f := range ddls {
-		if err := runDDL(ctx, bq, f.ddl); err != nil {
-			return fmt.Errorf("creating table function %s.%s of flow %s: %w", loc.Dataset(b.Flow), f.name, b.Name, err)
+		if err := runDDL(ctx, bq, f.DDL); err != nil {
+			return fmt.Errorf("creating table function %s.%s of flow %s: %w", loc.Dataset(b.Flow), f.Name, b.Name, err)
 		}
-		rep.add("table function %s.%s: created or replaced", loc.Dataset(b.Flow), f.name)
+		rep.add("table function %s.%s: created or replaced", loc.Dataset(b.Flow), f.Name)
 	}
 	var upd bigquery.TableMetadataToUpdate
 	keepLabels(&upd, md.Labels)
@@ -65,7 +65,8 @@ func functions(ctx context.Context, bq *bigquery.Client, view *bigquery.Table, m
 	return nil
 }
 
-type namedDDL struct{ name, ddl string }
+// NamedDDL is the DDL of one of a flow's table functions.
+type NamedDDL struct{ Name, DDL string }
 
 // tableFunction is one of a flow's table functions.
 type tableFunction struct {
@@ -91,15 +92,17 @@ func tableFunctions(b *flow.Bound) []tableFunction {
 	}
 }
 
-func functionDDL(b *flow.Bound, loc catalog.Location) ([]namedDDL, error) {
+// FunctionDDL renders the DDL of the table functions flow b gets (what
+// apply runs, and bqcdc render prints).
+func FunctionDDL(b *flow.Bound, loc catalog.Location) ([]NamedDDL, error) {
 	fns := tableFunctions(b)
-	var out []namedDDL
+	var out []NamedDDL
 	for _, fn := range fns {
 		ddl, err := fn.render(b, loc)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, namedDDL{fn.name, ddl})
+		out = append(out, NamedDDL{fn.name, ddl})
 	}
 	return out, nil
 }
