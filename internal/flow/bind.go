@@ -274,7 +274,10 @@ func (b *Bound) isSequence(name string) bool {
 func (b *Bound) defaultSubset(except map[string]bool, nullable bool) []string {
 	var out []string
 	for _, c := range b.Output {
-		if b.isKey(c.Name) || b.isSequence(c.Name) || strings.HasPrefix(strings.ToLower(c.Name), MetadataPrefix) || except[c.Name] {
+		// A kept SEQUENCE BY column is tracked by default, as in Databricks
+		// ("all output columns"); it is never NULL-ignored. bqcdc's own
+		// _cdc_ columns are neither.
+		if b.isKey(c.Name) || (nullable && b.isSequence(c.Name)) || strings.HasPrefix(strings.ToLower(c.Name), MetadataPrefix) || except[c.Name] {
 			continue
 		}
 		if nullable && c.Repeated {

@@ -341,7 +341,7 @@ func TestBindCombinations(t *testing.T) {
 			name:    "track history except a column COLUMNS drops",
 			clauses: "COLUMNS * EXCEPT (operation, city) STORED AS SCD TYPE 2 TRACK HISTORY ON * EXCEPT (city)",
 			output:  []string{"userId", "name", "sequenceNum", "tags", "score", "select", "addr", "_cdc_op", "_cdc_sequence", "_cdc_message_id"},
-			tracked: []string{"name", "tags", "score", "select", "addr"},
+			tracked: []string{"name", "sequenceNum", "tags", "score", "select", "addr"},
 		},
 		{
 			name:    "the Databricks reference example: the sequence column dropped from the output",
@@ -369,10 +369,12 @@ func TestBindCombinations(t *testing.T) {
 			tracked: []string{"city"},
 		},
 		{
+			// A kept sequence column is tracked, as in Databricks; bqcdc's
+			// metadata is not.
 			name:    "default tracking",
 			clauses: "COLUMNS userId, name, sequenceNum, _cdc_op STORED AS SCD TYPE 2",
 			output:  []string{"userId", "name", "sequenceNum", "_cdc_op"},
-			tracked: []string{"name"},
+			tracked: []string{"name", "sequenceNum"},
 		},
 		{
 			name:    "ignore null updates except an ARRAY, a key and a column COLUMNS drops",

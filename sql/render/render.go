@@ -156,6 +156,9 @@ const foldedMaxMarker = "\x00folded_max" // replaced by the run's literal
 
 const msgPos = "IFNULL(`_cdc_message_id`, '')"
 
+// deleteRank orders a delete after an upsert at the same position.
+const deleteRank = "IF(__op = 'D', 1, 0)"
+
 func q(name string) string { return flow.QuoteIdent(name) }
 
 func newData(b *flow.Bound, loc catalog.Location, hint time.Time) *data {
@@ -279,6 +282,18 @@ func (d *data) sequence(b *flow.Bound) {
 		ends = append(ends, fmt.Sprintf("%s AS %s", sc.Next, sc.Field))
 		nulls = append(nulls, sc.Name+" IS NULL")
 	}
+	// Ties at one sequence: a bitemporal flow's later system time is a
+	// correction, so it comes later; then a delete comes after an upsert
+	// (it wins, as in Spark's AUTO CDC); then the message id decides, so
+	// the outcome never depends on arrival order.
+	if b.SystemSequence != nil {
+		d.PositionAsc = append(d.PositionAsc, d.SystemKey)
+		d.PositionDesc = append(d.PositionDesc, d.SystemKey+" DESC")
+		d.PositionDescQualified = append(d.PositionDescQualified, d.SystemKeyE+" DESC")
+	}
+	d.PositionAsc = append(d.PositionAsc, deleteRank)
+	d.PositionDesc = append(d.PositionDesc, deleteRank+" DESC")
+	d.PositionDescQualified = append(d.PositionDescQualified, "IF(e.__op = 'D', 1, 0) DESC")
 	d.Position = append(d.Position, msgPos+" AS __pm")
 	d.PositionAsc = append(d.PositionAsc, msgPos)
 	d.PositionDesc = append(d.PositionDesc, msgPos+" DESC")

@@ -5,9 +5,11 @@
 //
 // Semantics (Databricks AUTO CDC where it defines them):
 //   - Events are deduplicated by message id; a redelivered copy counts once.
-//   - Events are ordered by (sequence..., message id): the highest sequence
-//     wins regardless of arrival order; equal sequences are broken by message
-//     id, so the outcome is deterministic.
+//   - Events are ordered by (sequence..., system sequence, delete last,
+//     message id): the highest sequence wins regardless of arrival order; at
+//     one sequence a bitemporal flow's later system time is a correction, a
+//     delete wins over an upsert (Spark's AUTO CDC rule), and ties between
+//     upserts are broken by message id, so the outcome is deterministic.
 //   - SCD 1: per key the last event wins; a delete removes the key; a
 //     truncate removes every event positioned before it. A NULL in an
 //     IGNORE NULL UPDATES column keeps the last non-NULL value written since
@@ -118,12 +120,21 @@ func Compare(a, b any) int {
 	panic(fmt.Sprintf("model: cannot order %T", a))
 }
 
-// before reports whether a is positioned before b.
+// before reports whether a is positioned before b: by sequence; at one
+// sequence, by system time (a bitemporal correction comes later), then a
+// delete after an upsert (the delete wins, as in Spark's AUTO CDC), then by
+// message id.
 func before(a, b Event) bool {
 	for i := range a.Seq {
 		if c := Compare(a.Seq[i], b.Seq[i]); c != 0 {
 			return c < 0
 		}
+	}
+	if c := Compare(a.Sys, b.Sys); c != 0 {
+		return c < 0
+	}
+	if da, db := a.Op == Delete, b.Op == Delete; da != db {
+		return db
 	}
 	return a.MsgID < b.MsgID
 }

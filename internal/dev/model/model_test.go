@@ -111,3 +111,41 @@ func TestBitemporal(t *testing.T) {
 		}
 	}
 }
+
+// Spark's AUTO CDC tie rules: an upsert and a delete of one key at one
+// sequence, the delete wins (whatever the message ids); a bitemporal
+// correction (same business time, later system time) replaces the earlier
+// belief from its system time on, whatever the message ids.
+func TestTieRules(t *testing.T) {
+	cfg := Config{Values: []string{"name"}, Tracked: map[string]bool{"name": true}}
+	for _, msgs := range [][2]string{{"a", "z"}, {"z", "a"}} {
+		events := []Event{
+			ev(1, 5, msgs[0], Upsert, map[string]any{"name": "x"}),
+			ev(1, 5, msgs[1], Delete, nil),
+		}
+		if got := SCD1(events, cfg); len(got) != 0 {
+			t.Errorf("SCD 1, messages %v: the upsert survived the delete at its sequence: %v", msgs, got)
+		}
+		if got := SCD2(events, cfg); len(got) != 0 {
+			t.Errorf("SCD 2, messages %v: a version survived the delete at its sequence: %v", msgs, got)
+		}
+	}
+	// The Acme price correction: 105 believed from Jan 5, corrected to 104
+	// on Jan 8, both at business time Jan 1.
+	pcfg := Config{Values: []string{"price"}, Tracked: map[string]bool{"price": true}}
+	render := func(v Version) string { return fmt.Sprint(v.Start, v.End, v.Values) }
+	for _, msgs := range [][2]string{{"a", "z"}, {"z", "a"}} {
+		first := ev(7, 1, msgs[0], Upsert, map[string]any{"price": int64(105)})
+		first.Sys = int64(5)
+		fix := ev(7, 1, msgs[1], Upsert, map[string]any{"price": int64(104)})
+		fix.Sys = int64(8)
+		got := Bitemporal([]Event{fix, first}, pcfg, render)
+		want := []Belief{
+			{Version: Version{Key: []any{int64(7)}, Start: []any{int64(1)}, Values: map[string]any{"price": int64(105)}}, SysStart: int64(5), SysEnd: int64(8)},
+			{Version: Version{Key: []any{int64(7)}, Start: []any{int64(1)}, Values: map[string]any{"price": int64(104)}}, SysStart: int64(8)},
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("correction, messages %v (-want +got):\n%s", msgs, d)
+		}
+	}
+}

@@ -47,8 +47,8 @@ WITH
   numbered AS (
     SELECT
       *,
-      ROW_NUMBER() OVER (PARTITION BY `order`, `group` ORDER BY `by`, IFNULL(`_cdc_message_id`, '')) AS __i,
-      COUNTIF(__op = 'D') OVER (PARTITION BY `order`, `group` ORDER BY `by`, IFNULL(`_cdc_message_id`, '') ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __seg
+      ROW_NUMBER() OVER (PARTITION BY `order`, `group` ORDER BY `by`, IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, '')) AS __i,
+      COUNTIF(__op = 'D') OVER (PARTITION BY `order`, `group` ORDER BY `by`, IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, '') ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __seg
     FROM events
   ),
   -- An upsert opens a version after a delete, at the start, or when a tracked
@@ -340,8 +340,8 @@ WITH
   numbered AS (
     SELECT
       *,
-      ROW_NUMBER() OVER (PARTITION BY __asof, `order`, `group` ORDER BY `by`, IFNULL(`_cdc_message_id`, '')) AS __i,
-      COUNTIF(__op = 'D') OVER (PARTITION BY __asof, `order`, `group` ORDER BY `by`, IFNULL(`_cdc_message_id`, '') ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __seg
+      ROW_NUMBER() OVER (PARTITION BY __asof, `order`, `group` ORDER BY `by`, IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, '')) AS __i,
+      COUNTIF(__op = 'D') OVER (PARTITION BY __asof, `order`, `group` ORDER BY `by`, IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, '') ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __seg
     FROM events
   ),
   -- An upsert opens a version after a delete, at the start, or when a tracked
@@ -511,8 +511,8 @@ WITH
   numbered AS (
     SELECT
       *,
-      ROW_NUMBER() OVER (PARTITION BY `order`, `group` ORDER BY `by`, IFNULL(`_cdc_message_id`, '')) AS __i,
-      COUNTIF(__op = 'D') OVER (PARTITION BY `order`, `group` ORDER BY `by`, IFNULL(`_cdc_message_id`, '') ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __seg
+      ROW_NUMBER() OVER (PARTITION BY `order`, `group` ORDER BY `by`, IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, '')) AS __i,
+      COUNTIF(__op = 'D') OVER (PARTITION BY `order`, `group` ORDER BY `by`, IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, '') ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __seg
     FROM events
   ),
   flagged AS (

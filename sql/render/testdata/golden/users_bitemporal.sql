@@ -62,8 +62,8 @@ WITH
   numbered AS (
     SELECT
       *,
-      ROW_NUMBER() OVER (PARTITION BY __asof, `userId` ORDER BY `sequenceNum`, IFNULL(`_cdc_message_id`, '')) AS __i,
-      COUNTIF(__op = 'D') OVER (PARTITION BY __asof, `userId` ORDER BY `sequenceNum`, IFNULL(`_cdc_message_id`, '') ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __seg
+      ROW_NUMBER() OVER (PARTITION BY __asof, `userId` ORDER BY `sequenceNum`, UNIX_MICROS(`_cdc_ingested_at`), IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, '')) AS __i,
+      COUNTIF(__op = 'D') OVER (PARTITION BY __asof, `userId` ORDER BY `sequenceNum`, UNIX_MICROS(`_cdc_ingested_at`), IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, '') ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __seg
     FROM events
   ),
   -- An upsert opens a version after a delete, at the start, or when a tracked
@@ -75,6 +75,7 @@ WITH
         LAG(__op) OVER w IS DISTINCT FROM 'U'
         OR NOT (LAG(`name`) OVER w IS NOT DISTINCT FROM `name`)
         OR NOT (LAG(`city`) OVER w IS NOT DISTINCT FROM `city`)
+        OR NOT (LAG(`sequenceNum`) OVER w IS NOT DISTINCT FROM `sequenceNum`)
         OR NOT (TO_JSON_STRING(LAG(`tags`) OVER w) = TO_JSON_STRING(`tags`))
       ) AS __opens,
       LEAD(`sequenceNum`) OVER w AS __next0

@@ -45,7 +45,7 @@ WITH
   ranked AS (
     SELECT
       e.*,
-      ROW_NUMBER() OVER (PARTITION BY e.`userId` ORDER BY e.`sequenceNum` DESC, IFNULL(e.`_cdc_message_id`, '') DESC) AS __rn
+      ROW_NUMBER() OVER (PARTITION BY e.`userId` ORDER BY e.`sequenceNum` DESC, IF(e.__op = 'D', 1, 0) DESC, IFNULL(e.`_cdc_message_id`, '') DESC) AS __rn
     FROM events AS e
   )
 SELECT
@@ -155,7 +155,7 @@ WITH
   ranked AS (
     SELECT
       e.*,
-      ROW_NUMBER() OVER (PARTITION BY e.`userId` ORDER BY e.`sequenceNum` DESC, IFNULL(e.`_cdc_message_id`, '') DESC) AS __rn
+      ROW_NUMBER() OVER (PARTITION BY e.`userId` ORDER BY e.`sequenceNum` DESC, IF(e.__op = 'D', 1, 0) DESC, IFNULL(e.`_cdc_message_id`, '') DESC) AS __rn
     FROM events AS e
   ),
   segmented AS (
@@ -206,7 +206,7 @@ WITH
   ranked AS (
     SELECT
       e.*,
-      ROW_NUMBER() OVER (PARTITION BY e.`userId` ORDER BY e.`sequenceNum` DESC, IFNULL(e.`_cdc_message_id`, '') DESC) AS __rn
+      ROW_NUMBER() OVER (PARTITION BY e.`userId` ORDER BY e.`sequenceNum` DESC, IF(e.__op = 'D', 1, 0) DESC, IFNULL(e.`_cdc_message_id`, '') DESC) AS __rn
     FROM events AS e
   ),
   segmented AS (
@@ -321,7 +321,7 @@ WITH
   ranked AS (
     SELECT
       e.*,
-      ROW_NUMBER() OVER (PARTITION BY e.__asof, e.`userId` ORDER BY e.`sequenceNum` DESC, IFNULL(e.`_cdc_message_id`, '') DESC) AS __rn
+      ROW_NUMBER() OVER (PARTITION BY e.__asof, e.`userId` ORDER BY e.`sequenceNum` DESC, IF(e.__op = 'D', 1, 0) DESC, IFNULL(e.`_cdc_message_id`, '') DESC) AS __rn
     FROM events AS e
   ),
   -- The target as of each position.
@@ -439,7 +439,7 @@ WITH
   ranked AS (
     SELECT
       e.*,
-      ROW_NUMBER() OVER (PARTITION BY e.`userId` ORDER BY e.`sequenceNum` DESC, IFNULL(e.`_cdc_message_id`, '') DESC) AS __rn
+      ROW_NUMBER() OVER (PARTITION BY e.`userId` ORDER BY e.`sequenceNum` DESC, IF(e.__op = 'D', 1, 0) DESC, IFNULL(e.`_cdc_message_id`, '') DESC) AS __rn
     FROM events AS e
   )
 SELECT

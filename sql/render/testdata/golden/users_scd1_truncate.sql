@@ -38,7 +38,7 @@ WITH
   ),
   -- The latest truncate: everything sequenced before it is gone.
   last_truncate AS (
-    SELECT ARRAY_AGG(STRUCT(`sequenceNum` AS __p0, IFNULL(`_cdc_message_id`, '') AS __pm) ORDER BY `sequenceNum` DESC, IFNULL(`_cdc_message_id`, '') DESC LIMIT 1)[SAFE_OFFSET(0)] AS __t
+    SELECT ARRAY_AGG(STRUCT(`sequenceNum` AS __p0, IFNULL(`_cdc_message_id`, '') AS __pm) ORDER BY `sequenceNum` DESC, IF(__op = 'D', 1, 0) DESC, IFNULL(`_cdc_message_id`, '') DESC LIMIT 1)[SAFE_OFFSET(0)] AS __t
     FROM events
     WHERE __op = 'T'
   ),
@@ -46,7 +46,7 @@ WITH
   ranked AS (
     SELECT
       e.*,
-      ROW_NUMBER() OVER (PARTITION BY e.`userId` ORDER BY e.`sequenceNum` DESC, IFNULL(e.`_cdc_message_id`, '') DESC) AS __rn
+      ROW_NUMBER() OVER (PARTITION BY e.`userId` ORDER BY e.`sequenceNum` DESC, IF(e.__op = 'D', 1, 0) DESC, IFNULL(e.`_cdc_message_id`, '') DESC) AS __rn
     FROM events AS e
     CROSS JOIN last_truncate AS lt
     WHERE e.__op != 'T'
@@ -162,14 +162,14 @@ WITH
     WHERE __copy = 1 OR `_cdc_message_id` IS NULL
   ),
   last_truncate AS (
-    SELECT ARRAY_AGG(STRUCT(`sequenceNum` AS __p0, IFNULL(`_cdc_message_id`, '') AS __pm) ORDER BY `sequenceNum` DESC, IFNULL(`_cdc_message_id`, '') DESC LIMIT 1)[SAFE_OFFSET(0)] AS __t
+    SELECT ARRAY_AGG(STRUCT(`sequenceNum` AS __p0, IFNULL(`_cdc_message_id`, '') AS __pm) ORDER BY `sequenceNum` DESC, IF(__op = 'D', 1, 0) DESC, IFNULL(`_cdc_message_id`, '') DESC LIMIT 1)[SAFE_OFFSET(0)] AS __t
     FROM events
     WHERE __op = 'T'
   ),
   ranked AS (
     SELECT
       e.*,
-      ROW_NUMBER() OVER (PARTITION BY e.`userId` ORDER BY e.`sequenceNum` DESC, IFNULL(e.`_cdc_message_id`, '') DESC) AS __rn
+      ROW_NUMBER() OVER (PARTITION BY e.`userId` ORDER BY e.`sequenceNum` DESC, IF(e.__op = 'D', 1, 0) DESC, IFNULL(e.`_cdc_message_id`, '') DESC) AS __rn
     FROM events AS e
     CROSS JOIN last_truncate AS lt
     WHERE e.__op != 'T'
@@ -187,7 +187,7 @@ WITH
     FROM segmented
   ),
   truncates AS (
-    SELECT *, ROW_NUMBER() OVER (ORDER BY `sequenceNum` DESC, IFNULL(`_cdc_message_id`, '') DESC) AS __newest
+    SELECT *, ROW_NUMBER() OVER (ORDER BY `sequenceNum` DESC, IF(__op = 'D', 1, 0) DESC, IFNULL(`_cdc_message_id`, '') DESC) AS __newest
     FROM events
     WHERE __op = 'T'
   )
@@ -232,14 +232,14 @@ WITH
     WHERE __copy = 1 OR `_cdc_message_id` IS NULL
   ),
   last_truncate AS (
-    SELECT ARRAY_AGG(STRUCT(`sequenceNum` AS __p0, IFNULL(`_cdc_message_id`, '') AS __pm) ORDER BY `sequenceNum` DESC, IFNULL(`_cdc_message_id`, '') DESC LIMIT 1)[SAFE_OFFSET(0)] AS __t
+    SELECT ARRAY_AGG(STRUCT(`sequenceNum` AS __p0, IFNULL(`_cdc_message_id`, '') AS __pm) ORDER BY `sequenceNum` DESC, IF(__op = 'D', 1, 0) DESC, IFNULL(`_cdc_message_id`, '') DESC LIMIT 1)[SAFE_OFFSET(0)] AS __t
     FROM events
     WHERE __op = 'T'
   ),
   ranked AS (
     SELECT
       e.*,
-      ROW_NUMBER() OVER (PARTITION BY e.`userId` ORDER BY e.`sequenceNum` DESC, IFNULL(e.`_cdc_message_id`, '') DESC) AS __rn
+      ROW_NUMBER() OVER (PARTITION BY e.`userId` ORDER BY e.`sequenceNum` DESC, IF(e.__op = 'D', 1, 0) DESC, IFNULL(e.`_cdc_message_id`, '') DESC) AS __rn
     FROM events AS e
     CROSS JOIN last_truncate AS lt
     WHERE e.__op != 'T'
@@ -257,7 +257,7 @@ WITH
     FROM segmented
   ),
   truncates AS (
-    SELECT *, ROW_NUMBER() OVER (ORDER BY `sequenceNum` DESC, IFNULL(`_cdc_message_id`, '') DESC) AS __newest
+    SELECT *, ROW_NUMBER() OVER (ORDER BY `sequenceNum` DESC, IF(__op = 'D', 1, 0) DESC, IFNULL(`_cdc_message_id`, '') DESC) AS __newest
     FROM events
     WHERE __op = 'T'
   )
@@ -369,7 +369,7 @@ WITH
   ),
   -- The latest truncate: everything sequenced before it is gone.
   last_truncate AS (
-    SELECT __asof, ARRAY_AGG(STRUCT(`sequenceNum` AS __p0, IFNULL(`_cdc_message_id`, '') AS __pm) ORDER BY `sequenceNum` DESC, IFNULL(`_cdc_message_id`, '') DESC LIMIT 1)[SAFE_OFFSET(0)] AS __t
+    SELECT __asof, ARRAY_AGG(STRUCT(`sequenceNum` AS __p0, IFNULL(`_cdc_message_id`, '') AS __pm) ORDER BY `sequenceNum` DESC, IF(__op = 'D', 1, 0) DESC, IFNULL(`_cdc_message_id`, '') DESC LIMIT 1)[SAFE_OFFSET(0)] AS __t
     FROM events
     WHERE __op = 'T'
     GROUP BY __asof
@@ -378,7 +378,7 @@ WITH
   ranked AS (
     SELECT
       e.*,
-      ROW_NUMBER() OVER (PARTITION BY e.__asof, e.`userId` ORDER BY e.`sequenceNum` DESC, IFNULL(e.`_cdc_message_id`, '') DESC) AS __rn
+      ROW_NUMBER() OVER (PARTITION BY e.__asof, e.`userId` ORDER BY e.`sequenceNum` DESC, IF(e.__op = 'D', 1, 0) DESC, IFNULL(e.`_cdc_message_id`, '') DESC) AS __rn
     FROM events AS e
     LEFT JOIN last_truncate AS lt ON lt.__asof = e.__asof
     WHERE e.__op != 'T'
@@ -500,14 +500,14 @@ WITH
     WHERE __copy = 1 OR `_cdc_message_id` IS NULL
   ),
   last_truncate AS (
-    SELECT ARRAY_AGG(STRUCT(`sequenceNum` AS __p0, IFNULL(`_cdc_message_id`, '') AS __pm) ORDER BY `sequenceNum` DESC, IFNULL(`_cdc_message_id`, '') DESC LIMIT 1)[SAFE_OFFSET(0)] AS __t
+    SELECT ARRAY_AGG(STRUCT(`sequenceNum` AS __p0, IFNULL(`_cdc_message_id`, '') AS __pm) ORDER BY `sequenceNum` DESC, IF(__op = 'D', 1, 0) DESC, IFNULL(`_cdc_message_id`, '') DESC LIMIT 1)[SAFE_OFFSET(0)] AS __t
     FROM events
     WHERE __op = 'T'
   ),
   ranked AS (
     SELECT
       e.*,
-      ROW_NUMBER() OVER (PARTITION BY e.`userId` ORDER BY e.`sequenceNum` DESC, IFNULL(e.`_cdc_message_id`, '') DESC) AS __rn
+      ROW_NUMBER() OVER (PARTITION BY e.`userId` ORDER BY e.`sequenceNum` DESC, IF(e.__op = 'D', 1, 0) DESC, IFNULL(e.`_cdc_message_id`, '') DESC) AS __rn
     FROM events AS e
     CROSS JOIN last_truncate AS lt
     WHERE e.__op != 'T'

@@ -46,8 +46,8 @@ WITH
   numbered AS (
     SELECT
       *,
-      ROW_NUMBER() OVER (PARTITION BY `userId` ORDER BY `sequenceNum`, IFNULL(`_cdc_message_id`, '')) AS __i,
-      COUNTIF(__op = 'D') OVER (PARTITION BY `userId` ORDER BY `sequenceNum`, IFNULL(`_cdc_message_id`, '') ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __seg
+      ROW_NUMBER() OVER (PARTITION BY `userId` ORDER BY `sequenceNum`, IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, '')) AS __i,
+      COUNTIF(__op = 'D') OVER (PARTITION BY `userId` ORDER BY `sequenceNum`, IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, '') ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __seg
     FROM events
   ),
   -- An upsert opens a version after a delete, at the start, or when a tracked
@@ -333,8 +333,8 @@ WITH
   numbered AS (
     SELECT
       *,
-      ROW_NUMBER() OVER (PARTITION BY __asof, `userId` ORDER BY `sequenceNum`, IFNULL(`_cdc_message_id`, '')) AS __i,
-      COUNTIF(__op = 'D') OVER (PARTITION BY __asof, `userId` ORDER BY `sequenceNum`, IFNULL(`_cdc_message_id`, '') ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __seg
+      ROW_NUMBER() OVER (PARTITION BY __asof, `userId` ORDER BY `sequenceNum`, IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, '')) AS __i,
+      COUNTIF(__op = 'D') OVER (PARTITION BY __asof, `userId` ORDER BY `sequenceNum`, IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, '') ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __seg
     FROM events
   ),
   -- An upsert opens a version after a delete, at the start, or when a tracked
@@ -499,8 +499,8 @@ WITH
   numbered AS (
     SELECT
       *,
-      ROW_NUMBER() OVER (PARTITION BY `userId` ORDER BY `sequenceNum`, IFNULL(`_cdc_message_id`, '')) AS __i,
-      COUNTIF(__op = 'D') OVER (PARTITION BY `userId` ORDER BY `sequenceNum`, IFNULL(`_cdc_message_id`, '') ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __seg
+      ROW_NUMBER() OVER (PARTITION BY `userId` ORDER BY `sequenceNum`, IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, '')) AS __i,
+      COUNTIF(__op = 'D') OVER (PARTITION BY `userId` ORDER BY `sequenceNum`, IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, '') ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __seg
     FROM events
   ),
   flagged AS (

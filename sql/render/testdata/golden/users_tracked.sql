@@ -47,8 +47,8 @@ WITH
   numbered AS (
     SELECT
       *,
-      ROW_NUMBER() OVER (PARTITION BY `userId` ORDER BY `sequenceNum`, `_cdc_sequence`, IFNULL(`_cdc_message_id`, '')) AS __i,
-      COUNTIF(__op = 'D') OVER (PARTITION BY `userId` ORDER BY `sequenceNum`, `_cdc_sequence`, IFNULL(`_cdc_message_id`, '') ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __seg
+      ROW_NUMBER() OVER (PARTITION BY `userId` ORDER BY `sequenceNum`, `_cdc_sequence`, IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, '')) AS __i,
+      COUNTIF(__op = 'D') OVER (PARTITION BY `userId` ORDER BY `sequenceNum`, `_cdc_sequence`, IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, '') ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __seg
     FROM events
   ),
   -- IGNORE NULL UPDATES: count the non-NULL values so far in the segment...
@@ -85,6 +85,7 @@ WITH
       __op = 'U' AND (
         LAG(__op) OVER w IS DISTINCT FROM 'U'
         OR NOT (LAG(`name`) OVER w IS NOT DISTINCT FROM `name`)
+        OR NOT (LAG(`sequenceNum`) OVER w IS NOT DISTINCT FROM `sequenceNum`)
         OR NOT (TO_JSON_STRING(LAG(`tags`) OVER w) = TO_JSON_STRING(`tags`))
       ) AS __opens,
       LEAD(`sequenceNum`) OVER w AS __next0,
@@ -365,8 +366,8 @@ WITH
   numbered AS (
     SELECT
       *,
-      ROW_NUMBER() OVER (PARTITION BY __asof, `userId` ORDER BY `sequenceNum`, `_cdc_sequence`, IFNULL(`_cdc_message_id`, '')) AS __i,
-      COUNTIF(__op = 'D') OVER (PARTITION BY __asof, `userId` ORDER BY `sequenceNum`, `_cdc_sequence`, IFNULL(`_cdc_message_id`, '') ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __seg
+      ROW_NUMBER() OVER (PARTITION BY __asof, `userId` ORDER BY `sequenceNum`, `_cdc_sequence`, IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, '')) AS __i,
+      COUNTIF(__op = 'D') OVER (PARTITION BY __asof, `userId` ORDER BY `sequenceNum`, `_cdc_sequence`, IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, '') ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __seg
     FROM events
   ),
   -- IGNORE NULL UPDATES: count the non-NULL values so far in the segment...
@@ -403,6 +404,7 @@ WITH
       __op = 'U' AND (
         LAG(__op) OVER w IS DISTINCT FROM 'U'
         OR NOT (LAG(`name`) OVER w IS NOT DISTINCT FROM `name`)
+        OR NOT (LAG(`sequenceNum`) OVER w IS NOT DISTINCT FROM `sequenceNum`)
         OR NOT (TO_JSON_STRING(LAG(`tags`) OVER w) = TO_JSON_STRING(`tags`))
       ) AS __opens,
       LEAD(`sequenceNum`) OVER w AS __next0,
@@ -561,8 +563,8 @@ WITH
   numbered AS (
     SELECT
       *,
-      ROW_NUMBER() OVER (PARTITION BY `userId` ORDER BY `sequenceNum`, `_cdc_sequence`, IFNULL(`_cdc_message_id`, '')) AS __i,
-      COUNTIF(__op = 'D') OVER (PARTITION BY `userId` ORDER BY `sequenceNum`, `_cdc_sequence`, IFNULL(`_cdc_message_id`, '') ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __seg
+      ROW_NUMBER() OVER (PARTITION BY `userId` ORDER BY `sequenceNum`, `_cdc_sequence`, IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, '')) AS __i,
+      COUNTIF(__op = 'D') OVER (PARTITION BY `userId` ORDER BY `sequenceNum`, `_cdc_sequence`, IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, '') ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __seg
     FROM events
   ),
   filled_counts AS (
@@ -595,6 +597,7 @@ WITH
       __op = 'U' AND (
         LAG(__op) OVER w IS DISTINCT FROM 'U'
         OR NOT (LAG(`name`) OVER w IS NOT DISTINCT FROM `name`)
+        OR NOT (LAG(`sequenceNum`) OVER w IS NOT DISTINCT FROM `sequenceNum`)
         OR NOT (TO_JSON_STRING(LAG(`tags`) OVER w) = TO_JSON_STRING(`tags`))
       ) AS __opens,
       LEAD(`sequenceNum`) OVER w AS __next0,
