@@ -13,6 +13,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/progress"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
+	"github.com/bqcdc/bqcdc/sql/render"
 )
 
 // Target names where bqcdc's objects live.
@@ -34,8 +35,17 @@ func BindAll(flows []*flow.Flow, sources map[string]SourceSchema) ([]*flow.Bound
 	for src, s := range sources {
 		changelogs[src] = s.Columns
 	}
-	bound, refused := flow.BindAll(flows, changelogs)
-	return bound, errors.Join(refused...)
+	var named []*flow.Flow
+	var refused []error
+	for _, f := range flows {
+		if err := catalog.CheckNames(f); err != nil {
+			refused = append(refused, err)
+			continue
+		}
+		named = append(named, f)
+	}
+	bound, unbound := flow.BindAll(named, changelogs)
+	return bound, errors.Join(append(refused, unbound...)...)
 }
 
 // LookupSources resolves the changelog layout of every flow source,
@@ -180,10 +190,14 @@ func apply(ctx context.Context, bq *bigquery.Client, t Target, bound []*flow.Bou
 // flowObjectCount is the number of objects (report lines) a flow has: its
 // state table, its view and its table functions.
 func flowObjectCount(b *flow.Bound, opts Options) int {
-	if opts.SkipTableFunctions {
-		return 2
+	n := 2 // state table and view
+	if render.HasChangeFeed(b) {
+		n++ // change table
 	}
-	return 2 + len(tableFunctions(b))
+	if opts.SkipTableFunctions {
+		return n
+	}
+	return n + len(tableFunctions(b))
 }
 
 func boundFlows(bound []*flow.Bound) []*flow.Flow {

@@ -148,9 +148,10 @@ func TestApplyConcurrentlyThenReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	meter.Finish()
-	// datasets cdc and history, changelogs, shared, flows (state table,
-	// view, two table functions: _at and _changes), the status view
-	objects := 2 + sources + 3 + 4*len(flows) + 1
+	// datasets cdc and history, changelogs, shared, flows (change table,
+	// state table, view, two table functions: _at and _changes), the
+	// status view
+	objects := 2 + sources + 3 + 5*len(flows) + 1
 	if len(first) != objects {
 		t.Fatalf("first apply reported %d objects, want %d:\n%s", len(first), objects, strings.Join(first, "\n"))
 	}
@@ -166,7 +167,7 @@ func TestApplyConcurrentlyThenReadOnly(t *testing.T) {
 		if ds == "" {
 			ds = "cdc"
 		}
-		want = append(want, "table "+catalog.StateName(f), "view "+f.Target.String(),
+		want = append(want, "table "+catalog.ChangesName(f), "table "+catalog.StateName(f), "view "+f.Target.String(),
 			"table function "+ds+"."+catalog.AtFunctionName(f), "table function "+ds+"."+catalog.ChangesFunctionName(f))
 		functions += 2
 	}

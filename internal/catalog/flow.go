@@ -52,7 +52,7 @@ func AsOfFunctionName(f *flow.Flow) string { return f.Target.Table + AsOfSuffix 
 func (l Location) ViewTable(f *flow.Flow) string { return l.table(l.Dataset(f), ViewName(f)) }
 
 // ChangesFunctionName is the id of the change-feed table function.
-func ChangesFunctionName(f *flow.Flow) string { return f.Target.Table + ChangeTableSuffix }
+func ChangesFunctionName(f *flow.Flow) string { return f.Target.Table + ChangesSuffix }
 
 // Routine is a quoted table function of the flow, for SQL.
 func (l Location) Routine(f *flow.Flow, name string) string { return l.table(l.Dataset(f), name) }

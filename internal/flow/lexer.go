@@ -325,3 +325,7 @@ func (lx *lexer) stringLit(start Pos) (string, *Error) {
 		}
 	}
 }
+
+// Errorf is an error at p, for checks made outside this package (the
+// object names package catalog derives from a flow).
+func Errorf(p Pos, format string, args ...any) *Error { return errorf(p, format, args...) }

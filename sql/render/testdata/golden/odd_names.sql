@@ -584,7 +584,7 @@ WHERE __next0 IS NULL OR NOT (__next0 = __start0);
 -- the markers). Positions are final up to the flow's compaction watermark
 -- (every row ingested by then is visible): later ones are not returned yet,
 -- so reading (from, to] gives the same rows whenever it runs.
-CREATE OR REPLACE TABLE FUNCTION `my-project`.`cdc`.`odd__changes`(from_position TIMESTAMP, to_position TIMESTAMP) AS
+CREATE OR REPLACE TABLE FUNCTION `my-project`.`cdc`.`odd_changes`(from_position TIMESTAMP, to_position TIMESTAMP) AS
 WITH
   materialized AS (
     SELECT IFNULL(MAX(__watermark), TIMESTAMP '1970-01-01 00:00:00+00') AS __until
