@@ -39,6 +39,8 @@ func runCompact(ctx context.Context, args []string) error {
 	shard := fs.Int("shard", 0, "with --shards: compact the sources of this shard only")
 	shards := fs.Int("shards", 1, "split the sources into this many shards (one scheduled run each)")
 	asJSON := fs.Bool("json", false, "print one JSON object per flow")
+	dry := fs.Bool("dry-run", false, "write nothing: read what each flow's run would fold (its statistics) and print the bytes each statement it would run would bill (BigQuery dry runs; against an emulator, the cost model's estimate)")
+	maintainEvery := fs.Duration("maintain-every", compact.DefaultMaintainEvery, "fold each flow's state levels into one this often (negative: never)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -65,8 +67,15 @@ func runCompact(ctx context.Context, args []string) error {
 	opts := compact.Options{VisibilityLag: *lag,
 		TombstoneRetention: time.Duration(*tombstones) * 24 * time.Hour,
 		ChangelogRetention: time.Duration(*retention) * 24 * time.Hour,
-		Concurrency:        *concurrency, Budget: *budget, SnapshotSettle: *settle}
-	if mw, err := clients.NewWriter(ctx, t.bq); err == nil {
+		Concurrency:        *concurrency, Budget: *budget, SnapshotSettle: *settle, MaintainEvery: *maintainEvery}
+	if *dry {
+		est, label, err := estimator(ctx, t, bq, loc)
+		if err != nil {
+			return err
+		}
+		opts.DryRun = est
+		fmt.Fprintf(os.Stderr, "dry run: nothing is written; bytes are %s\n", label)
+	} else if mw, err := clients.NewWriter(ctx, t.bq); err == nil {
 		w := bqwrite.NewWriter(bq, mw, t.bq.Project, t.dataset)
 		defer w.Close()
 		opts.Reports = w
@@ -87,6 +96,13 @@ func runCompact(ctx context.Context, args []string) error {
 			}
 		} else {
 			fmt.Println(FormatReport(r))
+			for _, st := range r.Plan {
+				line := fmt.Sprintf("    would run %-12s %s", st.Step, formatBytes(st.Bytes))
+				if st.Error != "" {
+					line += " (" + st.Error + ")"
+				}
+				fmt.Println(line)
+			}
 		}
 		if r.Outcome == compact.Failed {
 			failed++
@@ -107,6 +123,16 @@ func FormatReport(r compact.Report) string {
 		s += "\n    error: " + r.Error
 	}
 	return s
+}
+
+func formatBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%d B", n)
 }
 
 func stamp(t time.Time) string {

@@ -160,6 +160,11 @@ type Options struct {
 	// DefaultSnapshotSettle; negative: off). Views show the newest version
 	// meanwhile: they read the snapshots newer than the applied one.
 	SnapshotSettle time.Duration
+	// DryRun, when set, makes every run read what it would do (the
+	// statistics: SELECTs over the changelog after the watermark) and price
+	// the statements that write with it instead of running them
+	// (Report.Plan); nothing is written: no state, view, label or report.
+	DryRun Estimator
 	// Reports receives one row per flow and run, for the report table
 	// (catalog.CompactionRunsTable); nil writes none.
 	Reports ReportWriter
@@ -259,6 +264,7 @@ type Report struct {
 	WatermarkAfter  time.Time     `json:"watermark_after"`
 	Generation      time.Time     `json:"generation,omitempty"`
 	Maintained      bool          `json:"maintained,omitempty"` // the run folded the state's levels into one
+	Plan            []Statement   `json:"plan,omitempty"`       // a dry run: the statements the run would execute, priced
 	Jobs            int           `json:"jobs"`                 // query jobs this flow's run started
 	BytesBilled     int64         `json:"bytes_billed"`         // by those jobs (the emulator reports 0)
 	Duration        time.Duration `json:"duration_ns"`

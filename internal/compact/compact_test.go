@@ -46,10 +46,11 @@ func outcomes(reports []Report) []string {
 }
 
 // A first run of a changed flow creates its state (and change table),
-// reads the statistics, folds, materializes the change feed and maintains
-// the state; it moves the view's bound to the new watermark and labels the
-// state. A second run with nothing new is one query; a third, with the
-// changelog's metadata unchanged, none.
+// reads the statistics, folds and materializes the change feed; it moves
+// the view's bound to the new watermark and labels the state. A second run
+// with nothing new is one query, and maintains the state (folds its levels:
+// the first had none before it); a third, with the changelog's metadata
+// unchanged, none; a run a day after the maintenance maintains again.
 func TestRunsOfOneFlow(t *testing.T) {
 	fake := newFake()
 	bound := testFlows(t, fake, 1, 1)
@@ -58,21 +59,21 @@ func TestRunsOfOneFlow(t *testing.T) {
 	changed(fake, "src0_changelog", 3, t0.Add(-time.Minute), 1, 2)
 
 	reports := c.Run(context.Background(), bound)
-	if reports[0].Outcome != Compacted || !reports[0].Maintained {
+	if reports[0].Outcome != Compacted || reports[0].Maintained {
 		t.Fatalf("first run: %+v", reports[0])
 	}
-	if d := cmp.Diff([]string{"stats", "fold", "changes", "maintain", "maintain_gc"}, fake.kinds()); d != "" {
+	if d := cmp.Diff([]string{"stats", "fold", "changes"}, fake.kinds()); d != "" {
 		t.Errorf("statements of the first run (-want +got):\n%s", d)
 	}
-	if reports[0].Jobs != 5 {
-		t.Errorf("jobs = %d, want 5", reports[0].Jobs)
+	if reports[0].Jobs != 3 {
+		t.Errorf("jobs = %d, want 3", reports[0].Jobs)
 	}
 	w := t0.Add(-10 * time.Second)
 	if d := cmp.Diff([]string{"f0@" + w.Format(time.RFC3339)}, fake.views); d != "" {
 		t.Errorf("views (-want +got):\n%s", d)
 	}
 	l := fake.labels("cdc.t0__state")
-	if l[catalog.LabelWatermark] != us(w) || l[catalog.LabelMaintained] != us(t0) || l[catalog.StateLayoutLabel] != catalog.StateLayout {
+	if l[catalog.LabelWatermark] != us(w) || l[catalog.LabelMaintained] != "" || l[catalog.StateLayoutLabel] != catalog.StateLayout {
 		t.Errorf("labels after the first run: %v", l)
 	}
 	// The change feed's run reads the state of the touched keys only.
@@ -80,17 +81,23 @@ func TestRunsOfOneFlow(t *testing.T) {
 		t.Errorf("the change feed's statement does not filter the state by the touched keys:\n%s", q)
 	}
 
-	// Nothing new: the statistics say so, no fold, no maintenance (done
-	// an hour ago), and the view is not touched again.
+	// Nothing new: the statistics say so, no fold; the view is not touched
+	// again; the levels are folded (never done before).
 	fake.reset()
 	now = t0.Add(time.Hour)
 	fake.stats["`src0_changelog`"] = map[string]bigquery.Value{"events": int64(0), "unfolded": int64(0), "changes_until": w}
 	reports = c.Run(context.Background(), bound)
-	if reports[0].Outcome != UpToDate || reports[0].Jobs != 1 {
+	if reports[0].Outcome != UpToDate || reports[0].Jobs != 3 || !reports[0].Maintained {
 		t.Fatalf("second run: %+v", reports[0])
+	}
+	if d := cmp.Diff([]string{"stats", "maintain", "maintain_gc"}, fake.kinds()); d != "" {
+		t.Errorf("statements of the second run (-want +got):\n%s", d)
 	}
 	if len(fake.views) != 0 {
 		t.Errorf("views updated with nothing new: %v", fake.views)
+	}
+	if l := fake.labels("cdc.t0__state"); l[catalog.LabelMaintained] != us(now) {
+		t.Errorf("maintenance not labelled: %v", l)
 	}
 
 	// The changelog's metadata is unchanged and the last run left it clean.
@@ -102,6 +109,13 @@ func TestRunsOfOneFlow(t *testing.T) {
 	}
 
 	// A day after the last maintenance the next run with changes maintains.
+	fake.reset()
+	now = t0.Add(23 * time.Hour)
+	fake.tables["cdc.src0_changelog"].NumRows = 15
+	changed(fake, "src0_changelog", 1, now.Add(-time.Minute), 7)
+	if reports = c.Run(context.Background(), bound); reports[0].Maintained {
+		t.Errorf("maintained 22 hours after the last time")
+	}
 	fake.reset()
 	now = t0.Add(25 * time.Hour)
 	fake.tables["cdc.src0_changelog"].NumRows = 20
@@ -158,13 +172,16 @@ func TestWhereARunStarts(t *testing.T) {
 }
 
 // A crash after any step leaves the labels as they were: the next run
-// reads from the state's newest marker (the labels of a first run are
-// none), and folds the same rows again (a level counted once).
+// reads from the same watermark, and folds the same rows again (a level
+// counted once).
 func TestCrashAfterAStepRunsAgainFromTheLabels(t *testing.T) {
 	for _, step := range []string{StepFold, StepChanges, StepGC, StepView} {
 		t.Run(step, func(t *testing.T) {
 			fake := newFake()
 			bound := testFlows(t, fake, 1, 1)
+			// A flow folded before (so the run maintains too).
+			fake.tables["cdc.t0__state"] = &bigquery.TableMetadata{NumRows: 1, Labels: map[string]string{
+				catalog.StateLayoutLabel: catalog.StateLayout, catalog.LabelWatermark: us(t0.Add(-time.Hour)), catalog.LabelFoldedMax: us(t0.Add(-time.Hour))}}
 			now := t0
 			crash := true
 			c := compactor(fake, &now, Options{AfterStep: func(_, s string) error {
@@ -178,8 +195,8 @@ func TestCrashAfterAStepRunsAgainFromTheLabels(t *testing.T) {
 			if rep.Outcome != Failed || !strings.Contains(rep.Error, "injected crash") {
 				t.Fatalf("%+v", rep)
 			}
-			if l := fake.labels("cdc.t0__state"); l[catalog.LabelWatermark] != "" {
-				t.Fatalf("labels written by a crashed run: %v", l)
+			if l := fake.labels("cdc.t0__state"); l[catalog.LabelWatermark] != us(t0.Add(-time.Hour)) {
+				t.Fatalf("labels moved by a crashed run: %v", l)
 			}
 			crash = false
 			fake.reset()
@@ -188,10 +205,8 @@ func TestCrashAfterAStepRunsAgainFromTheLabels(t *testing.T) {
 			if rep.Outcome != Compacted {
 				t.Fatalf("re-run: %+v", rep)
 			}
-			// The state holds the crashed run's level but no labels: the
-			// re-run reads its marker first (the fake has none: the start).
-			if d := cmp.Diff([]string{"marker", "stats"}, fake.kinds()[:2]); d != "" {
-				t.Errorf("the re-run's first statements (-want +got):\n%s", d)
+			if !strings.Contains(fake.queries[0], "`_cdc_ingested_at` > TIMESTAMP '2026-12-01 11:00:00+00:00'") {
+				t.Errorf("the re-run does not read from the labelled watermark:\n%s", fake.queries[0])
 			}
 		})
 	}
@@ -324,3 +339,42 @@ func TestChangeFeedKeyFilter(t *testing.T) {
 		})
 	}
 }
+
+// A dry run reads what it would do and prices the statements that write,
+// writing nothing: no fold, no label, no view.
+func TestDryRunWritesNothing(t *testing.T) {
+	fake := newFake()
+	bound := testFlows(t, fake, 1, 1)
+	if err := fake.State(context.Background(), bound[0]); err != nil {
+		t.Fatal(err)
+	}
+	md := fake.tables["cdc.t0__state"]
+	md.NumRows = 1
+	md.Labels[catalog.LabelWatermark], md.Labels[catalog.LabelFoldedMax] = us(t0.Add(-time.Hour)), us(t0.Add(-time.Hour))
+	fake.states = nil
+	changed(fake, "src0_changelog", 2, t0.Add(-time.Minute), 1)
+	now := t0
+	priced := map[string]int64{"fold": 11 << 20, "changes": 12 << 20, "maintain": 13 << 20, "maintain_gc": 14 << 20}
+	est := estimator(func(sql string) (int64, error) { return priced[kindOfSQL(sql)], nil })
+	rep := compactor(fake, &now, Options{DryRun: est}).Run(context.Background(), bound)[0]
+	if d := cmp.Diff([]string{"stats"}, fake.kinds()); d != "" {
+		t.Errorf("statements run (-want +got):\n%s", d)
+	}
+	var steps []string
+	for _, st := range rep.Plan {
+		steps = append(steps, st.Step)
+	}
+	if d := cmp.Diff([]string{StepFold, StepChanges, "maintain", "maintain gc"}, steps); d != "" {
+		t.Errorf("plan (-want +got):\n%s", d)
+	}
+	if rep.BytesBilled != 50<<20 {
+		t.Errorf("priced %d bytes, want %d", rep.BytesBilled, 50<<20)
+	}
+	if l := fake.labels("cdc.t0__state"); l[catalog.LabelWatermark] != us(t0.Add(-time.Hour)) || len(fake.views) != 0 || len(fake.states) != 0 {
+		t.Errorf("a dry run wrote: labels %v, views %v, states %v", l, fake.views, fake.states)
+	}
+}
+
+type estimator func(sql string) (int64, error)
+
+func (e estimator) Estimate(_ context.Context, sql string) (int64, error) { return e(sql) }

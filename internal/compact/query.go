@@ -10,10 +10,44 @@ import (
 )
 
 // account counts what one flow's run cost: the query jobs it started (each
-// attempt is a job) and the bytes BigQuery billed for them.
+// attempt is a job) and the bytes BigQuery billed for them; in a dry run,
+// the statements it would have run, priced.
 type account struct {
 	jobs  int
 	bytes int64
+	plan  []Statement
+}
+
+// Statement is one statement a dry run would have run, and its price.
+type Statement struct {
+	Step  string `json:"step"`  // fold, changes, maintain, ...
+	Bytes int64  `json:"bytes"` // what BigQuery would bill (or the cost model estimates)
+	Error string `json:"error,omitempty"`
+	SQL   string `json:"-"`
+}
+
+// Estimator prices a statement without running it: a BigQuery dry run, or
+// the cost model (package cost) where dry runs mean nothing (the emulator).
+type Estimator interface {
+	Estimate(ctx context.Context, sql string) (int64, error)
+}
+
+// exec runs a statement that writes (step names it). In a dry run
+// (Options.DryRun) it prices the statement instead, lists it in the plan,
+// and returns no rows.
+func (c *Compactor) exec(ctx context.Context, step, sql string, acct *account) (Result, error) {
+	if c.opts.DryRun == nil {
+		return c.query(ctx, sql, acct)
+	}
+	st := Statement{Step: step, SQL: sql}
+	n, err := c.opts.DryRun.Estimate(ctx, sql)
+	if err != nil {
+		st.Error = err.Error()
+	}
+	st.Bytes = n
+	acct.bytes += n
+	acct.plan = append(acct.plan, st)
+	return Result{}, nil
 }
 
 // query runs a statement, retrying transient failures (concurrent DML on

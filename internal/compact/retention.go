@@ -72,8 +72,11 @@ func (c *Compactor) expireSource(ctx context.Context, b *flow.Bound, cutoff time
 	if err != nil {
 		return err
 	}
-	if _, err := c.query(ctx, sql, acct); err != nil {
+	if _, err := c.exec(ctx, "expire changelog", sql, acct); err != nil {
 		return err
+	}
+	if c.opts.DryRun != nil {
+		return nil
 	}
 	return c.wh.SetLabels(ctx, c.loc.DefaultDataset, catalog.TableName(b.Source.Name),
 		map[string]string{catalog.ChangelogExpiredLabel: strconv.FormatInt(cutoff.UnixMicro(), 10)})

@@ -130,6 +130,13 @@ func (r *run) ensureState(ctx context.Context) error {
 			return nil
 		}
 	}
+	if r.c.opts.DryRun != nil {
+		// A dry run makes nothing: the statements are priced against the
+		// tables as they are (a missing one fails its dry run, which the
+		// plan shows).
+		r.acct.plan = append(r.acct.plan, Statement{Step: "state tables", Error: "not up to date: bqcdc apply (or a run) creates or evolves them first"})
+		return nil
+	}
 	if err := r.c.objs.State(ctx, r.t.b); err != nil {
 		return fmt.Errorf("bringing the state table up to date: %w", err)
 	}
@@ -141,6 +148,9 @@ func (r *run) ensureState(ctx context.Context) error {
 func (r *run) setLabels(ctx context.Context, l labels) error {
 	b := r.t.b
 	l.layout = true
+	if r.c.opts.DryRun != nil {
+		return nil
+	}
 	if err := r.c.wh.SetLabels(ctx, r.c.loc.Dataset(b.Flow), catalog.StateName(b.Flow), l.values()); err != nil {
 		return fmt.Errorf("labelling the state table (the next run checks the flow with a query): %w", err)
 	}
@@ -162,6 +172,9 @@ func (r *run) step(step string) error {
 // to the same columns and bound (memo), so a run with nothing to fold reads
 // the view's metadata only when something changed.
 func (r *run) viewOnce(memo string, put func() error) error {
+	if r.c.opts.DryRun != nil {
+		return nil
+	}
 	key := r.cols + "@" + memo
 	if seen, ok := r.c.views.Load(r.t.b.Name); ok && seen == key {
 		return nil

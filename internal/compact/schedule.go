@@ -74,7 +74,7 @@ func (c *Compactor) runFlow(ctx context.Context, t *task) Report {
 	var acct account
 	err := c.flow(ctx, t, start, &rep, &acct)
 	rep.Duration = c.opts.Now().Sub(start)
-	rep.Jobs, rep.BytesBilled = acct.jobs, acct.bytes
+	rep.Jobs, rep.BytesBilled, rep.Plan = acct.jobs, acct.bytes, acct.plan
 	if err != nil {
 		rep.Outcome, rep.Error = Failed, err.Error()
 	}
@@ -229,7 +229,7 @@ func (c *Compactor) measure(ctx context.Context, r Report, snapshot bool) {
 // Storage Write API: no DML on a shared table, whatever the number of
 // flows and runs. Best effort: correctness never depends on it.
 func (c *Compactor) writeReports(ctx context.Context, start time.Time, sel Selection, reports []Report) {
-	if c.opts.Reports == nil || len(reports) == 0 {
+	if c.opts.Reports == nil || len(reports) == 0 || c.opts.DryRun != nil {
 		return
 	}
 	runID := fmt.Sprintf("%s-%d", start.Format("20060102T150405.000000Z"), sel.Shard)

@@ -153,7 +153,7 @@ func (s *snapshotRun) fold(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.c.query(ctx, sql, s.acct)
+	res, err := s.c.exec(ctx, StepFold, sql, s.acct)
 	if err != nil {
 		return fmt.Errorf("applying %d snapshots: %w", s.st.versions, err)
 	}
@@ -173,7 +173,7 @@ func (s *snapshotRun) after(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.c.query(ctx, sql, s.acct); err != nil {
+	if _, err := s.c.exec(ctx, StepGC, sql, s.acct); err != nil {
 		return fmt.Errorf("deleting rows no view reads: %w", err)
 	}
 	return s.step(StepGC)

@@ -159,7 +159,7 @@ func (s *streamRun) fold(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.c.query(ctx, sql, s.acct)
+	res, err := s.c.exec(ctx, StepFold, sql, s.acct)
 	if err != nil {
 		return fmt.Errorf("folding: %w", err)
 	}
@@ -176,7 +176,9 @@ func (s *streamRun) after(ctx context.Context) error {
 			return err
 		}
 	}
-	if s.c.maintenanceDue(s.t.labels, s.now) {
+	// Maintenance folds what runs before this one folded: nothing on a
+	// flow's first run.
+	if s.c.maintenanceDue(s.t.labels, s.now) && s.from.After(render.Epoch) {
 		if err := s.maintain(ctx); err != nil {
 			return err
 		}
@@ -202,14 +204,14 @@ func (s *streamRun) materializeChanges(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.c.query(ctx, sql, s.acct); err != nil {
+	if _, err := s.c.exec(ctx, StepChanges, sql, s.acct); err != nil {
 		return fmt.Errorf("materializing the change feed from %s: %w", s.st.changesUntil.Format(time.RFC3339Nano), err)
 	}
 	return nil
 }
 
-// maintain folds the state's levels into one and deletes the levels it
-// folded, in two statements: the INSERT is the commit point, and until the
+// maintain folds the state's levels ingested by the watermark the run
+// started from into one and deletes the levels it folded, in two statements: the INSERT is the commit point, and until the
 // DELETE both count, which folds the same. It reads the whole state, once
 // a day (Options.MaintainEvery).
 func (s *streamRun) maintain(ctx context.Context) error {
@@ -218,13 +220,13 @@ func (s *streamRun) maintain(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.c.query(ctx, sql, s.acct); err != nil {
+	if _, err := s.c.exec(ctx, "maintain", sql, s.acct); err != nil {
 		return fmt.Errorf("folding the state's levels: %w", err)
 	}
 	if sql, err = s.plan.MaintainGC(p); err != nil {
 		return err
 	}
-	if _, err := s.c.query(ctx, sql, s.acct); err != nil {
+	if _, err := s.c.exec(ctx, "maintain gc", sql, s.acct); err != nil {
 		return fmt.Errorf("deleting the levels folded: %w", err)
 	}
 	s.rep.Maintained = true

@@ -117,3 +117,31 @@ func (w bigQuery) View(ctx context.Context, b *flow.Bound, hint time.Time) error
 func (w bigQuery) SnapshotView(ctx context.Context, b *flow.Bound, key string) error {
 	return apply.SnapshotView(ctx, w.bq, w.loc, b, key, nil)
 }
+
+// DryRun is the Estimator of a BigQuery project: a dry run of the
+// statement (no job runs, nothing is billed), answering the bytes BigQuery
+// would process. (A dry run's figure is before the 10 MB per table
+// minimum; billing rounds up from it.)
+func DryRun(bq *bigquery.Client) Estimator { return dryRun{bq} }
+
+type dryRun struct{ bq *bigquery.Client }
+
+func (d dryRun) Estimate(ctx context.Context, sql string) (int64, error) {
+	q := d.bq.Query(sql)
+	q.DryRun = true
+	job, err := q.Run(ctx)
+	if err != nil {
+		return 0, err
+	}
+	st := job.LastStatus()
+	if st == nil {
+		return 0, fmt.Errorf("the dry run returned no status")
+	}
+	if err := st.Err(); err != nil {
+		return 0, err
+	}
+	if st.Statistics == nil {
+		return 0, nil
+	}
+	return st.Statistics.TotalBytesProcessed, nil
+}

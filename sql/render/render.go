@@ -439,9 +439,8 @@ func (c *Compaction) Changes(r Run) (string, error) {
 }
 
 // Maintain folds every level of the state ingested at or before
-// r.Watermark into one (generation r.Generation, with a marker of
-// r.NewWatermark and r.FoldedMax), dropping SCD 1 tombstones ingested
-// before r.TombstoneCutoff. It reads the whole state: runs do it at most
+// r.Watermark into one (generation r.Generation), dropping SCD 1
+// tombstones ingested before r.TombstoneCutoff. It reads the whole state: runs do it at most
 // once a day (compact.Options.MaintainEvery).
 func (c *Compaction) Maintain(r Run) (string, error) {
 	d := c.d
@@ -453,7 +452,8 @@ func (c *Compaction) Maintain(r Run) (string, error) {
 }
 
 // MaintainGC deletes what Maintain folded: the levels written before
-// r.Cutoff (ingested at or before r.Watermark) and the older markers.
+// r.Cutoff (ingested at or before r.Watermark), and the markers of the
+// state and the change table written before it but the newest.
 func (c *Compaction) MaintainGC(r Run) (string, error) {
 	return c.render("merge_gc", r)
 }

@@ -221,18 +221,16 @@ WITH
 SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, TO_JSON_STRING(STRUCT(`userId`)), __op, TIMESTAMP '2026-11-30 08:00:00+00:00', CAST(NULL AS TIMESTAMP)
 FROM marked
 WHERE (__rn = 1 OR __rn = __first_delete)
-  AND NOT (__op = 'D' AND `_cdc_ingested_at` < TIMESTAMP '2026-10-31 08:00:00+00:00')
-UNION ALL
--- The watermark marker: every changelog row ingested at or before
--- new_watermark is folded; folded_max is the newest ingestion time read.
-SELECT CAST(NULL AS INT64), CAST(NULL AS STRING), CAST(NULL AS STRING), CAST(NULL AS INT64), CAST([] AS ARRAY<STRING>), CAST(NULL AS STRING), CAST(NULL AS TIMESTAMP), CAST(NULL AS STRING), TIMESTAMP '2026-11-30 07:09:00.123456+00:00', CAST(NULL AS TIMESTAMP), CAST(NULL AS STRING), CAST(NULL AS INT64), CAST(NULL AS STRUCT<`id` STRING, `total_order` INT64, `data_collection_order` INT64>), CAST(NULL AS STRING), 'W', TIMESTAMP '2026-11-30 08:00:00+00:00', TIMESTAMP '2026-11-30 07:50:00+00:00';
+  AND NOT (__op = 'D' AND `_cdc_ingested_at` < TIMESTAMP '2026-10-31 08:00:00+00:00');
 
--- After maintenance: the levels it folded (written before gc_cutoff, so
--- committed before it read them) and older watermark markers. Rows written
--- since are kept: they are levels it may not have read.
+-- After maintenance: the levels it folded (written before cutoff, so
+-- committed before it read them) and the older watermark markers (the
+-- newest says it all). Rows written since are kept: they are levels it may
+-- not have read.
 DELETE FROM `my-project`.`cdc`.`users_current__state`
 WHERE __gen < TIMESTAMP '2026-11-30 06:00:00+00:00'
-  AND (__op = 'W' OR (__op IN ('U', 'D', 'T') AND `_cdc_ingested_at` <= TIMESTAMP '2026-11-30 07:00:00+00:00'));
+  AND ((__op IN ('U', 'D', 'T') AND `_cdc_ingested_at` <= TIMESTAMP '2026-11-30 07:00:00+00:00')
+    OR (__op = 'W' AND __watermark < (SELECT MAX(__watermark) FROM `my-project`.`cdc`.`users_current__state` WHERE __op = 'W')));
 
 -- The change feed's older markers: the newest says it all.
 DELETE FROM `my-project`.`cdc`.`users_current__changes`
