@@ -46,6 +46,14 @@ func state(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *fl
 		keys = keys[:4]
 	}
 	want.Clustering = &bigquery.Clustering{Fields: keys}
+	if !b.IsSnapshot() {
+		// By day of the generation: maintenance deletes the levels it
+		// folded by whole days, which BigQuery does without billing (a DML
+		// DELETE otherwise bills every column of the table). A state table
+		// made before it has no partitioning (BigQuery cannot add it): it
+		// works the same, its maintenance DELETE billed.
+		want.TimePartitioning = &bigquery.TimePartitioning{Type: bigquery.DayPartitioningType, Field: catalog.ColStateGen}
+	}
 	return ensureTableCreated(ctx, bq.Dataset(loc.Dataset(b.Flow)).Table(catalog.StateName(b.Flow)), want, rep)
 }
 

@@ -153,6 +153,11 @@ type Options struct {
 	// (the function's timeout), so every level it deletes was committed
 	// before it read the state.
 	MaintainMargin time.Duration
+	// MaintainGranularity truncates maintenance's cutoff (default 24 h: the
+	// state's day partitions, so its DELETE drops whole partitions, which
+	// BigQuery does not bill). Tests set it small to delete the levels of
+	// runs minutes apart.
+	MaintainGranularity time.Duration
 	// SnapshotSettle: while a snapshot flow's table was modified less than
 	// this long ago, a run leaves its newest version for a later run (older
 	// ones still apply), so a snapshot written in several loads is not
@@ -246,6 +251,9 @@ func NewWith(wh Warehouse, objs Objects, loc catalog.Location, opts Options) *Co
 	}
 	if opts.MaintainMargin == 0 {
 		opts.MaintainMargin = DefaultMaintainMargin
+	}
+	if opts.MaintainGranularity == 0 {
+		opts.MaintainGranularity = 24 * time.Hour
 	}
 	return &Compactor{wh: wh, objs: objs, loc: loc, opts: opts}
 }

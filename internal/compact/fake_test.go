@@ -92,7 +92,7 @@ func kindOfSQL(sql string) string {
 	switch {
 	case strings.Contains(sql, "What a compaction run would fold"):
 		return "stats"
-	case strings.HasPrefix(sql, "SELECT __gen, __watermark"):
+	case strings.Contains(sql, "SELECT __gen, __watermark"):
 		return "marker"
 	case strings.Contains(sql, "-- Maintenance:"):
 		return "maintain"

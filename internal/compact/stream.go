@@ -151,7 +151,7 @@ func values(v bigquery.Value) []any {
 
 func (s *streamRun) runParams() render.Run {
 	return render.Run{Watermark: s.from, FoldedMax: s.newMax, Generation: s.gen, NewWatermark: s.watermark,
-		TombstoneCutoff: s.c.tombstoneCutoff(s.now), Cutoff: s.now.Add(-s.c.opts.MaintainMargin), ChangesFrom: s.st.changesUntil}
+		TombstoneCutoff: s.c.tombstoneCutoff(s.now), Cutoff: s.now.Add(-s.c.opts.MaintainMargin).Truncate(s.c.opts.MaintainGranularity), ChangesFrom: s.st.changesUntil}
 }
 
 func (s *streamRun) fold(ctx context.Context) error {
@@ -178,7 +178,7 @@ func (s *streamRun) after(ctx context.Context) error {
 	}
 	// Maintenance folds what runs before this one folded: nothing on a
 	// flow's first run.
-	if s.c.maintenanceDue(s.t.labels, s.now) && s.from.After(render.Epoch) {
+	if s.c.maintenanceDue(s.t.labels, s.now, s.t.b.SCDType) && s.from.After(render.Epoch) {
 		if err := s.maintain(ctx); err != nil {
 			return err
 		}
@@ -259,12 +259,19 @@ func (s *streamRun) next() (labels, bool) {
 }
 
 // maintenanceDue reports whether a run should fold the state's levels:
-// MaintainEvery after the last time (never folded: now).
-func (c *Compactor) maintenanceDue(l labels, now time.Time) bool {
+// MaintainEvery after the last time (never folded: now). An SCD 2 (or
+// bitemporal) state's levels are its distinct events already, so folding
+// them only drops the copies a crashed run left and the markers: a seventh
+// as often.
+func (c *Compactor) maintenanceDue(l labels, now time.Time, scd int) bool {
 	if c.opts.MaintainEvery < 0 {
 		return false
 	}
-	return l.maintained.IsZero() || now.Sub(l.maintained) >= c.opts.MaintainEvery
+	every := c.opts.MaintainEvery
+	if scd == 2 {
+		every *= 7
+	}
+	return l.maintained.IsZero() || now.Sub(l.maintained) >= every
 }
 
 func (c *Compactor) tombstoneCutoff(now time.Time) time.Time {

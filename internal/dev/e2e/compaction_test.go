@@ -63,7 +63,7 @@ func TestCompactionIsIdempotentAndBounded(t *testing.T) {
 	// Runs here never overlap: maintenance may delete the levels of a run
 	// a minute before it.
 	opts := compact.Options{VisibilityLag: time.Minute, Now: func() time.Time { return now }, Backoff: 20 * time.Millisecond, Reports: e.W,
-		MaintainMargin: time.Minute}
+		MaintainMargin: time.Minute, MaintainGranularity: time.Nanosecond}
 	reports := compact.New(e.BQ, e.Loc, opts).Run(ctx, bound)
 	for _, r := range reports {
 		// The first run has an empty state: statistics, the fold and the

@@ -273,7 +273,7 @@ func compactRandomly(t *testing.T, e *testenv.Env, r *rand.Rand, bound []*flow.B
 		maintain = time.Nanosecond
 	}
 	opts := compact.Options{VisibilityLag: lag, Now: func() time.Time { return now }, Backoff: 20 * time.Millisecond, Concurrency: 1,
-		MaintainEvery: maintain, MaintainMargin: time.Second,
+		MaintainEvery: maintain, MaintainMargin: time.Second, MaintainGranularity: time.Nanosecond,
 		AfterStep: func(flowName, name string) error {
 			step++
 			if late && name == compact.StepFold {
