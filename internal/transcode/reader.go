@@ -48,7 +48,7 @@ var (
 	errTooLong   = errors.New("bytes or string longer than a Pub/Sub message (10 MiB)")
 	errBranch    = errors.New("unknown union branch")
 	errSymbol    = errors.New("unknown enum symbol")
-	errNotUTF8   = errors.New("a string that is not UTF-8 (Avro strings and BigQuery STRING values are UTF-8; the bytes are not altered)")
+	errNotUTF8   = errors.New("a string that is not valid UTF-8 (Avro strings and BigQuery STRING values are UTF-8; the message is refused, not altered)")
 	// errHostileCount marks a block count larger than the bytes left could
 	// hold. The generic path allocates arrays at their declared count, so
 	// for such input it may exhaust memory rather than fail; the transcoder
