@@ -133,7 +133,7 @@ func TestHostileCorpusThroughTheService(t *testing.T) {
 
 // addEmptyChangelog gives topic a changelog of bqcdc's metadata columns
 // only: a writer's columns arrive through schema evolution.
-func addEmptyChangelog(t *testing.T, f *fakeTables, topic string) {
+func addEmptyChangelog(t testing.TB, f *fakeTables, topic string) {
 	t.Helper()
 	s := bqschema.ToBigQuery(catalog.MetadataColumns())
 	enc, err := bqwrite.NewEncoder(s)
