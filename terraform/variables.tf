@@ -267,10 +267,9 @@ variable "ingest" {
       Raise it (up to 1000) when append latency is high and instances stay CPU-idle; lower it when instances run
       near 100% CPU (p99 latency grows) or memory.
     - cpu 1: Cloud Run requires at least 1 vCPU for concurrency above 1 (and for instance-based billing).
-    - memory 512Mi: the function holds at most 256 MiB of push bodies in flight per instance (requests beyond that
-      wait); 80 typical Debezium events of a few KB use well under 1 MiB of it. Raise memory to 1Gi when messages are
-      large (MB-sized rows, e.g. BLOB/TEXT columns): a body and what decoding it allocates take about 3x its size, so
-      the full 256 MiB of bodies in flight needs about 1 GiB.
+    - memory 512Mi: the function admits at most 192 MiB of requests per instance, each weighed by its push body plus the
+      decoded-size budget of a message that size (requests beyond that wait); 80 typical Debezium events of a few KB weigh
+      about 40 MiB, the largest message 80 MiB, and with Go's default GC target the heap stays under 2 x (192 + ~30) MiB.
     - timeout_seconds 60: an append normally takes well under a second; 60 s bounds a stuck request. It is also the push
       ack deadline (at most 600) and sets BQCDC_VISIBILITY_LAG of the compact function (timeout + 120 s).
     - max_instance_count 100: caps cost and the number of concurrent Storage Write API connections.

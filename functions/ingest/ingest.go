@@ -38,6 +38,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/ingest"
+	"github.com/bqcdc/bqcdc/internal/limits"
 	"github.com/bqcdc/bqcdc/internal/logging"
 	"github.com/bqcdc/bqcdc/internal/metrics"
 	"github.com/bqcdc/bqcdc/internal/pubsubschema"
@@ -52,14 +53,23 @@ const EntryPoint = "Ingest"
 // which base64 makes 13.4 MB, plus attributes and the JSON around them.
 const MaxBody = 16 << 20
 
-// MaxBodiesInFlight bounds the push bodies one instance holds at once, so
-// that a high request concurrency (Terraform's default is 80) cannot add up
-// to more memory than the instance has when large messages arrive
-// together: requests beyond it wait for memory, not for CPU. A body and
-// what decoding it allocates take about three times its size; 256 MiB of
-// bodies fit a 1 GiB instance, and typical Debezium events of a few KB never
-// reach the bound.
-const MaxBodiesInFlight = 256 << 20
+// MaxMemoryInFlight bounds what the requests one instance serves at once
+// may hold, so that a high request concurrency (Terraform's default is 80)
+// cannot add up to more memory than the instance has when large or costly
+// messages arrive together: requests beyond it wait for memory, not for
+// CPU. A request weighs its push body plus the decoded-size budget of a
+// message that size (limits.DecodeBudget), which decoding it may not exceed
+// (it is refused, a dead letter at stage decode): the body's bytes alone
+// do not bound what decoding costs, 80-100 times the payload for 1-byte
+// array items. A typical event of a few KB weighs about 0.5 MiB, so 80 of
+// them take 40 MiB; the largest message weighs 80 MiB.
+//
+// 192 MiB fits Terraform's default instance of 512 MiB: with Go's default
+// GC target (GOGC=100: the heap may grow to twice what was live at the last
+// collection) and about 30 MiB of clients, caches and runtime, the heap
+// stays under 2 × (192 + 30) = 444 MiB. TestDecodedSizeIsBounded (package
+// internal/ingest) checks that a message allocates no more than its budget.
+const MaxMemoryInFlight = 192 << 20
 
 // Register registers the entry point with the Functions Framework. The
 // function configures itself from the environment on its first request (so
@@ -114,7 +124,7 @@ type Options struct {
 type Function struct {
 	svc    *ingest.Service
 	log    *slog.Logger
-	bodies *semaphore.Weighted // bytes of push bodies in flight
+	memory *semaphore.Weighted // bytes requests in flight may hold (MaxMemoryInFlight)
 }
 
 // New creates the function's clients and pipeline. Clients connect lazily;
@@ -163,7 +173,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Function, error) {
 		opts.Flows = apply.NewFollower(bq, loc, o.Flows, o.Log)
 	}
 	o.Log.Info("ingest configured", "config", cfg.Redacted(), "flows", len(o.Flows))
-	return &Function{svc: ingest.New(opts), log: o.Log, bodies: semaphore.NewWeighted(MaxBodiesInFlight)}, nil
+	return &Function{svc: ingest.New(opts), log: o.Log, memory: semaphore.NewWeighted(MaxMemoryInFlight)}, nil
 }
 
 // Stats returns the pipeline's counters.
@@ -175,11 +185,12 @@ func (f *Function) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if size < 0 || size > MaxBody {
 		size = MaxBody // unknown (or a lie, which ReadPush refuses): assume the worst
 	}
-	if err := f.bodies.Acquire(r.Context(), size); err != nil {
+	weight := RequestWeight(size)
+	if err := f.memory.Acquire(r.Context(), weight); err != nil {
 		http.Error(w, "request ended while waiting for memory: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	defer f.bodies.Release(size)
+	defer f.memory.Release(weight)
 	msg, err := ReadPush(r)
 	if err == nil {
 		_, err = f.svc.Handle(r.Context(), msg)
@@ -194,6 +205,14 @@ func (f *Function) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// RequestWeight is what a push request of size bytes weighs in the
+// in-flight semaphore: its body, and the decoded-size budget of a message
+// that large (the message is smaller than its base64 body, and the budget
+// grows with the size, so this covers it).
+func RequestWeight(size int64) int64 {
+	return size + limits.DecodeBudget(int(min(size, MaxBody)))
 }
 
 // PushBody is what a Pub/Sub push subscription posts (the wrapped format),

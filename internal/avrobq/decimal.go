@@ -120,20 +120,43 @@ func variableScaleDecimalConv(v any) (any, error) {
 	if !ok {
 		return nil, badType("VariableScaleDecimal value bytes", m["value"])
 	}
-	if scale > 1<<20 || scale < -(1<<20) {
-		return nil, fmt.Errorf("%w: VariableScaleDecimal scale %d", ErrValue, scale)
+	if scale > limits.MaxVariableScale || scale < -limits.MaxVariableScale {
+		return nil, fmt.Errorf("%w: VariableScaleDecimal scale %d is beyond the %d a source writes (PostgreSQL's largest NUMERIC display scale)",
+			ErrValue, scale, limits.MaxVariableScale)
 	}
 	return decimalText(twosComplement(b), int(scale), decimalLimits{typ: schema.BigNumeric})
+}
+
+// DecimalText is decimalText for package transcode, which formats the
+// values that do not fit in 64 bits with it: column type typ (NUMERIC,
+// BIGNUMERIC or STRING), declared precision (0: none) and scale.
+func DecimalText(unscaled *big.Int, scale int, typ string, precision, declaredScale int) (string, error) {
+	return decimalText(unscaled, scale, decimalLimits{typ: typ, precision: precision, scale: declaredScale})
 }
 
 // decimalText writes unscaled×10^-scale as exact decimal text with scale
 // fractional digits, after checking that the column can hold it. Digits
 // are never rounded away: trailing zeros beyond the type's scale are
 // dropped, any other excess is ErrValue.
+//
+// Its cost is bounded by the value and its scale, never 10^scale computed
+// for nothing: zero is written without arithmetic, digits beyond the
+// type's scale that are not all zeros are refused from the value's binary
+// trailing zeros before 10^k is computed (a multiple of 10^k is a
+// multiple of 2^k), and outOfReach refuses the scales no digit count
+// reaches. With |scale| ≤ limits.MaxVariableScale a value costs at most
+// about 0.1 ms.
 func decimalText(unscaled *big.Int, scale int, lim decimalLimits) (string, error) {
 	maxScale := 38
 	if lim.typ == schema.Numeric {
 		maxScale = 9
+	}
+	if unscaled.Sign() == 0 {
+		s := max(scale, 0)
+		if lim.typ != schema.String {
+			s = min(s, maxScale)
+		}
+		return formatDecimal(unscaled, s), nil
 	}
 	if err := outOfReach(unscaled, scale, maxScale, lim); err != nil {
 		return "", err
@@ -144,7 +167,11 @@ func decimalText(unscaled *big.Int, scale int, lim decimalLimits) (string, error
 	}
 	if lim.typ != schema.String && scale > maxScale {
 		var q, r big.Int
-		q.QuoRem(unscaled, pow10(scale-maxScale), &r)
+		if k := scale - maxScale; unscaled.TrailingZeroBits() < uint(k) {
+			r.SetInt64(1) // not a multiple of 2^k, so not of 10^k
+		} else {
+			q.QuoRem(unscaled, pow10(k), &r)
+		}
 		if r.Sign() != 0 {
 			return "", failure.Errorf("%w: %s has %d fractional digits; %s holds %d",
 				ErrValue, failure.Value(formatDecimal(unscaled, scale)), scale, lim.typ, maxScale)
@@ -180,10 +207,12 @@ func outOfReach(unscaled *big.Int, scale, maxScale int, lim decimalLimits) error
 func checkDecimalRange(unscaled *big.Int, scale int, lim decimalLimits) error {
 	intDigits := 0
 	switch {
+	case lim.precision > 0:
+		// STRING too: a decimal wider than BigQuery's types keeps its
+		// declared precision (the README: a value over it is an error).
+		intDigits = lim.precision - lim.scale
 	case lim.typ == schema.String:
 		return nil
-	case lim.precision > 0:
-		intDigits = lim.precision - lim.scale
 	case lim.typ == schema.Numeric:
 		intDigits = 29
 	default: // unparameterised BIGNUMERIC: 76.76 digits, bounded in binary

@@ -3,6 +3,7 @@ package avrobq
 import (
 	"errors"
 	"fmt"
+	"math/big"
 	"strings"
 	"testing"
 	"time"
@@ -166,7 +167,16 @@ func TestVariableScaleDecimalExtremes(t *testing.T) {
 		{scale: 2, value: []byte{0x30, 0x39}, want: "123.45"},
 		{scale: 1 << 20, value: []byte{0x01}, wantErr: true},
 		{scale: -(1 << 20), value: []byte{0x01}, wantErr: true},
-		{scale: 1 << 20, value: []byte{0x00}, want: "0.00000000000000000000000000000000000000"},
+		{scale: 1 << 20, value: []byte{0x00}, wantErr: true}, // beyond what a source writes, zero or not
+		{scale: limits.MaxVariableScale + 1, value: []byte{0x00}, wantErr: true},
+		{scale: -limits.MaxVariableScale - 1, value: []byte{0x01}, wantErr: true},
+		{scale: limits.MaxVariableScale, value: []byte{0x00}, want: "0.00000000000000000000000000000000000000"},
+		{scale: -limits.MaxVariableScale, value: []byte{0x00}, want: "0"},
+		{scale: limits.MaxVariableScale, value: []byte{0x01}, wantErr: true},
+		// 10^16345 × 7 at scale 16383 is 7×10^-38: all the excess digits are
+		// trailing zeros, dropped.
+		{scale: limits.MaxVariableScale, value: append([]byte{0}, new(big.Int).Mul(big.NewInt(7), new(big.Int).Exp(big.NewInt(10), big.NewInt(limits.MaxVariableScale-38), nil)).Bytes()...),
+			want: "0.00000000000000000000000000000000000007"},
 		{scale: -40, value: []byte{0x01}, wantErr: true},
 		{scale: 40, value: []byte{0x64}, want: "0.00000000000000000000000000000000000001"},
 	} {

@@ -2,6 +2,7 @@ package formats
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -68,6 +69,13 @@ func NewConnectSchemas() *ConnectSchemas {
 // errors are permanent, at the registry stage for a schema that cannot be
 // converted and at the decode stage for a payload that does not fit it.
 func (c *ConnectSchemas) Decode(data []byte) (*Writer, map[string]any, error) {
+	return c.DecodeContext(context.Background(), data)
+}
+
+// DecodeContext is Decode for a request: decoding stops once ctx is done,
+// with a retryable error wrapping limits.ErrInterrupted (see
+// Writer.DecodeContext).
+func (c *ConnectSchemas) DecodeContext(ctx context.Context, data []byte) (*Writer, map[string]any, error) {
 	// The wrapper is split by encoding/json, which is linear in the input
 	// and stops at 10,000 levels; the schema text is checked against
 	// bqcdc's JSON bounds when it is first seen (canonicalJSON), the
@@ -83,7 +91,10 @@ func (c *ConnectSchemas) Decode(data []byte) (*Writer, map[string]any, error) {
 	if err != nil {
 		return nil, nil, failure.Permanent(failure.StageRegistry, fmt.Errorf("Connect schema: %w", err))
 	}
-	rec, err := w.Decode(payload)
+	rec, err := w.DecodeContext(ctx, payload)
+	if errors.Is(err, limits.ErrInterrupted) {
+		return nil, nil, failure.Retryable(failure.StageDecode, fmt.Errorf("decoding Debezium JSON payload: %w", err))
+	}
 	if err != nil {
 		return nil, nil, failure.Permanent(failure.StageDecode, fmt.Errorf("decoding Debezium JSON payload: %w", err))
 	}

@@ -37,6 +37,10 @@ func TestAvroBinaryBounds(t *testing.T) {
 	 {"name":"s","type":"string"}]}`
 	w := formats.AvroBinary("test", parseSchema(t, []byte(arrays)))
 	empty := []byte{0, 0, 0, 0, 0} // four empty blocks and an empty string
+	// The zero-size cap binds in messages whose decoded-size budget pays
+	// for that many items (limits.ItemCost each): 300 KB of bytes that the
+	// validator never reaches raise the budget to about 19 MiB.
+	pad := make([]byte, 300<<10)
 	tests := []struct {
 		name    string
 		data    []byte
@@ -49,9 +53,9 @@ func TestAvroBinaryBounds(t *testing.T) {
 		{name: "array count max int64", data: cat(zz(1<<63-1), []byte{2}), eof: true, wantErr: "array block count"},
 		{name: "negative array count min int64", data: cat(zz(-1<<63), zz(1)), limit: true, wantErr: "overflows"},
 		{name: "array block size beyond payload", data: cat(zz(-1), zz(1<<40), []byte{2}), eof: true, wantErr: "array block size"},
-		{name: "zero-size items beyond the cap", data: cat([]byte{0}, zz(1<<40), []byte{0}, empty[2:]), limit: true, wantErr: "limited to 65536 per message"},
-		{name: "empty records beyond the cap", data: cat([]byte{0, 0}, zz(limits.MaxZeroSizeItems+1), []byte{0}, empty[3:]), limit: true, wantErr: "zero bytes"},
-		{name: "zero-size items across arrays", data: cat([]byte{0}, zz(limits.MaxZeroSizeItems), []byte{0}, zz(1), []byte{0}, empty[3:]), limit: true, wantErr: "zero bytes"},
+		{name: "zero-size items beyond the cap", data: cat([]byte{0}, zz(1<<40), []byte{0}, empty[2:], pad), limit: true, wantErr: "limited to 65536 per message"},
+		{name: "empty records beyond the cap", data: cat([]byte{0, 0}, zz(limits.MaxZeroSizeItems+1), []byte{0}, empty[3:], pad), limit: true, wantErr: "zero bytes"},
+		{name: "zero-size items across arrays", data: cat([]byte{0}, zz(limits.MaxZeroSizeItems), []byte{0}, zz(1), []byte{0}, empty[3:], pad), limit: true, wantErr: "zero bytes"},
 		{name: "map count 2^40", data: cat([]byte{0, 0, 0}, zz(1<<40), []byte{2, 'k'}), eof: true, wantErr: "map block count"},
 		{name: "string length 2^40", data: cat(empty[:4], zz(1<<40), []byte("abc")), eof: true, wantErr: "string length 1099511627776"},
 		{name: "negative string length", data: cat(empty[:4], zz(-5)), wantErr: "negative"},
@@ -76,7 +80,7 @@ func TestAvroBinaryBounds(t *testing.T) {
 		})
 	}
 	// What the bounds let through still decodes.
-	ok := cat(zz(2), zz(7), zz(8), []byte{0}, zz(limits.MaxZeroSizeItems/2), []byte{0}, zz(3), []byte{0}, zz(1), zz(1), []byte{'k'}, []byte{0}, zz(2), []byte("hi"))
+	ok := cat(zz(2), zz(7), zz(8), []byte{0}, zz(limits.MaxZeroSizeItems/2), []byte{0}, zz(3), []byte{0}, zz(1), zz(1), []byte{'k'}, []byte{0}, zz(int64(len(pad))), pad)
 	rec, err := w.Decode(ok)
 	if err != nil {
 		t.Fatal(err)

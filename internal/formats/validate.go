@@ -1,9 +1,12 @@
 package formats
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"unicode/utf8"
 
+	"github.com/bqcdc/bqcdc/internal/avrobq"
 	"github.com/bqcdc/bqcdc/internal/limits"
 	"github.com/hamba/avro/v2"
 )
@@ -14,11 +17,18 @@ import (
 // hamba computes 10^scale for every value).
 type plan struct {
 	itemMin map[*avro.ArraySchema]int // fewest bytes one item encodes in
-	err     error                     // the schema is beyond a bound
+	// itemCost is the decoded-size budget's charge per array item or map
+	// entry (limits.Budget): ItemCost or EntryCost plus ExpansionCost per
+	// byte of avrobq.Expansion of the items.
+	itemCost map[avro.Schema]int64
+	// vsdScale is 1 + the index of the scale field of each
+	// VariableScaleDecimal record, whose text is charged per value.
+	vsdScale map[*avro.RecordSchema]int
+	err      error // the schema is beyond a bound
 }
 
 func newPlan(s avro.Schema) *plan {
-	p := &plan{itemMin: map[*avro.ArraySchema]int{}}
+	p := &plan{itemMin: map[*avro.ArraySchema]int{}, itemCost: map[avro.Schema]int64{}, vsdScale: map[*avro.RecordSchema]int{}}
 	p.err = p.walk(s, map[avro.Schema]bool{}, 0)
 	return p
 }
@@ -36,6 +46,9 @@ func (p *plan) walk(s avro.Schema, seen map[avro.Schema]bool, depth int) error {
 	switch x := s.(type) {
 	case *avro.RecordSchema:
 		seen[s] = true
+		if i, ok := avrobq.IsVariableScaleDecimal(x); ok {
+			p.vsdScale[x] = i + 1
+		}
 		for _, f := range x.Fields() {
 			if err := p.walk(f.Type(), seen, depth+1); err != nil {
 				return err
@@ -44,9 +57,11 @@ func (p *plan) walk(s avro.Schema, seen map[avro.Schema]bool, depth int) error {
 	case *avro.ArraySchema:
 		seen[s] = true
 		p.itemMin[x] = minSize(x.Items(), map[avro.Schema]bool{})
+		p.itemCost[x] = limits.ItemCost + limits.ExpansionCost*avrobq.Expansion(x.Items())
 		return p.walk(x.Items(), seen, depth+1)
 	case *avro.MapSchema:
 		seen[s] = true
+		p.itemCost[x] = limits.EntryCost + limits.ExpansionCost*avrobq.Expansion(x.Values())
 		return p.walk(x.Values(), seen, depth+1)
 	case *avro.UnionSchema:
 		for _, t := range x.Types() {
@@ -109,25 +124,29 @@ func minSize(s avro.Schema, open map[avro.Schema]bool) int {
 // before hamba allocates for it. It reads each byte of the payload once, so
 // it costs a fraction of the decoding it guards.
 type validator struct {
-	plan  *plan
-	b     []byte
-	pos   int
-	zero  int // zero-size array items still allowed
-	depth int
+	plan   *plan
+	b      []byte
+	pos    int
+	zero   int // zero-size array items still allowed
+	depth  int
+	budget limits.Budget
 }
 
 // validate checks that data could be decoded with s within bqcdc's limits.
-// It does not check what decoding checks anyway (string encodings, trailing
-// bytes); it only guarantees that nothing decoding allocates or loops over
-// exceeds what the payload can hold.
-func validate(p *plan, s avro.Schema, data []byte) error {
+// It does not check what decoding checks anyway (trailing bytes); it
+// guarantees that nothing decoding allocates or loops over exceeds what
+// the payload can hold, charges the message's decoded-size budget for
+// every array and map block and VariableScaleDecimal (limits.Budget: what
+// decoding and converting the message will allocate), stops once ctx is
+// done, and refuses strings that are not UTF-8.
+func validate(ctx context.Context, p *plan, s avro.Schema, data []byte) error {
 	if p.err != nil {
 		return p.err
 	}
 	if len(data) > limits.MaxMessageBytes {
 		return limits.Errorf("the payload is %d bytes, more than Pub/Sub's %d-byte message limit", len(data), limits.MaxMessageBytes)
 	}
-	v := validator{plan: p, b: data, zero: limits.MaxZeroSizeItems}
+	v := validator{plan: p, b: data, zero: limits.MaxZeroSizeItems, budget: limits.NewBudget(ctx, len(data))}
 	return v.value(s)
 }
 
@@ -208,12 +227,28 @@ func (v *validator) value(s avro.Schema) error {
 		if err := v.enter(); err != nil {
 			return err
 		}
-		for _, f := range x.Fields() {
+		vsd := v.plan.vsdScale[x]
+		var scale int64
+		for i, f := range x.Fields() {
+			if i == vsd-1 {
+				var err error
+				if scale, err = v.long(); err != nil {
+					return err
+				}
+				if f.Type().Type() == avro.Int && (scale < -1<<31 || scale > 1<<31-1) {
+					return fmt.Errorf("int %d at byte %d overflows 32 bits", scale, v.pos)
+				}
+				continue
+			}
 			if err := v.value(f.Type()); err != nil {
 				return err
 			}
 		}
 		v.depth--
+		if vsd > 0 {
+			// Its text costs its scale, which only the value says.
+			return v.budget.Charge(limits.ExpansionCost*avrobq.VariableScaleText(scale), "a VariableScaleDecimal's text", v.pos)
+		}
 		return nil
 	case *avro.UnionSchema:
 		i, err := v.long()
@@ -233,10 +268,10 @@ func (v *validator) value(s avro.Schema) error {
 		v.depth--
 		return nil
 	case *avro.ArraySchema:
-		return v.blocks(x.Items(), v.plan.itemMin[x], false)
+		return v.blocks(x.Items(), v.plan.itemMin[x], v.plan.itemCost[x], false)
 	case *avro.MapSchema:
 		// An entry is at least its key's length byte.
-		return v.blocks(x.Values(), 1, true)
+		return v.blocks(x.Values(), 1, v.plan.itemCost[x], true)
 	case *avro.FixedSchema:
 		if x.Size() > v.left() {
 			return v.beyondPayload("fixed %s of %d bytes", x.FullName(), x.Size())
@@ -279,17 +314,35 @@ func (v *validator) primitive(t avro.Type) error {
 		if err != nil {
 			return err
 		}
+		if t == avro.String {
+			return v.text(n, "string")
+		}
 		return v.skip(n)
 	}
 	return fmt.Errorf("unsupported Avro type %s", t)
 }
 
+// text skips a string of n bytes, refusing one that is not UTF-8: Avro
+// strings are UTF-8 (the specification), so are BigQuery's STRING values,
+// and Debezium JSON refuses the same (see ErrNotUTF8). Keeping the bytes
+// would store what BigQuery reads as another text, or refuses.
+func (v *validator) text(n int, what string) error {
+	if n > v.left() {
+		return errTruncated
+	}
+	if !utf8.Valid(v.b[v.pos : v.pos+n]) {
+		return notUTF8(what, v.pos)
+	}
+	v.pos += n
+	return nil
+}
+
 // blocks walks an array or map: blocks of items, each a count (negative:
 // followed by the block's size in bytes), ending with a count of 0. Each
 // count is checked before any item is read: count × the item's minimum size
-// must fit in what is left, and items of size 0 draw on the message's
-// zero-size budget.
-func (v *validator) blocks(items avro.Schema, min int, isMap bool) error {
+// must fit in what is left, items of size 0 draw on the message's
+// zero-size budget, and count × cost on its decoded-size budget.
+func (v *validator) blocks(items avro.Schema, min int, cost int64, isMap bool) error {
 	what := "array"
 	if isMap {
 		what = "map"
@@ -328,13 +381,23 @@ func (v *validator) blocks(items avro.Schema, min int, isMap bool) error {
 			}
 			v.zero -= int(n)
 		}
+		block := "an array block"
+		if isMap {
+			block = "a map block"
+		}
+		if err := v.budget.Charge(n*cost, block, start); err != nil {
+			return err
+		}
 		for range n {
+			if err := v.budget.Tick(); err != nil {
+				return err
+			}
 			if isMap {
 				k, err := v.length("map key")
 				if err != nil {
 					return err
 				}
-				if err := v.skip(k); err != nil {
+				if err := v.text(k, "map key"); err != nil {
 					return err
 				}
 			}

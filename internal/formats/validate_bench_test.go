@@ -1,6 +1,7 @@
 package formats
 
 import (
+	"context"
 	"os"
 	"testing"
 
@@ -24,7 +25,7 @@ func BenchmarkBounds(b *testing.B) {
 	wrapped := append(append(append([]byte(`{"schema":`), schemaJSON...), `,"payload":`...), append(payload, '}')...)
 	b.Run("validate avro", func(b *testing.B) {
 		for b.Loop() {
-			if err := validate(rev.binary.plan, rev.binary.Schema, bin); err != nil {
+			if err := validate(context.Background(), rev.binary.plan, rev.binary.Schema, bin); err != nil {
 				b.Fatal(err)
 			}
 		}

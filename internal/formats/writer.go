@@ -1,6 +1,7 @@
 package formats
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -70,6 +71,14 @@ func (w *Writer) Binary(data []byte) ([]byte, error) {
 // limits.ErrLimit that names the limit, before anything it declares is
 // allocated.
 func (w *Writer) Decode(data []byte) (map[string]any, error) {
+	return w.DecodeContext(context.Background(), data)
+}
+
+// DecodeContext is Decode for a request: the validator charges the
+// message's decoded-size budget (limits.Budget) and stops, with an error
+// wrapping limits.ErrInterrupted, once ctx is done. That error is the
+// request's, not the message's: the message is to be redelivered.
+func (w *Writer) DecodeContext(ctx context.Context, data []byte) (map[string]any, error) {
 	if w.toBinary != nil {
 		b, err := w.toBinary(data)
 		if err != nil {
@@ -77,7 +86,7 @@ func (w *Writer) Decode(data []byte) (map[string]any, error) {
 		}
 		data = b
 	}
-	if err := validate(w.plan, w.Schema, data); err != nil {
+	if err := validate(ctx, w.plan, w.Schema, data); err != nil {
 		if err == errTruncated {
 			return nil, fmt.Errorf("payload truncated: %w", io.ErrUnexpectedEOF)
 		}
@@ -112,3 +121,14 @@ func decodeBinary(api avro.API, s avro.Schema, data []byte) (map[string]any, err
 // encoded with s (the Confluent wire format's payload); key names s, e.g.
 // "registry:42".
 func AvroBinary(key string, s avro.Schema) *Writer { return newWriter(key, s, nil) }
+
+// ErrNotUTF8 marks a string, a map key or a JSON message that is not UTF-8.
+// Avro strings and JSON text are UTF-8 by their specifications, and so are
+// BigQuery's STRING values: bqcdc refuses such a message (stage decode) in
+// every format rather than keep bytes BigQuery would read as another text,
+// or turn them into U+FFFD as encoding/json does.
+var ErrNotUTF8 = errors.New("not valid UTF-8")
+
+func notUTF8(what string, at int) error {
+	return fmt.Errorf("%s at byte %d: %w (the message is refused, not altered)", what, at, ErrNotUTF8)
+}

@@ -82,6 +82,13 @@ func TestHostileCorpusThroughTheService(t *testing.T) {
 					t.Fatal(err)
 				}
 				got, err := svc.Handle(context.Background(), Message{Topic: topic, MessageID: "h", Attributes: c.Attributes, Data: data})
+				if c.Schema == "schemas/bulk.avsc" {
+					// Its cases are there for the compiled path: it must take it.
+					cd := svc.codecs.lookup(writerKey{registryID: c.SchemaID}, tables.tables[catalog.TableName(topic)])
+					if cd == nil || (cd.plan != nil) == generic {
+						t.Fatalf("generic=%v: codec %v, compiled plan present %v", generic, cd != nil, cd != nil && cd.plan != nil)
+					}
+				}
 				if err != nil {
 					t.Fatalf("Handle: %v (a hostile message must never be retried)", err)
 				}
@@ -126,7 +133,7 @@ func TestHostileCorpusThroughTheService(t *testing.T) {
 
 // addEmptyChangelog gives topic a changelog of bqcdc's metadata columns
 // only: a writer's columns arrive through schema evolution.
-func addEmptyChangelog(t *testing.T, f *fakeTables, topic string) {
+func addEmptyChangelog(t testing.TB, f *fakeTables, topic string) {
 	t.Helper()
 	s := bqschema.ToBigQuery(catalog.MetadataColumns())
 	enc, err := bqwrite.NewEncoder(s)

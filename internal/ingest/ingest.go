@@ -29,6 +29,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/evolve"
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/formats"
+	"github.com/bqcdc/bqcdc/internal/limits"
 	"github.com/bqcdc/bqcdc/internal/metrics"
 	"github.com/bqcdc/bqcdc/internal/pubsubschema"
 	"github.com/bqcdc/bqcdc/internal/replay/proof"
@@ -287,20 +288,52 @@ func (s *Service) process(ctx context.Context, m Message, table string) (int, er
 	}
 	if p.codec.plan != nil && p.record == nil {
 		start := time.Now()
-		row, err := s.transcode(m, p)
+		row, err := s.transcode(ctx, m, p)
 		if err != nil {
 			return p.schemaID, err
 		}
 		s.metrics.Decoded(ctx, true, time.Since(start))
+		if err := rowFits(len(row)); err != nil {
+			return p.schemaID, err
+		}
 		return p.schemaID, s.writer.AppendEncoded(ctx, p.table, [][]byte{row})
 	}
 	start := time.Now()
-	row, err := s.row(m, p)
+	values, err := s.row(ctx, m, p)
 	if err != nil {
 		return p.schemaID, err
 	}
+	row, err := p.table.Encoder.Encode(values)
+	if err != nil {
+		return p.schemaID, failure.Permanent(failure.StageEncode, fmt.Errorf("table %s: %w", p.table.Name, err))
+	}
 	s.metrics.Decoded(ctx, false, time.Since(start))
-	return p.schemaID, s.writer.AppendTo(ctx, p.table, []map[string]any{row})
+	if err := rowFits(len(row)); err != nil {
+		return p.schemaID, err
+	}
+	return p.schemaID, s.writer.AppendEncoded(ctx, p.table, [][]byte{row})
+}
+
+// rowFits refuses a row over the Storage Write API's row limit before it
+// is appended: BigQuery would refuse the request that carries it, and the
+// message would come back on every redelivery. The message's size does not
+// bound its row: padding (io.debezium.data.Bits) and decimal text make a
+// row larger than the payload it came from.
+func rowFits(n int) error {
+	if n <= limits.MaxRowBytes {
+		return nil
+	}
+	return failure.Permanent(failure.StageConvert, limits.Errorf("the row is %d bytes encoded, more than BigQuery's %d-byte row limit", n, limits.MaxRowBytes))
+}
+
+// decodeErr classifies an error of decoding: the message's own fault,
+// permanent, unless decoding stopped because the request ended (its
+// deadline passed, its client went away), which a redelivery retries.
+func decodeErr(err error) error {
+	if errors.Is(err, limits.ErrInterrupted) {
+		return failure.Retryable(failure.StageDecode, err)
+	}
+	return failure.Permanent(failure.StageDecode, err)
 }
 
 // prepared is a message whose writer schema is known and fits the table.
@@ -380,14 +413,14 @@ func sourceOf(t *bqwrite.Table, topic string) error {
 }
 
 // transcode is row, compiled: the payload straight to the row's bytes.
-func (s *Service) transcode(m Message, p prepared) ([]byte, error) {
+func (s *Service) transcode(ctx context.Context, m Message, p prepared) ([]byte, error) {
 	payload, err := p.codec.writer.Binary(p.payload)
 	if err != nil {
 		return nil, failure.Permanent(failure.StageDecode, fmt.Errorf("decoding %s payload with schema %s: %w", p.format, p.ref, err))
 	}
 	// One buffer per row, sized so the common row never grows it: the batcher
 	// holds the row until its append is acknowledged.
-	row, dropped, err := p.codec.plan.Append(make([]byte, 0, 2*len(payload)+256), payload, transcode.Meta{MessageID: m.MessageID, PublishTime: m.PublishTime,
+	row, dropped, err := p.codec.plan.AppendContext(ctx, make([]byte, 0, 2*len(payload)+256), payload, transcode.Meta{MessageID: m.MessageID, PublishTime: m.PublishTime,
 		IngestedAt: s.now(), SchemaID: p.schemaID})
 	if err != nil {
 		return nil, err // classified by the plan, with the stage the generic steps would give
@@ -411,13 +444,18 @@ func (s *Service) dropped(m Message, p prepared, n int) {
 
 // row decodes a prepared message into its changelog row: Debezium
 // flattening, BigQuery values, fitted to the table, plus the metadata.
-func (s *Service) row(m Message, p prepared) (map[string]any, error) {
+func (s *Service) row(ctx context.Context, m Message, p prepared) (map[string]any, error) {
 	cd, rec := p.codec, p.record
 	if rec == nil {
 		var err error
-		if rec, err = cd.writer.Decode(p.payload); err != nil {
-			return nil, failure.Permanent(failure.StageDecode, fmt.Errorf("decoding %s payload with schema %s: %w", p.format, p.ref, err))
+		if rec, err = cd.writer.DecodeContext(ctx, p.payload); err != nil {
+			return nil, decodeErr(fmt.Errorf("decoding %s payload with schema %s: %w", p.format, p.ref, err))
 		}
+	}
+	// Decoding charged the message's budget for all that converting it
+	// allocates; a request that ended meanwhile stops here.
+	if err := ctx.Err(); err != nil {
+		return nil, failure.Retryable(failure.StageConvert, fmt.Errorf("%w: %w", limits.ErrInterrupted, context.Cause(ctx)))
 	}
 	ch, err := cd.shape.Flatten(rec)
 	if err != nil {
@@ -463,7 +501,7 @@ func (s *Service) identify(ctx context.Context, format formats.Format, m Message
 		}
 		return writerRef{writer: w}, m.Data, nil, nil
 	case formats.DebeziumJSON:
-		w, rec, err := s.connect.Decode(m.Data)
+		w, rec, err := s.connect.DecodeContext(ctx, m.Data)
 		switch {
 		case err == nil:
 			return writerRef{writer: w}, nil, rec, nil

@@ -98,3 +98,17 @@ var ErrLimit = errors.New("beyond bqcdc's limits")
 func Errorf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrLimit, fmt.Sprintf(format, args...))
 }
+
+// MaxRowBytes is the Storage Write API's limit on one row
+// (https://cloud.google.com/bigquery/quotas#write-api-limits, "Maximum row
+// size: 10 MB", read as 10^6 bytes, the stricter reading). A row over it is
+// dead-lettered before the append: sent, BigQuery would refuse the whole
+// request and the message would come back on every redelivery.
+const MaxRowBytes = 10_000_000
+
+// MaxVariableScale bounds the scale an io.debezium.data.VariableScaleDecimal
+// value carries (every value carries its own): PostgreSQL keeps a NUMERIC's
+// display scale in 14 bits (NUMERIC_DSCALE_MASK), so no source writes more
+// than 16,383, and Oracle's NUMBER scale is -84 to 127. Formatting a value
+// costs time and memory linear in its scale; a larger one is refused.
+const MaxVariableScale = 16383

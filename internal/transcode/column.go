@@ -115,6 +115,7 @@ func (c *compiler) column(s avro.Schema, depth int) (*node, schema.Column, error
 			return nil, schema.Column{}, unsupported("an array of values that take no bytes")
 		}
 		col.Repeated = true
+		items.expansion = avrobq.Expansion(s.(*avro.ArraySchema).Items())
 		return &node{dec: dArray, form: fArray, items: items, minSize: 1, conv: cArray}, col, nil
 	case avro.Map:
 		return nil, schema.Column{}, unsupported("Avro maps")

@@ -154,7 +154,7 @@ func (p *Plan) envelopeOf(st *state, r *reader) (rowMeta, error) {
 		var err error
 		switch ef.role {
 		case roleOp:
-			rm.op, err = r.bytes()
+			rm.op, err = r.bytesOf(ef.n)
 			opKnown = true
 		case roleBefore, roleAfter:
 			k := 0
@@ -196,7 +196,7 @@ func (p *Plan) envelopeOf(st *state, r *reader) (rowMeta, error) {
 		}
 		if !img.converted {
 			st.convErr, st.dropped = nil, 0
-			ir := reader{b: r.b[:img.end], i: img.start}
+			ir := reader{b: r.b[:img.end], i: img.start, reread: true} // charged as it was skipped
 			if err := st.record(&ir, p.image, 0); err != nil {
 				return rm, decodeErr(err)
 			}

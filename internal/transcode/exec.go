@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/bqcdc/bqcdc/internal/failure"
+	"github.com/bqcdc/bqcdc/internal/limits"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
@@ -173,8 +174,9 @@ func (st *state) array(r *reader, f *field, n *node, o *outField, lv *level, d i
 	var mark int
 	begun := false // the packed field's tag and length are written
 	items, count := n.items, 0
+	cost := limits.ItemCost + limits.ExpansionCost*items.expansion
 	for {
-		c, err := r.block(items.minSize)
+		c, err := r.block(items.minSize, cost, "an array block")
 		if err != nil {
 			return err
 		}
@@ -182,6 +184,9 @@ func (st *state) array(r *reader, f *field, n *node, o *outField, lv *level, d i
 			break
 		}
 		for range c {
+			if err := r.budget.Tick(); err != nil {
+				return err
+			}
 			in := items
 			if in.dec == dUnion {
 				i, err := r.index(len(in.branches), errBranch)
@@ -398,7 +403,7 @@ func (st *state) text(r *reader, n *node) (val, error) {
 		st.tmp = appendUUID(st.tmp[:0], b)
 		return val{k: vString, b: st.tmp}, nil
 	default:
-		if b, err = r.bytes(); err != nil {
+		if b, err = r.bytesOf(n); err != nil {
 			return val{}, err
 		}
 	}
@@ -550,8 +555,11 @@ func (st *state) vsd(r *reader, n *node) (val, error) {
 			return val{}, err
 		}
 	}
-	if scale > 1<<20 || scale < -(1<<20) {
-		return errVal(valueErr("VariableScaleDecimal scale %d", scale)), nil
+	if err := r.chargeScale(scale); err != nil {
+		return val{}, err
+	}
+	if scale > limits.MaxVariableScale || scale < -limits.MaxVariableScale {
+		return errVal(valueErr("VariableScaleDecimal scale %d is beyond the %d a source writes (PostgreSQL's largest NUMERIC display scale)", scale, limits.MaxVariableScale)), nil
 	}
 	var cerr error
 	st.tmp, cerr = appendDecimal(st.tmp[:0], b, int(scale), n.dec10)

@@ -1,6 +1,7 @@
 package transcode
 
 import (
+	"github.com/bqcdc/bqcdc/internal/avrobq"
 	"github.com/hamba/avro/v2"
 )
 
@@ -66,6 +67,14 @@ type node struct {
 	symbols  []string
 	minSize  int  // fewest bytes a value takes
 	zeroSize bool // a value always takes no bytes
+	// expansion is avrobq.Expansion of the schema of array items or map
+	// values (set on the items node): what converting one adds to the
+	// budget's charge per item.
+	expansion int64
+	// vsdScale is 1 + the index of the scale field of a
+	// VariableScaleDecimal record read by skip (0: not one), whose text
+	// skip charges as conversion would.
+	vsdScale int
 
 	// Conversion (row image only).
 	conv   conv
@@ -120,6 +129,9 @@ func skipNode(s avro.Schema, seen map[*avro.RecordSchema]*node) *node {
 		}
 		n.dec = dRecord
 		seen[rec] = n
+		if i, ok := avrobq.IsVariableScaleDecimal(rec); ok {
+			n.vsdScale = i + 1
+		}
 		n.fields = make([]field, len(rec.Fields()))
 		for i, f := range rec.Fields() {
 			n.fields[i] = field{name: f.Name(), n: skipNode(f.Type(), seen)}
@@ -128,9 +140,11 @@ func skipNode(s avro.Schema, seen map[*avro.RecordSchema]*node) *node {
 	case avro.Array:
 		n.dec, n.minSize = dArray, 1
 		n.items = skipNode(s.(*avro.ArraySchema).Items(), seen)
+		n.items.expansion = avrobq.Expansion(s.(*avro.ArraySchema).Items())
 	case avro.Map:
 		n.dec, n.minSize = dMap, 1
 		n.items = skipNode(s.(*avro.MapSchema).Values(), seen)
+		n.items.expansion = avrobq.Expansion(s.(*avro.MapSchema).Values())
 	case avro.Union:
 		n.dec, n.minSize = dUnion, 1
 		for _, b := range s.(*avro.UnionSchema).Types() {

@@ -1,6 +1,7 @@
 package transcode
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -14,6 +15,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/cdc"
 	"github.com/bqcdc/bqcdc/internal/evolve"
 	"github.com/bqcdc/bqcdc/internal/failure"
+	"github.com/bqcdc/bqcdc/internal/limits"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
 	"github.com/hamba/avro/v2"
@@ -307,10 +309,23 @@ func isEmptyDefault(v any) bool {
 // classifies them (failure.StageDecode, StageEnvelope or StageConvert,
 // all permanent).
 func (p *Plan) Append(dst, payload []byte, m Meta) (out []byte, dropped int, err error) {
+	return p.AppendContext(context.Background(), dst, payload, m)
+}
+
+// AppendContext is Append for a request: decoding charges the message's
+// decoded-size budget (limits.Budget) as the generic path does, and stops
+// with an error wrapping limits.ErrInterrupted (stage decode, retryable:
+// the message is not at fault) once ctx is done.
+func (p *Plan) AppendContext(ctx context.Context, dst, payload []byte, m Meta) (out []byte, dropped int, err error) {
+	if len(payload) > limits.MaxMessageBytes {
+		// The generic path's validator bound: nothing larger is a Pub/Sub
+		// message, and the budget below assumes none is.
+		return dst, 0, decodeErr(limits.Errorf("the payload is %d bytes, more than Pub/Sub's %d-byte message limit", len(payload), limits.MaxMessageBytes))
+	}
 	st := p.pool.Get().(*state)
 	defer p.pool.Put(st)
 	st.src = [nSlots]scalar{}
-	r := reader{b: payload}
+	r := reader{b: payload, budget: limits.NewBudget(ctx, len(payload))}
 	var rm rowMeta
 	if !p.envelope {
 		st.convErr, st.dropped = nil, 0
@@ -335,7 +350,11 @@ func (p *Plan) Append(dst, payload []byte, m Meta) (out []byte, dropped int, err
 }
 
 func decodeErr(err error) error {
-	return failure.Permanent(failure.StageDecode, fmt.Errorf("decoding Avro payload: %w", err))
+	err = fmt.Errorf("decoding Avro payload: %w", err)
+	if errors.Is(err, limits.ErrInterrupted) {
+		return failure.Retryable(failure.StageDecode, err)
+	}
+	return failure.Permanent(failure.StageDecode, err)
 }
 
 func convertErr(err error) error {

@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"unicode/utf8"
 
+	"github.com/bqcdc/bqcdc/internal/avrobq"
 	"github.com/bqcdc/bqcdc/internal/limits"
 )
 
@@ -46,6 +48,7 @@ var (
 	errTooLong   = errors.New("bytes or string longer than a Pub/Sub message (10 MiB)")
 	errBranch    = errors.New("unknown union branch")
 	errSymbol    = errors.New("unknown enum symbol")
+	errNotUTF8   = errors.New("a string that is not valid UTF-8 (Avro strings and BigQuery STRING values are UTF-8; the message is refused, not altered)")
 	// errHostileCount marks a block count larger than the bytes left could
 	// hold. The generic path allocates arrays at their declared count, so
 	// for such input it may exhaust memory rather than fail; the transcoder
@@ -58,6 +61,26 @@ type reader struct {
 	b    []byte
 	i    int
 	zero int // zero-size items read so far
+	// budget is the message's decoded-size budget (see limits.Budget),
+	// charged as the generic path's validator charges it: per block,
+	// ItemCost plus ExpansionCost per byte of avrobq.Expansion for each
+	// item, and each VariableScaleDecimal's text. A reader that reads
+	// again what another read and charged sets reread.
+	budget limits.Budget
+	reread bool
+}
+
+// charge takes cost from the budget, at the reader's position.
+func (r *reader) charge(cost int64, what string) error {
+	if r.reread {
+		return nil
+	}
+	return r.budget.Charge(cost, what, r.i)
+}
+
+// chargeScale charges the text of a VariableScaleDecimal of scale.
+func (r *reader) chargeScale(scale int64) error {
+	return r.charge(limits.ExpansionCost*avrobq.VariableScaleText(scale), "a VariableScaleDecimal's text")
 }
 
 func (r *reader) left() int { return len(r.b) - r.i }
@@ -138,6 +161,25 @@ func (r *reader) bytes() ([]byte, error) {
 	return b, nil
 }
 
+// bytesOf reads bytes or a string of node n; a string must be UTF-8, as
+// the generic path's validator requires (formats.ErrNotUTF8).
+func (r *reader) bytesOf(n *node) ([]byte, error) {
+	b, err := r.bytes()
+	if err == nil && n.form == fString && !utf8.Valid(b) {
+		return nil, errNotUTF8
+	}
+	return b, err
+}
+
+// key reads a map key, a string.
+func (r *reader) key() error {
+	b, err := r.bytes()
+	if err == nil && !utf8.Valid(b) {
+		return errNotUTF8
+	}
+	return err
+}
+
 func (r *reader) fixed(n int) ([]byte, error) {
 	if n > r.left() {
 		return nil, errTruncated
@@ -177,8 +219,10 @@ func (r *reader) index(n int, bad error) (int, error) {
 
 // block reads the item count of the next array or map block (0: the end).
 // minItem is the fewest bytes one item takes; zero-size items are bounded
-// separately (see maxZeroSizeItems).
-func (r *reader) block(minItem int) (int, error) {
+// separately (see maxZeroSizeItems). cost is the budget's charge per item
+// (node.itemCost), taken for the block before any item is read, after the
+// count is checked against the bytes left, as the validator does.
+func (r *reader) block(minItem int, cost int64, what string) (int, error) {
 	n, err := r.long()
 	if err != nil {
 		return 0, err
@@ -208,6 +252,9 @@ func (r *reader) block(minItem int) (int, error) {
 	} else if n > int64(r.left()/minItem) {
 		return 0, errHostileCount
 	}
+	if err := r.charge(n*cost, what); err != nil {
+		return 0, err
+	}
 	return int(n), nil
 }
 
@@ -233,7 +280,7 @@ func (r *reader) skip(n *node) error {
 		_, err := r.fixed(8)
 		return err
 	case dBytes:
-		_, err := r.bytes()
+		_, err := r.bytesOf(n)
 		return err
 	case dFixed:
 		_, err := r.fixed(n.size)
@@ -242,6 +289,9 @@ func (r *reader) skip(n *node) error {
 		_, err := r.index(n.size, errSymbol)
 		return err
 	case dRecord:
+		if n.vsdScale > 0 {
+			return r.skipVSD(n)
+		}
 		for _, f := range n.fields {
 			if err := r.skip(f.n); err != nil {
 				return err
@@ -265,12 +315,14 @@ func (r *reader) skip(n *node) error {
 // skipBlocks skips array items, or map entries (a string key, then the
 // value) when isMap is set.
 func (r *reader) skipBlocks(items *node, isMap *node) error {
-	min := items.minSize
+	min, what := items.minSize, "an array block"
+	cost := limits.ItemCost + limits.ExpansionCost*items.expansion
 	if isMap != nil {
 		min++ // the key's length
+		what, cost = "a map block", limits.EntryCost+limits.ExpansionCost*items.expansion
 	}
 	for {
-		count, err := r.block(min)
+		count, err := r.block(min, cost, what)
 		if err != nil || count == 0 {
 			return err
 		}
@@ -278,8 +330,11 @@ func (r *reader) skipBlocks(items *node, isMap *node) error {
 			continue // nothing to read, and nothing can fail
 		}
 		for range count {
+			if err := r.budget.Tick(); err != nil {
+				return err
+			}
 			if isMap != nil {
-				if _, err := r.bytes(); err != nil {
+				if err := r.key(); err != nil {
 					return err
 				}
 			}
@@ -288,4 +343,27 @@ func (r *reader) skipBlocks(items *node, isMap *node) error {
 			}
 		}
 	}
+}
+
+// skipVSD skips a VariableScaleDecimal record, charging its text as the
+// converted one does.
+func (r *reader) skipVSD(n *node) error {
+	var scale int64
+	for i, f := range n.fields {
+		if i == n.vsdScale-1 {
+			v, err := r.long() // an int's varint reads the same, range aside
+			if err != nil {
+				return err
+			}
+			if f.n.dec == dInt && (v < -1<<31 || v > 1<<31-1) {
+				return errVarint
+			}
+			scale = v
+			continue
+		}
+		if err := r.skip(f.n); err != nil {
+			return err
+		}
+	}
+	return r.chargeScale(scale)
 }

@@ -99,7 +99,7 @@ func (r *reader) probe(p *probe, out *scalar) error {
 		out.i, err = r.long()
 		out.kind = skInt
 	case n.dec == dBytes:
-		out.s, err = r.bytes()
+		out.s, err = r.bytesOf(n)
 		out.kind = skString
 	case n.dec == dEnum:
 		var i int

@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/big"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/bqcdc/bqcdc/internal/avrobq"
@@ -219,7 +218,7 @@ func appendDecimal(dst, b []byte, scale int, lim decLim) ([]byte, error) {
 	if v < 0 {
 		abs = -abs
 	}
-	if lim.typ != schema.String && lim.precision > 0 {
+	if lim.precision > 0 { // STRING too: it keeps the declared precision
 		n := lim.precision - lim.scale + scale
 		bound := uint64(1)
 		if n > 0 {
@@ -254,79 +253,15 @@ func appendDecimal(dst, b []byte, scale int, lim decLim) ([]byte, error) {
 	return dst, nil
 }
 
-// appendBigDecimal is avrobq's decimalText.
+// appendBigDecimal is avrobq's decimalText, which it calls: the values
+// that do not fit in 64 bits are rare, and one implementation keeps the
+// checks (and the bounds on their cost) the same on both paths.
 func appendBigDecimal(dst []byte, unscaled *big.Int, scale int, lim decLim) ([]byte, error) {
-	if scale < 0 {
-		unscaled = new(big.Int).Mul(unscaled, pow10(-scale))
-		scale = 0
-	}
-	maxScale := 38
-	if lim.typ == schema.Numeric {
-		maxScale = 9
-	}
-	if lim.typ != schema.String && scale > maxScale {
-		var q, r big.Int
-		q.QuoRem(unscaled, pow10(scale-maxScale), &r)
-		if r.Sign() != 0 {
-			return dst, valueErr("%s has %d fractional digits; %s holds %d", failure.Value(formatDecimal(unscaled, scale)), scale, lim.typ, maxScale)
-		}
-		unscaled, scale = &q, maxScale
-	}
-	if err := checkDecimalRange(unscaled, scale, lim); err != nil {
+	text, err := avrobq.DecimalText(unscaled, scale, lim.typ, lim.precision, lim.scale)
+	if err != nil {
 		return dst, err
 	}
-	return append(dst, formatDecimal(unscaled, scale)...), nil
-}
-
-var (
-	bigNumericMin = new(big.Int).Neg(new(big.Int).Lsh(big.NewInt(1), 255))
-	bigNumericMax = new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 255), big.NewInt(1))
-)
-
-func checkDecimalRange(unscaled *big.Int, scale int, lim decLim) error {
-	intDigits := 0
-	switch {
-	case lim.typ == schema.String:
-		return nil
-	case lim.precision > 0:
-		intDigits = lim.precision - lim.scale
-	case lim.typ == schema.Numeric:
-		intDigits = 29
-	default:
-		at38 := new(big.Int).Mul(unscaled, pow10(38-scale))
-		if at38.Cmp(bigNumericMax) > 0 || at38.Cmp(bigNumericMin) < 0 {
-			return valueErr("%s is outside BIGNUMERIC's ±5.78×10^38", failure.Value(formatDecimal(unscaled, scale)))
-		}
-		return nil
-	}
-	if new(big.Int).Abs(unscaled).Cmp(pow10(intDigits+scale)) >= 0 {
-		return valueErr("%s has more than the %d integer digits of %s", failure.Value(formatDecimal(unscaled, scale)), intDigits, describeDecimal(lim))
-	}
-	return nil
-}
-
-func describeDecimal(lim decLim) string {
-	if lim.precision > 0 {
-		return fmt.Sprintf("%s(%d,%d)", lim.typ, lim.precision, lim.scale)
-	}
-	return lim.typ
-}
-
-func formatDecimal(unscaled *big.Int, scale int) string {
-	digits := new(big.Int).Abs(unscaled).String()
-	if len(digits) <= scale {
-		digits = strings.Repeat("0", scale-len(digits)+1) + digits
-	}
-	var b strings.Builder
-	if unscaled.Sign() < 0 {
-		b.WriteByte('-')
-	}
-	b.WriteString(digits[:len(digits)-scale])
-	if scale > 0 {
-		b.WriteByte('.')
-		b.WriteString(digits[len(digits)-scale:])
-	}
-	return b.String()
+	return append(dst, text...), nil
 }
 
 func twosComplement(b []byte) *big.Int {
@@ -336,8 +271,6 @@ func twosComplement(b []byte) *big.Int {
 	}
 	return n
 }
-
-func pow10(n int) *big.Int { return new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(n)), nil) }
 
 const hexDigits = "0123456789abcdef"
 
