@@ -51,6 +51,7 @@ package cost
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -225,8 +226,14 @@ func (m *Model) statement(toks []token) (Statement, error) {
 	a.reach()
 	s := a.bill(kind)
 	if target != nil && kind == "INSERT" {
-		// The target is written, not read: listed, billed nothing.
-		s.Tables = append(s.Tables, TableUse{Table: target.t.Name, BlocksTotal: len(target.t.Blocks), Target: true})
+		// The target is written, not read: listed (billed for what the
+		// SELECT reads of it, if it reads it).
+		i := slices.IndexFunc(s.Tables, func(u TableUse) bool { return u.Table == target.t.Name })
+		if i < 0 {
+			s.Tables = append(s.Tables, TableUse{Table: target.t.Name, BlocksTotal: len(target.t.Blocks)})
+			i = len(s.Tables) - 1
+		}
+		s.Tables[i].Target = true
 	}
 	return s, nil
 }
@@ -265,7 +272,10 @@ func (m *Model) create(a *analyzer) (Statement, error) {
 	}
 	s := Statement{Kind: "DDL"}
 	if body >= 0 && i < n && (t[i].is("VIEW") || t[i].is("TABLE")) {
-		b, err := m.statement(t[body:])
+		// The body as a statement of its own (its parentheses matched anew).
+		bt := append([]token(nil), t[body:]...)
+		matchParens(bt)
+		b, err := m.statement(bt)
 		if err != nil {
 			return Statement{}, fmt.Errorf("the body: %w", err)
 		}
@@ -455,9 +465,16 @@ func partitionRange(b Block, typ string) interval {
 		v := Value{k: vDate, i: b.Day}
 		return interval{lo: bound{v: v, inc: true}, hi: bound{v: v, inc: true}}
 	case "DATETIME":
-		return interval{lo: bound{v: Value{k: vDatetime, i: b.Day * 86_400_000_000}, inc: true}, hi: bound{v: Value{k: vDatetime, i: (b.Day + 1) * 86_400_000_000}}}
+		return dayMicros(vDatetime, b.Day)
 	}
-	return interval{lo: bound{v: Value{k: vTimestamp, i: b.Day * 86_400_000_000}, inc: true}, hi: bound{v: Value{k: vTimestamp, i: (b.Day + 1) * 86_400_000_000}}}
+	return dayMicros(vTimestamp, b.Day)
+}
+
+// dayMicros is a day's values in microseconds, its last one included (the
+// values are discrete).
+func dayMicros(k vkind, day int64) interval {
+	const us = 86_400_000_000
+	return interval{lo: bound{v: Value{k: k, i: day * us}, inc: true}, hi: bound{v: Value{k: k, i: (day+1)*us - 1}, inc: true}}
 }
 
 // rewritten is the blocks DML bills whole for its target: the table's
@@ -498,5 +515,24 @@ func (s Statement) Summary() string {
 		parts = append(parts, fmt.Sprintf("%s: %d/%d blocks, %d B scanned (%s)", u.Table, u.BlocksKept, u.BlocksTotal, u.ScannedBytes, strings.Join(u.Columns, ",")))
 	}
 	sort.Strings(parts)
-	return fmt.Sprintf("%s billed %d B; %s", s.Kind, s.Billed, strings.Join(parts, "; "))
+	out := fmt.Sprintf("%s billed %d B; %s", s.Kind, s.Billed, strings.Join(parts, "; "))
+	if s.Body != nil {
+		out += " | its body: " + s.Body.Summary()
+	}
+	return out
+}
+
+// Name is the model's name of a table as SQL spells it (`p`.`d`.`t` or
+// `p.d.t`): its parts joined by dots.
+func Name(sql string) string {
+	toks, err := lex(sql)
+	if err != nil {
+		return sql
+	}
+	a := &analyzer{toks: toks, hidden: map[int]bool{}}
+	name, next, ok := a.path(0, len(toks))
+	if !ok || next != len(toks) {
+		return sql
+	}
+	return name
 }
