@@ -77,20 +77,22 @@ func (p *pruner) or(parts [][2]int) restriction {
 	}
 	r := restriction{cols: map[string]*set{}}
 	// A column is restricted when every live disjunct restricts it.
-	for c, s := range live[0].cols {
-		u := *s
+	for c := range live[0].cols {
+		var all set
 		ok := true
-		for _, x := range live[1:] {
+		for _, x := range live {
 			t, has := x.cols[c]
 			if !has {
 				ok = false
 				break
 			}
-			if u, ok = union(u, *t); !ok {
-				break
-			}
+			all.ivs = append(all.ivs, t.ivs...)
+			all.null = all.null || t.null
 		}
-		if ok {
+		if !ok {
+			continue
+		}
+		if u, ok := all.normalize(); ok {
 			r.cols[c] = &u
 		}
 	}

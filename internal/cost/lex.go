@@ -88,7 +88,7 @@ func lex(sql string) ([]token, error) {
 			i = j
 		case c >= '0' && c <= '9' || (c == '.' && i+1 < len(sql) && sql[i+1] >= '0' && sql[i+1] <= '9'):
 			j := i
-			if strings.HasPrefix(strings.ToLower(sql[i:]), "0x") {
+			if c == '0' && i+1 < len(sql) && (sql[i+1] == 'x' || sql[i+1] == 'X') {
 				j += 2
 				for j < len(sql) && strings.IndexByte("0123456789abcdefABCDEF", sql[j]) >= 0 {
 					j++

@@ -380,10 +380,6 @@ func (s set) normalize() (set, bool) {
 	return set{ivs: out, null: s.null}, ok
 }
 
-func union(a, b set) (set, bool) {
-	return set{ivs: append(append([]interval{}, a.ivs...), b.ivs...), null: a.null || b.null}.normalize()
-}
-
 func intersect(a, b set) (set, bool) {
 	out := set{null: a.null && b.null}
 	for _, x := range a.ivs {
