@@ -140,6 +140,18 @@ func TestStarBillsEveryColumnAndLimitNothing(t *testing.T) {
 	}
 }
 
+// Words that are no column: a typed literal's type, a function's name.
+func TestTypedLiteralsNameNoColumn(t *testing.T) {
+	tb := NewTable("p.d.t", []Column{{Name: "timestamp", Type: schema.Timestamp, Bytes: 8}, {Name: "date", Type: schema.Date, Bytes: 8}, {Name: "v", Type: schema.Int64, Bytes: 8}}, "", "")
+	if err := tb.AddSpan(Partition{}, Null, Null, 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	s := estimate(t, NewModel(tb), "SELECT v FROM `p`.`d`.`t` WHERE v > UNIX_SECONDS(TIMESTAMP '2026-01-01') AND DATE(v) = DATE '2026-01-01'")
+	if u := s.Table("p.d.t"); strings.Join(u.Columns, ",") != "v" {
+		t.Errorf("columns %v, want [v]", u.Columns)
+	}
+}
+
 // A filter on a column that is neither the partitioning nor the first
 // clustering column prunes nothing: it is billed for the columns it reads.
 func TestFilterOnOtherColumnPrunesNothing(t *testing.T) {

@@ -171,30 +171,10 @@ func (p *pruner) atom(lo, hi int) restriction {
 		return unknown()
 	}
 	// col BETWEEN a AND b
-	for i := lo + 1; i < hi; i++ {
-		if t[i].punct("(") {
-			i = t[i].match
-			continue
-		}
-		if !t[i].is("BETWEEN") {
-			continue
-		}
+	if i := p.keyword(lo+1, hi, "BETWEEN"); i >= 0 {
 		col, ok := p.column(lo, i)
-		if !ok {
-			return unknown()
-		}
-		and := -1
-		for j := i + 1; j < hi; j++ {
-			if t[j].punct("(") {
-				j = t[j].match
-				continue
-			}
-			if t[j].is("AND") {
-				and = j
-				break
-			}
-		}
-		if and < 0 {
+		and := p.keyword(i+1, hi, "AND")
+		if !ok || and < 0 {
 			return unknown()
 		}
 		a, ok1 := p.typed(col, i+1, and)
@@ -213,33 +193,18 @@ func (p *pruner) atom(lo, hi int) restriction {
 		return p.only(col, n)
 	}
 	// col IN (a, b, ...)
-	for i := lo + 1; i < hi; i++ {
-		if t[i].punct("(") {
-			i = t[i].match
-			continue
-		}
-		if !t[i].is("IN") {
-			continue
-		}
+	if i := p.keyword(lo+1, hi, "IN"); i >= 0 {
 		col, ok := p.column(lo, i)
 		if !ok || i+1 >= hi || !t[i+1].punct("(") || t[i+1].match != hi-1 || isQueryStart(t, i+2) {
 			return unknown()
 		}
 		var s set
-		start := i + 2
-		for j := start; j <= hi-1; j++ {
-			if j < hi-1 && t[j].punct("(") {
-				j = t[j].match
-				continue
+		for _, a := range p.args(i+2, hi-1) {
+			v, ok := p.typed(col, a[0], a[1])
+			if !ok {
+				return unknown()
 			}
-			if j == hi-1 || t[j].punct(",") {
-				v, ok := p.typed(col, start, j)
-				if !ok {
-					return unknown()
-				}
-				s.ivs = append(s.ivs, point(v).ivs...)
-				start = j + 1
-			}
+			s.ivs = append(s.ivs, point(v).ivs...)
 		}
 		n, ok := s.normalize()
 		if !ok {
@@ -413,6 +378,20 @@ func (p *pruner) constant(lo, hi int) (Value, bool) {
 		}
 	}
 	return Null, false
+}
+
+// keyword is the index of the first bare word w in toks[lo:hi] outside
+// parentheses, or -1.
+func (p *pruner) keyword(lo, hi int, w string) int {
+	for i := lo; i < hi; i++ {
+		switch {
+		case p.toks[i].punct("("):
+			i = p.toks[i].match
+		case p.toks[i].is(w):
+			return i
+		}
+	}
+	return -1
 }
 
 // args splits a call's argument tokens at top-level commas.

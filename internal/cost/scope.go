@@ -310,8 +310,8 @@ func (a *analyzer) ident(j int) (ident, bool) {
 	if a.hidden[j] || !isIdent(x) {
 		return ident{}, false
 	}
-	if x.kind == kIdent && j+1 < len(t) && t[j+1].punct("(") {
-		return ident{}, false
+	if x.kind == kIdent && j+1 < len(t) && (t[j+1].punct("(") || t[j+1].kind == kString) {
+		return ident{}, false // a function, or a typed literal's type (TIMESTAMP '...')
 	}
 	name := strings.ToLower(x.text)
 	qual := ""
