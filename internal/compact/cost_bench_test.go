@@ -1,0 +1,295 @@
+package compact
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/bqcdc/bqcdc/internal/catalog"
+	"github.com/bqcdc/bqcdc/internal/cost"
+	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/schema"
+	"github.com/bqcdc/bqcdc/sql/render"
+)
+
+// BenchmarkCompactionCost prices a compaction run of an SCD 1, SCD 2 and
+// bitemporal flow with the cost model (internal/cost): it renders the
+// statements a run executes with the real renderer, estimates what
+// BigQuery on-demand billing would charge for each over a synthetic model
+// of the flow's tables, and reports
+//
+//   - state-bytes/run: bytes of the state table the run's statements scan
+//     (statistics, fold, change feed), before the 10 MB minimum;
+//   - changelog-bytes/run: likewise of the changelog;
+//   - billed-bytes/run: what the run is billed (each table read at least 10
+//     MB, each statement rounded up to a whole MB);
+//   - rows-written/run: the fold's level rows plus the change rows, from
+//     the synthetic delta (every touched key has one new event that
+//     changes its values): SCD 1 writes the key's newest event and a
+//     marker, and per key an update's pre- and post-image and a marker; SCD
+//     2 writes the event and a marker, and per key the closed version's
+//     pre- and post-image, the new version's insert and a marker;
+//     bitemporal writes the event and a marker (it has no change feed);
+//   - maintenance-bytes/day: what the daily maintenance (fold the levels
+//     into one, delete what it folded) is billed.
+//
+// It runs no query: go test ./internal/compact -run '^$' -bench CompactionCost.
+func BenchmarkCompactionCost(b *testing.B) {
+	flows := costFlows(b)
+	for _, kind := range []string{"scd1", "scd2", "bitemporal"} {
+		// 1 % of the keys touched, then a fixed delta of 100 keys at 10x
+		// and 100x the state (keys10k/touched100 is both).
+		for _, sz := range []struct{ keys, touched int }{{10_000, 100}, {100_000, 1_000}, {100_000, 100}, {1_000_000, 100}} {
+			b.Run(fmt.Sprintf("%s/keys%dk/touched%d", kind, sz.keys/1000, sz.touched), func(b *testing.B) {
+				benchRun(b, flows[kind], sz.keys, sz.touched)
+			})
+		}
+	}
+	// The change feed's read side: <target>_changes(from, NULL) with from a
+	// few minutes before the end, at 30 and 300 days of history.
+	for _, kind := range []string{"scd1", "scd2"} {
+		for _, days := range []int{30, 300} {
+			b.Run(fmt.Sprintf("changefeed/%s/history%dd", kind, days), func(b *testing.B) {
+				benchFeedRead(b, flows[kind], days)
+			})
+		}
+	}
+}
+
+const (
+	costHistoryDays  = 30
+	costEventsPerKey = 10 // history: each key's events over costHistoryDays (SCD 2 and bitemporal state keeps them all)
+	costSchedule     = 10 * time.Minute
+)
+
+var (
+	costNow = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	costLoc = catalog.Location{Project: "p", DefaultDataset: "cdc"}
+	// Average value sizes of the columns (by name); others are shaped
+	// costShape: 10-byte strings, 2-element arrays.
+	costShapes = map[string]cost.Shape{
+		catalog.ColSequence:       {Len: 67}, // four 16-digit hex sections and separators
+		catalog.ColMessageID:      {Len: 16},
+		catalog.ColOp:             {Len: 1},
+		catalog.ColTransaction:    {Null: 1},
+		catalog.ColStateKey:       {Len: 14}, // {"userId":12345}
+		catalog.ColStateOp:        {Len: 1},
+		catalog.ColStateWatermark: {Null: 1}, // set on markers only
+		catalog.ColChangeType:     {Len: 14},
+		catalog.ColChangeID:       {Len: 6},
+		"operation":               {Len: 6},
+		"tags":                    {Len: 6, Elems: 2},
+		catalog.ColPublishTime:    {},
+		catalog.ColSourceTS:       {},
+		catalog.ColIngestedAt:     {},
+		catalog.ColCommitPosition: {},
+		catalog.ColStateGen:       {},
+		flow.StartAt:              {},
+		flow.EndAt:                {},
+		"sequenceNum":             {},
+		"userId":                  {},
+		catalog.ColSchemaID:       {},
+		"name":                    {Len: 10},
+		"city":                    {Len: 10},
+	}
+	costShape = cost.Shape{Len: 10, Elems: 2}
+)
+
+// costFlows binds sql/render's test flows users_scd1, users_scd2 and
+// users_bitemporal over the users changelog.
+func costFlows(b *testing.B) map[string]*flow.Bound {
+	b.Helper()
+	flows, errs := flow.ParseDir("../../sql/render/testdata")
+	if len(errs) > 0 {
+		b.Fatal(errs)
+	}
+	users := append(schema.Columns{
+		{Name: "userId", Type: schema.Int64}, {Name: "name", Type: schema.String}, {Name: "city", Type: schema.String},
+		{Name: "operation", Type: schema.String}, {Name: "sequenceNum", Type: schema.Int64},
+		{Name: "tags", Type: schema.String, Repeated: true}}, catalog.MetadataColumns()...)
+	out := map[string]*flow.Bound{}
+	for _, f := range flows {
+		kind, ok := map[string]string{"users_scd1": "scd1", "users_scd2": "scd2", "users_bitemporal": "bitemporal"}[f.Name]
+		if !ok {
+			continue
+		}
+		bd, err := flow.Bind(f, users)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out[kind] = bd
+	}
+	if len(out) != 3 {
+		b.Fatalf("found %d of the 3 flows", len(out))
+	}
+	return out
+}
+
+// costRun is one run: the 10 minutes of changes before now, folded from
+// the previous run's watermark.
+type costRun struct {
+	params  render.Run
+	touched []int64 // sorted
+}
+
+func newCostRun(keys, touched int) costRun {
+	lag := 10 * time.Second
+	from := costNow.Add(-costSchedule - lag)
+	r := costRun{params: render.Run{Watermark: from, FoldedMax: from, Generation: costNow, NewWatermark: costNow.Add(-lag),
+		TombstoneCutoff: render.Epoch, Cutoff: costNow.Add(-DefaultMaintainMargin), ChangesFrom: from}}
+	rng := rand.New(rand.NewPCG(1, 2))
+	seen := map[int64]bool{}
+	for len(r.touched) < touched {
+		k := rng.Int64N(int64(keys))
+		if !seen[k] {
+			seen[k] = true
+			r.touched = append(r.touched, k)
+		}
+	}
+	slices.Sort(r.touched)
+	return r
+}
+
+// keyFilter is the touched keys as the statistics return them: NTILE of
+// the distinct first-key values into at most render.KeyRanges tiles, each
+// tile's min and max.
+func (r costRun) keyFilter() *render.KeyFilter {
+	n := len(r.touched)
+	tiles := min(n, render.KeyRanges)
+	f := &render.KeyFilter{}
+	at := 0
+	for i := range tiles {
+		size := n / tiles // NTILE: the first n % tiles tiles hold one more
+		if i < n%tiles {
+			size++
+		}
+		f.Lo = append(f.Lo, r.touched[at])
+		f.Hi = append(f.Hi, r.touched[at+size-1])
+		at += size
+	}
+	return f
+}
+
+// costModel is the flow's tables as a run finds them: the changelog (30
+// days of history, costEventsPerKey events per key, plus the run's delta:
+// one event per touched key), partitioned by day of _cdc_ingested_at and
+// clustered by it; the state as maintenance leaves it (SCD 1 one deciding
+// row per key, SCD 2 and bitemporal every event), clustered by the first
+// key, and a marker; the change table (the history's changes, partitioned
+// by day of _commit_position and clustered by it, and a day of markers).
+func costModel(b *testing.B, bd *flow.Bound, keys int, r costRun) (m *cost.Model, changelog, state, changes *cost.Table) {
+	b.Helper()
+	must := func(err error) {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	from := costNow.AddDate(0, 0, -costHistoryDays)
+	changelog = cost.NewTable(cost.Name(costLoc.ChangelogTable(bd.Flow)), cost.Columns(bd.Changelog, costShapes, costShape), catalog.ColIngestedAt, catalog.ColIngestedAt)
+	must(changelog.AddTimeRange(from, r.params.Watermark, int64(keys*costEventsPerKey), 0))
+	must(changelog.AddTimeRange(r.params.Watermark.Add(time.Microsecond), r.params.NewWatermark, int64(len(r.touched)), 0))
+
+	state = cost.NewTable(cost.Name(costLoc.StateTable(bd.Flow)), cost.Columns(catalog.StateColumns(bd), costShapes, costShape), "", bd.Keys[0].Name)
+	rows := int64(keys)
+	if bd.SCDType == 2 {
+		rows *= costEventsPerKey
+	}
+	must(state.AddSpan(cost.Partition{}, cost.Null, cost.Null, 1, 0)) // the marker
+	must(state.AddSpan(cost.Partition{}, cost.Int(0), cost.Int(int64(keys-1)), rows, 0))
+	m = cost.NewModel(changelog, state)
+
+	if render.HasChangeFeed(bd) {
+		changes = cost.NewTable(cost.Name(costLoc.ChangesTable(bd.Flow)), cost.Columns(catalog.ChangesColumns(bd), costShapes, costShape), catalog.ColCommitPosition, catalog.ColCommitPosition)
+		must(changes.AddTimeRange(from, r.params.Watermark, int64(keys*costEventsPerKey)*changeRowsPerEvent(bd), 0))
+		must(changes.AddSpan(cost.Partition{Null: true}, cost.Null, cost.Null, int64(24*time.Hour/costSchedule), 0))
+		m.Tables[changes.Name] = changes
+	}
+	return m, changelog, state, changes
+}
+
+// changeRowsPerEvent: an update of an existing key emits an SCD 1 target's
+// pre- and post-image; an SCD 2 target's closed version's pre- and
+// post-image and the new version's insert.
+func changeRowsPerEvent(bd *flow.Bound) int64 {
+	if bd.SCDType == 2 {
+		return 3
+	}
+	return 2
+}
+
+func benchRun(b *testing.B, bd *flow.Bound, keys, touched int) {
+	r := newCostRun(keys, touched)
+	m, changelog, state, _ := costModel(b, bd, keys, r)
+	plan := render.NewCompaction(bd, costLoc)
+	estimate := func(sql string, err error) *cost.Estimate {
+		if err != nil {
+			b.Fatal(err)
+		}
+		e, err := m.Estimate(sql)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return e
+	}
+	var stateBytes, changelogBytes, billed, maintenance int64
+	for b.Loop() {
+		stateBytes, changelogBytes, billed = 0, 0, 0
+		stats := r.params
+		stats.NewWatermark, stats.Generation = time.Time{}, time.Time{}
+		run := []*cost.Estimate{estimate(plan.Stats(stats)), estimate(plan.Fold(r.params))}
+		if render.HasChangeFeed(bd) {
+			p := r.params
+			p.Keys = r.keyFilter()
+			run = append(run, estimate(plan.Changes(p)))
+		}
+		for _, e := range run {
+			stateBytes += e.Scanned(state.Name)
+			changelogBytes += e.Scanned(changelog.Name)
+			billed += e.Billed
+		}
+		maintenance = estimate(plan.Maintain(r.params)).Billed + estimate(plan.MaintainGC(r.params)).Billed
+	}
+	written := int64(touched) + 1 // the level: one event per touched key, and its marker
+	if render.HasChangeFeed(bd) {
+		written += int64(touched)*changeRowsPerEvent(bd) + 1
+	}
+	b.ReportMetric(float64(stateBytes), "state-bytes/run")
+	b.ReportMetric(float64(changelogBytes), "changelog-bytes/run")
+	b.ReportMetric(float64(billed), "billed-bytes/run")
+	b.ReportMetric(float64(written), "rows-written/run")
+	b.ReportMetric(float64(maintenance), "maintenance-bytes/day")
+	b.ReportMetric(float64(state.Bytes()), "state-bytes")
+}
+
+func benchFeedRead(b *testing.B, bd *flow.Bound, days int) {
+	const keys = 100_000
+	r := newCostRun(keys, 1)
+	end := r.params.Watermark
+	changes := cost.NewTable(cost.Name(costLoc.ChangesTable(bd.Flow)), cost.Columns(catalog.ChangesColumns(bd), costShapes, costShape), catalog.ColCommitPosition, catalog.ColCommitPosition)
+	// The same rate of change whatever the history's length.
+	perDay := int64(keys*costEventsPerKey/costHistoryDays) * changeRowsPerEvent(bd)
+	if err := changes.AddTimeRange(end.AddDate(0, 0, -days), end, perDay*int64(days), 0); err != nil {
+		b.Fatal(err)
+	}
+	if err := changes.AddSpan(cost.Partition{Null: true}, cost.Null, cost.Null, int64(24*time.Hour/costSchedule), 0); err != nil {
+		b.Fatal(err)
+	}
+	m := cost.NewModel(changes)
+	var scanned, billed int64
+	for b.Loop() {
+		sql, err := render.ChangesQuery(bd, costLoc, end.Add(-5*time.Minute), time.Time{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		e, err := m.Estimate(sql)
+		if err != nil {
+			b.Fatal(err)
+		}
+		scanned, billed = e.Scanned(changes.Name), e.Billed
+	}
+	b.ReportMetric(float64(scanned), "feed-bytes/read")
+	b.ReportMetric(float64(billed), "billed-bytes/read")
+	b.ReportMetric(float64(changes.Bytes()), "change-table-bytes")
+}
