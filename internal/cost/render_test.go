@@ -59,7 +59,7 @@ var (
 	renderRun = render.Run{
 		Watermark: time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC), FoldedMax: time.Date(2026, 11, 30, 7, 9, 0, 123456000, time.UTC),
 		Generation: time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC), NewWatermark: time.Date(2026, 11, 30, 7, 50, 0, 0, time.UTC),
-		TombstoneCutoff: time.Date(2026, 10, 31, 8, 0, 0, 0, time.UTC), Cutoff: time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC),
+		TombstoneCutoff: time.Date(2026, 10, 31, 8, 0, 0, 0, time.UTC), Cutoff: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC),
 		ChangesFrom: time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC),
 	}
 	historyFrom = time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
@@ -88,11 +88,14 @@ func newFlowModel(t *testing.T, b *flow.Bound) flowModel {
 	if err := changelog.AddTimeRange(historyFrom, historyTo, testKeys*eventsPerKey, testBlock); err != nil {
 		t.Fatal(err)
 	}
-	state := NewTable(Name(renderLoc.StateTable(b.Flow)), Columns(catalog.StateColumns(b), nil, shape), "", b.Keys[0].Name)
-	if err := state.AddSpan(Partition{}, Null, Null, 1, testBlock); err != nil { // the marker
+	// The state as maintenance left it the day before: one partition (of
+	// its generation's day), sorted by the first key, and its marker.
+	state := NewTable(Name(renderLoc.StateTable(b.Flow)), Columns(catalog.StateColumns(b), nil, shape), catalog.ColStateGen, b.Keys[0].Name)
+	folded := DayOf(time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC))
+	if err := state.AddSpan(folded, Null, Null, 1, testBlock); err != nil { // the marker
 		t.Fatal(err)
 	}
-	if err := state.AddSpan(Partition{}, Int(0), Int(testKeys-1), testKeys*eventsPerKey, testBlock); err != nil {
+	if err := state.AddSpan(folded, Int(0), Int(testKeys-1), testKeys*eventsPerKey, testBlock); err != nil {
 		t.Fatal(err)
 	}
 	m := flowModel{Model: NewModel(changelog, state), changelog: changelog, state: state}
@@ -227,15 +230,16 @@ func TestRendererStatements(t *testing.T) {
 			// Maintenance: every event of the state, once a day.
 			sql, err = c.Maintain(renderRun)
 			s = one(t, m.Model, sql, err)
-			if u := s.Table(st); u.BlocksKept != len(m.state.Blocks) || !sameColumns(u.Columns, names(events, catalog.ColStateOp)) {
-				t.Errorf("maintenance reads %v in %d of %d state blocks, want every event column and __op in all", u.Columns, u.BlocksKept, len(m.state.Blocks))
+			if u := s.Table(st); u.BlocksKept != len(m.state.Blocks) || !sameColumns(u.Columns, names(events, catalog.ColStateOp, catalog.ColStateGen)) {
+				t.Errorf("maintenance reads %v in %d of %d state blocks, want every event column, __op and __gen in all", u.Columns, u.BlocksKept, len(m.state.Blocks))
 			}
 			e, err := m.Estimate(mustSQL(t)(c.MaintainGC(renderRun)))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if u := e.Statements[0].Table(st); !u.Target || u.RewriteBytes < int64(m.state.Bytes()) {
-				t.Errorf("maintenance's DELETE: %+v; DML bills the whole unpartitioned state", u)
+			// It deletes whole days of the state's partitions: free.
+			if u := e.Statements[0].Table(st); !u.Target || u.RewriteBytes != 0 || u.BilledBytes != 0 {
+				t.Errorf("maintenance's DELETE: %+v; whole partitions are deleted without billing", u)
 			}
 			if m.changes != nil {
 				if len(e.Statements) != 2 {
@@ -308,15 +312,16 @@ func TestRendererStatements(t *testing.T) {
 	}
 }
 
-// The marker read scans the state's marker columns in every block: it has
-// no constant filter on the state's clustering column.
-func TestMarkerReadsTheWholeState(t *testing.T) {
+// The marker read (a run without labels) keeps to the state's blocks of
+// NULL keys: markers carry no key, and the first key is the first
+// clustering column.
+func TestMarkerReadsTheNullBlocks(t *testing.T) {
 	b := renderFlows(t)[0]
 	m := newFlowModel(t, b)
 	sql, err := render.NewCompaction(b, renderLoc).Marker()
 	s := one(t, m.Model, sql, err)
 	u := s.Table(m.state.Name)
-	if u.BlocksKept != len(m.state.Blocks) || !sameColumns(u.Columns, []string{catalog.ColIngestedAt, catalog.ColStateOp, catalog.ColStateGen, catalog.ColStateWatermark}) {
+	if u.BlocksKept != 1 || !sameColumns(u.Columns, []string{b.Keys[0].Name, catalog.ColIngestedAt, catalog.ColStateOp, catalog.ColStateGen, catalog.ColStateWatermark}) {
 		t.Errorf("marker: %s", s.Summary())
 	}
 }
