@@ -49,6 +49,7 @@
 package cost
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -207,7 +208,7 @@ func (m *Model) statement(toks []token) (Statement, error) {
 		}
 		tb, ok := m.Tables[name]
 		if !ok {
-			return Statement{}, fmt.Errorf("offset %d: the statement modifies %s, which the model lacks", first.pos, name)
+			return Statement{}, &MissingTableError{Name: name, Offset: first.pos, Modifies: true}
 		}
 		alias, after := a.alias(next, n)
 		target = &ref{t: tb, alias: alias, target: true}
@@ -520,6 +521,40 @@ func (s Statement) Summary() string {
 		out += " | its body: " + s.Body.Summary()
 	}
 	return out
+}
+
+// MissingTableError is a statement reading (or modifying) a table the
+// model lacks.
+type MissingTableError struct {
+	Name     string
+	Offset   int
+	Modifies bool
+}
+
+func (e *MissingTableError) Error() string {
+	verb := "reads"
+	if e.Modifies {
+		verb = "modifies"
+	}
+	return fmt.Sprintf("offset %d: the statement %s %s, which the model lacks", e.Offset, verb, e.Name)
+}
+
+// MissingTable returns the table an Estimate error says the model lacks.
+func MissingTable(err error) (string, bool) {
+	var m *MissingTableError
+	if errors.As(err, &m) {
+		return m.Name, true
+	}
+	return "", false
+}
+
+// SplitName splits a model's table name into project, dataset and table.
+func SplitName(name string) (project, dataset, table string, ok bool) {
+	parts := strings.Split(name, ".")
+	if len(parts) != 3 {
+		return "", "", "", false
+	}
+	return parts[0], parts[1], parts[2], true
 }
 
 // Name is the model's name of a table as SQL spells it (`p`.`d`.`t` or

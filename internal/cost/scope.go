@@ -184,7 +184,9 @@ func (a *analyzer) tableSource(name string, at int, alias string) (source, bool)
 		}
 		return source{}, false // UNNEST aliases, CTEs of an outer scope this model missed
 	}
-	a.fail(at, "the statement reads %s, which the model lacks", name)
+	if a.err == nil {
+		a.err = &MissingTableError{Name: name, Offset: a.toks[at].pos}
+	}
 	return source{}, false
 }
 
