@@ -10,6 +10,8 @@ import (
 
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/compact"
+	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
+	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/schema"
 )
 
@@ -19,7 +21,7 @@ import (
 // run reads (events/op: the delta, whatever the history) and the state
 // rows (what views read instead of the changelog).
 //
-//	go test ./internal/e2e/property -run '^$' -bench Compaction -benchmem -benchtime 5x
+//	go test ./internal/dev/e2e/property -run '^$' -bench Compaction -benchmem -benchtime 5x
 func BenchmarkCompaction(b *testing.B) {
 	for _, history := range []int{1_000, 10_000} {
 		b.Run(fmt.Sprintf("history=%d/delta=100", history), func(b *testing.B) {
@@ -91,4 +93,82 @@ KEYS (userId) APPLY AS DELETE WHEN operation = 'DELETE' SEQUENCE BY sequenceNum 
 	if err == nil && len(n) == 1 {
 		b.ReportMetric(float64(n[0]["n"].(int64)), "scd1-state-rows")
 	}
+}
+
+// BenchmarkReadGrowth times reads of one key's history as it grows, on the
+// emulator (which prunes nothing: it shows the work, not what BigQuery
+// bills; see BenchmarkCompactionCost for that): the whole change feed of an
+// SCD 2 flow, its last 5 positions, and a bitemporal flow's view. The
+// change feed is materialized by compaction, so reading it is reading rows
+// of the change table; the bitemporal view still folds the key's events
+// once per system time of the key (quadratic).
+//
+//	go test ./internal/dev/e2e/property -run '^$' -bench ReadGrowth -benchtime 1x
+func BenchmarkReadGrowth(b *testing.B) {
+	for _, n := range []int{100, 200, 400} {
+		e, bound, positions := readGrowthSetup(b, n)
+		hist, bitemporal := bound[0], bound[1]
+		b.Run(fmt.Sprintf("changes/all/events=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := viewcheck.ActualChanges(context.Background(), e.BQ, hist, e.Loc, time.Time{}, time.Time{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("changes/last5/events=%d", n), func(b *testing.B) {
+			from := positions[len(positions)-6]
+			for b.Loop() {
+				if _, err := viewcheck.ActualChanges(context.Background(), e.BQ, hist, e.Loc, from, time.Time{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		if n <= 100 {
+			b.Run(fmt.Sprintf("bitemporal/view/events=%d", n), func(b *testing.B) {
+				for b.Loop() {
+					if _, err := viewcheck.Actual(context.Background(), e.BQ, bitemporal, e.Loc); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// readGrowthSetup gives one key n events (every tenth a late one, sequenced
+// before the newest), one per position, compacted: the change feed
+// materialized up to the last.
+func readGrowthSetup(b *testing.B, n int) (*testenv.Env, []*flow.Bound, []time.Time) {
+	src := fmt.Sprintf("growth.n%d", n)
+	e := testenv.New(b, stack, fmt.Sprintf("growth-%d-%d", n, time.Now().UnixNano()))
+	cols := e.CreateSource(b, src, usersImage)
+	bound := e.ApplyFlows(b, "growth.sql", fmt.Sprintf(`
+CREATE FLOW g_hist_%[1]d AS AUTO CDC INTO g_hist_%[1]d FROM STREAM(`+"`%[2]s`"+`)
+KEYS (userId) APPLY AS DELETE WHEN operation = 'DELETE' SEQUENCE BY sequenceNum COLUMNS (userId, name, city) STORED AS SCD TYPE 2;
+CREATE FLOW g_bt_%[1]d AS AUTO CDC INTO g_bt_%[1]d FROM STREAM(`+"`%[2]s`"+`)
+KEYS (userId) APPLY AS DELETE WHEN operation = 'DELETE' SEQUENCE BY sequenceNum SYSTEM SEQUENCE BY _cdc_ingested_at
+COLUMNS (userId, name, city) STORED AS BITEMPORAL;
+`, n, src), map[string]schema.Columns{src: cols})
+	base := time.Now().Add(-time.Hour).Truncate(time.Second)
+	var rows []map[string]any
+	var positions []time.Time
+	for i := range n {
+		seq := int64(10 * (i + 1))
+		if i%10 == 9 {
+			seq -= 15 // late: before the previous event
+		}
+		at := base.Add(time.Duration(i) * time.Millisecond)
+		positions = append(positions, at)
+		rows = append(rows, map[string]any{"userId": int64(1), "name": fmt.Sprint("n", i%7), "city": "c", "operation": "UPDATE",
+			"sequenceNum": seq, catalog.ColMessageID: fmt.Sprint("m", i), catalog.ColIngestedAt: at.UnixMicro()})
+	}
+	e.AppendRows(b, src, rows)
+	now := base.Add(time.Minute)
+	c := compact.New(e.BQ, e.Loc, compact.Options{VisibilityLag: time.Second, Now: func() time.Time { return now }, MaintainEvery: -1})
+	for _, r := range c.Run(context.Background(), bound) {
+		if r.Outcome != compact.Compacted {
+			b.Fatalf("compaction of %s: %+v", r.Flow, r)
+		}
+	}
+	return e, bound, positions
 }
