@@ -94,8 +94,11 @@ func TestCloudBuildGraph(t *testing.T) {
 		"terraform-fmt":      {"'fmt', '-check', '-recursive'"},
 		"terraform-init":     {"init -input=false", "-backend-config=bucket="},
 		"terraform-validate": {"'validate'"},
-		"terraform-apply":    {"'apply'", "'-auto-approve'", "'-var-file=${_TF_VARS}'"},
-		"bqcdc-apply":        {"go run ./cmd/bqcdc apply", "--flows sql/flows", "--schemas schemas", `"$$BQCDC_REGISTRY_URL"`},
+		"terraform-plan":     {"'plan'", "'-out=bqcdc.tfplan'", "'-var-file=${_TF_VARS}'", "'-var=project_id=${PROJECT_ID}'"},
+		"terraform-apply":    {"'apply'", "'-auto-approve'", "'bqcdc.tfplan'"},
+		"go-live": {`if [ -z "${_TEST_PROJECT}" ]`, "live suite not run", `BQCDC_TEST_PROJECT="${_TEST_PROJECT}"`,
+			"go test ./internal/dev/e2e/realbq -v -count=1 -timeout 30m"},
+		"bqcdc-apply": {"go run ./cmd/bqcdc apply", "--flows sql/flows", "--schemas schemas", `"$$BQCDC_REGISTRY_URL"`},
 	}
 	for id, needles := range want {
 		s := byID[id]
@@ -126,7 +129,7 @@ func TestCloudBuildGraph(t *testing.T) {
 		}
 		return visit(id)
 	}
-	for _, dep := range []string{"go-unit", "go-integration", "render-sql", "terraform-fmt", "terraform-validate"} {
+	for _, dep := range []string{"go-unit", "go-integration", "go-live", "render-sql", "terraform-fmt", "terraform-validate", "terraform-plan"} {
 		if !after("terraform-apply", dep) {
 			t.Errorf("terraform-apply must wait (directly or not) for %s", dep)
 		}
