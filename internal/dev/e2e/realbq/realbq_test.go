@@ -2,8 +2,9 @@
 // BQCDC_TEST_PROJECT to a Google Cloud project where Application Default
 // Credentials may create and delete datasets and run jobs (BigQuery Data
 // Owner, Job User, and Resource Viewer to list the run's jobs), and
-// optionally BQCDC_TEST_LOCATION (default US). Without it each test says why
-// it does not run. It has never run: neither the development machines nor
+// optionally BQCDC_TEST_LOCATION (default US); BQCDC_TEST_KEEP=1 keeps each
+// test's dataset for inspection. Without BQCDC_TEST_PROJECT each test says
+// why it does not run. It has never run: neither the development machines nor
 // CI have cloud credentials. Cloud Build runs it when _TEST_PROJECT is set.
 //
 //	BQCDC_TEST_PROJECT=my-project go test ./internal/dev/e2e/realbq -v -timeout 30m
@@ -89,11 +90,15 @@ func newLive(t *testing.T) *live {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		defer bq.Close()
+		defer mw.Close()
+		if os.Getenv("BQCDC_TEST_KEEP") != "" {
+			t.Logf("BQCDC_TEST_KEEP is set: dataset %s:%s is kept for inspection; drop it with `bq rm -r -f -d %s:%s`", project, lv.dataset, project, lv.dataset)
+			return
+		}
 		if err := bq.Dataset(lv.dataset).DeleteWithContents(context.Background()); err != nil {
 			t.Errorf("dropping dataset %s: %v (drop it by hand)", lv.dataset, err)
 		}
-		mw.Close()
-		bq.Close()
 	})
 	return lv
 }
