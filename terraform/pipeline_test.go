@@ -94,8 +94,11 @@ func TestCloudBuildGraph(t *testing.T) {
 		"terraform-fmt":      {"'fmt', '-check', '-recursive'"},
 		"terraform-init":     {"init -input=false", "-backend-config=bucket="},
 		"terraform-validate": {"'validate'"},
-		"terraform-apply":    {"'apply'", "'-auto-approve'", "'-var-file=${_TF_VARS}'"},
-		"bqcdc-apply":        {"go run ./cmd/bqcdc apply", "--flows sql/flows", "--schemas schemas", `"$$BQCDC_REGISTRY_URL"`},
+		"terraform-plan":     {"'plan'", "'-out=bqcdc.tfplan'", "'-var-file=${_TF_VARS}'", "'-var=project_id=${PROJECT_ID}'"},
+		"terraform-apply":    {"'apply'", "'-auto-approve'", "'bqcdc.tfplan'"},
+		"go-live": {`if [ -z "${_TEST_PROJECT}" ]`, "live suite not run", `BQCDC_TEST_PROJECT="${_TEST_PROJECT}"`,
+			"go test ./internal/dev/e2e/realbq -v -count=1 -timeout 30m"},
+		"bqcdc-apply": {"go run ./cmd/bqcdc apply", "--flows sql/flows", "--schemas schemas", `"$$BQCDC_REGISTRY_URL"`},
 	}
 	for id, needles := range want {
 		s := byID[id]
@@ -126,7 +129,7 @@ func TestCloudBuildGraph(t *testing.T) {
 		}
 		return visit(id)
 	}
-	for _, dep := range []string{"go-unit", "go-integration", "render-sql", "terraform-fmt", "terraform-validate"} {
+	for _, dep := range []string{"go-unit", "go-integration", "go-live", "render-sql", "terraform-fmt", "terraform-validate", "terraform-plan"} {
 		if !after("terraform-apply", dep) {
 			t.Errorf("terraform-apply must wait (directly or not) for %s", dep)
 		}
@@ -174,7 +177,7 @@ func TestScripts(t *testing.T) {
 	if err != nil {
 		t.Skip("bash is not installed")
 	}
-	for _, s := range []string{"deploy.sh", "teardown.sh"} {
+	for _, s := range []string{"deploy.sh", "teardown.sh", "smoke-test.sh", "extract-provider-schema.sh"} {
 		path := filepath.Join("..", "scripts", s)
 		info, err := os.Stat(path)
 		if err != nil {
@@ -249,4 +252,135 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// scripts/smoke-test.sh --dry-run prints its plan and every command in
+// order without credentials and without running any tool: terraform, go,
+// gcloud and bq on the PATH are stubs that record a call and fail.
+func TestSmokeTestDryRun(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash is not installed")
+	}
+	stubs := t.TempDir()
+	called := filepath.Join(stubs, "called")
+	for _, tool := range []string{"terraform", "go", "gcloud", "bq"} {
+		stub := "#!/bin/sh\necho " + tool + " >> " + called + "\nexit 1\n"
+		if err := os.WriteFile(filepath.Join(stubs, tool), []byte(stub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(args ...string) (string, error) {
+		cmd := exec.Command(bash, append([]string{filepath.Join("scripts", "smoke-test.sh")}, args...)...)
+		cmd.Dir = ".."
+		// No credentials of any kind, and the stubs first on the PATH.
+		cmd.Env = []string{"PATH=" + stubs + ":/usr/bin:/bin", "HOME=" + t.TempDir(), "CLOUDSDK_CONFIG=" + t.TempDir()}
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		return out.String(), err
+	}
+	out, err := run("--dry-run", "--project", "demo-proj-1", "--region", "europe-west1", "--tables", "3")
+	if err != nil {
+		t.Fatalf("smoke-test.sh --dry-run: %v\n%s", err, out)
+	}
+	if b, err := os.ReadFile(called); err == nil {
+		t.Errorf("--dry-run ran tools: %s", b)
+	}
+	// Every step, in order.
+	rest := out
+	for _, want := range []string{
+		"Plan of the smoke test",
+		"+ go build -o ",
+		"bqcdc loadgen --write ",
+		"--tables 3 --messages 500 --keys 100",
+		"+ terraform -chdir=terraform/examples/demo init -input=false",
+		"+ terraform -chdir=terraform/examples/demo workspace new smoke-",
+		"+ terraform -chdir=terraform/examples/demo apply -input=false -auto-approve -var-file=",
+		"smoke.tfvars.json -var=project_id=demo-proj-1 -var=region=europe-west1 -var=location=US",
+		"gcloud secrets versions access latest --project=demo-proj-1",
+		"bqcdc apply --project demo-proj-1 --dataset bqcdc_smoke_",
+		"bqcdc loadgen --project demo-proj-1 --dataset bqcdc_smoke_",
+		"--rate 0 --wait 10m --check --json",
+		"bqcdc compact --project demo-proj-1 --dataset bqcdc_smoke_",
+		"bqcdc status --project demo-proj-1 --dataset bqcdc_smoke_",
+		"--max-dead-letters 0 --max-compaction-age 30m",
+		"+ bq query --project_id=demo-proj-1 --location=US",
+		"INFORMATION_SCHEMA.JOBS_BY_PROJECT",
+		"+ terraform -chdir=terraform/examples/demo destroy -input=false -auto-approve",
+		"+ terraform -chdir=terraform/examples/demo workspace delete smoke-",
+	} {
+		i := strings.Index(rest, want)
+		if i < 0 {
+			t.Fatalf("smoke-test.sh --dry-run output lacks %q after the steps before it:\n%s", want, out)
+		}
+		rest = rest[i+len(want):]
+	}
+	// Every flag the script passes to bqcdc is one the command declares.
+	checkBqcdcFlags(t, out)
+
+	out, err = run("--dry-run", "--keep", "--project", "demo-proj-1", "--region", "europe-west1")
+	if err != nil || strings.Contains(out, " destroy -input=false") || !strings.Contains(out, "kept for inspection (--keep)") {
+		t.Errorf("smoke-test.sh --dry-run --keep must not destroy: err=%v\n%s", err, out)
+	}
+	if out, err := run("--dry-run", "--region", "europe-west1"); err == nil || !strings.Contains(out, "missing required --project") {
+		t.Errorf("smoke-test.sh without --project: err=%v, output:\n%s", err, out)
+	}
+	if out, err := run("--dry-run", "--project", "demo-proj-1", "--region", "europe-west1", "--wait", "soon"); err == nil || !strings.Contains(out, "--wait 'soon' is not a duration") {
+		t.Errorf("smoke-test.sh --wait soon: err=%v, output:\n%s", err, out)
+	}
+}
+
+// checkBqcdcFlags checks that every `bqcdc <command> --flag` in a script's
+// printed commands is a flag cmd/bqcdc registers for that command (read
+// from its source: fs.String("name", ...) and friends, and the target flags).
+func checkBqcdcFlags(t *testing.T, out string) {
+	t.Helper()
+	declared := map[string]map[string]bool{}
+	decl := regexp.MustCompile(`fs\.(?:String|Int|Int64|Bool|Duration|Float64)(?:Var)?\((?:&[\w.]+, )?"([a-z-]+)"|fs\.Var\(&\w+, "([a-z-]+)"`)
+	files, _ := filepath.Glob(filepath.Join("..", "cmd", "bqcdc", "*.go"))
+	target := map[string]bool{}
+	for _, f := range files {
+		src := readFile(t, f)
+		for _, fn := range regexp.MustCompile(`(?m)^func (?:\([^)]*\) )?(\w+)\(`).FindAllStringSubmatchIndex(src, -1) {
+			name := src[fn[2]:fn[3]]
+			body := src[fn[1]:]
+			if end := strings.Index(body, "\n}\n"); end >= 0 {
+				body = body[:end]
+			}
+			flags := map[string]bool{}
+			for _, m := range decl.FindAllStringSubmatch(body, -1) {
+				flags[m[1]+m[2]] = true
+			}
+			if name == "register" {
+				target = flags
+			} else if cmd, ok := strings.CutPrefix(name, "run"); ok && cmd != "" {
+				declared[strings.ToLower(cmd)] = flags
+			}
+		}
+	}
+	if len(target) < 5 || len(declared["loadgen"]) < 5 {
+		t.Fatalf("could not read cmd/bqcdc's flags (target %v, loadgen %v)", target, declared["loadgen"])
+	}
+	uses := 0
+	for _, line := range strings.Split(out, "\n") {
+		m := regexp.MustCompile(`/bqcdc (\w+) (.*)`).FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		cmd := m[1]
+		if declared[cmd] == nil {
+			t.Errorf("the script runs bqcdc %s, which cmd/bqcdc does not define: %s", cmd, line)
+			continue
+		}
+		for _, f := range regexp.MustCompile(`(?:^| )--([a-z-]+)`).FindAllStringSubmatch(m[2], -1) {
+			uses++
+			if !declared[cmd][f[1]] && !target[f[1]] {
+				t.Errorf("the script passes --%s to bqcdc %s, which does not declare it: %s", f[1], cmd, line)
+			}
+		}
+	}
+	if uses < 20 {
+		t.Errorf("checked only %d bqcdc flags in the script's commands", uses)
+	}
 }

@@ -10,10 +10,13 @@ import (
 	"os"
 	"time"
 
+	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/pubsub/v2"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/config"
 	"github.com/bqcdc/bqcdc/internal/dev/localstack"
+	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
 	"github.com/bqcdc/bqcdc/internal/loadgen"
 	"github.com/bqcdc/bqcdc/internal/registry"
 )
@@ -26,7 +29,8 @@ import (
 // --registry-url, BigQuery of --project (or --bigquery-endpoint). There the
 // tables must exist: --write dir writes the flows and schemas to deploy
 // first (bqcdc apply --flows dir/flows --schemas dir/schemas, and the
-// Terraform sources).
+// Terraform sources). --check then reads every view back against the
+// reference model there too.
 func runLoadgen(ctx context.Context, args []string) error {
 	s := loadgen.DefaultSpec()
 	var t target
@@ -43,7 +47,7 @@ func runLoadgen(ctx context.Context, args []string) error {
 	local := fs.Bool("local", false, "start a local stack for the load (in this process, on free ports)")
 	write := fs.String("write", "", "write the flows and Avro schemas of the load to this folder and exit")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	check := fs.Bool("check", false, "with --local: also check every view against the reference model")
+	check := fs.Bool("check", false, "once every message landed, also check every view of the load against the reference model (locally or in the project)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -60,7 +64,7 @@ func runLoadgen(ctx context.Context, args []string) error {
 	if *local {
 		res, err = loadLocal(ctx, s, *wait, *check)
 	} else {
-		res, err = loadRemote(ctx, s, t, *wait)
+		res, err = loadRemote(ctx, s, t, *wait, *check)
 	}
 	if *asJSON {
 		b, _ := json.MarshalIndent(res, "", "  ")
@@ -86,7 +90,7 @@ func writeLoad(s loadgen.Spec, dir string) error {
 	return nil
 }
 
-func loadRemote(ctx context.Context, s loadgen.Spec, t target, wait time.Duration) (loadgen.Result, error) {
+func loadRemote(ctx context.Context, s loadgen.Spec, t target, wait time.Duration, check bool) (loadgen.Result, error) {
 	if t.bq.Project == "" {
 		return loadgen.Result{}, fmt.Errorf("--project (or %s) is required", config.EnvProject)
 	}
@@ -104,7 +108,28 @@ func loadRemote(ctx context.Context, s loadgen.Spec, t target, wait time.Duratio
 	}
 	defer ps.Close()
 	reg := registry.New(t.registry, registry.Options{Username: os.Getenv(config.EnvRegistryUsername), Password: os.Getenv(config.EnvRegistryPassword)})
-	return loadgen.Run(ctx, s, loadgen.Target{PubSub: ps, Registry: reg, BigQuery: bq, Dataset: t.dataset, Progress: os.Stderr}, wait)
+	res, err := loadgen.Run(ctx, s, loadgen.Target{PubSub: ps, Registry: reg, BigQuery: bq, Dataset: t.dataset, Progress: os.Stderr}, wait)
+	if err != nil || !check {
+		return res, err
+	}
+	if res.Landed < res.Published {
+		return res, fmt.Errorf("views not checked: %d of %d messages landed (%d dead-lettered)", res.Landed, res.Published, res.DeadLettered)
+	}
+	return res, checkLoadViews(ctx, bq, catalog.Location{Project: t.bq.Project, DefaultDataset: t.dataset}, s)
+}
+
+// checkLoadViews compares each view of the load's flows (as --write wrote
+// them and bqcdc apply created them) with the reference model.
+func checkLoadViews(ctx context.Context, bq *bigquery.Client, loc catalog.Location, s loadgen.Spec) error {
+	problems, err := viewcheck.Load(ctx, bq, loc, s)
+	if err != nil {
+		return err
+	}
+	if problems != "" {
+		return fmt.Errorf("views differ from the reference model:\n%s", problems)
+	}
+	fmt.Fprintf(os.Stderr, "every view of the load (%d tables) equals the reference model\n", s.Tables)
+	return nil
 }
 
 // loadLocal runs the load against a local stack of its own.

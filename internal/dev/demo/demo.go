@@ -18,6 +18,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/dev/localstack"
 	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
+	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/registry"
 	"github.com/bqcdc/bqcdc/internal/wire"
 	"github.com/hamba/avro/v2"
@@ -33,7 +34,34 @@ type Published struct {
 // AvroConverter does: version 1 of each, and version 2 of customers, which
 // adds LoyaltyField) and publishes the events, in order, to Pub/Sub.
 func Produce(ctx context.Context, st *localstack.Stack, events []Event) ([]Published, error) {
-	reg := registry.New(st.RegistryURL, registry.Options{})
+	msgs, err := Encode(ctx, registry.New(st.RegistryURL, registry.Options{}), st.SchemasDir, events)
+	if err != nil {
+		return nil, err
+	}
+	var out []Published
+	for _, m := range msgs {
+		res := st.PubSub.Publisher(m.Topic).Publish(ctx, &pubsub.Message{Data: m.Data, Attributes: map[string]string{"key": fmt.Sprint(m.Key)}})
+		id, err := res.Get(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("publishing to %s: %w", m.Topic, err)
+		}
+		out = append(out, Published{Event: m.Event, MessageID: id})
+	}
+	return out, nil
+}
+
+// Message is a demo event as the producer sends it: Confluent-framed Avro
+// (empty for a tombstone, the raw bytes of a bad message).
+type Message struct {
+	Event
+	Data []byte
+}
+
+// Encode registers the demo schemas of schemasDir with reg under their
+// subjects (version 1 of each, and version 2 of customers, which adds
+// LoyaltyField) and encodes the events, in order, as Debezium's
+// AvroConverter does.
+func Encode(ctx context.Context, reg *registry.Client, schemasDir string, events []Event) ([]Message, error) {
 	type topicSchema struct {
 		id     int
 		schema avro.Schema
@@ -54,7 +82,7 @@ func Produce(ctx context.Context, st *localstack.Stack, events []Event) ([]Publi
 	var v2 topicSchema
 	for _, topic := range []string{Customers, Orders} {
 		subject := catalog.Subject(topic)
-		b, err := os.ReadFile(filepath.Join(st.SchemasDir, subject+".avsc"))
+		b, err := os.ReadFile(filepath.Join(schemasDir, subject+".avsc"))
 		if err != nil {
 			return nil, fmt.Errorf("reading demo schema: %w", err)
 		}
@@ -71,7 +99,7 @@ func Produce(ctx context.Context, st *localstack.Stack, events []Event) ([]Publi
 			}
 		}
 	}
-	var out []Published
+	out := make([]Message, 0, len(events))
 	for _, e := range events {
 		data := e.Raw
 		if !e.Tombstone() && e.Raw == nil {
@@ -85,12 +113,7 @@ func Produce(ctx context.Context, st *localstack.Stack, events []Event) ([]Publi
 			}
 			data = wire.Append(nil, int32(ts.id), payload)
 		}
-		res := st.PubSub.Publisher(e.Topic).Publish(ctx, &pubsub.Message{Data: data, Attributes: map[string]string{"key": fmt.Sprint(e.Key)}})
-		id, err := res.Get(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("publishing to %s: %w", e.Topic, err)
-		}
-		out = append(out, Published{Event: e, MessageID: id})
+		out = append(out, Message{Event: e, Data: data})
 	}
 	return out, nil
 }
@@ -156,10 +179,17 @@ func WaitDelivered(ctx context.Context, st *localstack.Stack, n int, timeout tim
 // exactly once in its changelog with its op and sequence, every tombstone
 // counted, every bad message in the dead-letter table.
 func Check(ctx context.Context, st *localstack.Stack, sent []Published) (Result, error) {
+	return CheckLanded(ctx, st.BigQuery, st.Location(), st.Flows, sent, int(st.Ingest.Stats().Tombstones))
+}
+
+// CheckLanded is Check for any deployment of the demo flows: the
+// changelogs, dead letters and views in loc, and the tombstones the ingest
+// function counted.
+func CheckLanded(ctx context.Context, bq *bigquery.Client, loc catalog.Location, flows []*flow.Flow, sent []Published, tombstones int) (Result, error) {
 	res := Result{Published: len(sent)}
 	landed := map[string][]map[string]bigquery.Value{}
 	for _, topic := range []string{Customers, Orders} {
-		rows, err := Query(ctx, st.BigQuery, fmt.Sprintf("SELECT _cdc_message_id, _cdc_op, _cdc_sequence FROM `%s.%s`", st.Dataset, catalog.TableName(topic)))
+		rows, err := Query(ctx, bq, fmt.Sprintf("SELECT _cdc_message_id, _cdc_op, _cdc_sequence FROM `%s.%s`", loc.DefaultDataset, catalog.TableName(topic)))
 		if err != nil {
 			return res, err
 		}
@@ -168,7 +198,7 @@ func Check(ctx context.Context, st *localstack.Stack, sent []Published) (Result,
 		}
 		res.Rows += len(rows)
 	}
-	dead, err := Query(ctx, st.BigQuery, fmt.Sprintf("SELECT message_id, stage, reason FROM `%s.%s`", st.Dataset, catalog.DeadLetterTable))
+	dead, err := Query(ctx, bq, fmt.Sprintf("SELECT message_id, stage, reason FROM `%s.%s`", loc.DefaultDataset, catalog.DeadLetterTable))
 	if err != nil {
 		return res, err
 	}
@@ -177,7 +207,7 @@ func Check(ctx context.Context, st *localstack.Stack, sent []Published) (Result,
 		deadByID[d["message_id"].(string)] = d
 	}
 	res.DeadLetters = len(dead)
-	res.Tombstones = int(st.Ingest.Stats().Tombstones)
+	res.Tombstones = tombstones
 	wantTombstones := 0
 	for _, p := range sent {
 		switch {
@@ -200,12 +230,12 @@ func Check(ctx context.Context, st *localstack.Stack, sent []Published) (Result,
 	}
 	// Bind the flows to the changelogs as they are now: schema evolution may
 	// have added columns since the stack applied them.
-	bound, err := apply.BindToChangelogs(ctx, st.BigQuery, st.Location(), st.Flows)
+	bound, err := apply.BindToChangelogs(ctx, bq, loc, flows)
 	if err != nil {
 		return res, err
 	}
 	for _, b := range bound {
-		diff, err := viewcheck.Check(ctx, st.BigQuery, b, st.Location())
+		diff, err := viewcheck.Check(ctx, bq, b, loc)
 		if err != nil {
 			return res, err
 		}

@@ -7,10 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"cloud.google.com/go/pubsub/v2"
-	"github.com/bqcdc/bqcdc/internal/apply"
 	"github.com/bqcdc/bqcdc/internal/bqwrite"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/clients"
@@ -66,21 +64,7 @@ func (s *Stack) LoadTarget(progress io.Writer) loadgen.Target {
 // CheckViews compares every flow's view with the reference model of its
 // changelog as it is now; it returns the differences ("" when none).
 func (s *Stack) CheckViews(ctx context.Context) (string, error) {
-	bound, err := apply.BindToChangelogs(ctx, s.BigQuery, s.Location(), s.Flows)
-	if err != nil {
-		return "", err
-	}
-	var problems []string
-	for _, b := range bound {
-		diff, err := viewcheck.Check(ctx, s.BigQuery, b, s.Location())
-		if err != nil {
-			return "", fmt.Errorf("checking view %s: %w", b.Target, err)
-		}
-		if diff != "" {
-			problems = append(problems, fmt.Sprintf("view %s:\n%s", b.Target, diff))
-		}
-	}
-	return strings.Join(problems, "\n"), nil
+	return viewcheck.Flows(ctx, s.BigQuery, s.Location(), s.Flows)
 }
 
 // StartLoad starts a stack serving the flows of a synthetic load (one

@@ -14,10 +14,12 @@ import (
 
 	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/civil"
+	"github.com/bqcdc/bqcdc/internal/apply"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/dev/model"
 	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/loadgen"
 	"github.com/bqcdc/bqcdc/sql/render"
 )
 
@@ -256,6 +258,38 @@ func Check(ctx context.Context, bq *bigquery.Client, b *flow.Bound, loc catalog.
 		return "", err
 	}
 	return Diff(Expected(b, events), got), nil
+}
+
+// Flows binds flows to their changelogs and compares every view with the
+// model (Check); it returns the differences, one paragraph per view that
+// differs ("" when every view equals the model).
+func Flows(ctx context.Context, bq *bigquery.Client, loc catalog.Location, flows []*flow.Flow) (string, error) {
+	bound, err := apply.BindToChangelogs(ctx, bq, loc, flows)
+	if err != nil {
+		return "", err
+	}
+	var problems []string
+	for _, b := range bound {
+		diff, err := Check(ctx, bq, b, loc)
+		if err != nil {
+			return "", fmt.Errorf("checking view %s: %w", b.Target, err)
+		}
+		if diff != "" {
+			problems = append(problems, fmt.Sprintf("view %s:\n%s", b.Target, diff))
+		}
+	}
+	return strings.Join(problems, "\n"), nil
+}
+
+// Load is Flows for the flows of a synthetic load (loadgen.Spec.Flows, as
+// `bqcdc loadgen --write` writes them for `bqcdc apply`), wherever they were
+// applied: the local stack or a project.
+func Load(ctx context.Context, bq *bigquery.Client, loc catalog.Location, s loadgen.Spec) (string, error) {
+	flows, err := flow.Parse("loadgen.sql", s.Flows())
+	if err != nil {
+		return "", fmt.Errorf("parsing the load's flows: %w", err)
+	}
+	return Flows(ctx, bq, loc, flows)
 }
 
 // Diff lists the lines only one side has.

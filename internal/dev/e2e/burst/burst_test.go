@@ -18,6 +18,7 @@ import (
 
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/dev/localstack"
+	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
 	"github.com/bqcdc/bqcdc/internal/loadgen"
 )
 
@@ -94,7 +95,8 @@ func TestBurstAcrossTables(t *testing.T) {
 	if queries.Load() == 0 {
 		t.Error("no query ran during the load")
 	}
-	problems, err := st.CheckViews(ctx)
+	// As `bqcdc loadgen --check` reads them in a project: from the spec's flows.
+	problems, err := viewcheck.Load(ctx, st.BigQuery, st.Location(), s)
 	if err != nil {
 		t.Fatal(err)
 	}

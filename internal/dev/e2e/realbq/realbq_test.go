@@ -1,16 +1,23 @@
-// Package realbq runs the schema-evolution path against real BigQuery. It is
-// opt-in: set BQCDC_TEST_PROJECT to a Google Cloud project where Application
-// Default Credentials may create and delete datasets (BigQuery Data Owner and
-// Job User), and optionally BQCDC_TEST_LOCATION (default US). Without it the
-// test says why it does not run. It has never been run by CI: CI has no
-// cloud credentials.
+// Package realbq is the opt-in live suite: bqcdc against real BigQuery. Set
+// BQCDC_TEST_PROJECT to a Google Cloud project where Application Default
+// Credentials may create and delete datasets and run jobs (BigQuery Data
+// Owner, Job User, and Resource Viewer to list the run's jobs), and
+// optionally BQCDC_TEST_LOCATION (default US); BQCDC_TEST_KEEP=1 keeps each
+// test's dataset for inspection. Without BQCDC_TEST_PROJECT each test says
+// why it does not run. It has never run: neither the development machines nor
+// CI have cloud credentials. Cloud Build runs it when _TEST_PROJECT is set.
 //
-//	BQCDC_TEST_PROJECT=my-project go test ./internal/e2e/realbq -v -timeout 30m
+//	BQCDC_TEST_PROJECT=my-project go test ./internal/dev/e2e/realbq -v -timeout 30m
 //
-// What it covers that the emulator cannot: tables.update adding a column in
+// TestPipelineOnBigQuery: the whole pipeline of the demo (apply with table
+// functions, ingest through the Storage Write default stream, views against
+// the model, compaction and idle detection, the table functions called,
+// _bqcdc_status, job statistics), estimated at 3 to 6 minutes and under 10
+// cents. TestSchemaEvolutionOnBigQuery: tables.update adding a column in
 // place (the emulator needs the local stack's rebuild shim), the Storage
 // Write API's default stream picking up the new schema (the emulator caches
-// it per stream), and the retry of rows refused while it propagates.
+// it per stream), and the retry of rows refused while it propagates (up to
+// 15 minutes). Each test works in a dataset of its own and drops it.
 package realbq
 
 import (
@@ -19,10 +26,12 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"cloud.google.com/go/bigquery"
+	"cloud.google.com/go/bigquery/storage/managedwriter"
 	"github.com/bqcdc/bqcdc/internal/apply"
 	"github.com/bqcdc/bqcdc/internal/bqwrite"
 	"github.com/bqcdc/bqcdc/internal/catalog"
@@ -37,13 +46,65 @@ import (
 
 const topic = "realbq.inventory.customers"
 
-// TestMain says on every run why the test does not run, not only with -v.
+// TestMain says on every run why the suite does not run, not only with -v.
 func TestMain(m *testing.M) {
 	if os.Getenv("BQCDC_TEST_PROJECT") == "" {
-		fmt.Println("realbq: not run: set BQCDC_TEST_PROJECT to run the schema-evolution test against real BigQuery")
+		fmt.Println("realbq: not run: set BQCDC_TEST_PROJECT to a Google Cloud project to run the live suite against real BigQuery")
 	}
 	os.Exit(m.Run())
 }
+
+// live is a test's connection to real BigQuery and its own dataset.
+type live struct {
+	cfg     clients.Config
+	bq      *bigquery.Client
+	mw      *managedwriter.Client
+	dataset string
+}
+
+// newLive skips the test without BQCDC_TEST_PROJECT; otherwise it connects
+// and creates a dataset that is dropped, with everything in it, when the
+// test ends.
+func newLive(t *testing.T) *live {
+	t.Helper()
+	project := os.Getenv("BQCDC_TEST_PROJECT")
+	if project == "" {
+		t.Skip("BQCDC_TEST_PROJECT is not set: this opt-in test needs a Google Cloud project and credentials")
+	}
+	ctx := context.Background()
+	cfg := clients.Config{Project: project, Location: os.Getenv("BQCDC_TEST_LOCATION")}
+	if cfg.Location == "" {
+		cfg.Location = "US"
+	}
+	bq, err := clients.NewBigQuery(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mw, err := clients.NewWriter(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lv := &live{cfg: cfg, bq: bq, mw: mw, dataset: fmt.Sprintf("bqcdc_test_%d", time.Now().UnixNano())}
+	var rep apply.Report
+	if err := apply.Dataset(ctx, bq, lv.dataset, &rep); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		defer bq.Close()
+		defer mw.Close()
+		if os.Getenv("BQCDC_TEST_KEEP") != "" {
+			t.Logf("BQCDC_TEST_KEEP is set: dataset %s:%s is kept for inspection; drop it with `bq rm -r -f -d %s:%s`", project, lv.dataset, project, lv.dataset)
+			return
+		}
+		if err := bq.Dataset(lv.dataset).DeleteWithContents(context.Background()); err != nil {
+			t.Errorf("dropping dataset %s: %v (drop it by hand)", lv.dataset, err)
+		}
+	})
+	return lv
+}
+
+// repoPath is a path of the repository, from this package's folder.
+func repoPath(p string) string { return filepath.Join("..", "..", "..", "..", p) }
 
 func version(t *testing.T, base string, added bool) string {
 	t.Helper()
@@ -82,34 +143,14 @@ func message(t *testing.T, text string, id, customer int, loyalty any) []byte {
 }
 
 func TestSchemaEvolutionOnBigQuery(t *testing.T) {
-	project := os.Getenv("BQCDC_TEST_PROJECT")
-	if project == "" {
-		t.Skip("BQCDC_TEST_PROJECT is not set: this opt-in test needs a Google Cloud project and credentials")
-	}
+	lv := newLive(t)
 	ctx := context.Background()
-	cfg := clients.Config{Project: project, Location: os.Getenv("BQCDC_TEST_LOCATION")}
-	if cfg.Location == "" {
-		cfg.Location = "US"
-	}
-	bq, err := clients.NewBigQuery(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mw, err := clients.NewWriter(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dataset := fmt.Sprintf("bqcdc_test_%d", time.Now().UnixNano())
+	bq, project, dataset := lv.bq, lv.cfg.Project, lv.dataset
 	var rep apply.Report
-	if err := apply.Dataset(ctx, bq, dataset, &rep); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { bq.Dataset(dataset).DeleteWithContents(context.Background()) })
-
 	reg := registryserver.New()
 	srv := httptest.NewServer(reg)
 	defer srv.Close()
-	base, err := os.ReadFile("../../../../schemas/dbserver1.inventory.customers-value.avsc")
+	base, err := os.ReadFile(repoPath("schemas/dbserver1.inventory.customers-value.avsc"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +164,7 @@ func TestSchemaEvolutionOnBigQuery(t *testing.T) {
 	if err := apply.Changelog(ctx, bq, dataset, apply.SourceSchema{Source: topic, Columns: cols, SchemaID: id1, Origin: "test"}, []string{"id"}, &rep); err != nil {
 		t.Fatal(err)
 	}
-	w := bqwrite.NewWriter(bq, mw, project, dataset)
+	w := bqwrite.NewWriter(bq, lv.mw, project, dataset)
 	defer w.Close()
 	svc := ingest.New(ingest.Options{Registry: registry.New(srv.URL, registry.Options{}), Writer: w, Log: slog.Default()})
 
