@@ -107,6 +107,10 @@ func TestPipelineOnBigQuery(t *testing.T) {
 	checkLanded("after ingest")
 	before := readViews(t, ctx, lv.bq, bound, loc)
 
+	// 3b. bqcdc compact --dry-run: every flow's run priced with BigQuery's
+	// dry runs, and nothing written (the views, labels and state unchanged).
+	checkCompactDryRun(t, ctx, lv.bq, loc, flows, bound, before)
+
 	// 4. Compaction folds everything (visibility lag 0: every append was
 	// acknowledged before it starts); the views do not change, and the jobs
 	// and bytes it reports are the ones BigQuery lists for the run.
@@ -147,9 +151,6 @@ func TestPipelineOnBigQuery(t *testing.T) {
 	// 7. The status view: one row per flow, nothing waiting, the dead
 	// letter counted on its topic.
 	checkStatusView(t, ctx, lv.bq, bound, loc)
-
-	// 8. bqcdc compact --dry-run.
-	checkCompactDryRun(t)
 }
 
 // deliver hands a message to the ingest service until it is acknowledged,
@@ -353,11 +354,49 @@ func checkStatusView(t *testing.T, ctx context.Context, bq *bigquery.Client, bou
 	}
 }
 
-// checkCompactDryRun is where the live suite checks `bqcdc compact
-// --dry-run` (what a run would read and bill, with no job that writes)
-// against this dataset. That command does not exist yet: the check is
-// reported as not done, and belongs here once it does.
-func checkCompactDryRun(t *testing.T) {
+// checkCompactDryRun runs compaction as `bqcdc compact --dry-run` does
+// (Options.DryRun with BigQuery's dry runs) before anything was folded:
+// every change-stream flow plans a fold, each statement priced without an
+// error, and the run writes nothing: the views read the same and the state
+// tables carry no watermark label.
+func checkCompactDryRun(t *testing.T, ctx context.Context, bq *bigquery.Client, loc catalog.Location, flows []*flow.Flow, bound []*flow.Bound, views map[string][]string) {
 	t.Helper()
-	t.Log("NOT CHECKED: bqcdc compact --dry-run does not exist yet (issue 24 item 1); add its check in checkCompactDryRun")
+	sel, refused, err := compact.Prepare(ctx, bq, loc, flows, nil, 0, 1)
+	if err != nil || refused != nil {
+		t.Fatalf("preparing the dry run: %v %v", err, refused)
+	}
+	reports, err := compact.New(bq, loc, compact.Options{VisibilityLag: 0, DryRun: compact.DryRun(bq)}).Compact(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range reports {
+		var folds int
+		for _, st := range r.Plan {
+			if st.Error != "" {
+				t.Errorf("dry run of %s: %s: %s", r.Flow, st.Step, st.Error)
+			}
+			if st.Step == compact.StepFold {
+				folds++
+			}
+			t.Logf("dry run of %s: would run %s, %d bytes", r.Flow, st.Step, st.Bytes)
+		}
+		if folds != 1 {
+			t.Errorf("dry run of %s planned %d folds, want 1: %+v", r.Flow, folds, r.Plan)
+		}
+	}
+	for _, b := range bound {
+		md, err := bq.Dataset(loc.Dataset(b.Flow)).Table(catalog.StateName(b.Flow)).Metadata(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, ok := md.Labels[catalog.LabelWatermark]; ok {
+			t.Errorf("the dry run labelled %s's state with watermark %s", b.Name, v)
+		}
+	}
+	after := readViews(t, ctx, bq, bound, loc)
+	for name, rows := range views {
+		if !slices.Equal(rows, after[name]) {
+			t.Errorf("view %s changed through a dry run:\n%s", name, viewcheck.Diff(rows, after[name]))
+		}
+	}
 }
