@@ -183,3 +183,65 @@ func TestDatabricksBitemporalScenario(t *testing.T) {
 		})
 	}
 }
+
+// TestBitemporalCorrectionsFollowSystemTime: the documented price
+// correction (105 believed from Jan 5, corrected to 104 on Jan 8, both for
+// business time Jan 1), plus a later price, published under every
+// assignment of message ids and in every arrival order: the view's rows are
+// the same each time, and the model's. (Before, the winner among events at
+// one business time was the greater message id, so a correction whose id
+// sorted lower was lost.)
+func TestBitemporalCorrectionsFollowSystemTime(t *testing.T) {
+	e := testenv.New(t, stack, "bitemporal-corrections")
+	ctx := context.Background()
+	// Days of January 2026 as numbers (business and system time).
+	image := schema.Columns{{Name: "sku", Type: schema.Int64}, {Name: "price", Type: schema.Int64},
+		{Name: "valid_from", Type: schema.Int64}, {Name: "known_at", Type: schema.Int64}}
+	day := func(d int) int64 { return int64(20260100 + d) }
+	events := []map[string]any{
+		{"sku": int64(7), "price": int64(105), "valid_from": day(1), "known_at": day(5)},
+		{"sku": int64(7), "price": int64(104), "valid_from": day(1), "known_at": day(8)}, // the correction
+		{"sku": int64(7), "price": int64(110), "valid_from": day(10), "known_at": day(10)},
+	}
+	orders := [][]int{{0, 1, 2}, {1, 0, 2}, {2, 1, 0}, {1, 2, 0}}
+	ids := [][]string{{"a", "b", "c"}, {"c", "b", "a"}, {"b", "a", "c"}, {"z", "a", "m"}}
+	var first []string
+	for i, order := range orders {
+		src := fmt.Sprintf("bt.prices%d", i)
+		cols := e.CreateSource(t, src, image)
+		bound := e.ApplyFlows(t, fmt.Sprintf("bt%d.sql", i), fmt.Sprintf(`
+CREATE FLOW prices%[1]d AS AUTO CDC INTO prices%[1]d FROM STREAM(`+"`%[2]s`"+`)
+KEYS (sku) SEQUENCE BY valid_from SYSTEM SEQUENCE BY known_at
+COLUMNS (sku, price, valid_from, known_at) STORED AS BITEMPORAL;`, i, src), map[string]schema.Columns{src: cols})
+		base := time.Now().Add(-time.Hour)
+		var rows []map[string]any
+		for j, k := range order {
+			r := map[string]any{}
+			for c, v := range events[k] {
+				r[c] = v
+			}
+			r[catalog.ColMessageID] = ids[i][k]
+			r[catalog.ColIngestedAt] = base.Add(time.Duration(j) * time.Second).UnixMicro()
+			rows = append(rows, r)
+		}
+		e.AppendRows(t, src, rows)
+		when := fmt.Sprintf("arrival %v, message ids %v", order, ids[i])
+		e.CheckViews(t, bound, when)
+		got, err := viewcheck.Actual(ctx, e.BQ, bound[0], e.Loc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = got
+			if s := strings.Join(got, "\n"); !strings.Contains(s, "price=int64:104") || !strings.Contains(s, "price=int64:105") {
+				t.Fatalf("%s: the belief and its correction are not both held:\n%s", when, s)
+			}
+		} else if d := cmp.Diff(first, got); d != "" {
+			t.Errorf("%s: rows differ from the first arrival (-first +this):\n%s", when, d)
+		}
+		now := time.Now()
+		opts := compact.Options{VisibilityLag: time.Second, Now: func() time.Time { return now }, Backoff: 20 * time.Millisecond}
+		compact.New(e.BQ, e.Loc, opts).Run(ctx, bound)
+		e.CheckViews(t, bound, when+", after compaction")
+	}
+}
