@@ -59,6 +59,7 @@ func View(b *flow.Bound, loc catalog.Location, hint time.Time) (string, error) {
 		name = "bitemporal.sql.tmpl"
 		d.EventsCTE = "deduped"
 		d.partition(true)
+		d.bitemporalLinear(b)
 	case b.SCDType == 2:
 		name = "scd2.sql.tmpl"
 	}
@@ -119,6 +120,11 @@ type data struct {
 	View        string // the flow's quoted view
 
 	SystemSequence string // the quoted SYSTEM SEQUENCE BY column, "" if none
+	// The bitemporal view's one-pass path for keys in order (Linear): the
+	// quoted sequence column and its type, and the system time's type as
+	// the view keys it.
+	Linear                      bool
+	SeqCol, SeqType, SysKeyType string
 	// A system time as the bitemporal view keys it (SystemKey, SystemKeyE
 	// for event e) and shows it again (SystemOut, a format of one operand).
 	SystemKey, SystemKeyE, SystemOut string
@@ -248,6 +254,23 @@ func (d *data) partition(asOf bool) {
 		d.OutputPrefix = "__asof,\n  "
 		// Positions without a truncate have no last_truncate row.
 		d.TruncateJoin = "LEFT JOIN last_truncate AS lt ON lt.__asof = e.__asof"
+	}
+}
+
+// bitemporalLinear fills what the bitemporal view's one-pass path needs
+// (keys whose events come in order by sequence and by system time): a
+// single, non-STRUCT sequence column and no IGNORE NULL UPDATES (whose
+// filling the path does not repeat).
+func (d *data) bitemporalLinear(b *flow.Bound) {
+	if len(b.Sequence) != 1 || b.SequenceStruct || len(b.IgnoreNull) > 0 {
+		return
+	}
+	d.Linear = true
+	d.SeqCol = q(b.Sequence[0].Name)
+	d.SeqType = b.Sequence[0].SQLType()
+	d.SysKeyType = schema.Int64
+	if b.SystemSequence.Type != schema.Timestamp {
+		d.SysKeyType = b.SystemSequence.SQLType()
 	}
 }
 

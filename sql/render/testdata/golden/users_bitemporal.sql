@@ -45,11 +45,33 @@ WITH
     SELECT *, TO_JSON_STRING(STRUCT(`userId`)) AS __key
     FROM deduped
   ),
+  -- A key whose events come in the same order by sequence and by system
+  -- time, each at a new value of both (the usual case: changes learnt as
+  -- they happen), is known at its i-th system time as its first i events:
+  -- its beliefs follow from one pass over its events (in_order_* below,
+  -- linear in them). Only the others are folded at every system time of
+  -- theirs.
+  ordered AS (
+    SELECT
+      *,
+      ROW_NUMBER() OVER w AS __i,
+      LAG(`sequenceNum`) OVER w AS __prev_seq,
+      LAG(__sys) OVER w AS __prev_sys
+    FROM (SELECT *, UNIX_MICROS(`_cdc_ingested_at`) AS __sys FROM keyed)
+    WINDOW w AS (PARTITION BY __key ORDER BY `sequenceNum`, UNIX_MICROS(`_cdc_ingested_at`), IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, ''))
+  ),
+  in_order AS (
+    SELECT __key
+    FROM ordered
+    GROUP BY __key
+    HAVING LOGICAL_AND(__prev_seq IS NULL OR (__prev_seq < `sequenceNum` AND __prev_sys < __sys))
+  ),
   -- Each key's system times (TIMESTAMPs as microseconds: the BigQuery
   -- emulator joins and partitions TIMESTAMPs with fractions wrongly).
   positions AS (
     SELECT DISTINCT __key, UNIX_MICROS(`_cdc_ingested_at`) AS __asof
     FROM keyed
+    WHERE __key NOT IN (SELECT __key FROM in_order)
   ),
   -- Each key's events as known at each of its system times.
   events AS (
@@ -158,6 +180,99 @@ WHERE __next0 IS NULL OR NOT (__next0 = __start0)
       MAX(__n) AS __last
     FROM islands
     GROUP BY __key, __row, __island
+  ),
+  -- Keys in order: an upsert opens a version (first event, after a delete,
+  -- a tracked column changed) or updates the open one in place, as the fold
+  -- decides it.
+  in_order_flagged AS (
+    SELECT
+      *,
+      __op = 'U' AND (
+        LAG(__op) OVER w IS DISTINCT FROM 'U'
+        OR NOT (LAG(`name`) OVER w IS NOT DISTINCT FROM `name`)
+        OR NOT (LAG(`city`) OVER w IS NOT DISTINCT FROM `city`)
+        OR NOT (LAG(`sequenceNum`) OVER w IS NOT DISTINCT FROM `sequenceNum`)
+        OR NOT (TO_JSON_STRING(LAG(`tags`) OVER w) = TO_JSON_STRING(`tags`))
+      ) AS __opens,
+      LEAD(__op) OVER w AS __next_op,
+      LEAD(`sequenceNum`) OVER w AS __next_seq,
+      LEAD(__sys) OVER w AS __next_sys
+    FROM ordered
+    WHERE __key IN (SELECT __key FROM in_order)
+    WINDOW w AS (PARTITION BY __key ORDER BY __i)
+  ),
+  in_order_versioned AS (
+    SELECT
+      *,
+      COUNTIF(__opens) OVER (PARTITION BY __key ORDER BY __i ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __v,
+      LEAD(__opens) OVER (PARTITION BY __key ORDER BY __i) AS __next_opens
+    FROM in_order_flagged
+  ),
+  in_order_events AS (
+    SELECT *, MIN(IF(__opens, `sequenceNum`, NULL)) OVER (PARTITION BY __key, __v) AS __vstart
+    FROM in_order_versioned
+  ),
+  -- While an upsert is the key's last known event, its version is open and
+  -- shows its values, from its system time to the next one; the next event
+  -- that closes the version (a delete, or an upsert opening a version)
+  -- makes it a closed version from that system time on, for good.
+  in_order_rows AS (
+    SELECT
+      __key,
+      `userId`,
+      `name`,
+      `city`,
+      `sequenceNum`,
+      `tags`,
+      `_cdc_ingested_at`,
+      `_cdc_message_id`,
+      __vstart AS `__START_AT`,
+      CAST(NULL AS INT64) AS `__END_AT`,
+      __sys AS __system_start,
+      __next_sys AS __system_end,
+      __i,
+      TO_JSON_STRING(STRUCT(`userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, __vstart)) AS __row
+    FROM in_order_events
+    WHERE __op = 'U'
+    UNION ALL
+    SELECT
+      __key,
+      `userId`,
+      `name`,
+      `city`,
+      `sequenceNum`,
+      `tags`,
+      `_cdc_ingested_at`,
+      `_cdc_message_id`,
+      __vstart,
+      __next_seq,
+      __next_sys,
+      CAST(NULL AS INT64),
+      __i,
+      CONCAT('closed ', CAST(__i AS STRING))
+    FROM in_order_events
+    WHERE __op = 'U' AND (__next_op = 'D' OR __next_opens)
+  ),
+  -- An update that changes no column shows the same row: one belief.
+  in_order_islands AS (
+    SELECT *, __i - ROW_NUMBER() OVER (PARTITION BY __key, __row ORDER BY __i) AS __island
+    FROM in_order_rows
+  ),
+  in_order_beliefs AS (
+    SELECT
+      ANY_VALUE(`userId`) AS `userId`,
+      ANY_VALUE(`name`) AS `name`,
+      ANY_VALUE(`city`) AS `city`,
+      ANY_VALUE(`sequenceNum`) AS `sequenceNum`,
+      ANY_VALUE(`tags`) AS `tags`,
+      ANY_VALUE(`_cdc_ingested_at`) AS `_cdc_ingested_at`,
+      ANY_VALUE(`_cdc_message_id`) AS `_cdc_message_id`,
+      ANY_VALUE(`__START_AT`) AS `__START_AT`,
+      ANY_VALUE(`__END_AT`) AS `__END_AT`,
+      MIN(__system_start) AS __system_start,
+      ANY_VALUE(__system_end HAVING MAX __i) AS __system_end
+    FROM in_order_islands
+    GROUP BY __key, __row, __island
   )
 SELECT
   b.`userId`,
@@ -173,6 +288,20 @@ SELECT
   TIMESTAMP_MICROS(o.__asof) AS `__SYSTEM_END_AT`
 FROM beliefs AS b
 LEFT JOIN ordinals AS o ON o.__key = b.__key AND o.__n = b.__last + 1
+UNION ALL
+SELECT
+  `userId`,
+  `name`,
+  `city`,
+  `sequenceNum`,
+  `tags`,
+  `_cdc_ingested_at`,
+  `_cdc_message_id`,
+  `__START_AT`,
+  `__END_AT`,
+  TIMESTAMP_MICROS(__system_start),
+  TIMESTAMP_MICROS(__system_end)
+FROM in_order_beliefs
 ;
 
 -- Markers carry no key: the filter on the first clustering column keeps
