@@ -158,6 +158,12 @@ type Options struct {
 	// BigQuery does not bill). Tests set it small to delete the levels of
 	// runs minutes apart.
 	MaintainGranularity time.Duration
+	// ChangeSlice bounds the positions one statement materializes in a
+	// change feed (default DefaultChangeSlice; negative: no bound), and
+	// MaxChangeSlices the statements a run writes (default 24): a feed's
+	// first run over a long history catches up slice by slice, runs apart.
+	ChangeSlice     time.Duration
+	MaxChangeSlices int
 	// SnapshotSettle: while a snapshot flow's table was modified less than
 	// this long ago, a run leaves its newest version for a later run (older
 	// ones still apply), so a snapshot written in several loads is not
@@ -220,6 +226,8 @@ func New(bq *bigquery.Client, loc catalog.Location, opts Options) *Compactor {
 const (
 	DefaultMaintainEvery  = 24 * time.Hour
 	DefaultMaintainMargin = time.Hour
+	// DefaultChangeSlice: a day of positions per statement.
+	DefaultChangeSlice = 24 * time.Hour
 )
 
 // NewWith returns a compactor over a warehouse and the objects' keeper
@@ -251,6 +259,12 @@ func NewWith(wh Warehouse, objs Objects, loc catalog.Location, opts Options) *Co
 	}
 	if opts.MaintainMargin == 0 {
 		opts.MaintainMargin = DefaultMaintainMargin
+	}
+	if opts.ChangeSlice == 0 {
+		opts.ChangeSlice = DefaultChangeSlice
+	}
+	if opts.MaxChangeSlices <= 0 {
+		opts.MaxChangeSlices = 24
 	}
 	if opts.MaintainGranularity == 0 {
 		opts.MaintainGranularity = 24 * time.Hour

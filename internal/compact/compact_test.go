@@ -57,16 +57,19 @@ func TestRunsOfOneFlow(t *testing.T) {
 	now := t0
 	c := compactor(fake, &now, Options{})
 	changed(fake, "src0_changelog", 3, t0.Add(-time.Minute), 1, 2)
+	fake.first = t0.Add(-time.Minute)
 
+	// The feed was never materialized: its first run reads where the
+	// flow's events start.
 	reports := c.Run(context.Background(), bound)
 	if reports[0].Outcome != Compacted || reports[0].Maintained {
 		t.Fatalf("first run: %+v", reports[0])
 	}
-	if d := cmp.Diff([]string{"stats", "fold", "changes"}, fake.kinds()); d != "" {
+	if d := cmp.Diff([]string{"stats", "fold", "first", "changes"}, fake.kinds()); d != "" {
 		t.Errorf("statements of the first run (-want +got):\n%s", d)
 	}
-	if reports[0].Jobs != 3 {
-		t.Errorf("jobs = %d, want 3", reports[0].Jobs)
+	if reports[0].Jobs != 4 {
+		t.Errorf("jobs = %d, want 4", reports[0].Jobs)
 	}
 	w := t0.Add(-10 * time.Second)
 	if d := cmp.Diff([]string{"f0@" + w.Format(time.RFC3339)}, fake.views); d != "" {
@@ -77,7 +80,7 @@ func TestRunsOfOneFlow(t *testing.T) {
 		t.Errorf("labels after the first run: %v", l)
 	}
 	// The change feed's run reads the state of the touched keys only.
-	if q := fake.queries[2]; !strings.Contains(q, "`id` IN (1, 2)") {
+	if q := fake.queries[3]; !strings.Contains(q, "`id` IN (1, 2)") {
 		t.Errorf("the change feed's statement does not filter the state by the touched keys:\n%s", q)
 	}
 
@@ -234,8 +237,8 @@ func TestFailuresStayWithTheirFlow(t *testing.T) {
 				t.Errorf("f1: %d jobs (want 2: statistics, one fold), error %q", r.Jobs, r.Error)
 			}
 		case "f2":
-			if r.Jobs != 5 {
-				t.Errorf("f2: %d jobs, want 5 (statistics, three fold attempts, the change feed)", r.Jobs)
+			if r.Jobs != 6 {
+				t.Errorf("f2: %d jobs, want 6 (statistics, three fold attempts, the feed's first position, the change feed)", r.Jobs)
 			}
 		}
 	}
@@ -307,8 +310,7 @@ func TestShardsAndNames(t *testing.T) {
 }
 
 // The change feed reads every key when its range starts before the run's
-// watermark (its first run: the history), or when a truncate changed every
-// key.
+// watermark (its first run: the history).
 func TestChangeFeedKeyFilter(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
@@ -325,6 +327,7 @@ func TestChangeFeedKeyFilter(t *testing.T) {
 				catalog.StateLayoutLabel: catalog.StateLayout, catalog.LabelWatermark: us(t0.Add(-time.Hour)), catalog.LabelFoldedMax: us(t0.Add(-time.Hour))}}
 			changed(fake, "src0_changelog", 1, t0.Add(-time.Minute), 5)
 			fake.stats["`src0_changelog`"]["changes_until"] = tt.until
+			fake.first = t0.Add(-48 * time.Hour) // the flow's first event
 			now := t0
 			compactor(fake, &now, Options{MaintainEvery: -1}).Run(context.Background(), bound)
 			var changes string
@@ -357,7 +360,9 @@ func TestDryRunWritesNothing(t *testing.T) {
 	priced := map[string]int64{"fold": 11 << 20, "changes": 12 << 20, "maintain": 13 << 20, "maintain_gc": 14 << 20}
 	est := estimator(func(sql string) (int64, error) { return priced[kindOfSQL(sql)], nil })
 	rep := compactor(fake, &now, Options{DryRun: est}).Run(context.Background(), bound)[0]
-	if d := cmp.Diff([]string{"stats"}, fake.kinds()); d != "" {
+	// The reads run (the statistics, the feed's first position), the rest
+	// is priced.
+	if d := cmp.Diff([]string{"stats", "first"}, fake.kinds()); d != "" {
 		t.Errorf("statements run (-want +got):\n%s", d)
 	}
 	var steps []string
@@ -378,3 +383,32 @@ func TestDryRunWritesNothing(t *testing.T) {
 type estimator func(sql string) (int64, error)
 
 func (e estimator) Estimate(_ context.Context, sql string) (int64, error) { return e(sql) }
+
+// A feed's first run over a long history catches up a slice at a time
+// (each slice one statement with its marker), at most MaxChangeSlices a
+// run, and leaves the flow unclean so the next run goes on.
+func TestChangeFeedCatchesUpInSlices(t *testing.T) {
+	fake := newFake()
+	bound := testFlows(t, fake, 1, 1)
+	changed(fake, "src0_changelog", 1, t0.Add(-time.Minute), 5)
+	fake.first = t0.Add(-100 * time.Hour)
+	now := t0
+	c := compactor(fake, &now, Options{MaintainEvery: -1, ChangeSlice: 24 * time.Hour, MaxChangeSlices: 3})
+	c.Run(context.Background(), bound)
+	var slices []string
+	for _, q := range fake.queries {
+		if kindOfSQL(q) == "changes" {
+			i := strings.Index(q, "args AS (SELECT ")
+			slices = append(slices, q[i+len("args AS (SELECT "):i+len("args AS (SELECT ")+130])
+		}
+	}
+	if len(slices) != 3 {
+		t.Fatalf("%d slices in the first run, want 3:\n%s", len(slices), strings.Join(slices, "\n"))
+	}
+	if !strings.HasPrefix(slices[0], "TIMESTAMP '2026-11-27 07:59:59.999999+00:00' AS __from, TIMESTAMP '2026-11-28 07:59:59.999999+00:00'") {
+		t.Errorf("first slice: %s", slices[0])
+	}
+	if l := fake.labels("cdc.t0__state"); l[catalog.LabelClean] != "0" {
+		t.Errorf("a feed left behind leaves the flow clean: %v", l)
+	}
+}

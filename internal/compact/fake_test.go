@@ -26,6 +26,8 @@ type fakeBQ struct {
 	stats map[string]map[string]bigquery.Value
 	// marker answers a state's marker query, by state table.
 	marker map[string]map[string]bigquery.Value
+	// first answers the query of a flow's first position (nil: none).
+	first bigquery.Value
 	// fail makes statements whose text holds the key fail with the error,
 	// the given number of times (-1: always).
 	fail map[string]failure
@@ -66,6 +68,8 @@ func (f *fakeBQ) Query(_ context.Context, sql string) (Result, error) {
 			}
 		}
 		return Result{Rows: []map[string]bigquery.Value{{}}}, nil
+	case "first":
+		return Result{Rows: []map[string]bigquery.Value{{"first_position": f.first}}}, nil
 	case "marker":
 		for table, row := range f.marker {
 			if strings.Contains(sql, table) {
@@ -92,6 +96,8 @@ func kindOfSQL(sql string) string {
 	switch {
 	case strings.Contains(sql, "What a compaction run would fold"):
 		return "stats"
+	case strings.Contains(sql, "The oldest position of the flow's events"):
+		return "first"
 	case strings.Contains(sql, "SELECT __gen, __watermark"):
 		return "marker"
 	case strings.Contains(sql, "-- Maintenance:"):

@@ -34,6 +34,8 @@ type streamRun struct {
 	newMax     time.Time // the folded max it leaves
 	gen        time.Time
 	changes    bool // materialize the change feed of (st.changesUntil, watermark]
+	// changesBehind: the run left part of that range for the next one.
+	changesBehind bool
 	maintained bool
 	nextLabels labels
 }
@@ -172,9 +174,6 @@ func (s *streamRun) after(ctx context.Context) error {
 		if err := s.materializeChanges(ctx); err != nil {
 			return err
 		}
-		if err := s.step(StepChanges); err != nil {
-			return err
-		}
 	}
 	// Maintenance folds what runs before this one folded: nothing on a
 	// flow's first run.
@@ -195,19 +194,67 @@ func (s *streamRun) after(ctx context.Context) error {
 // touch only, when the statistics returned them and the range starts at the
 // run's watermark; otherwise (the feed's first run, a truncate, a key that
 // cannot be filtered) every key.
+//
+// A range longer than Options.ChangeSlice (the feed's first run over a
+// long history: a new flow, or the upgrade to this layout) is written one
+// slice per statement, at most MaxChangeSlices a run, each committed with
+// its marker: the work of a statement grows with the positions it covers
+// times the events of their keys, which over years of a hot key would
+// exceed what BigQuery gives one query. A feed not caught up leaves its
+// flow unclean, so the next run goes on.
 func (s *streamRun) materializeChanges(ctx context.Context) error {
-	p := s.runParams()
-	if s.st.hasKeys && s.st.truncates == 0 && !s.st.changesUntil.Before(s.from) {
-		p.Keys = &render.KeyFilter{Lo: s.st.keyLo, Hi: s.st.keyHi, Null: s.st.keyNulls > 0}
+	from := s.st.changesUntil
+	if !from.After(render.Epoch) {
+		// Never materialized: start at the flow's first event.
+		first, err := s.firstPosition(ctx)
+		if err != nil {
+			return err
+		}
+		if first.After(s.watermark) {
+			first = s.watermark.Add(time.Microsecond) // nothing to feed yet: only the marker
+		}
+		from = first.Add(-time.Microsecond)
 	}
-	sql, err := s.plan.Changes(p)
-	if err != nil {
-		return err
+	// (A first slice is written even when nothing is to be fed: its marker
+	// says so.)
+	for slice := 0; slice < s.c.opts.MaxChangeSlices && (slice == 0 || from.Before(s.watermark)); slice++ {
+		to := s.watermark
+		if s.c.opts.ChangeSlice > 0 && from.Add(s.c.opts.ChangeSlice).Before(to) {
+			to = from.Add(s.c.opts.ChangeSlice)
+		}
+		p := s.runParams()
+		p.ChangesFrom, p.ChangesTo = from, to
+		if s.st.hasKeys && s.st.truncates == 0 && !from.Before(s.from) {
+			p.Keys = &render.KeyFilter{Lo: s.st.keyLo, Hi: s.st.keyHi, Null: s.st.keyNulls > 0}
+		}
+		sql, err := s.plan.Changes(p)
+		if err != nil {
+			return err
+		}
+		if _, err := s.c.exec(ctx, StepChanges, sql, s.acct); err != nil {
+			return fmt.Errorf("materializing the change feed from %s to %s: %w", from.Format(time.RFC3339Nano), to.Format(time.RFC3339Nano), err)
+		}
+		if err := s.step(StepChanges); err != nil {
+			return err
+		}
+		from = to
 	}
-	if _, err := s.c.exec(ctx, StepChanges, sql, s.acct); err != nil {
-		return fmt.Errorf("materializing the change feed from %s: %w", s.st.changesUntil.Format(time.RFC3339Nano), err)
-	}
+	s.changesBehind = from.Before(s.watermark)
 	return nil
+}
+
+// firstPosition reads the ingestion time of the flow's oldest event (one
+// query, on a change feed's first run); far in the future when none.
+func (s *streamRun) firstPosition(ctx context.Context) (time.Time, error) {
+	sql, err := s.plan.FirstPosition()
+	if err != nil {
+		return time.Time{}, err
+	}
+	row, err := s.c.one(ctx, sql, s.acct)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("reading the flow's first position: %w", err)
+	}
+	return ts(row["first_position"], s.watermark.Add(time.Microsecond)), nil
 }
 
 // maintain folds the state's levels ingested by the watermark the run
@@ -254,6 +301,9 @@ func (s *streamRun) next() (labels, bool) {
 	l.clean = !s.watermark.Before(l.sigSeen)
 	if s.rep.Outcome == UpToDate {
 		l.clean = !s.reached.Before(l.sigSeen)
+	}
+	if s.changesBehind {
+		l.clean = false // the next run goes on materializing the feed
 	}
 	return l, true
 }

@@ -349,15 +349,16 @@ type Run struct {
 	// committed before the maintenance read the state).
 	Cutoff time.Time
 	// ChangesFrom: the change feed is materialized up to it; the run
-	// materializes the positions in (ChangesFrom, NewWatermark].
-	ChangesFrom time.Time
+	// materializes the positions in (ChangesFrom, ChangesTo] (ChangesTo at
+	// most NewWatermark; a zero ChangesTo is NewWatermark).
+	ChangesFrom, ChangesTo time.Time
 	// Keys selects the state rows the change feed's run reads: the keys with
 	// new events; nil reads every key.
 	Keys *KeyFilter
 }
 
 type params struct {
-	Watermark, FoldedMax, Generation, NewWatermark, TombstoneCutoff, Cutoff, ChangesFrom string
+	Watermark, FoldedMax, Generation, NewWatermark, TombstoneCutoff, Cutoff, ChangesFrom, ChangesTo string
 }
 
 // Literal renders a timestamp as a BigQuery TIMESTAMP literal.
@@ -405,7 +406,10 @@ func (c *Compaction) render(name string, r Run) (string, error) {
 func (c *Compaction) renderWith(name string, r Run, d data) (string, error) {
 	d.P = params{Watermark: Literal(r.Watermark), FoldedMax: Literal(r.FoldedMax), Generation: Literal(r.Generation),
 		NewWatermark: Literal(r.NewWatermark), TombstoneCutoff: Literal(r.TombstoneCutoff), Cutoff: Literal(r.Cutoff),
-		ChangesFrom: Literal(r.ChangesFrom)}
+		ChangesFrom: Literal(r.ChangesFrom), ChangesTo: Literal(r.NewWatermark)}
+	if !r.ChangesTo.IsZero() {
+		d.P.ChangesTo = Literal(r.ChangesTo)
+	}
 	d.MarkerValues = append([]string(nil), c.d.MarkerValues...)
 	for i, v := range d.MarkerValues {
 		if v == foldedMaxMarker {
@@ -425,6 +429,12 @@ func (c *Compaction) renderWith(name string, r Run, d data) (string, error) {
 	}
 	return buf.String(), nil
 }
+
+// FirstPosition reads the oldest ingestion time of the flow's events, in
+// the changelog and the state (NULL when there is none): where a change
+// feed's first materialization starts its first slice. It reads
+// _cdc_ingested_at of both tables whole, once per flow.
+func (c *Compaction) FirstPosition() (string, error) { return c.render("first_position", Run{}) }
 
 // Marker reads the newest watermark marker and generation of the state (a
 // run without labels starts from it).
@@ -448,7 +458,7 @@ func (c *Compaction) Fold(r Run) (string, error) {
 }
 
 // Changes is the INSERT of the change feed's rows of the positions in
-// (r.ChangesFrom, r.NewWatermark] and its marker. It reads the changelog
+// (r.ChangesFrom, r.ChangesTo] and its marker. It reads the changelog
 // rows in that range and the state rows of the keys r.Keys selects.
 func (c *Compaction) Changes(r Run) (string, error) {
 	if c.d.Changes == "" {
