@@ -26,18 +26,18 @@ type streamRun struct {
 	*run
 	plan *render.Compaction
 
-	from       time.Time // the watermark the run starts from (labels, or the state's marker)
-	foldedMax  time.Time // newest _cdc_ingested_at folded before the run
-	st         streamStats
-	reached    time.Time // every changelog row ingested by then is visible
-	watermark  time.Time // the watermark the run leaves
-	newMax     time.Time // the folded max it leaves
-	gen        time.Time
-	changes    bool // materialize the change feed of (st.changesUntil, watermark]
+	from      time.Time // the watermark the run starts from (labels, or the state's marker)
+	foldedMax time.Time // newest _cdc_ingested_at folded before the run
+	st        streamStats
+	reached   time.Time // every changelog row ingested by then is visible
+	watermark time.Time // the watermark the run leaves
+	newMax    time.Time // the folded max it leaves
+	gen       time.Time
+	changes   bool // materialize the change feed of (st.changesUntil, watermark]
 	// changesBehind: the run left part of that range for the next one.
 	changesBehind bool
-	maintained bool
-	nextLabels labels
+	maintained    bool
+	nextLabels    labels
 }
 
 type streamStats struct {
