@@ -22,8 +22,15 @@ import (
 
 type names []string
 
-func (n *names) String() string     { return strings.Join(*n, ",") }
-func (n *names) Set(v string) error { *n = append(*n, v); return nil }
+func (n *names) String() string { return strings.Join(*n, ",") }
+
+// Set keeps each name once: a flow named twice runs once.
+func (n *names) Set(v string) error {
+	if !slices.Contains(*n, v) {
+		*n = append(*n, v)
+	}
+	return nil
+}
 
 // runCompact runs one compaction of every flow (or of the --flow ones)
 // against BigQuery or the local stack, and prints the per-flow report.
@@ -45,6 +52,9 @@ func runCompact(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if err := compact.ValidShards(*shard, *shards); err != nil {
+		return fmt.Errorf("--shard %d --shards %d: %w", *shard, *shards, err)
+	}
 	flows, bq, err := t.open(ctx)
 	if err != nil {
 		return err
@@ -57,9 +67,6 @@ func runCompact(ctx context.Context, args []string) error {
 		*retention = 0
 	}
 	loc := catalog.Location{Project: t.bq.Project, DefaultDataset: t.dataset}
-	if *shards < 1 || *shard < 0 || *shard >= *shards {
-		return fmt.Errorf("--shard %d --shards %d: want 0 <= shard < shards", *shard, *shards)
-	}
 	if *shards > 1 {
 		flows = slices.DeleteFunc(flows, func(f *flow.Flow) bool { return compact.ShardOf(f.SourceKey(), *shards) != *shard })
 	}
