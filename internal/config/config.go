@@ -125,6 +125,14 @@ func FromEnv() (Config, error) {
 	if c.BigQuery.Project == "" {
 		return c, fmt.Errorf("%s (or GOOGLE_CLOUD_PROJECT) is not set: name the Google Cloud project", EnvProject)
 	}
+	if c.RegistryURL != "" {
+		// Refused here, not quoted: a URL whose user information cannot be
+		// told from its path would reach the registry client, its errors and
+		// the logs with the password in it.
+		if err := redact.CheckURL(c.RegistryURL); err != nil {
+			return c, fmt.Errorf("%s: %w", EnvRegistryURL, err)
+		}
+	}
 	if v := os.Getenv(EnvVisibilityLag); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {

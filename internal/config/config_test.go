@@ -80,8 +80,31 @@ func TestRedactedMasksURLPassword(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := c.Redacted()
-	if strings.Contains(r, "secret") || !strings.Contains(r, "registry=https://user:xxxxx@registry.example.com:8081") || !strings.Contains(r, "credentials=in the URL (redacted)") {
+	if strings.Contains(r, "secret") || !strings.Contains(r, "registry=https://xxxxx@registry.example.com:8081") || !strings.Contains(r, "credentials=in the URL (redacted)") {
 		t.Errorf("Redacted() = %s", r)
+	}
+	// A password with '/' and '+', percent-encoded: all of the user
+	// information is masked, whatever it holds.
+	t.Setenv(EnvRegistryURL, "https://us%2Ber:se%2Fcr%2Bet@registry.example.com:8081")
+	if c, err = FromEnv(); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.Redacted(); strings.Contains(r, "cr%2Bet") || strings.Contains(r, "us%2Ber") || !strings.Contains(r, "registry=https://xxxxx@registry.example.com:8081") {
+		t.Errorf("Redacted() = %s", r)
+	}
+}
+
+// A registry URL whose user information cannot be told from its path is
+// refused at configuration time, and the error does not quote it.
+func TestRegistryURLRefusedUnquoted(t *testing.T) {
+	t.Setenv(EnvProject, "p")
+	for _, url := range []string{"https://user:se/cr+et@registry.example.com", "https://user:1234/cr+et@registry.example.com",
+		"https://user:se?cr+et@registry.example.com", "https://user:se cr+et@registry.example.com", "registry.example.com:8081"} {
+		t.Setenv(EnvRegistryURL, url)
+		_, err := FromEnv()
+		if err == nil || !strings.Contains(err.Error(), EnvRegistryURL) || strings.Contains(err.Error(), "cr+et") || strings.Contains(err.Error(), "example") {
+			t.Errorf("%s: err = %v, want one naming %s and not quoting the URL", url, err, EnvRegistryURL)
+		}
 	}
 }
 
