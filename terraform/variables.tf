@@ -185,8 +185,8 @@ variable "dead_letter_retention_days" {
   default     = null
 
   validation {
-    condition     = var.dead_letter_retention_days == null || try(var.dead_letter_retention_days >= 1 && floor(var.dead_letter_retention_days) == var.dead_letter_retention_days, false)
-    error_message = "dead_letter_retention_days must be null (keep) or a whole number of days, 1 or more."
+    condition     = var.dead_letter_retention_days == null || try(var.dead_letter_retention_days >= 1 && var.dead_letter_retention_days <= 36500 && floor(var.dead_letter_retention_days) == var.dead_letter_retention_days, false)
+    error_message = "dead_letter_retention_days must be null (keep) or a whole number of days from 1 to 36500."
   }
 }
 
@@ -352,8 +352,8 @@ variable "changelog_retention_days" {
   default     = 0
 
   validation {
-    condition     = var.changelog_retention_days >= 0 && floor(var.changelog_retention_days) == var.changelog_retention_days
-    error_message = "changelog_retention_days must be a whole number of days, 0 or more."
+    condition     = var.changelog_retention_days >= 0 && var.changelog_retention_days <= 36500 && floor(var.changelog_retention_days) == var.changelog_retention_days
+    error_message = "changelog_retention_days must be a whole number of days from 0 to 36500 (the compact function refuses more: days become a duration that would overflow)."
   }
 }
 
@@ -363,8 +363,8 @@ variable "tombstone_retention_days" {
   default     = 30
 
   validation {
-    condition     = var.tombstone_retention_days >= 0 && floor(var.tombstone_retention_days) == var.tombstone_retention_days
-    error_message = "tombstone_retention_days must be a whole number of days, 0 or more."
+    condition     = var.tombstone_retention_days >= 0 && var.tombstone_retention_days <= 36500 && floor(var.tombstone_retention_days) == var.tombstone_retention_days
+    error_message = "tombstone_retention_days must be a whole number of days from 0 to 36500 (the compact function refuses more: days become a duration that would overflow)."
   }
 }
 

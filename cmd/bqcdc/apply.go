@@ -85,8 +85,10 @@ func runApply(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *retention < 0 {
-		return fmt.Errorf("--dead-letter-retention-days=%d: want 0 (keep) or more", *retention)
+	if *retention < 0 || *retention > config.MaxRetentionDays {
+		// Days become milliseconds of partition expiration: bounded so they
+		// cannot overflow.
+		return fmt.Errorf("--dead-letter-retention-days=%d: want 0 (keep) to %d", *retention, config.MaxRetentionDays)
 	}
 	if *concurrency < 1 {
 		return fmt.Errorf("--concurrency must be at least 1, got %d", *concurrency)

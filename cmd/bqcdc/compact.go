@@ -52,6 +52,9 @@ func runCompact(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if err := checkCompactFlags(*lag, *tombstones, *retention, *concurrency); err != nil {
+		return err
+	}
 	if err := compact.ValidShards(*shard, *shards); err != nil {
 		return fmt.Errorf("--shard %d --shards %d: %w", *shard, *shards, err)
 	}
@@ -128,4 +131,21 @@ func stamp(t time.Time) string {
 		return "never"
 	}
 	return t.UTC().Format("15:04:05.000")
+}
+
+// checkCompactFlags refuses the settings the compact function's
+// configuration refuses (package config has the bounds and why), except
+// the lag's floor: a local stack compacts with a lag of seconds.
+func checkCompactFlags(lag time.Duration, tombstones, retention, concurrency int) error {
+	switch {
+	case lag <= 0:
+		return fmt.Errorf("--visibility-lag %s: want a positive duration, at least the ingest timeout", lag)
+	case tombstones < 0 || tombstones > config.MaxRetentionDays:
+		return fmt.Errorf("--tombstone-retention-days %d: want 0 to %d", tombstones, config.MaxRetentionDays)
+	case retention < 0 || retention > config.MaxRetentionDays:
+		return fmt.Errorf("--changelog-retention-days %d: want 0 to %d", retention, config.MaxRetentionDays)
+	case concurrency < 1 || concurrency > config.MaxCompactConcurrency:
+		return fmt.Errorf("--concurrency %d: want 1 to %d", concurrency, config.MaxCompactConcurrency)
+	}
+	return nil
 }

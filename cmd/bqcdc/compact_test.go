@@ -21,6 +21,20 @@ func TestCompactRefusesShards(t *testing.T) {
 	}
 }
 
+// The CLI refuses the settings the compact function's configuration
+// refuses, naming the flag, before it opens any client.
+func TestCompactRefusesUnsafeSettings(t *testing.T) {
+	for _, args := range [][]string{
+		{"--visibility-lag", "0s"}, {"--tombstone-retention-days", "106752"}, {"--changelog-retention-days", "-1"},
+		{"--concurrency", "1000000"}, {"--concurrency", "0"},
+	} {
+		err := runCompact(context.Background(), args)
+		if err == nil || !strings.Contains(err.Error(), args[0]+" ") {
+			t.Errorf("%v: %v, want the flag named", args, err)
+		}
+	}
+}
+
 // A flow named twice is compacted once.
 func TestCompactFlowNamesOnce(t *testing.T) {
 	var only names
