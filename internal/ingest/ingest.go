@@ -23,12 +23,14 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigquery"
+	"github.com/bqcdc/bqcdc/internal/bqerror"
 	"github.com/bqcdc/bqcdc/internal/bqwrite"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/cdc"
 	"github.com/bqcdc/bqcdc/internal/evolve"
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/formats"
+	"github.com/bqcdc/bqcdc/internal/limits"
 	"github.com/bqcdc/bqcdc/internal/metrics"
 	"github.com/bqcdc/bqcdc/internal/pubsubschema"
 	"github.com/bqcdc/bqcdc/internal/replay/proof"
@@ -495,8 +497,10 @@ func (s *Service) evolves(topic string) bool {
 // (only bqcdc's metadata columns when evolution is off for the topic),
 // then returns the table as it now is and the codec for it. The reader
 // schema label moves to the writer's id when that is newer, so later writers
-// resolve against the newest defaults. Failures are retryable: the message
-// comes back and evolution is tried again.
+// resolve against the newest defaults. A change BigQuery refuses (400), a
+// type conflict and a column count past its limit are permanent (dead
+// letter, stage schema); other failures are retryable: the message comes
+// back and evolution is tried again.
 func (s *Service) evolve(ctx context.Context, topic string, t *bqwrite.Table, ref writerRef, cd *codec) (*bqwrite.Table, *codec, error) {
 	labels := map[string]string{}
 	cols := cd.columns
@@ -512,9 +516,15 @@ func (s *Service) evolve(ctx context.Context, topic string, t *bqwrite.Table, re
 	ev, err := s.writer.Evolve(ctx, t, cols, labels)
 	if err != nil {
 		var conflict *evolve.Conflict
-		if errors.As(err, &conflict) {
-			// The table changed under us in a way this writer cannot follow.
+		switch {
+		case errors.As(err, &conflict), errors.Is(err, limits.ErrLimit):
+			// The table changed under us in a way this writer cannot follow,
+			// or the writers' columns together exceed BigQuery's limit.
 			return nil, nil, failure.Permanent(failure.StageSchema, fmt.Errorf("writer schema %s: %w", ref, err))
+		case bqerror.RequestRefused(err):
+			// BigQuery refuses the update itself (400): retrying sends the
+			// same update, so the message would only exhaust its deliveries.
+			return nil, nil, failure.Permanent(failure.StageSchema, fmt.Errorf("BigQuery refused evolving changelog %s for writer schema %s: %w", t.Name, ref, err))
 		}
 		return nil, nil, failure.Retryable(failure.StageSchema, fmt.Errorf("evolving changelog %s for writer schema %s: %w", t.Name, ref, err))
 	}

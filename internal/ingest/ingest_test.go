@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -48,6 +49,7 @@ type fakeTables struct {
 	rows       map[string][]map[string]any
 	evolutions int
 	panicOn    string // AppendTo panics for this table (a bug anywhere in the pipeline)
+	evolveErr  error  // Evolve fails with it (BigQuery refusing tables.update)
 }
 
 func newFakeTables(t testing.TB) *fakeTables {
@@ -124,6 +126,9 @@ func (f *fakeTables) Evolve(_ context.Context, t *bqwrite.Table, cols schema.Col
 	merged, added, err := evolve.Merge(bqschema.FromBigQuery(t.Metadata.Schema), cols)
 	if err != nil {
 		return bqwrite.Evolution{}, err
+	}
+	if f.evolveErr != nil && len(added) > 0 {
+		return bqwrite.Evolution{}, fmt.Errorf("adding columns %s to table %s: %w", strings.Join(added, ", "), t.Name, f.evolveErr)
 	}
 	f.evolutions++
 	md := *t.Metadata
