@@ -364,13 +364,22 @@ func (s *Service) prepare(ctx context.Context, m Message, table string) (prepare
 // BigQuery does not allow in names (db.inv.t, db-inv-t) map to one
 // changelog name, and anyone who can create a topic and have it pushed
 // could otherwise write into another source's changelog. The changelog's
-// label catalog.SourceLabel (set by bqcdc apply) names its source; a table
-// without it (made by an older bqcdc) is accepted. Label values are
-// lowercased and cut to 63 characters, so sources that differ only there
-// are not told apart.
+// label catalog.SourceHashLabel (set by bqcdc apply) names its source
+// exactly: the hash of the message's topic must be it. A table labelled by
+// an older bqcdc has only catalog.SourceLabel, which look-alike topics
+// share (a.b and a_b label alike); it is checked by that until bqcdc apply
+// adds the hash. A table with neither label takes any topic.
 func sourceOf(t *bqwrite.Table, topic string) error {
 	if t.Metadata == nil {
 		return nil
+	}
+	if hash, ok := t.Metadata.Labels[catalog.SourceHashLabel]; ok {
+		if catalog.IsSourceHashOf(hash, topic) {
+			return nil
+		}
+		return failure.Permanent(failure.StageTable, fmt.Errorf(
+			"topic %s is not the source of changelog %s: the table belongs to the source labelled %s (label %s=%s is not the hash of topic %s)",
+			topic, t.Name, t.Metadata.Labels[catalog.SourceLabel], catalog.SourceHashLabel, hash, topic))
 	}
 	label, ok := t.Metadata.Labels[catalog.SourceLabel]
 	if !ok || catalog.IsLabelValueOf(label, topic) {
