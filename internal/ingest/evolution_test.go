@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -275,5 +276,65 @@ func TestLongDocIsCut(t *testing.T) {
 	col := md.Schema[len(md.Schema)-1]
 	if n := utf8.RuneCountInString(col.Description); col.Name != "loyalty" || n != limits.MaxDescriptionLen || !strings.HasPrefix(doc, strings.TrimSuffix(col.Description, "…")) {
 		t.Errorf("added column %s has a description of %d characters, want %d", col.Name, n, limits.MaxDescriptionLen)
+	}
+}
+
+// A MySQL change without its source block (a nullable block left null) is
+// dead-lettered on both paths (stage envelope): its changelog is sequenced
+// by binlog position, and the timestamp layout it would get sorts after
+// every one of them. A connector named MySQL (not mysql) gets the binlog
+// layout, not the timestamp one.
+func TestLogPositionSourcesThroughBothPaths(t *testing.T) {
+	text, err := os.ReadFile("../../schemas/dbserver1.inventory.customers-value.avsc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env map[string]any
+	if err := json.Unmarshal(text, &env); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range env["fields"].([]any) {
+		if f := f.(map[string]any); f["name"] == "source" {
+			f["type"], f["default"] = []any{"null", f["type"]}, nil
+		}
+	}
+	edited, _ := json.Marshal(env)
+	s, err := registry.Parse(string(edited))
+	if err != nil {
+		t.Fatal(err)
+	}
+	encode := func(src any) []byte {
+		rec := map[string]any{"op": "c", "ts_ms": int64(1_700_000_000_000), "ts_us": nil, "ts_ns": nil, "transaction": nil, "before": nil,
+			"source": src, "after": map[string]any{customers + ".Value": baseRow(1)}}
+		b, err := avro.Config{}.Freeze().Marshal(s, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return wire.Append(nil, 1, b)
+	}
+	mysql := func(connector string) any {
+		return map[string]any{"io.debezium.connector.mysql.Source": map[string]any{"version": "2", "connector": connector, "name": "db", "ts_ms": int64(1000),
+			"snapshot": "false", "db": "inventory", "sequence": nil, "ts_us": nil, "ts_ns": nil, "table": "customers", "server_id": int64(1),
+			"gtid": nil, "file": "mysql-bin.000001", "pos": int64(100), "row": 0, "thread": nil, "query": nil}}
+	}
+	for _, generic := range []bool{false, true} {
+		svc, tables, _ := newServiceWith(t, &fakeRegistry{schemas: map[int]avro.Schema{1: s}}, Options{Generic: generic})
+		ctx := context.Background()
+		if got, err := svc.Handle(ctx, Message{Topic: customers, MessageID: "null", Data: encode(nil)}); got != DeadLettered || err != nil {
+			t.Fatalf("generic=%v, null source: Handle = %v, %v; want dead-lettered", generic, got, err)
+		}
+		dl := tables.rows[catalog.DeadLetterTable]
+		if reason, _ := dl[0]["reason"].(string); dl[0]["stage"] != string(failure.StageEnvelope) || !strings.Contains(reason, "null source block") {
+			t.Errorf("generic=%v: dead letter %v", generic, dl[0])
+		}
+		for _, c := range []string{"mysql", "MySQL"} {
+			if got, err := svc.Handle(ctx, Message{Topic: customers, MessageID: c, Data: encode(mysql(c))}); got != Appended || err != nil {
+				t.Fatalf("generic=%v, connector %s: Handle = %v, %v", generic, c, got, err)
+			}
+		}
+		rows := tables.rows[catalog.TableName(customers)]
+		if len(rows) != 2 || rows[0][catalog.ColSequence] != rows[1][catalog.ColSequence] || !strings.Contains(fmt.Sprint(rows[0][catalog.ColSequence]), "/") {
+			t.Errorf("generic=%v: sequences %v and %v, want one binlog sequence for mysql and MySQL", generic, rows[0][catalog.ColSequence], rows[1][catalog.ColSequence])
+		}
 	}
 }
