@@ -132,6 +132,12 @@ const ReplayOfAttribute = "bqcdc-replay-of"
 // topic, the original id and the data's SHA-256.
 const ReplayProofAttribute = "bqcdc-replay-proof"
 
+// ReplayPublishTimeAttribute carries the publish time of the message a
+// replay publishes again (package replay/proof's FormatTime), covered by
+// its proof: ingest stores it as _cdc_publish_time and sequences a plain
+// record by it, not by the replay's own publish time.
+const ReplayPublishTimeAttribute = "bqcdc-replay-publish-time"
+
 // SourceLabel records the topic a changelog table belongs to, readably: as
 // LabelValue writes it, which maps several characters to '_' (and cuts at
 // 63), so it cannot tell look-alike topics apart (a.b, a_b, a+b). Ingest

@@ -190,8 +190,9 @@ func (s *Service) Handle(ctx context.Context, m Message) (out Outcome, err error
 				failure.Permanent(failure.StageInternal, fmt.Errorf("panic while handling the message (a bug: please report it): %v", p)))
 		}
 	}()
+	published := m.PublishTime // the delivery's, for the latency metric
 	if orig := m.Attributes[catalog.ReplayOfAttribute]; orig != "" {
-		m.MessageID = s.replayedID(m, orig)
+		m.MessageID, m.PublishTime = s.replayedID(m, orig)
 	}
 	table := catalog.TableName(m.Topic)
 	if wire.IsTombstone(m.Data) {
@@ -209,7 +210,7 @@ func (s *Service) Handle(ctx context.Context, m Message) (out Outcome, err error
 	}
 	if err == nil {
 		s.appended.Add(1)
-		s.metrics.Appended(ctx, m.Topic, m.PublishTime, s.now())
+		s.metrics.Appended(ctx, m.Topic, published, s.now())
 		return Appended, nil
 	}
 	if !failure.IsPermanent(err) {
@@ -222,27 +223,38 @@ func (s *Service) Handle(ctx context.Context, m Message) (out Outcome, err error
 	return s.deadLetter(ctx, m, table, schemaID, err)
 }
 
-// replayedID is the id a message claiming to replay orig is stored under:
-// orig when the message proves `bqcdc replay` published it (a dead letter
-// published again keeps the identity of the original message, so views
-// count it once), else the message's own id. Any publisher to the topic
-// can set the attribute; honouring it unproven would let them have a row
-// counted under another message's id. An ignored claim is logged once,
-// here, with the ids only.
-func (s *Service) replayedID(m Message, orig string) string {
+// replayedID is the id and publish time a message claiming to replay orig
+// is stored under: orig and the original publish time when the message
+// proves `bqcdc replay` published it (a dead letter published again keeps
+// the identity of the original message, so views count it once, and its
+// time, so a plain record sequenced by publish time is not taken for the
+// newest change of its key), else the message's own. Any publisher to the
+// topic can set the attributes; honouring them unproven would let them have
+// a row counted under another message's id. An ignored claim is logged
+// once, here, with the ids only. A proof without a publish time (signed by
+// an older bqcdc replay) keeps the replay's publish time.
+func (s *Service) replayedID(m Message, orig string) (string, time.Time) {
 	why := "no replay key is configured (BQCDC_REPLAY_KEY)"
+	at, hasAt := m.Attributes[catalog.ReplayPublishTimeAttribute]
+	pf := m.Attributes[catalog.ReplayProofAttribute]
 	switch {
 	case len(s.replay) == 0:
-	case m.Attributes[catalog.ReplayProofAttribute] == "":
+	case pf == "":
 		why = "the message has no " + catalog.ReplayProofAttribute + " attribute"
-	case proof.Verify(s.replay, m.Topic, orig, m.Data, m.Attributes[catalog.ReplayProofAttribute]):
-		return orig
+	case hasAt && proof.VerifyAt(s.replay, m.Topic, orig, at, m.Data, pf):
+		t, err := proof.ParseTime(at)
+		if err == nil {
+			return orig, t
+		}
+		why = "its " + catalog.ReplayPublishTimeAttribute + " attribute is signed but unreadable: " + err.Error()
+	case !hasAt && proof.Verify(s.replay, m.Topic, orig, m.Data, pf):
+		return orig, m.PublishTime
 	default:
-		why = "its proof does not match the topic, the claimed id and the data (forged, altered, or signed with another key)"
+		why = "its proof does not match the topic, the claimed id, the publish time and the data (forged, altered, or signed with another key)"
 	}
 	s.log.Warn("replay id ignored: the message keeps its own id", "event", "replay_unproven", "topic", m.Topic,
 		"message_id", m.MessageID, "claimed_id", Truncate(orig), "why", why)
-	return m.MessageID
+	return m.MessageID, m.PublishTime
 }
 
 // DeadLetter stores a message the caller could not even parse (for example a
