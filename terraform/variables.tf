@@ -99,10 +99,15 @@ variable "sources" {
   }
 }
 
-variable "pubsub_schema_encoded" {
-  type        = bool
-  description = "Set when some source topics carry a Pub/Sub schema (messages encoded by Pub/Sub, with googclient_schema* attributes) instead of Confluent-framed Avro. Grants the ingest account roles/pubsub.viewer on the project, which holds pubsub.schemas.get (Pub/Sub schemas have no resource-level IAM), so it can fetch schema revisions."
-  default     = false
+variable "pubsub_schemas" {
+  type        = set(string)
+  description = "Ids of the Pub/Sub schemas (in project_id) of source topics that carry a Pub/Sub schema (messages encoded by Pub/Sub, with googclient_schema* attributes) instead of Confluent-framed Avro. The ingest account gets roles/pubsub.viewer on each of these schemas only (it holds pubsub.schemas.get), so it can fetch their revisions; never on the project. Replaces pubsub_schema_encoded, which granted the role project-wide."
+  default     = []
+
+  validation {
+    condition     = alltrue([for s in var.pubsub_schemas : can(regex("^[A-Za-z][A-Za-z0-9._~+%-]{2,254}$", s))])
+    error_message = "pubsub_schemas must hold schema ids (a letter, then letters, digits and - _ . ~ + %, 3-255 characters), not projects/.../schemas/... paths."
+  }
 }
 
 variable "max_delivery_attempts" {
