@@ -360,7 +360,7 @@ func TestFunctionEnvironment(t *testing.T) {
 	root := config(t).module(t, ".")
 	for call, want := range map[string][]string{
 		"ingest_function":  {"BQCDC_DATASET", "BQCDC_LOCATION", "BQCDC_LOG_VALUES", "BQCDC_METRICS_EXPORTER", "BQCDC_PROJECT", "BQCDC_SCHEMA_EVOLUTION_OFF"},
-		"compact_function": {"BQCDC_CHANGELOG_RETENTION_DAYS", "BQCDC_COMPACT_BUDGET", "BQCDC_COMPACT_CONCURRENCY", "BQCDC_DATASET", "BQCDC_LOCATION", "BQCDC_METRICS_EXPORTER", "BQCDC_PROJECT", "BQCDC_TOMBSTONE_RETENTION_DAYS", "BQCDC_VISIBILITY_LAG"},
+		"compact_function": {"BQCDC_CHANGELOG_RETENTION_DAYS", "BQCDC_COMPACT_BUDGET", "BQCDC_COMPACT_CONCURRENCY", "BQCDC_DATASET", "BQCDC_INGEST_TIMEOUT", "BQCDC_LOCATION", "BQCDC_METRICS_EXPORTER", "BQCDC_PROJECT", "BQCDC_TOMBSTONE_RETENTION_DAYS", "BQCDC_VISIBILITY_LAG"},
 	} {
 		got, _ := objectKeys(attrExpr(root.calls[call].Body, "environment_variables"))
 		if diff := cmp.Diff(want, got); diff != "" {
@@ -374,6 +374,11 @@ func TestFunctionEnvironment(t *testing.T) {
 	def := root.locals["visibility_lag"]
 	if got := exprSource(root.fileOf(def.SrcRange), def.Expr); got != `"${var.ingest.timeout_seconds + 120}s"` {
 		t.Errorf("local.visibility_lag = %s, want the ingest timeout plus 120 s", got)
+	}
+	// The compact function refuses a lag below the ingest timeout it is told.
+	timeout := objectItem(attrExpr(root.calls["compact_function"].Body, "environment_variables"), "BQCDC_INGEST_TIMEOUT")
+	if got := exprSource(root.fileOf(timeout.Range()), timeout); got != `"${var.ingest.timeout_seconds}s"` {
+		t.Errorf("compact's BQCDC_INGEST_TIMEOUT = %s, want the ingest timeout", got)
 	}
 	ack := attrExpr(root.calls["source_topic"].Body, "ack_deadline_seconds")
 	if !cmp.Equal(references(ack), []string{"var.ingest.timeout_seconds"}) {

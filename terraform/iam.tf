@@ -32,14 +32,36 @@ resource "google_service_account" "scheduler" {
 
 # --- BigQuery ---------------------------------------------------------------
 
-# Storage Write API appends need bigquery.tables.updateData on the changelog
-# tables (created later by `bqcdc apply`, hence a dataset-level grant). Ingest
-# runs no query jobs, so it has no jobUser role.
-resource "google_bigquery_dataset_iam_member" "ingest_data_editor" {
+# Ingest appends to changelogs and to _bqcdc_dead_letters (Storage Write
+# API: bigquery.tables.updateData), reads their metadata (tables.get) and
+# adds columns and labels to changelogs when a source schema gains fields
+# (tables.update). Nothing more: no tables.getData (the state tables and the
+# dead letters hold row values), no tables.delete or create, no jobs.
+resource "google_project_iam_custom_role" "ingest_table_writer" {
+  project     = var.project_id
+  role_id     = "${replace(var.name_prefix, "-", "_")}_ingest_table_writer"
+  title       = "bqcdc ingest table writer"
+  description = "Append to and evolve bqcdc changelog tables and append dead letters; granted only on those tables."
+  permissions = ["bigquery.tables.get", "bigquery.tables.update", "bigquery.tables.updateData"]
+}
+
+# The changelogs and the dead-letter table are created later, by `bqcdc
+# apply` (a table IAM grant needs the table to exist), so the grant is made
+# on the dataset with a condition that limits it to those tables: names
+# ending in _changelog (catalog.TableName) and _bqcdc_dead_letters. State
+# tables, views and compaction reports stay out of ingest's reach; views
+# and state tables follow an evolved changelog at the next compaction.
+resource "google_bigquery_dataset_iam_member" "ingest_writes_changelogs" {
   project    = var.project_id
   dataset_id = module.dataset.dataset_id
-  role       = "roles/bigquery.dataEditor"
+  role       = google_project_iam_custom_role.ingest_table_writer.name
   member     = "serviceAccount:${google_service_account.ingest.email}"
+
+  condition {
+    title       = "bqcdc changelogs and dead letters"
+    description = "Only the tables ingest writes: <source>_changelog and _bqcdc_dead_letters."
+    expression  = "resource.name.startsWith(\"projects/${var.project_id}/datasets/${module.dataset.dataset_id}/tables/\") && (resource.name.endsWith(\"_changelog\") || resource.name.endsWith(\"/tables/_bqcdc_dead_letters\"))"
+  }
 }
 
 resource "google_bigquery_dataset_iam_member" "compact_data_editor" {
@@ -77,17 +99,18 @@ resource "google_bigquery_table_iam_member" "pubsub_writes_dead_letters" {
   member     = local.pubsub_service_agent_member
 }
 
-# --- Pub/Sub schemas: only when topics use them ------------------------------
+# --- Pub/Sub schemas: only those the topics use ------------------------------
 
-# Fetching a schema revision needs pubsub.schemas.get, which only exists at
-# project level (schemas have no IAM policy of their own); roles/pubsub.viewer
-# is the narrowest predefined role holding it. It reads metadata, never
-# messages.
-resource "google_project_iam_member" "ingest_reads_pubsub_schemas" {
-  count   = var.pubsub_schema_encoded ? 1 : 0
-  project = var.project_id
-  role    = "roles/pubsub.viewer"
-  member  = "serviceAccount:${google_service_account.ingest.email}"
+# Fetching a schema revision needs pubsub.schemas.get on the schema; a grant
+# on each schema listed (roles/pubsub.viewer on a schema covers that schema
+# alone) instead of the project, where the role would read every topic's
+# and subscription's metadata.
+resource "google_pubsub_schema_iam_member" "ingest_reads_pubsub_schemas" {
+  for_each = var.pubsub_schemas
+  project  = var.project_id
+  schema   = each.value
+  role     = "roles/pubsub.viewer"
+  member   = "serviceAccount:${google_service_account.ingest.email}"
 }
 
 # --- Secret Manager: only the registry secrets and the replay key, only for ingest

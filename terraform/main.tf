@@ -170,6 +170,7 @@ module "compact_function" {
     BQCDC_DATASET                  = module.dataset.dataset_id
     BQCDC_LOCATION                 = module.dataset.location
     BQCDC_VISIBILITY_LAG           = local.visibility_lag
+    BQCDC_INGEST_TIMEOUT           = "${var.ingest.timeout_seconds}s"
     BQCDC_CHANGELOG_RETENTION_DAYS = tostring(var.changelog_retention_days)
     BQCDC_TOMBSTONE_RETENTION_DAYS = tostring(var.tombstone_retention_days)
     BQCDC_COMPACT_BUDGET           = "${var.compact.timeout_seconds - 60}s"

@@ -99,10 +99,15 @@ variable "sources" {
   }
 }
 
-variable "pubsub_schema_encoded" {
-  type        = bool
-  description = "Set when some source topics carry a Pub/Sub schema (messages encoded by Pub/Sub, with googclient_schema* attributes) instead of Confluent-framed Avro. Grants the ingest account roles/pubsub.viewer on the project, which holds pubsub.schemas.get (Pub/Sub schemas have no resource-level IAM), so it can fetch schema revisions."
-  default     = false
+variable "pubsub_schemas" {
+  type        = set(string)
+  description = "Ids of the Pub/Sub schemas (in project_id) of source topics that carry a Pub/Sub schema (messages encoded by Pub/Sub, with googclient_schema* attributes) instead of Confluent-framed Avro. The ingest account gets roles/pubsub.viewer on each of these schemas only (it holds pubsub.schemas.get), so it can fetch their revisions; never on the project. Replaces pubsub_schema_encoded, which granted the role project-wide."
+  default     = []
+
+  validation {
+    condition     = alltrue([for s in var.pubsub_schemas : can(regex("^[A-Za-z][A-Za-z0-9._~+%-]{2,254}$", s))])
+    error_message = "pubsub_schemas must hold schema ids (a letter, then letters, digits and - _ . ~ + %, 3-255 characters), not projects/.../schemas/... paths."
+  }
 }
 
 variable "max_delivery_attempts" {
@@ -185,8 +190,8 @@ variable "dead_letter_retention_days" {
   default     = null
 
   validation {
-    condition     = var.dead_letter_retention_days == null || try(var.dead_letter_retention_days >= 1 && floor(var.dead_letter_retention_days) == var.dead_letter_retention_days, false)
-    error_message = "dead_letter_retention_days must be null (keep) or a whole number of days, 1 or more."
+    condition     = var.dead_letter_retention_days == null || try(var.dead_letter_retention_days >= 1 && var.dead_letter_retention_days <= 36500 && floor(var.dead_letter_retention_days) == var.dead_letter_retention_days, false)
+    error_message = "dead_letter_retention_days must be null (keep) or a whole number of days from 1 to 36500."
   }
 }
 
@@ -351,8 +356,8 @@ variable "changelog_retention_days" {
   default     = 0
 
   validation {
-    condition     = var.changelog_retention_days >= 0 && floor(var.changelog_retention_days) == var.changelog_retention_days
-    error_message = "changelog_retention_days must be a whole number of days, 0 or more."
+    condition     = var.changelog_retention_days >= 0 && var.changelog_retention_days <= 36500 && floor(var.changelog_retention_days) == var.changelog_retention_days
+    error_message = "changelog_retention_days must be a whole number of days from 0 to 36500 (the compact function refuses more: days become a duration that would overflow)."
   }
 }
 
@@ -362,8 +367,8 @@ variable "tombstone_retention_days" {
   default     = 30
 
   validation {
-    condition     = var.tombstone_retention_days >= 0 && floor(var.tombstone_retention_days) == var.tombstone_retention_days
-    error_message = "tombstone_retention_days must be a whole number of days, 0 or more."
+    condition     = var.tombstone_retention_days >= 0 && var.tombstone_retention_days <= 36500 && floor(var.tombstone_retention_days) == var.tombstone_retention_days
+    error_message = "tombstone_retention_days must be a whole number of days from 0 to 36500 (the compact function refuses more: days become a duration that would overflow)."
   }
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/config"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/progress"
+	"github.com/bqcdc/bqcdc/internal/redact"
 	"github.com/bqcdc/bqcdc/internal/registry"
 )
 
@@ -45,13 +46,16 @@ func envOr(name, def string) string {
 	return def
 }
 
-func (t *target) schemaSource() apply.Schemas {
+func (t *target) schemaSource() (apply.Schemas, error) {
 	s := apply.Schemas{Dir: t.schemas}
 	if t.registry != "" {
+		if err := redact.CheckURL(t.registry); err != nil {
+			return s, fmt.Errorf("--registry-url (or %s): %w", config.EnvRegistryURL, err)
+		}
 		s.Registry = registry.New(t.registry, registry.Options{
 			Username: os.Getenv(config.EnvRegistryUsername), Password: os.Getenv(config.EnvRegistryPassword)})
 	}
-	return s
+	return s, nil
 }
 
 // open reads the flows and connects to BigQuery for commands that need both.
@@ -81,8 +85,10 @@ func runApply(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *retention < 0 {
-		return fmt.Errorf("--dead-letter-retention-days=%d: want 0 (keep) or more", *retention)
+	if *retention < 0 || *retention > config.MaxRetentionDays {
+		// Days become milliseconds of partition expiration: bounded so they
+		// cannot overflow.
+		return fmt.Errorf("--dead-letter-retention-days=%d: want 0 (keep) to %d", *retention, config.MaxRetentionDays)
 	}
 	if *concurrency < 1 {
 		return fmt.Errorf("--concurrency must be at least 1, got %d", *concurrency)
@@ -100,7 +106,11 @@ func runApply(ctx context.Context, args []string) error {
 		// An emulator cannot call table functions, and creating them grows
 		// its analyzer's memory (internal/emulator, concession 11).
 		SkipTableFunctions: t.bq.Endpoint != ""}
-	_, err = apply.AllWith(ctx, bq, apply.Target{Project: t.bq.Project, Dataset: t.dataset, DeadLetterRetentionDays: *retention}, flows, t.schemaSource(), opts, &rep)
+	schemas, err := t.schemaSource()
+	if err != nil {
+		return err
+	}
+	_, err = apply.AllWith(ctx, bq, apply.Target{Project: t.bq.Project, Dataset: t.dataset, DeadLetterRetentionDays: *retention}, flows, schemas, opts, &rep)
 	meter.Finish()
 	for _, line := range rep {
 		fmt.Println(line)

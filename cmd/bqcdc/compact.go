@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,8 +20,15 @@ import (
 
 type names []string
 
-func (n *names) String() string     { return strings.Join(*n, ",") }
-func (n *names) Set(v string) error { *n = append(*n, v); return nil }
+func (n *names) String() string { return strings.Join(*n, ",") }
+
+// Set keeps each name once: a flow named twice runs once.
+func (n *names) Set(v string) error {
+	if !slices.Contains(*n, v) {
+		*n = append(*n, v)
+	}
+	return nil
+}
 
 // runCompact runs one compaction of every flow (or of the --flow ones)
 // against BigQuery or the local stack, and prints the per-flow report.
@@ -43,6 +51,12 @@ func runCompact(ctx context.Context, args []string) error {
 	maintainEvery := fs.Duration("maintain-every", compact.DefaultMaintainEvery, "fold each flow's state levels into one this often (negative: never)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if err := checkCompactFlags(*lag, *tombstones, *retention, *concurrency); err != nil {
+		return err
+	}
+	if err := compact.ValidShards(*shard, *shards); err != nil {
+		return fmt.Errorf("--shard %d --shards %d: %w", *shard, *shards, err)
 	}
 	flows, bq, err := t.open(ctx)
 	if err != nil {
@@ -140,4 +154,21 @@ func stamp(t time.Time) string {
 		return "never"
 	}
 	return t.UTC().Format("15:04:05.000")
+}
+
+// checkCompactFlags refuses the settings the compact function's
+// configuration refuses (package config has the bounds and why), except
+// the lag's floor: a local stack compacts with a lag of seconds.
+func checkCompactFlags(lag time.Duration, tombstones, retention, concurrency int) error {
+	switch {
+	case lag <= 0:
+		return fmt.Errorf("--visibility-lag %s: want a positive duration, at least the ingest timeout", lag)
+	case tombstones < 0 || tombstones > config.MaxRetentionDays:
+		return fmt.Errorf("--tombstone-retention-days %d: want 0 to %d", tombstones, config.MaxRetentionDays)
+	case retention < 0 || retention > config.MaxRetentionDays:
+		return fmt.Errorf("--changelog-retention-days %d: want 0 to %d", retention, config.MaxRetentionDays)
+	case concurrency < 1 || concurrency > config.MaxCompactConcurrency:
+		return fmt.Errorf("--concurrency %d: want 1 to %d", concurrency, config.MaxCompactConcurrency)
+	}
+	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/dev/localstack"
 	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
 	"github.com/bqcdc/bqcdc/internal/loadgen"
+	"github.com/bqcdc/bqcdc/internal/redact"
 	"github.com/bqcdc/bqcdc/internal/registry"
 )
 
@@ -96,6 +97,9 @@ func loadRemote(ctx context.Context, s loadgen.Spec, t target, wait time.Duratio
 	}
 	if t.registry == "" {
 		return loadgen.Result{}, errors.New("--registry-url is required: the load is Confluent-framed Avro")
+	}
+	if err := redact.CheckURL(t.registry); err != nil {
+		return loadgen.Result{}, fmt.Errorf("--registry-url (or %s): %w", config.EnvRegistryURL, err)
 	}
 	bq, err := clients.NewBigQuery(ctx, t.bq)
 	if err != nil {

@@ -54,7 +54,11 @@ func runRender(ctx context.Context, args []string) error {
 		return errors.Join(invalid...)
 	}
 	t.refused = invalid
-	sources, err := apply.LookupSources(ctx, flows, t.schemaSource())
+	schemas, err := t.schemaSource()
+	if err != nil {
+		return err
+	}
+	sources, err := apply.LookupSources(ctx, flows, schemas)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"strconv"
 	"time"
 
 	"cloud.google.com/go/bigquery"
@@ -143,21 +142,10 @@ type Response struct {
 // (?flow=a&flow=b or {"flows": [...]}), or of one shard of the sources
 // (?shard=i&shards=n, one Cloud Scheduler job per shard).
 func (f *Function) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	names := r.URL.Query()["flow"]
-	shard, shards, err := shardOf(r)
+	names, shard, shards, err := parseRequest(r)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, Response{Error: err.Error()})
 		return
-	}
-	if r.Body != nil && r.ContentLength != 0 {
-		var body struct {
-			Flows []string `json:"flows"`
-		}
-		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&body); err != nil {
-			writeJSON(w, http.StatusBadRequest, Response{Error: "decoding the request body: " + err.Error()})
-			return
-		}
-		names = append(names, body.Flows...)
 	}
 	// Bind on every run: ingest adds columns to a changelog when its source
 	// schema gains fields, and the run must fold them (and show them in the
@@ -192,20 +180,6 @@ func (f *Function) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		status, resp.Error = http.StatusInternalServerError, "flows refused (the others ran): "+refused.Error()
 	}
 	writeJSON(w, status, resp)
-}
-
-// shardOf reads ?shard=i&shards=n (both or neither).
-func shardOf(r *http.Request) (shard, shards int, err error) {
-	q := r.URL.Query()
-	if q.Get("shards") == "" && q.Get("shard") == "" {
-		return 0, 1, nil
-	}
-	shards, err1 := strconv.Atoi(q.Get("shards"))
-	shard, err2 := strconv.Atoi(q.Get("shard"))
-	if err1 != nil || err2 != nil || shards < 1 || shard < 0 || shard >= shards {
-		return 0, 0, fmt.Errorf("?shard=%q&shards=%q: want 0 <= shard < shards", q.Get("shard"), q.Get("shards"))
-	}
-	return shard, shards, nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -240,7 +240,11 @@ func ReadPush(r *http.Request) (ingest.Message, error) {
 	var msg ingest.Message
 	source := r.Header.Get("Ce-Source")
 	if source == "" {
-		source = r.URL.Path
+		// The path as sent, not percent-decoded: /topics/a%2Eb names the
+		// topic a%2Eb (a valid Pub/Sub name), not a.b, whose changelog it
+		// must not reach. A topic named with '%' is thus never matched by a
+		// push path; Terraform's sources allow no '%'.
+		source = r.URL.EscapedPath()
 	}
 	if m := topicInPath.FindStringSubmatch(source); m != nil {
 		msg.Topic = m[1]
@@ -271,7 +275,7 @@ func ReadPush(r *http.Request) (ingest.Message, error) {
 		msg.MessageID = d.Message.MessageID
 	}
 	if msg.Topic == "" {
-		return msg, fmt.Errorf("request path %q names no Pub/Sub topic: the push endpoint must end in /projects/PROJECT/topics/TOPIC", r.URL.Path)
+		return msg, fmt.Errorf("request path %q names no Pub/Sub topic: the push endpoint must end in /projects/PROJECT/topics/TOPIC", r.URL.EscapedPath())
 	}
 	return msg, nil
 }

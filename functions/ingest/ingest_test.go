@@ -22,6 +22,10 @@ func TestReadPush(t *testing.T) {
 		{name: "local path prefix", path: "/Ingest/projects/p/topics/t", body: body, topic: "t"},
 		{name: "eventarc binary mode", path: "/", header: map[string]string{"Ce-Source": "//pubsub.googleapis.com/projects/p/topics/t2", "Ce-Id": "ce"}, body: body, topic: "t2"},
 		{name: "no topic", path: "/", body: body, wantErr: "names no Pub/Sub topic"},
+		// Read as sent: a%2Eb is a topic of its own, not a.b.
+		{name: "escaped dot", path: "/projects/p/topics/a%2Eb", body: body, topic: "a%2Eb"},
+		{name: "escaped slash", path: "/projects/p/topics/a%2Fb", body: body, topic: "a%2Fb"},
+		{name: "plus and tilde", path: "/projects/p/topics/a+b~c", body: body, topic: "a+b~c"},
 		{name: "not json", path: "/projects/p/topics/t", body: "nope", topic: "t", wantErr: "decoding the Pub/Sub push body"},
 		{name: "no message", path: "/projects/p/topics/t", body: `{"subscription":"s"}`, topic: "t", wantErr: "no message"},
 		{name: "too large", path: "/projects/p/topics/t", body: `{"message":{"data":"` + strings.Repeat("A", MaxBody) + `"}}`, topic: "t", wantErr: "larger than"},

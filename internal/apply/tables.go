@@ -58,7 +58,7 @@ func Dataset(ctx context.Context, bq *bigquery.Client, dataset string, rep *Repo
 // Changelog creates or evolves the changelog table of one source.
 func Changelog(ctx context.Context, bq *bigquery.Client, dataset string, src SourceSchema, clusterBy []string, rep *Report) error {
 	name := catalog.TableName(src.Source)
-	labels := map[string]string{catalog.SourceLabel: catalog.LabelValue(src.Source)}
+	labels := map[string]string{catalog.SourceLabel: catalog.LabelValue(src.Source), catalog.SourceHashLabel: catalog.SourceHash(src.Source)}
 	if src.SchemaID != 0 {
 		labels[catalog.ReaderSchemaLabel] = strconv.Itoa(src.SchemaID)
 	}

@@ -123,6 +123,16 @@ func AlreadyExists(err error) bool {
 	return status.Code(err) == codes.AlreadyExists
 }
 
+// RequestRefused reports whether BigQuery's REST API refused a request
+// itself (400 Bad Request: an invalid schema update, a description or name
+// it does not accept) rather than failing to serve it: sending the same
+// request again can never succeed. Rate limits and concurrent-DML aborts,
+// which BigQuery also reports as 400, are not refusals.
+func RequestRefused(err error) bool {
+	var gerr *googleapi.Error
+	return errors.As(err, &gerr) && gerr.Code == http.StatusBadRequest && classifyHTTP(gerr) == Permanent
+}
+
 // RowsRefused reports whether a Storage Write append failed because BigQuery
 // refused the rows themselves (INVALID_ARGUMENT, with or without row
 // errors), as opposed to the call: the same rows can never be appended.

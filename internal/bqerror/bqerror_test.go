@@ -54,6 +54,12 @@ func TestQuestions(t *testing.T) {
 	if !AlreadyExists(&googleapi.Error{Code: 409}) || AlreadyExists(&googleapi.Error{Code: 412}) {
 		t.Error("AlreadyExists")
 	}
+	if !RequestRefused(fmt.Errorf("adding: %w", &googleapi.Error{Code: 400, Errors: []googleapi.ErrorItem{{Reason: "invalid"}}})) ||
+		RequestRefused(&googleapi.Error{Code: 400, Errors: []googleapi.ErrorItem{{Reason: "rateLimitExceeded"}}}) ||
+		RequestRefused(&googleapi.Error{Code: 400, Message: "Could not serialize access to table due to concurrent update"}) ||
+		RequestRefused(&googleapi.Error{Code: 503}) || RequestRefused(&googleapi.Error{Code: 403}) || RequestRefused(status.Error(codes.InvalidArgument, "x")) {
+		t.Error("RequestRefused")
+	}
 	if !RowsRefused(status.Error(codes.InvalidArgument, "bad row")) || RowsRefused(status.Error(codes.Unavailable, "x")) || RowsRefused(errors.New("x")) {
 		t.Error("RowsRefused")
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/bqcdc/bqcdc/internal/bqerror"
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/metrics"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // Batching (group commit). Each ingest request appends one row, and an
@@ -31,15 +33,20 @@ import (
 //   - a row BigQuery refuses (row errors come back with their index) fails
 //     permanently on its own; BigQuery writes none of a refused request's
 //     rows, so the others are appended again, never lost and never doubled.
-//     A refusal that names no row is resolved by appending the batch's rows
-//     one by one;
+//     A refusal that names no row of the request (no index, or only indexes
+//     outside it) is resolved by appending the batch's rows one by one,
+//     through the queue and so within MaxInFlight; a one-row append refused
+//     is that row's refusal, whatever index the answer names;
 //   - any other failure (connection, server) fails exactly the rows of that
 //     append, as retryable: their messages are redelivered. Whether such an
 //     append reached BigQuery cannot be known, so a redelivered row may be
 //     stored twice, which the views count once (by message id), as for any
 //     redelivery;
 //   - a caller whose context ends while its row still waits in the queue
-//     takes the row out: it is never appended behind its back.
+//     takes the row out: it is never appended behind its back. A row in
+//     flight is always answered (every path of append answers each row or
+//     queues it again), so a caller waits at most the append's Timeout past
+//     its context.
 
 // BatchOptions bound the batches of one table.
 type BatchOptions struct {
@@ -70,6 +77,9 @@ type pending struct {
 	done    chan error // buffered: the batcher never blocks on a caller
 	queued  bool       // still in the queue (guarded by batcher.mu)
 	retries int        // times re-queued after another row's refusal
+	// alone: append this row by itself (its batch was refused without
+	// naming a row); set before it is queued again, read under batcher.mu.
+	alone bool
 }
 
 // batcher queues the rows of one table version and sends them in batches.
@@ -200,11 +210,14 @@ func (b *batcher) lingered() {
 func (b *batcher) takeLocked() []*pending {
 	n, size := 0, 0
 	for n < len(b.queue) && n < b.opts.MaxRows {
-		if n > 0 && size+len(b.queue[n].row) > b.opts.MaxBytes {
+		if n > 0 && (b.queue[n].alone || size+len(b.queue[n].row) > b.opts.MaxBytes) {
 			break
 		}
 		size += len(b.queue[n].row)
 		n++
+		if b.queue[n-1].alone {
+			break
+		}
 	}
 	batch := make([]*pending, n)
 	copy(batch, b.queue[:n])
@@ -262,10 +275,25 @@ func (b *batcher) append(batch []*pending) (requeue []*pending) {
 			p.done <- failure.Retryable(failure.StageAppend, fmt.Errorf("appending to %s: %w", b.name, err))
 		}
 		return nil
-	case len(refused) > 0:
+	case len(refused) > 0 || bqerror.RowsRefused(err):
 		bad := map[int]string{}
 		for _, r := range refused {
-			bad[r.Index] = r.Message
+			if r.Index >= 0 && r.Index < len(batch) { // an index outside the request names none of its rows
+				bad[r.Index] = r.Message
+			}
+		}
+		switch {
+		case len(bad) == 0 && len(batch) == 1:
+			// The request held this row only: the refusal is its own.
+			batch[0].done <- b.refusedAlone(refused, err)
+			return nil
+		case len(bad) == 0:
+			// BigQuery refused the request without naming one of its rows:
+			// find the row by appending each alone, queued like any row.
+			for _, p := range batch {
+				p.alone = true
+			}
+			return batch
 		}
 		for i, p := range batch {
 			if msg, ok := bad[i]; ok {
@@ -280,19 +308,6 @@ func (b *batcher) append(batch []*pending) (requeue []*pending) {
 			requeue = append(requeue, p)
 		}
 		return requeue
-	case bqerror.RowsRefused(err) && len(batch) > 1:
-		// BigQuery refused the request without naming a row: find the row
-		// by appending each alone.
-		var wg sync.WaitGroup
-		for _, p := range batch {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				b.append([]*pending{p})
-			}()
-		}
-		wg.Wait()
-		return nil
 	default:
 		cerr := b.classify(err)
 		for _, p := range batch {
@@ -314,6 +329,19 @@ func (b *batcher) measure(ctx context.Context, rows int, d time.Duration, refuse
 		outcome = metrics.AppendError
 	}
 	b.metrics.AppendCall(ctx, rows, d, outcome)
+}
+
+// refusedAlone is the answer to a one-row append BigQuery refused: with
+// BigQuery's message when it gave one (whatever index it named), else the
+// request's refusal.
+func (b *batcher) refusedAlone(refused []bqerror.RowError, err error) error {
+	if len(refused) > 0 {
+		return failure.Permanent(failure.StageAppend, failure.Errorf("BigQuery refused the row appended to %s: %s", b.name, failure.Value(refused[0].Message)))
+	}
+	if err == nil {
+		err = status.Error(codes.InvalidArgument, "row refused")
+	}
+	return b.classify(err)
 }
 
 // classify turns an append error into the pipeline's classes: a refusal of

@@ -298,3 +298,79 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// A refusal that names no row of its request splits the batch into one-row
+// appends, queued like any row: they stay within MaxInFlight, every row is
+// answered, and a one-row append whose answer names another row's index
+// (index 7 of a one-row request) is that row's refusal, not a row left
+// waiting past its caller's context.
+func TestSplitRowsAnsweredWithinInFlight(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		indexes []int // the row errors of a refused one-row request; nil: none named
+	}{
+		{"one-row refusal naming no row", nil},
+		{"one-row refusal naming rows outside the request", []int{7, -1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			cur, peak := 0, 0
+			stored := map[string]int{}
+			send := senderFunc(func(ctx context.Context, rows [][]byte) ([]bqerror.RowError, error) {
+				mu.Lock()
+				cur++
+				peak = max(peak, cur)
+				mu.Unlock()
+				time.Sleep(2 * time.Millisecond)
+				mu.Lock()
+				defer mu.Unlock()
+				cur--
+				for _, r := range rows {
+					if string(r) == "bad" {
+						var errs []bqerror.RowError // a batch's refusal names no row
+						for _, i := range tc.indexes {
+							if len(rows) == 1 {
+								errs = append(errs, bqerror.RowError{Index: i, Message: "bad value"})
+							}
+						}
+						return errs, status.Error(codes.InvalidArgument, "rows refused")
+					}
+				}
+				for _, r := range rows {
+					stored[string(r)]++
+				}
+				return nil, nil
+			})
+			o := testOptions()
+			o.MaxInFlight = 2
+			b := newBatcher("t", send, o, nil)
+			rows := [][]byte{[]byte("bad")}
+			for i := range 20 {
+				rows = append(rows, []byte(rowName(i)))
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- b.submit(ctx, rows) }()
+			select {
+			case err := <-done:
+				if err == nil || !failure.IsPermanent(err) {
+					t.Errorf("submit = %v, want the bad row's permanent refusal", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("submit still waiting 10 s after its context ended: a row was never answered")
+			}
+			waitFor(t, func() bool { return !b.busy() })
+			mu.Lock()
+			defer mu.Unlock()
+			if peak > o.MaxInFlight {
+				t.Errorf("%d appends in flight at once, want at most MaxInFlight %d", peak, o.MaxInFlight)
+			}
+			for i := range 20 {
+				if stored[rowName(i)] != 1 {
+					t.Errorf("row %s stored %d times, want once", rowName(i), stored[rowName(i)])
+				}
+			}
+		})
+	}
+}

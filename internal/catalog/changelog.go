@@ -15,6 +15,8 @@
 package catalog
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"regexp"
 	"strings"
@@ -130,8 +132,45 @@ const ReplayOfAttribute = "bqcdc-replay-of"
 // topic, the original id and the data's SHA-256.
 const ReplayProofAttribute = "bqcdc-replay-proof"
 
-// SourceLabel records the topic a changelog table belongs to.
+// ReplayPublishTimeAttribute carries the publish time of the message a
+// replay publishes again (package replay/proof's FormatTime), covered by
+// its proof: ingest stores it as _cdc_publish_time and sequences a plain
+// record by it, not by the replay's own publish time.
+const ReplayPublishTimeAttribute = "bqcdc-replay-publish-time"
+
+// SourceLabel records the topic a changelog table belongs to, readably: as
+// LabelValue writes it, which maps several characters to '_' (and cuts at
+// 63), so it cannot tell look-alike topics apart (a.b, a_b, a+b). Ingest
+// compares SourceHashLabel instead, which names the topic exactly.
 const SourceLabel = "bqcdc-source"
+
+// SourceHashLabel records the exact topic a changelog table belongs to:
+// SourceHash of it. Ingest appends a message to the changelog only when the
+// hash of the message's topic is this label; only a table labelled by an
+// older bqcdc (without it) is checked by SourceLabel, until bqcdc apply
+// adds it.
+const SourceHashLabel = "bqcdc-source-sha256"
+
+// SourceHash is the label value of SourceHashLabel for a topic: the first
+// 128 bits of the SHA-256 of its exact bytes, in lowercase hex (label
+// values are lowercase and at most 63 characters). Making another topic
+// hash the same is a 128-bit second preimage.
+func SourceHash(topic string) string {
+	sum := sha256.Sum256([]byte(topic))
+	return hex.EncodeToString(sum[:16])
+}
+
+// IsSourceHashOf reports whether v == SourceHash(topic), without
+// allocating: ingest asks it for every message.
+func IsSourceHashOf(v, topic string) bool {
+	if len(v) != 32 {
+		return false
+	}
+	sum := sha256.Sum256([]byte(topic))
+	var buf [32]byte
+	hex.Encode(buf[:], sum[:16])
+	return string(buf[:]) == v
+}
 
 // LabelValue makes a string usable as a label value (lowercase letters,
 // digits, '_' and '-', at most 63 characters).
@@ -143,9 +182,10 @@ func LabelValue(s string) string {
 	return v
 }
 
-// IsLabelValueOf reports whether v == LabelValue(s). Ingest asks it for
-// every message, so it does not allocate for ASCII names (every Pub/Sub
-// topic name is ASCII).
+// IsLabelValueOf reports whether v == LabelValue(s), without allocating for
+// ASCII names (every Pub/Sub topic name is ASCII). Look-alike topics share
+// a label value: it identifies a source only where SourceHashLabel is
+// missing.
 func IsLabelValueOf(v, s string) bool {
 	n := min(len(s), 63)
 	if len(v) != n {

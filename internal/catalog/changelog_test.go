@@ -141,3 +141,29 @@ func TestCheckNames(t *testing.T) {
 		}
 	}
 }
+
+func TestSourceHash(t *testing.T) {
+	topics := []string{"a.b", "a_b", "a+b", "a~b", "a%b", "A.b", "a-b", "a%2Eb"}
+	seen := map[string]string{}
+	for _, topic := range topics {
+		h := SourceHash(topic)
+		if LabelValue(h) != h || len(h) != 32 {
+			t.Errorf("SourceHash(%q) = %q: not a label value of 32 characters", topic, h)
+		}
+		if other, ok := seen[h]; ok {
+			t.Errorf("%q and %q hash alike", topic, other)
+		}
+		seen[h] = topic
+		for _, other := range topics {
+			if got := IsSourceHashOf(h, other); got != (other == topic) {
+				t.Errorf("IsSourceHashOf(SourceHash(%q), %q) = %v", topic, other, got)
+			}
+		}
+	}
+	if IsSourceHashOf(SourceHash("a.b")[:31], "a.b") {
+		t.Error("a cut hash matches")
+	}
+	if n := testing.AllocsPerRun(100, func() { IsSourceHashOf("0123456789abcdef0123456789abcdef", "db.inv.t") }); n != 0 {
+		t.Errorf("IsSourceHashOf allocates %.0f times", n)
+	}
+}

@@ -196,8 +196,8 @@ func Position(b *SourceBlock, op string) (time.Time, Seq, error) {
 		return time.Time{}, Seq{}, err
 	}
 	kind := snapshotKindOf(op, b.Snapshot)
-	if b.Connector.Kind == String {
-		switch c := b.Connector.Str; c {
+	if c := b.logConnector(); c != "" {
+		switch c {
 		case "mysql", "mariadb":
 			q, err := binlogPosition(b, kind)
 			if err != nil {
@@ -216,6 +216,26 @@ func Position(b *SourceBlock, op string) (time.Time, Seq, error) {
 		return ts, Seq{}, nil
 	}
 	return ts, TimestampSeq(ts), nil
+}
+
+// logConnector is the block's connector when cdc reads its log position
+// ("mysql", "mariadb" or "postgresql"), else "". Debezium writes the names
+// in lower case; MySQL or PostgreSQL cased otherwise (a fork, a hand-built
+// record) is the same connector, whose changes must not get the timestamp
+// layout, which sorts after every log position.
+func (b *SourceBlock) logConnector() string {
+	if b.Connector.Kind != String {
+		return ""
+	}
+	c := b.Connector.Str
+	if !isLowerASCII(c) {
+		c = strings.ToLower(c)
+	}
+	switch c {
+	case "mysql", "mariadb", "postgresql":
+		return c
+	}
+	return ""
 }
 
 // EnvelopeTime is the envelope's ts_ms (Debezium's processing time), the

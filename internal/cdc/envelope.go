@@ -11,6 +11,7 @@ package cdc
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/bqcdc/bqcdc/internal/avrobq"
@@ -58,6 +59,9 @@ type Shape struct {
 	before, after *avro.UnionSchema
 	source        avro.Schema // a record, or a nullable union of one
 	transaction   avro.Schema // like source; nil if the envelope has no transaction field
+	// logSource names the source record when it is the block of a connector
+	// whose changes are sequenced by log position (see logSourceOf); "" else.
+	logSource string
 }
 
 // ShapeOf inspects a top-level record schema. A record with the fields op,
@@ -88,7 +92,44 @@ func ShapeOf(s avro.Schema) (Shape, error) {
 		return sh, nil
 	}
 	return Shape{Envelope: true, Image: image, before: before, after: after, source: source,
-		transaction: recordOrNullable(fields["transaction"])}, nil
+		transaction: recordOrNullable(fields["transaction"]), logSource: logSourceOf(source)}, nil
+}
+
+// logSourceOf returns the name of a source record declared by a connector
+// whose changes cdc sequences by log position: Debezium's MySQL, MariaDB or
+// PostgreSQL Source record (io.debezium.connector.mysql.Source, ..., the
+// name the Avro and JSON converters give it, compared in any case). "" for
+// any other record.
+func logSourceOf(s avro.Schema) string {
+	rec, ok := s.(*avro.RecordSchema)
+	if !ok {
+		_, rec = nullableRecord(s)
+	}
+	if rec == nil {
+		return ""
+	}
+	switch strings.ToLower(rec.FullName()) {
+	case "io.debezium.connector.mysql.source", "io.debezium.connector.mariadb.source", "io.debezium.connector.postgresql.source":
+		return rec.FullName()
+	}
+	return ""
+}
+
+// CheckPosition refuses a change whose source block (b; zero when the
+// record's block is null) names no connector whose log position cdc reads,
+// when the writer schema's source record is such a connector's: the other
+// changes of its changelog are sequenced by log position, and the timestamp
+// layout a change without one would get sorts after every position, so an
+// old change would become the newest of its key.
+func (sh Shape) CheckPosition(b *SourceBlock) error {
+	if sh.logSource == "" || b.logConnector() != "" {
+		return nil
+	}
+	what := "a null source block"
+	if b.Connector.Kind != Absent {
+		what = "a source block naming connector " + b.Connector.String()
+	}
+	return fmt.Errorf("change with %s: the writer schema's source is %s, whose changes are sequenced by log position, and a time sequence would sort after every one of them", what, sh.logSource)
 }
 
 // recordOrNullable returns s if it is a record or a nullable union of one,
@@ -162,12 +203,17 @@ func (sh Shape) Flatten(rec map[string]any) (Change, error) {
 		}
 		ch.Image = m
 	}
-	if src, ok := record(sh.source, rec["source"]); ok {
-		ts, seq, err := sourcePosition(src, op)
+	src, hasSource := record(sh.source, rec["source"])
+	b := blockOf(src) // the zero block when the record's block is null
+	if err := sh.CheckPosition(&b); err != nil {
+		return Change{}, fmt.Errorf("%w: %w", ErrEnvelope, err)
+	}
+	if hasSource {
+		ts, q, err := Position(&b, op)
 		if err != nil {
 			return Change{}, fmt.Errorf("%w: %w", ErrEnvelope, err)
 		}
-		ch.SourceTS, ch.Sequence = ts, seq
+		ch.SourceTS, ch.Sequence = ts, q.String()
 	}
 	if sh.transaction != nil {
 		if tx, ok := record(sh.transaction, rec["transaction"]); ok {

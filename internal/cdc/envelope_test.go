@@ -1,6 +1,7 @@
 package cdc
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"strings"
@@ -286,5 +287,80 @@ func TestEditImage(t *testing.T) {
 	}
 	if _, err := EditImage([]byte(`{"type":"record","name":"Plain","fields":[]}`), nil); err == nil {
 		t.Error("a schema without a before record was edited")
+	}
+}
+
+// nullableSource is the customers schema with its source block nullable
+// (["null", Source]), in the namespace given ("" keeps Debezium's MySQL one).
+func nullableSource(t *testing.T, namespace string) avro.Schema {
+	t.Helper()
+	b, err := os.ReadFile("../../schemas/dbserver1.inventory.customers-value.avsc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env map[string]any
+	if err := json.Unmarshal(b, &env); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range env["fields"].([]any) {
+		if f := f.(map[string]any); f["name"] == "source" {
+			if namespace != "" {
+				f["type"].(map[string]any)["namespace"] = namespace
+			}
+			f["type"], f["default"] = []any{"null", f["type"]}, nil
+		}
+	}
+	out, _ := json.Marshal(env)
+	return avro.MustParse(string(out))
+}
+
+// Log-position layouts: connector names match in any case, and a change
+// whose block is null (or names another connector) is refused when the
+// schema's source is MySQL's, MariaDB's or PostgreSQL's: the timestamp
+// layout it would get sorts after every binlog position of its changelog.
+func TestLogPositionSources(t *testing.T) {
+	for _, c := range []string{"MySQL", "MYSQL", "MariaDB"} {
+		src := mysqlSrc("false", "mysql-bin.000003", 154, 0, nil)
+		_, want, err := sourcePosition(src, "u")
+		if err != nil {
+			t.Fatal(err)
+		}
+		src["connector"] = c
+		if _, got, err := sourcePosition(src, "u"); err != nil || got != want {
+			t.Errorf("connector %s: sequence %s, %v; want the binlog layout %s", c, got, err, want)
+		}
+	}
+	pg := pgSrc("false", `["100","200"]`, int64(5), int64(200))
+	_, want, _ := sourcePosition(pg, "u")
+	pg["connector"] = "PostgreSQL"
+	if _, got, err := sourcePosition(pg, "u"); err != nil || got != want {
+		t.Errorf("connector PostgreSQL: sequence %s, %v; want %s", got, err, want)
+	}
+	src := source("mysql-bin.000003", 4, 0)
+	src["file"] = ""
+	src["connector"] = "MySQL"
+	if _, _, err := sourcePosition(src, "u"); err == nil {
+		t.Error("connector MySQL without a usable position: accepted with the timestamp layout")
+	}
+
+	after := map[string]any{valueName: image(1, "e")}
+	mysql := nullableSource(t, "")
+	sh, _ := ShapeOf(mysql)
+	for name, rec := range map[string]map[string]any{
+		"null source":      {"op": "u", "after": after, "source": nil, "ts_ms": int64(1700000000999)},
+		"sqlserver source": {"op": "u", "after": after, "source": map[string]any{"io.debezium.connector.mysql.Source": withField(source("mysql-bin.000003", 4, 0), "connector", "sqlserver")}},
+	} {
+		if _, err := sh.Flatten(roundTrip(t, mysql, rec)); !errors.Is(err, ErrEnvelope) || !strings.Contains(err.Error(), "io.debezium.connector.mysql.Source") {
+			t.Errorf("%s in a MySQL schema: err = %v, want ErrEnvelope naming the source record", name, err)
+		}
+	}
+	if ch, err := sh.Flatten(roundTrip(t, mysql, map[string]any{"op": "u", "after": after, "source": map[string]any{"io.debezium.connector.mysql.Source": withField(source("mysql-bin.000003", 4, 0), "connector", "MySQL")}})); err != nil || !strings.Contains(ch.Sequence, "/") {
+		t.Errorf("MySQL source: %v, %v; want a binlog sequence", ch.Sequence, err)
+	}
+	// Another connector's schema keeps the timestamp layout for a null block.
+	other := nullableSource(t, "io.debezium.connector.sqlserver")
+	sh, _ = ShapeOf(other)
+	if ch, err := sh.Flatten(roundTrip(t, other, map[string]any{"op": "u", "after": after, "source": nil, "ts_ms": int64(1700000000999)})); err != nil || ch.Sequence != TimestampSequence(time.UnixMilli(1700000000999)) {
+		t.Errorf("null source of another connector: %q, %v; want the envelope time's sequence", ch.Sequence, err)
 	}
 }

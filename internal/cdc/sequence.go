@@ -24,10 +24,13 @@ import (
 //	PostgreSQL, legacy   LSN                             (no source.sequence: Debezium < 1.5)
 //	anything else        source timestamp in microseconds
 //
-// A MySQL, MariaDB or PostgreSQL change whose block lacks a usable position
-// is refused (see sourcePosition), never given the timestamp layout: it
-// would sort after every position of its table. Only connectors whose
-// position cdc does not parse, and records without a source block, use it.
+// A MySQL, MariaDB or PostgreSQL change (the connector name compared in any
+// case) whose block lacks a usable position is refused (see Position), never
+// given the timestamp layout: it would sort after every position of its
+// table. So is a change whose block is null, or names another connector,
+// when the writer schema's source is one of theirs (Shape.CheckPosition).
+// Only connectors whose position cdc does not parse, and records whose
+// schema declares another source block, use it.
 //
 // Layouts written before the phase section existed are prefixes of, or sort
 // below, the current ones for every streamed change that came later: binlog

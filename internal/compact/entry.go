@@ -11,18 +11,6 @@ import (
 	"github.com/bqcdc/bqcdc/internal/flow"
 )
 
-// MaxShards bounds Selection.Shards (Terraform's compaction_shards allows
-// as many).
-const MaxShards = 100
-
-// ValidShards checks a shard of shards as a request or a flag gives them.
-func ValidShards(shard, shards int) error {
-	if shards < 1 || shards > MaxShards || shard < 0 || shard >= shards {
-		return fmt.Errorf("shard %d of %d: want 1 <= shards <= %d and 0 <= shard < shards", shard, shards, MaxShards)
-	}
-	return nil
-}
-
 // Prepare is the entry of every compaction run (the Compact function and
 // `bqcdc compact`): it keeps the deployed flows of one shard (before
 // binding, so a shard reads only its own sources), binds them to their

@@ -8,6 +8,7 @@ package config
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -91,6 +92,35 @@ const (
 	EnvLogValues          = "BQCDC_LOG_VALUES"
 	EnvMetricsExporter    = "BQCDC_METRICS_EXPORTER"
 	EnvMetricsInterval    = "BQCDC_METRICS_INTERVAL"
+	// EnvIngestTimeout is the ingest function's request timeout, which the
+	// compact function's visibility lag must cover (Terraform sets both).
+	EnvIngestTimeout = "BQCDC_INGEST_TIMEOUT"
+)
+
+// Bounds of the settings. Each refuses a value that would silently turn a
+// guarantee off rather than configure it.
+const (
+	// MaxRetentionDays bounds the retention settings: days are turned into
+	// a time.Duration, which overflows past 106,751 days (retention would
+	// silently stop, or become a day). 100 years keeps anything real; 0
+	// already means "forever".
+	MaxRetentionDays = 36_500
+	// MinVisibilityLag is the shortest lag accepted when the ingest timeout
+	// is not known (BQCDC_INGEST_TIMEOUT unset): the shortest ingest timeout
+	// Terraform allows. A lag shorter than the ingest timeout lets the
+	// watermark pass a row still being appended, which compaction then
+	// never folds ("no late row is lost" would not hold).
+	MinVisibilityLag = 10 * time.Second
+	// MaxCompactConcurrency bounds the flows one compaction run folds at
+	// once: each holds a query job, and BigQuery runs about 100 interactive
+	// queries per project at once; more only queue (and hold memory).
+	MaxCompactConcurrency = 100
+	// MinReplayKeyBits is the least entropy a replay key must show, as the
+	// key's length times the Shannon entropy of its byte frequencies: 32
+	// spaces show 0 bits, "password" repeated 88; 16 random bytes in hex
+	// (32 characters) show about 115 (below 96 about once in 20,000 keys),
+	// `openssl rand -base64 32` about 215 (never below 190 in 20,000).
+	MinReplayKeyBits = 96
 )
 
 // Defaults.
@@ -125,12 +155,16 @@ func FromEnv() (Config, error) {
 	if c.BigQuery.Project == "" {
 		return c, fmt.Errorf("%s (or GOOGLE_CLOUD_PROJECT) is not set: name the Google Cloud project", EnvProject)
 	}
-	if v := os.Getenv(EnvVisibilityLag); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 {
-			return c, fmt.Errorf("%s=%q: want a non-negative Go duration such as 3m", EnvVisibilityLag, v)
+	if c.RegistryURL != "" {
+		// Refused here, not quoted: a URL whose user information cannot be
+		// told from its path would reach the registry client, its errors and
+		// the logs with the password in it.
+		if err := redact.CheckURL(c.RegistryURL); err != nil {
+			return c, fmt.Errorf("%s: %w", EnvRegistryURL, err)
 		}
-		c.VisibilityLag = d
+	}
+	if err := c.readVisibilityLag(); err != nil {
+		return c, err
 	}
 	if v := os.Getenv(EnvCompactBudget); v != "" {
 		d, err := time.ParseDuration(v)
@@ -152,13 +186,13 @@ func FromEnv() (Config, error) {
 		c.MetricsInterval = d
 	}
 	var err error
-	if c.CompactConcurrency, err = nonNegativeInt(EnvCompactConcurrency, 8); err != nil {
+	if c.CompactConcurrency, err = boundedInt(EnvCompactConcurrency, 8, 1, MaxCompactConcurrency, "flows folded at once"); err != nil {
 		return c, err
 	}
-	if c.ChangelogRetentionDays, err = nonNegativeInt(EnvChangelogRetention, 0); err != nil {
+	if c.ChangelogRetentionDays, err = boundedInt(EnvChangelogRetention, 0, 0, MaxRetentionDays, "days; 0 keeps them forever"); err != nil {
 		return c, err
 	}
-	if c.TombstoneRetentionDays, err = nonNegativeInt(EnvTombstoneRetention, DefaultTombstoneRetention); err != nil {
+	if c.TombstoneRetentionDays, err = boundedInt(EnvTombstoneRetention, DefaultTombstoneRetention, 0, MaxRetentionDays, "days; 0 keeps them forever"); err != nil {
 		return c, err
 	}
 	if c.ReplayKey, err = ReplayKeyFromEnv(); err != nil {
@@ -189,17 +223,63 @@ func ReplayKeyFromEnv() ([]byte, error) {
 	if len(v) < proof.MinKeyLen {
 		return nil, fmt.Errorf("%s is %d bytes long, want at least %d (e.g. openssl rand -base64 32)", EnvReplayKey, len(v), proof.MinKeyLen)
 	}
+	if bits := entropyBits(v); bits < MinReplayKeyBits {
+		return nil, fmt.Errorf("%s shows %.0f bits of entropy (its length times the entropy of its byte frequencies), want at least %d: use random bytes (e.g. openssl rand -base64 32), not a repeated character or word", EnvReplayKey, bits, MinReplayKeyBits)
+	}
 	return []byte(v), nil
 }
 
-func nonNegativeInt(name string, def int) (int, error) {
+// entropyBits estimates the entropy of a key from its own bytes: its length
+// times the Shannon entropy of their frequencies. It cannot see a pattern
+// ("0123...") but it refuses what is plainly not random.
+func entropyBits(key string) float64 {
+	var counts [256]int
+	for i := 0; i < len(key); i++ {
+		counts[key[i]]++
+	}
+	n, h := float64(len(key)), 0.0
+	for _, c := range counts {
+		if c > 0 {
+			p := float64(c) / n
+			h -= p * math.Log2(p)
+		}
+	}
+	return n * h
+}
+
+// readVisibilityLag reads BQCDC_VISIBILITY_LAG and checks it against the
+// ingest timeout (BQCDC_INGEST_TIMEOUT, or MinVisibilityLag when unset).
+func (c *Config) readVisibilityLag() error {
+	floor, floorName := MinVisibilityLag, "the shortest ingest timeout Terraform allows"
+	if v := os.Getenv(EnvIngestTimeout); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("%s=%q: want a positive Go duration such as 60s", EnvIngestTimeout, v)
+		}
+		floor, floorName = d, EnvIngestTimeout
+	}
+	if v := os.Getenv(EnvVisibilityLag); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("%s=%q: want a positive Go duration such as 3m", EnvVisibilityLag, v)
+		}
+		c.VisibilityLag = d
+	}
+	if c.VisibilityLag < floor {
+		return fmt.Errorf("%s=%s is below %s (%s): a row still being appended would fall behind the compaction watermark and never be folded; want at least the ingest timeout plus clock skew", EnvVisibilityLag, c.VisibilityLag, floor, floorName)
+	}
+	return nil
+}
+
+// boundedInt reads a whole number between lo and hi (def when unset).
+func boundedInt(name string, def, lo, hi int, unit string) (int, error) {
 	v := os.Getenv(name)
 	if v == "" {
 		return def, nil
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%s=%q: want a whole number, 0 or more", name, v)
+	if err != nil || n < lo || n > hi {
+		return 0, fmt.Errorf("%s=%.24q: want a whole number from %d to %d (%s)", name, v, lo, hi, unit)
 	}
 	return n, nil
 }

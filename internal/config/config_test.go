@@ -80,8 +80,31 @@ func TestRedactedMasksURLPassword(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := c.Redacted()
-	if strings.Contains(r, "secret") || !strings.Contains(r, "registry=https://user:xxxxx@registry.example.com:8081") || !strings.Contains(r, "credentials=in the URL (redacted)") {
+	if strings.Contains(r, "secret") || !strings.Contains(r, "registry=https://xxxxx@registry.example.com:8081") || !strings.Contains(r, "credentials=in the URL (redacted)") {
 		t.Errorf("Redacted() = %s", r)
+	}
+	// A password with '/' and '+', percent-encoded: all of the user
+	// information is masked, whatever it holds.
+	t.Setenv(EnvRegistryURL, "https://us%2Ber:se%2Fcr%2Bet@registry.example.com:8081")
+	if c, err = FromEnv(); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.Redacted(); strings.Contains(r, "cr%2Bet") || strings.Contains(r, "us%2Ber") || !strings.Contains(r, "registry=https://xxxxx@registry.example.com:8081") {
+		t.Errorf("Redacted() = %s", r)
+	}
+}
+
+// A registry URL whose user information cannot be told from its path is
+// refused at configuration time, and the error does not quote it.
+func TestRegistryURLRefusedUnquoted(t *testing.T) {
+	t.Setenv(EnvProject, "p")
+	for _, url := range []string{"https://user:se/cr+et@registry.example.com", "https://user:1234/cr+et@registry.example.com",
+		"https://user:se?cr+et@registry.example.com", "https://user:se cr+et@registry.example.com", "registry.example.com:8081"} {
+		t.Setenv(EnvRegistryURL, url)
+		_, err := FromEnv()
+		if err == nil || !strings.Contains(err.Error(), EnvRegistryURL) || strings.Contains(err.Error(), "cr+et") || strings.Contains(err.Error(), "example") {
+			t.Errorf("%s: err = %v, want one naming %s and not quoting the URL", url, err, EnvRegistryURL)
+		}
 	}
 }
 
@@ -131,5 +154,66 @@ func TestMetricsSettings(t *testing.T) {
 				t.Errorf("%s=%s: err = %v", name, value, err)
 			}
 		})
+	}
+}
+
+// Settings that would silently turn a guarantee off are refused, naming the
+// variable.
+func TestUnsafeSettingsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		err  string // names the variable; "" for accepted
+	}{
+		{name: "defaults"},
+		{name: "retention 100 years", env: map[string]string{EnvChangelogRetention: "36500", EnvTombstoneRetention: "36500"}},
+		{name: "changelog retention overflowing time.Duration", env: map[string]string{EnvChangelogRetention: "106752"}, err: EnvChangelogRetention},
+		{name: "tombstone retention 2^53", env: map[string]string{EnvTombstoneRetention: "9007199254740992"}, err: EnvTombstoneRetention},
+		{name: "negative retention", env: map[string]string{EnvChangelogRetention: "-1"}, err: EnvChangelogRetention},
+		{name: "lag 0", env: map[string]string{EnvVisibilityLag: "0s"}, err: EnvVisibilityLag},
+		{name: "lag negative", env: map[string]string{EnvVisibilityLag: "-1m"}, err: EnvVisibilityLag},
+		{name: "lag 1s, timeout unknown", env: map[string]string{EnvVisibilityLag: "1s"}, err: EnvVisibilityLag},
+		{name: "lag 10s, timeout unknown", env: map[string]string{EnvVisibilityLag: "10s"}},
+		{name: "lag below the ingest timeout", env: map[string]string{EnvVisibilityLag: "59s", EnvIngestTimeout: "60s"}, err: EnvVisibilityLag},
+		{name: "lag the ingest timeout plus skew", env: map[string]string{EnvVisibilityLag: "180s", EnvIngestTimeout: "60s"}},
+		{name: "default lag below a long ingest timeout", env: map[string]string{EnvIngestTimeout: "11m"}, err: EnvVisibilityLag},
+		{name: "ingest timeout not a duration", env: map[string]string{EnvIngestTimeout: "60"}, err: EnvIngestTimeout},
+		{name: "concurrency 100", env: map[string]string{EnvCompactConcurrency: "100"}},
+		{name: "concurrency 10^6", env: map[string]string{EnvCompactConcurrency: "1000000"}, err: EnvCompactConcurrency},
+		{name: "concurrency 0", env: map[string]string{EnvCompactConcurrency: "0"}, err: EnvCompactConcurrency},
+		{name: "replay key of 32 spaces", env: map[string]string{EnvReplayKey: strings.Repeat(" ", 32)}, err: EnvReplayKey},
+		{name: "replay key of one character", env: map[string]string{EnvReplayKey: strings.Repeat("k", 64)}, err: EnvReplayKey},
+		{name: "replay key a repeated word", env: map[string]string{EnvReplayKey: strings.Repeat("password", 4)}, err: EnvReplayKey},
+		{name: "replay key of 31 bytes", env: map[string]string{EnvReplayKey: "Zm9vYmFyYmF6cXV4cXV1eGNvcmdl12"}, err: EnvReplayKey},
+		{name: "replay key base64 of 32 random bytes", env: map[string]string{EnvReplayKey: "q7Yb1m4+Xc9f0aR2/LwE8tGkPz3nVhJ5sUoD6iQyNxc="}},
+		{name: "replay key hex of 16 random bytes", env: map[string]string{EnvReplayKey: "9f3c2a7be1d04856c3fa9e21b7d0486c"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(EnvProject, "p")
+			for _, k := range []string{EnvChangelogRetention, EnvTombstoneRetention, EnvVisibilityLag, EnvIngestTimeout, EnvCompactConcurrency, EnvReplayKey} {
+				t.Setenv(k, tc.env[k])
+			}
+			_, err := FromEnv()
+			switch {
+			case tc.err == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err+" ") && !strings.Contains(err.Error(), tc.err+"=")):
+				t.Fatalf("err = %v, want one naming %s", err, tc.err)
+			case tc.err == EnvReplayKey && err != nil && strings.Contains(err.Error(), tc.env[EnvReplayKey]):
+				t.Fatalf("err = %v quotes the key", err)
+			}
+		})
+	}
+}
+
+func TestEntropyBits(t *testing.T) {
+	for key, want := range map[string]float64{
+		strings.Repeat(" ", 32):            0,
+		strings.Repeat("password", 4):      88,
+		"0123456789abcdef0123456789abcdef": 128,
+	} {
+		if got := entropyBits(key); got < want-0.5 || got > want+0.5 {
+			t.Errorf("entropyBits(%q) = %.1f, want %.0f", key, got, want)
+		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bqcdc/bqcdc/internal/failure"
+	"github.com/bqcdc/bqcdc/internal/limits"
 	"github.com/bqcdc/bqcdc/internal/schema"
 )
 
@@ -103,9 +104,19 @@ func check(path string, table, writer schema.Column) error {
 // missing RECORD fields) added as NULLABLE, the dotted names of what was
 // added, and a *Conflict if a writer column cannot be stored in the table's
 // column of the same name. Columns the writer lacks stay. Names compare
-// case-insensitively, as BigQuery's do.
+// case-insensitively, as BigQuery's do. A merge beyond BigQuery's
+// limits.MaxColumns columns (nested fields included) fails with a
+// limits error: several writers' columns together can exceed what one
+// writer's schema cannot, and BigQuery would refuse the update.
 func Merge(table, writer schema.Columns) (schema.Columns, []string, error) {
-	return merge("", table, writer)
+	merged, added, err := merge("", table, writer)
+	if err == nil && len(added) > 0 {
+		if n := merged.Count(); n > limits.MaxColumns {
+			return nil, nil, limits.Errorf("adding %d columns would give the table %d columns (nested fields included); BigQuery allows %d",
+				len(added), n, limits.MaxColumns)
+		}
+	}
+	return merged, added, err
 }
 
 func merge(prefix string, table, writer schema.Columns) (schema.Columns, []string, error) {

@@ -2,9 +2,11 @@ package evolve
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/bqcdc/bqcdc/internal/limits"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/google/go-cmp/cmp"
 )
@@ -117,5 +119,25 @@ func TestFitIdentity(t *testing.T) {
 	in := map[string]any{"id": int64(1)}
 	if out, _, _ := f.Fit(in); out["id"] != int64(1) {
 		t.Errorf("fit = %v", out)
+	}
+}
+
+// Several writers' columns together must stay within BigQuery's limit.
+func TestMergeColumnLimit(t *testing.T) {
+	table := schema.Columns{{Name: "r", Type: schema.Record, Fields: make(schema.Columns, limits.MaxColumns-3)}}
+	for i := range table[0].Fields {
+		table[0].Fields[i] = schema.Column{Name: fmt.Sprintf("f%d", i), Type: schema.Int64}
+	}
+	ok := schema.Columns{{Name: "a", Type: schema.Int64}, {Name: "b", Type: schema.Int64}}
+	if _, added, err := Merge(table, ok); err != nil || len(added) != 2 {
+		t.Fatalf("to exactly %d columns: %v, %v", limits.MaxColumns, added, err)
+	}
+	over := append(ok, schema.Column{Name: "c", Type: schema.Int64})
+	if _, _, err := Merge(table, over); !errors.Is(err, limits.ErrLimit) {
+		t.Errorf("past %d columns: err = %v, want a limits error", limits.MaxColumns, err)
+	}
+	nested := schema.Columns{{Name: "r", Type: schema.Record, Fields: schema.Columns{{Name: "x", Type: schema.Int64}, {Name: "y", Type: schema.Int64}, {Name: "z", Type: schema.Int64}}}}
+	if _, _, err := Merge(table, nested); !errors.Is(err, limits.ErrLimit) {
+		t.Errorf("past %d columns in a RECORD: err = %v, want a limits error", limits.MaxColumns, err)
 	}
 }

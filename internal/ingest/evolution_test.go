@@ -2,17 +2,24 @@ package ingest
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
+	"cloud.google.com/go/bigquery"
+	"github.com/bqcdc/bqcdc/internal/bqwrite"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/cdc"
 	"github.com/bqcdc/bqcdc/internal/failure"
+	"github.com/bqcdc/bqcdc/internal/limits"
 	"github.com/bqcdc/bqcdc/internal/registry"
 	"github.com/bqcdc/bqcdc/internal/wire"
 	"github.com/hamba/avro/v2"
+	"google.golang.org/api/googleapi"
 )
 
 // customerVersion derives a version of the demo customers schema by editing
@@ -179,5 +186,155 @@ func TestDroppedFieldKeepsItsColumn(t *testing.T) {
 	r := tables.rows[name][0]
 	if v, set := r["tier"]; set || r["id"] != int64(7) {
 		t.Errorf("row = %v (tier %v), want tier absent (NULL)", r, v)
+	}
+}
+
+// A schema change BigQuery refuses (tables.update answers 400) is
+// dead-lettered at once with its reason (stage schema), not retried until
+// Pub/Sub gives up; a change it fails to serve (503) is retried.
+func TestRefusedEvolutionIsDeadLettered(t *testing.T) {
+	v1 := customerVersion(t, func(f []any) []any { return f })
+	v2 := customerVersion(t, func(f []any) []any {
+		return append(f, map[string]any{"name": "loyalty", "type": []any{"null", "long"}, "default": nil})
+	})
+	reg := &fakeRegistry{schemas: map[int]avro.Schema{1: v1, 2: v2}}
+	svc, tables, _ := newService(t, reg)
+	ctx := context.Background()
+	msg := Message{Topic: customers, MessageID: "m", PublishTime: time.Unix(1_799_999_999, 0), Data: message(t, v2, 2, baseRow(1))}
+
+	tables.evolveErr = &googleapi.Error{Code: 503, Message: "backend error"}
+	if got, err := svc.Handle(ctx, msg); err == nil || failure.IsPermanent(err) {
+		t.Fatalf("a 503: Handle = %v, %v; want a retryable error", got, err)
+	}
+	tables.evolveErr = &googleapi.Error{Code: 400, Message: "Provided Schema does not match Table", Errors: []googleapi.ErrorItem{{Reason: "invalid"}}}
+	if got, err := svc.Handle(ctx, msg); got != DeadLettered || err != nil {
+		t.Fatalf("a 400: Handle = %v, %v; want dead-lettered", got, err)
+	}
+	dl := tables.rows[catalog.DeadLetterTable]
+	if len(dl) != 1 || dl[0]["stage"] != string(failure.StageSchema) || !strings.Contains(dl[0]["reason"].(string), "BigQuery refused evolving changelog") ||
+		!strings.Contains(dl[0]["reason"].(string), "Provided Schema does not match Table") {
+		t.Errorf("dead letters = %v", dl)
+	}
+}
+
+// The columns of several writers together may exceed BigQuery's 10,000
+// although each writer's alone does not: the writer that would cross it is
+// dead-lettered (stage schema) naming the bound, and the others still flow.
+func TestMergedColumnsPastTheLimit(t *testing.T) {
+	v1 := customerVersion(t, func(f []any) []any { return f })
+	v2 := customerVersion(t, func(f []any) []any {
+		for i := range 10 {
+			f = append(f, map[string]any{"name": fmt.Sprintf("b%d", i), "type": []any{"null", "long"}, "default": nil})
+		}
+		return f
+	})
+	svc, tables, _ := newService(t, &fakeRegistry{schemas: map[int]avro.Schema{1: v1, 2: v2}})
+	// Earlier writers left the changelog 5 columns short of the limit.
+	name := catalog.TableName(customers)
+	md := *tables.tables[name].Metadata
+	for i := len(md.Schema); i < limits.MaxColumns-5; i++ {
+		md.Schema = append(md.Schema, &bigquery.FieldSchema{Name: fmt.Sprintf("a%d", i), Type: bigquery.IntegerFieldType})
+	}
+	enc, err := bqwrite.NewEncoder(md.Schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables.tables[name] = &bqwrite.Table{Name: name, Metadata: &md, Encoder: enc}
+
+	ctx := context.Background()
+	handle := func(data []byte, want Outcome) {
+		t.Helper()
+		if got, err := svc.Handle(ctx, Message{Topic: customers, MessageID: "m", PublishTime: time.Unix(1_799_999_999, 0), Data: data}); got != want || err != nil {
+			t.Fatalf("Handle = %v, %v; want %v", got, err, want)
+		}
+	}
+	handle(message(t, v2, 2, baseRow(1)), DeadLettered)
+	dl := tables.rows[catalog.DeadLetterTable]
+	if len(dl) != 1 || dl[0]["stage"] != string(failure.StageSchema) || !strings.Contains(dl[0]["reason"].(string), "BigQuery allows 10000") {
+		t.Errorf("dead letters = %v", dl)
+	}
+	if n := len(tables.tables[name].Metadata.Schema); n != limits.MaxColumns-5 {
+		t.Errorf("the changelog has %d columns, want %d", n, limits.MaxColumns-5)
+	}
+	handle(message(t, v1, 1, baseRow(3)), Appended)
+}
+
+// A column comment longer than BigQuery's 1,024-character description limit
+// (Debezium copies comments into Avro doc) is cut, not sent whole for
+// BigQuery to refuse the schema update.
+func TestLongDocIsCut(t *testing.T) {
+	v1 := customerVersion(t, func(f []any) []any { return f })
+	doc := strings.Repeat("é", 3000)
+	v2 := customerVersion(t, func(f []any) []any {
+		return append(f, map[string]any{"name": "loyalty", "type": []any{"null", "long"}, "default": nil, "doc": doc})
+	})
+	svc, tables, _ := newService(t, &fakeRegistry{schemas: map[int]avro.Schema{1: v1, 2: v2}})
+	if got, err := svc.Handle(context.Background(), Message{Topic: customers, MessageID: "m", Data: message(t, v2, 2, baseRow(1))}); got != Appended || err != nil {
+		t.Fatalf("Handle = %v, %v", got, err)
+	}
+	md := tables.tables[catalog.TableName(customers)].Metadata
+	col := md.Schema[len(md.Schema)-1]
+	if n := utf8.RuneCountInString(col.Description); col.Name != "loyalty" || n != limits.MaxDescriptionLen || !strings.HasPrefix(doc, strings.TrimSuffix(col.Description, "…")) {
+		t.Errorf("added column %s has a description of %d characters, want %d", col.Name, n, limits.MaxDescriptionLen)
+	}
+}
+
+// A MySQL change without its source block (a nullable block left null) is
+// dead-lettered on both paths (stage envelope): its changelog is sequenced
+// by binlog position, and the timestamp layout it would get sorts after
+// every one of them. A connector named MySQL (not mysql) gets the binlog
+// layout, not the timestamp one.
+func TestLogPositionSourcesThroughBothPaths(t *testing.T) {
+	text, err := os.ReadFile("../../schemas/dbserver1.inventory.customers-value.avsc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env map[string]any
+	if err := json.Unmarshal(text, &env); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range env["fields"].([]any) {
+		if f := f.(map[string]any); f["name"] == "source" {
+			f["type"], f["default"] = []any{"null", f["type"]}, nil
+		}
+	}
+	edited, _ := json.Marshal(env)
+	s, err := registry.Parse(string(edited))
+	if err != nil {
+		t.Fatal(err)
+	}
+	encode := func(src any) []byte {
+		rec := map[string]any{"op": "c", "ts_ms": int64(1_700_000_000_000), "ts_us": nil, "ts_ns": nil, "transaction": nil, "before": nil,
+			"source": src, "after": map[string]any{customers + ".Value": baseRow(1)}}
+		b, err := avro.Config{}.Freeze().Marshal(s, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return wire.Append(nil, 1, b)
+	}
+	mysql := func(connector string) any {
+		return map[string]any{"io.debezium.connector.mysql.Source": map[string]any{"version": "2", "connector": connector, "name": "db", "ts_ms": int64(1000),
+			"snapshot": "false", "db": "inventory", "sequence": nil, "ts_us": nil, "ts_ns": nil, "table": "customers", "server_id": int64(1),
+			"gtid": nil, "file": "mysql-bin.000001", "pos": int64(100), "row": 0, "thread": nil, "query": nil}}
+	}
+	for _, generic := range []bool{false, true} {
+		svc, tables, _ := newServiceWith(t, &fakeRegistry{schemas: map[int]avro.Schema{1: s}}, Options{Generic: generic})
+		ctx := context.Background()
+		if got, err := svc.Handle(ctx, Message{Topic: customers, MessageID: "null", Data: encode(nil)}); got != DeadLettered || err != nil {
+			t.Fatalf("generic=%v, null source: Handle = %v, %v; want dead-lettered", generic, got, err)
+		}
+		dl := tables.rows[catalog.DeadLetterTable]
+		if reason, _ := dl[0]["reason"].(string); dl[0]["stage"] != string(failure.StageEnvelope) || !strings.Contains(reason, "null source block") {
+			t.Errorf("generic=%v: dead letter %v", generic, dl[0])
+		}
+		for _, c := range []string{"mysql", "MySQL"} {
+			if got, err := svc.Handle(ctx, Message{Topic: customers, MessageID: c, Data: encode(mysql(c))}); got != Appended || err != nil {
+				t.Fatalf("generic=%v, connector %s: Handle = %v, %v", generic, c, got, err)
+			}
+		}
+		rows := tables.rows[catalog.TableName(customers)]
+		if len(rows) != 2 || rows[0][catalog.ColSequence] != rows[1][catalog.ColSequence] || !strings.Contains(fmt.Sprint(rows[0][catalog.ColSequence]), "/") {
+			t.Errorf("generic=%v: sequences %v and %v, want one binlog sequence for mysql and MySQL", generic, rows[0][catalog.ColSequence], rows[1][catalog.ColSequence])
+		}
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigquery"
+	"github.com/bqcdc/bqcdc/internal/bqerror"
 	"github.com/bqcdc/bqcdc/internal/bqwrite"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/cdc"
@@ -189,8 +190,9 @@ func (s *Service) Handle(ctx context.Context, m Message) (out Outcome, err error
 				failure.Permanent(failure.StageInternal, fmt.Errorf("panic while handling the message (a bug: please report it): %v", p)))
 		}
 	}()
+	published := m.PublishTime // the delivery's, for the latency metric
 	if orig := m.Attributes[catalog.ReplayOfAttribute]; orig != "" {
-		m.MessageID = s.replayedID(m, orig)
+		m.MessageID, m.PublishTime = s.replayedID(m, orig)
 	}
 	table := catalog.TableName(m.Topic)
 	if wire.IsTombstone(m.Data) {
@@ -208,7 +210,7 @@ func (s *Service) Handle(ctx context.Context, m Message) (out Outcome, err error
 	}
 	if err == nil {
 		s.appended.Add(1)
-		s.metrics.Appended(ctx, m.Topic, m.PublishTime, s.now())
+		s.metrics.Appended(ctx, m.Topic, published, s.now())
 		return Appended, nil
 	}
 	if !failure.IsPermanent(err) {
@@ -221,27 +223,38 @@ func (s *Service) Handle(ctx context.Context, m Message) (out Outcome, err error
 	return s.deadLetter(ctx, m, table, schemaID, err)
 }
 
-// replayedID is the id a message claiming to replay orig is stored under:
-// orig when the message proves `bqcdc replay` published it (a dead letter
-// published again keeps the identity of the original message, so views
-// count it once), else the message's own id. Any publisher to the topic
-// can set the attribute; honouring it unproven would let them have a row
-// counted under another message's id. An ignored claim is logged once,
-// here, with the ids only.
-func (s *Service) replayedID(m Message, orig string) string {
+// replayedID is the id and publish time a message claiming to replay orig
+// is stored under: orig and the original publish time when the message
+// proves `bqcdc replay` published it (a dead letter published again keeps
+// the identity of the original message, so views count it once, and its
+// time, so a plain record sequenced by publish time is not taken for the
+// newest change of its key), else the message's own. Any publisher to the
+// topic can set the attributes; honouring them unproven would let them have
+// a row counted under another message's id. An ignored claim is logged
+// once, here, with the ids only. A proof without a publish time (signed by
+// an older bqcdc replay) keeps the replay's publish time.
+func (s *Service) replayedID(m Message, orig string) (string, time.Time) {
 	why := "no replay key is configured (BQCDC_REPLAY_KEY)"
+	at, hasAt := m.Attributes[catalog.ReplayPublishTimeAttribute]
+	pf := m.Attributes[catalog.ReplayProofAttribute]
 	switch {
 	case len(s.replay) == 0:
-	case m.Attributes[catalog.ReplayProofAttribute] == "":
+	case pf == "":
 		why = "the message has no " + catalog.ReplayProofAttribute + " attribute"
-	case proof.Verify(s.replay, m.Topic, orig, m.Data, m.Attributes[catalog.ReplayProofAttribute]):
-		return orig
+	case hasAt && proof.VerifyAt(s.replay, m.Topic, orig, at, m.Data, pf):
+		t, err := proof.ParseTime(at)
+		if err == nil {
+			return orig, t
+		}
+		why = "its " + catalog.ReplayPublishTimeAttribute + " attribute is signed but unreadable: " + err.Error()
+	case !hasAt && proof.Verify(s.replay, m.Topic, orig, m.Data, pf):
+		return orig, m.PublishTime
 	default:
-		why = "its proof does not match the topic, the claimed id and the data (forged, altered, or signed with another key)"
+		why = "its proof does not match the topic, the claimed id, the publish time and the data (forged, altered, or signed with another key)"
 	}
 	s.log.Warn("replay id ignored: the message keeps its own id", "event", "replay_unproven", "topic", m.Topic,
 		"message_id", m.MessageID, "claimed_id", Truncate(orig), "why", why)
-	return m.MessageID
+	return m.MessageID, m.PublishTime
 }
 
 // DeadLetter stores a message the caller could not even parse (for example a
@@ -395,13 +408,22 @@ func (s *Service) prepare(ctx context.Context, m Message, table string) (prepare
 // BigQuery does not allow in names (db.inv.t, db-inv-t) map to one
 // changelog name, and anyone who can create a topic and have it pushed
 // could otherwise write into another source's changelog. The changelog's
-// label catalog.SourceLabel (set by bqcdc apply) names its source; a table
-// without it (made by an older bqcdc) is accepted. Label values are
-// lowercased and cut to 63 characters, so sources that differ only there
-// are not told apart.
+// label catalog.SourceHashLabel (set by bqcdc apply) names its source
+// exactly: the hash of the message's topic must be it. A table labelled by
+// an older bqcdc has only catalog.SourceLabel, which look-alike topics
+// share (a.b and a_b label alike); it is checked by that until bqcdc apply
+// adds the hash. A table with neither label takes any topic.
 func sourceOf(t *bqwrite.Table, topic string) error {
 	if t.Metadata == nil {
 		return nil
+	}
+	if hash, ok := t.Metadata.Labels[catalog.SourceHashLabel]; ok {
+		if catalog.IsSourceHashOf(hash, topic) {
+			return nil
+		}
+		return failure.Permanent(failure.StageTable, fmt.Errorf(
+			"topic %s is not the source of changelog %s: the table belongs to the source labelled %s (label %s=%s is not the hash of topic %s)",
+			topic, t.Name, t.Metadata.Labels[catalog.SourceLabel], catalog.SourceHashLabel, hash, topic))
 	}
 	label, ok := t.Metadata.Labels[catalog.SourceLabel]
 	if !ok || catalog.IsLabelValueOf(label, topic) {
@@ -533,8 +555,10 @@ func (s *Service) evolves(topic string) bool {
 // (only bqcdc's metadata columns when evolution is off for the topic),
 // then returns the table as it now is and the codec for it. The reader
 // schema label moves to the writer's id when that is newer, so later writers
-// resolve against the newest defaults. Failures are retryable: the message
-// comes back and evolution is tried again.
+// resolve against the newest defaults. A change BigQuery refuses (400), a
+// type conflict and a column count past its limit are permanent (dead
+// letter, stage schema); other failures are retryable: the message comes
+// back and evolution is tried again.
 func (s *Service) evolve(ctx context.Context, topic string, t *bqwrite.Table, ref writerRef, cd *codec) (*bqwrite.Table, *codec, error) {
 	labels := map[string]string{}
 	cols := cd.columns
@@ -550,9 +574,15 @@ func (s *Service) evolve(ctx context.Context, topic string, t *bqwrite.Table, re
 	ev, err := s.writer.Evolve(ctx, t, cols, labels)
 	if err != nil {
 		var conflict *evolve.Conflict
-		if errors.As(err, &conflict) {
-			// The table changed under us in a way this writer cannot follow.
+		switch {
+		case errors.As(err, &conflict), errors.Is(err, limits.ErrLimit):
+			// The table changed under us in a way this writer cannot follow,
+			// or the writers' columns together exceed BigQuery's limit.
 			return nil, nil, failure.Permanent(failure.StageSchema, fmt.Errorf("writer schema %s: %w", ref, err))
+		case bqerror.RequestRefused(err):
+			// BigQuery refuses the update itself (400): retrying sends the
+			// same update, so the message would only exhaust its deliveries.
+			return nil, nil, failure.Permanent(failure.StageSchema, fmt.Errorf("BigQuery refused evolving changelog %s for writer schema %s: %w", t.Name, ref, err))
 		}
 		return nil, nil, failure.Retryable(failure.StageSchema, fmt.Errorf("evolving changelog %s for writer schema %s: %w", t.Name, ref, err))
 	}

@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -48,6 +49,7 @@ type fakeTables struct {
 	rows       map[string][]map[string]any
 	evolutions int
 	panicOn    string // AppendTo panics for this table (a bug anywhere in the pipeline)
+	evolveErr  error  // Evolve fails with it (BigQuery refusing tables.update)
 }
 
 func newFakeTables(t testing.TB) *fakeTables {
@@ -124,6 +126,9 @@ func (f *fakeTables) Evolve(_ context.Context, t *bqwrite.Table, cols schema.Col
 	merged, added, err := evolve.Merge(bqschema.FromBigQuery(t.Metadata.Schema), cols)
 	if err != nil {
 		return bqwrite.Evolution{}, err
+	}
+	if f.evolveErr != nil && len(added) > 0 {
+		return bqwrite.Evolution{}, fmt.Errorf("adding columns %s to table %s: %w", strings.Join(added, ", "), t.Name, f.evolveErr)
 	}
 	f.evolutions++
 	md := *t.Metadata
@@ -347,5 +352,42 @@ func TestTopicOfAnotherSourceIsRefused(t *testing.T) {
 	}
 	if n := len(tables.rows[catalog.TableName(customers)]); n != 2 {
 		t.Errorf("%d changelog rows, want 2", n)
+	}
+}
+
+// Look-alike topics (a.b, a_b, a+b, a~b, a%b, A.b: one changelog name, one
+// readable label) are told apart by the exact topic's hash, which bqcdc
+// apply labels every changelog with: only the source itself is appended.
+func TestLookAlikeTopicsRefused(t *testing.T) {
+	svc, tables, s := newService(t, nil)
+	const source = "dbserver1.inventory.customers"
+	table := tables.tables[catalog.TableName(source)]
+	table.Metadata.Labels = map[string]string{catalog.SourceLabel: catalog.LabelValue(source), catalog.SourceHashLabel: catalog.SourceHash(source)}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		topic string
+		want  Outcome
+	}{
+		{source, Appended},
+		{"dbserver1_inventory_customers", DeadLettered},
+		{"dbserver1+inventory+customers", DeadLettered},
+		{"dbserver1~inventory.customers", DeadLettered},
+		{"dbserver1%inventory.customers", DeadLettered},
+		{"dbserver1-inventory-customers", DeadLettered},
+	} {
+		got, err := svc.Handle(ctx, Message{Topic: tc.topic, MessageID: "m-" + tc.topic, Data: customerMessage(t, s, "c", 1)})
+		if got != tc.want || err != nil {
+			t.Errorf("topic %s: Handle = %v, %v; want %v", tc.topic, got, err, tc.want)
+			continue
+		}
+		if tc.want == DeadLettered {
+			dl := tables.rows[catalog.DeadLetterTable]
+			if reason, _ := dl[len(dl)-1]["reason"].(string); dl[len(dl)-1]["stage"] != string(failure.StageTable) || !strings.Contains(reason, "is not the hash of topic "+tc.topic) {
+				t.Errorf("topic %s: dead letter %v", tc.topic, dl[len(dl)-1])
+			}
+		}
+	}
+	if n := len(tables.rows[catalog.TableName(source)]); n != 1 {
+		t.Errorf("%d changelog rows, want 1 (the source's own)", n)
 	}
 }

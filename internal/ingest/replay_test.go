@@ -2,11 +2,16 @@ package ingest
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"testing"
 	"time"
 
 	"github.com/bqcdc/bqcdc/internal/catalog"
+	"github.com/bqcdc/bqcdc/internal/cdc"
 	"github.com/bqcdc/bqcdc/internal/replay/proof"
+	"github.com/bqcdc/bqcdc/internal/wire"
+	"github.com/hamba/avro/v2"
 )
 
 // TestReplayIDNeedsItsProof: a message claiming to replay another keeps
@@ -45,5 +50,50 @@ func TestReplayIDNeedsItsProof(t *testing.T) {
 				t.Errorf("_cdc_message_id = %v, want %s", id, tt.want)
 			}
 		})
+	}
+}
+
+// A replayed plain record (no Debezium envelope: sequenced by publish
+// time) keeps its original publish time, which the proof covers: an old
+// dead letter is not sequenced as the newest change of its key. A time
+// altered after signing voids the claim (own id, own time).
+func TestReplayKeepsOriginalPublishTime(t *testing.T) {
+	key := []byte("q7Yb1m4+Xc9f0aR2/LwE8tGkPz3nVhJ5sUoD6iQyNxc=")
+	plain := avro.MustParse(`{"type":"record","name":"R","fields":[{"name":"id","type":"int"}]}`)
+	payload, err := avro.Marshal(plain, map[string]any{"id": 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := wire.Append(nil, 5, payload)
+	original, replayed := time.Date(2020, 1, 2, 3, 4, 5, 6000, time.UTC), time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	at := proof.FormatTime(original)
+	signed := map[string]string{catalog.ReplayOfAttribute: "orig", catalog.ReplayPublishTimeAttribute: at,
+		catalog.ReplayProofAttribute: proof.SignAt(key, "plain.src", "orig", at, data)}
+	altered := maps.Clone(signed)
+	altered[catalog.ReplayPublishTimeAttribute] = proof.FormatTime(replayed.Add(time.Hour))
+	for _, generic := range []bool{false, true} {
+		for _, tc := range []struct {
+			name  string
+			attrs map[string]string
+			id    string
+			at    time.Time
+		}{
+			{"signed original time", signed, "orig", original},
+			{"time altered after signing", altered, "own", replayed},
+		} {
+			t.Run(fmt.Sprintf("%s/generic=%v", tc.name, generic), func(t *testing.T) {
+				svc, tables, _ := newServiceWith(t, &fakeRegistry{schemas: map[int]avro.Schema{5: plain}}, Options{ReplayKey: key, Generic: generic})
+				addEmptyChangelog(t, tables, "plain.src")
+				got, err := svc.Handle(context.Background(), Message{Topic: "plain.src", MessageID: "own", PublishTime: replayed, Attributes: tc.attrs, Data: data})
+				if got != Appended || err != nil {
+					t.Fatalf("Handle = %v, %v", got, err)
+				}
+				row := tables.rows[catalog.TableName("plain.src")][0]
+				if row[catalog.ColMessageID] != tc.id || row[catalog.ColPublishTime] != tc.at.UnixMicro() || row[catalog.ColSequence] != cdc.TimestampSequence(tc.at) {
+					t.Errorf("row id %v, publish time %v, sequence %v; want %s, %d, %s", row[catalog.ColMessageID], row[catalog.ColPublishTime],
+						row[catalog.ColSequence], tc.id, tc.at.UnixMicro(), cdc.TimestampSequence(tc.at))
+				}
+			})
+		}
 	}
 }

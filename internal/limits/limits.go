@@ -31,6 +31,13 @@ const MaxZeroSizeItems = 1 << 16
 // number of columns in a table: 10,000").
 const MaxColumns = 10_000
 
+// MaxDescriptionLen is BigQuery's limit on a column description, in
+// characters (https://cloud.google.com/bigquery/quotas#table_limits:
+// "Maximum column description length: 1,024 characters"). Descriptions come
+// from Avro doc, which Debezium fills from column comments of any length:
+// longer ones are cut, not refused (a comment is no reason to lose a row).
+const MaxDescriptionLen = 1024
+
 // MaxRecordNesting is BigQuery's limit on nested RECORD (STRUCT) levels
 // (https://cloud.google.com/bigquery/docs/nested-repeated: "up to 15 levels
 // of nested RECORD types").

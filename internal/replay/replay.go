@@ -2,8 +2,8 @@
 // cause is fixed (a schema registered late, a changelog created, a column
 // migrated): it reads messages from the dead-letter table and publishes each
 // again to its topic, byte for byte with its attributes, plus the attribute
-// ReplayOf naming the original Pub/Sub message id and its proof (package
-// proof: an HMAC under the replay key). Ingest stores that id as the row's
+// ReplayOf naming the original Pub/Sub message id, the original publish
+// time, and their proof (package proof: an HMAC under the replay key). Ingest stores that id as the row's
 // _cdc_message_id when the proof verifies, so a message replayed twice, or
 // replayed after it landed after all, is still counted once by the views.
 package replay
@@ -36,6 +36,7 @@ type Letter struct {
 	Attributes                      map[string]string
 	Data                            []byte
 	DeadLetteredAt                  time.Time
+	PublishTime                     time.Time // the original message's; zero when unknown
 }
 
 // Select reads the dead letters matching f from project.dataset, one per
@@ -46,7 +47,7 @@ func Select(ctx context.Context, bq *bigquery.Client, dataset string, f Filter) 
 	if since.IsZero() {
 		since = time.Unix(0, 0)
 	}
-	q := bq.Query(fmt.Sprintf("SELECT topic, message_id, stage, reason, attributes, data, dead_lettered_at FROM `%s.%s` "+
+	q := bq.Query(fmt.Sprintf("SELECT topic, message_id, stage, reason, attributes, data, dead_lettered_at, publish_time FROM `%s.%s` "+
 		"WHERE (@topic = '' OR topic = @topic) AND (@stage = '' OR stage = @stage) AND dead_lettered_at >= TIMESTAMP_MICROS(@since) "+
 		"ORDER BY dead_lettered_at", dataset, catalog.DeadLetterTable))
 	q.Parameters = []bigquery.QueryParameter{{Name: "topic", Value: f.Topic}, {Name: "stage", Value: f.Stage}, {Name: "since", Value: since.UnixMicro()}}
@@ -71,6 +72,7 @@ func Select(ctx context.Context, bq *bigquery.Client, dataset string, f Filter) 
 		l.Reason, _ = r["reason"].(string)
 		l.Data, _ = r["data"].([]byte)
 		l.DeadLetteredAt, _ = r["dead_lettered_at"].(time.Time)
+		l.PublishTime, _ = r["publish_time"].(time.Time)
 		if len(want) > 0 && !want[l.MessageID] {
 			continue
 		}
@@ -134,7 +136,17 @@ func ReplayProgress(ctx context.Context, letters []Letter, pub Publisher, key []
 			attrs[k] = v
 		}
 		attrs[catalog.ReplayOfAttribute] = l.MessageID
-		attrs[catalog.ReplayProofAttribute] = proof.Sign(key, l.Topic, l.MessageID, l.Data)
+		delete(attrs, catalog.ReplayPublishTimeAttribute) // only a signed one is honoured, and it is set here
+		if l.PublishTime.IsZero() {
+			attrs[catalog.ReplayProofAttribute] = proof.Sign(key, l.Topic, l.MessageID, l.Data)
+		} else {
+			// The original publish time travels with the replay, signed:
+			// ingest stores it and sequences a plain record by it, so an
+			// old dead letter is not taken for its key's newest change.
+			at := proof.FormatTime(l.PublishTime)
+			attrs[catalog.ReplayPublishTimeAttribute] = at
+			attrs[catalog.ReplayProofAttribute] = proof.SignAt(key, l.Topic, l.MessageID, at, l.Data)
+		}
 		if _, err := pub.Publish(ctx, l.Topic, l.Data, attrs); err != nil {
 			return i, fmt.Errorf("replaying message %s to %s: %w", l.MessageID, l.Topic, err)
 		}

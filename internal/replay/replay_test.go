@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/replay/proof"
@@ -73,5 +74,23 @@ func TestReplayStopsAtTheFirstFailure(t *testing.T) {
 	n, err := Replay(context.Background(), letters, &p, key)
 	if n != 1 || err == nil {
 		t.Fatalf("Replay = %d, %v; want 1 published and the error of the second", n, err)
+	}
+}
+
+// A letter's original publish time travels with its replay, signed; a
+// stale publish-time attribute the letter carries is replaced.
+func TestReplayCarriesThePublishTime(t *testing.T) {
+	at := time.Date(2020, 1, 2, 3, 4, 5, 6000, time.UTC)
+	letters := []Letter{{Topic: "a", MessageID: "m1", Data: []byte("d"), PublishTime: at,
+		Attributes: map[string]string{catalog.ReplayPublishTimeAttribute: "1"}}}
+	var p fakePublisher
+	if n, err := Replay(context.Background(), letters, &p, key); n != 1 || err != nil {
+		t.Fatalf("Replay = %d, %v", n, err)
+	}
+	text := proof.FormatTime(at)
+	want := map[string]string{catalog.ReplayOfAttribute: "m1", catalog.ReplayPublishTimeAttribute: text,
+		catalog.ReplayProofAttribute: proof.SignAt(key, "a", "m1", text, []byte("d"))}
+	if d := cmp.Diff(want, p.got[0].attrs); d != "" {
+		t.Errorf("attributes (-want +got):\n%s", d)
 	}
 }

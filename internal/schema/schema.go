@@ -129,6 +129,16 @@ func (cs Columns) Index(name string) int {
 	return -1
 }
 
+// Count counts the columns as BigQuery's limit on a table's columns does,
+// nested fields included.
+func (cs Columns) Count() int {
+	n := len(cs)
+	for _, c := range cs {
+		n += Columns(c.Fields).Count()
+	}
+	return n
+}
+
 // Names lists the column names in order.
 func (cs Columns) Names() []string {
 	out := make([]string, len(cs))

@@ -267,6 +267,9 @@ func (p *Plan) flatten(st *state, rm *rowMeta) error {
 	// A NULL source block leaves its slots empty (absent), for which
 	// cdc.Position finds nothing, as cdc finds nothing without the block.
 	b := block(&st.src)
+	if err := p.shape.CheckPosition(&b); err != nil {
+		return envelopeWrap(err)
+	}
 	op := unsafe.String(unsafe.SliceData(rm.op), len(rm.op))
 	ts, q, err := cdc.Position(&b, op)
 	if err != nil {

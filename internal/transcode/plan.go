@@ -62,6 +62,7 @@ type Plan struct {
 	has      [2]bool // the schema has a before / after image
 	top      []topField
 	tx       [3]txField // _cdc_transaction's fields in number order
+	shape    cdc.Shape  // for the source block checks cdc makes
 	md       protoreflect.MessageDescriptor
 	pool     sync.Pool
 }
@@ -154,7 +155,7 @@ func Compile(cfg Config) (*Plan, error) {
 	if !sameColumns(imgCol.Fields, fields.Columns()) {
 		return nil, unsupported("the transcoder types the columns of %s differently from avrobq", shape.Image.FullName())
 	}
-	p := &Plan{envelope: shape.Envelope, image: img, md: md}
+	p := &Plan{envelope: shape.Envelope, image: img, md: md, shape: shape}
 	taken := map[protowire.Number]bool{}
 	rp, nums, err := binder{}.bindRecord(img, imgCol.Fields, table, md, taken)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"text/template"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/flow"
@@ -29,8 +30,39 @@ import (
 var templateFS embed.FS
 
 var templates = template.Must(template.New("").Funcs(template.FuncMap{
-	"join": func(list []string, sep string) string { return strings.Join(list, sep) },
+	"join":    func(list []string, sep string) string { return strings.Join(list, sep) },
+	"comment": commentText,
 }).ParseFS(templateFS, "templates/*.sql.tmpl"))
+
+// commentText makes s safe inside a "--" comment line: a line break (or
+// any control character, and U+0085, U+2028, U+2029) in a flow file's name
+// would end the comment and put the rest of the name in the SQL, so each
+// is written as a \x or \u escape, as is a byte that is not UTF-8.
+func commentText(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, breaksComment) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, "\\x%02x", s[i])
+		case !breaksComment(r):
+			b.WriteString(s[i : i+n])
+		case r < 0x80:
+			fmt.Fprintf(&b, "\\x%02x", r)
+		default:
+			fmt.Fprintf(&b, "\\u%04x", r)
+		}
+		i += n
+	}
+	return b.String()
+}
+
+func breaksComment(r rune) bool {
+	return r < 0x20 || r == 0x7f || r == 0x85 || r == 0x2028 || r == 0x2029
+}
 
 // newSQLBuilder returns the builder a statement is rendered into. A
 // strings.Builder hands its bytes over as the string without a copy, and a

@@ -268,3 +268,30 @@ func TestVersionBound(t *testing.T) {
 		t.Error("a version key that is not an integer was rendered")
 	}
 }
+
+// A flow file's name with a line break (or another control character) must
+// not end the header comment and put SQL of its own in the statement.
+func TestFileNameStaysInTheComment(t *testing.T) {
+	const file = "x\nDROP TABLE `p.d.t`;\r\x00DROP TABLE `p.d.u`;\u2028DROP TABLE `p.d.v`;\u0085\xff.sql"
+	flows := append(boundTestFlows(t), bindSnapshotFlow(t, schema.Int64))
+	for _, b := range flows {
+		b.Pos.File = file
+		var sql string
+		if b.IsSnapshot() {
+			sql = renderSnapshot(t, b)
+		} else {
+			sql = renderAll(t, b)
+		}
+		for _, line := range strings.FieldsFunc(sql, func(r rune) bool { return r == '\n' || r == '\r' || r == '\u2028' || r == 0x85 }) {
+			if strings.Contains(line, "DROP TABLE") && !strings.HasPrefix(strings.TrimSpace(line), "--") {
+				t.Errorf("%s: the file name left the comment: %q", b.Name, line)
+			}
+		}
+		if !strings.Contains(sql, `from x\x0aDROP TABLE`+" `p.d.t`;"+`\x0d\x00DROP TABLE`) || !strings.Contains(sql, `\u2028`) || !strings.Contains(sql, `\u0085\xff.sql`) {
+			t.Errorf("%s: the file name is not escaped in the header: %s", b.Name, sql[:min(len(sql), 300)])
+		}
+	}
+	if got := commentText("flows/orders.sql"); got != "flows/orders.sql" {
+		t.Errorf("a plain name changed: %q", got)
+	}
+}

@@ -74,7 +74,7 @@ func TestDeployedFunctionsBuildAndServe(t *testing.T) {
 		cmd.Env = append(os.Environ(), "FUNCTION_TARGET="+target, "PORT="+strconv.Itoa(port),
 			config.EnvProject+"="+stack.Project, config.EnvDataset+"="+stack.Dataset,
 			config.EnvBigQueryEndpoint+"="+stack.BigQueryURL, config.EnvStorageEndpoint+"="+stack.StorageAddr,
-			config.EnvRegistryURL+"="+stack.RegistryURL, config.EnvVisibilityLag+"=0s", config.EnvPubSubEmulator+"="+stack.PubSubAddr,
+			config.EnvRegistryURL+"="+stack.RegistryURL, config.EnvVisibilityLag+"=1s", config.EnvIngestTimeout+"=1s", config.EnvPubSubEmulator+"="+stack.PubSubAddr,
 			config.EnvFlowsDir+"="+flowsDir) // the test stack's flows, not the demo's built in
 		var logs bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &logs, &logs

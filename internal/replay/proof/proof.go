@@ -13,7 +13,11 @@
 // topic, the original message id and the SHA-256 of the data: a proof
 // cannot be moved to other bytes, another id or another topic (the topic
 // decides the changelog, so a proof copied to a second topic would
-// otherwise claim an id there too). The package is pure: no clients.
+// otherwise claim an id there too). SignAt's proof covers the original
+// message's publish time as well (catalog.ReplayPublishTimeAttribute), which
+// ingest then stores and sequences a replayed plain record by, so an old
+// dead letter is not taken for the newest change of its key. The package is
+// pure: no clients.
 package proof
 
 import (
@@ -21,15 +25,22 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"errors"
 	"hash"
+	"strconv"
+	"time"
 )
 
 // MinKeyLen is the shortest key accepted: HMAC-SHA256 is as strong as its
 // key up to 32 bytes (`openssl rand -base64 32` gives 44 characters).
 const MinKeyLen = 32
 
-// version is mixed into every MAC, so a later scheme never verifies as this one.
-const version = "bqcdc-replay-v1"
+// version is mixed into every MAC, so a later scheme never verifies as this
+// one; versionAt is the scheme that covers the publish time too.
+const (
+	version   = "bqcdc-replay-v1"
+	versionAt = "bqcdc-replay-v2"
+)
 
 // Sign returns the proof that data, published to topic, replays the
 // message originalID. It is URL-safe base64 (an attribute value).
@@ -48,6 +59,48 @@ func Verify(key []byte, topic, originalID string, data []byte, proof string) boo
 		return false
 	}
 	return hmac.Equal(got, mac(key, topic, originalID, data))
+}
+
+// SignAt is Sign covering the original message's publish time too, given
+// as FormatTime writes it (the attribute's text is what is signed).
+func SignAt(key []byte, topic, originalID, publishTime string, data []byte) string {
+	return base64.RawURLEncoding.EncodeToString(macAt(key, topic, originalID, publishTime, data))
+}
+
+// VerifyAt reports whether proof is SignAt's for these values and key.
+func VerifyAt(key []byte, topic, originalID, publishTime string, data []byte, proof string) bool {
+	if len(key) == 0 || proof == "" {
+		return false
+	}
+	got, err := base64.RawURLEncoding.DecodeString(proof)
+	if err != nil {
+		return false
+	}
+	return hmac.Equal(got, macAt(key, topic, originalID, publishTime, data))
+}
+
+// FormatTime writes a publish time for the attribute: microseconds since
+// the Unix epoch, in decimal (exact, and what _cdc_publish_time holds).
+func FormatTime(t time.Time) string { return strconv.FormatInt(t.UnixMicro(), 10) }
+
+// ParseTime reads FormatTime's text.
+func ParseTime(s string) (time.Time, error) {
+	us, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || us <= 0 || us > 253402300799999999 {
+		return time.Time{}, errors.New("want microseconds since the Unix epoch, within BigQuery's TIMESTAMP range")
+	}
+	return time.UnixMicro(us).UTC(), nil
+}
+
+func macAt(key []byte, topic, originalID, publishTime string, data []byte) []byte {
+	digest := sha256.Sum256(data)
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte(versionAt))
+	field(h, topic)
+	field(h, originalID)
+	field(h, publishTime)
+	h.Write(digest[:])
+	return h.Sum(nil)
 }
 
 // mac covers each field with its length first, so no two different

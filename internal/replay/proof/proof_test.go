@@ -3,6 +3,7 @@ package proof
 import (
 	"bytes"
 	"testing"
+	"time"
 )
 
 func TestVerify(t *testing.T) {
@@ -33,5 +34,28 @@ func TestVerify(t *testing.T) {
 				t.Errorf("Verify = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// SignAt's proof covers the publish time: another time, a v1 proof, or a
+// v2 proof checked as v1 do not verify.
+func TestSignAtCoversPublishTime(t *testing.T) {
+	key := bytes.Repeat([]byte("k"), MinKeyLen)
+	data := []byte("payload")
+	at := FormatTime(time.Date(2020, 1, 2, 3, 4, 5, 6000, time.UTC))
+	p := SignAt(key, "t", "id", at, data)
+	if !VerifyAt(key, "t", "id", at, data, p) {
+		t.Fatal("SignAt's proof does not verify")
+	}
+	if VerifyAt(key, "t", "id", FormatTime(time.Now()), data, p) || Verify(key, "t", "id", data, p) || VerifyAt(key, "t", "id", at, data, Sign(key, "t", "id", data)) {
+		t.Error("a proof verifies for another time or scheme")
+	}
+	if got, err := ParseTime(at); err != nil || !got.Equal(time.Date(2020, 1, 2, 3, 4, 5, 6000, time.UTC)) {
+		t.Errorf("ParseTime(%s) = %v, %v", at, got, err)
+	}
+	for _, bad := range []string{"", "x", "-1", "0", "253402300800000000", "1e6"} {
+		if _, err := ParseTime(bad); err == nil {
+			t.Errorf("ParseTime(%q) accepted", bad)
+		}
 	}
 }

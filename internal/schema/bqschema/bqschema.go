@@ -4,7 +4,10 @@
 package bqschema
 
 import (
+	"unicode/utf8"
+
 	"cloud.google.com/go/bigquery"
+	"github.com/bqcdc/bqcdc/internal/limits"
 	"github.com/bqcdc/bqcdc/internal/schema"
 )
 
@@ -65,7 +68,7 @@ func LegacyNames(s bigquery.Schema) bigquery.Schema {
 func ToBigQuery(cols schema.Columns) bigquery.Schema {
 	out := make(bigquery.Schema, len(cols))
 	for i, c := range cols {
-		f := &bigquery.FieldSchema{Name: c.Name, Type: toField[c.Type], Repeated: c.Repeated, Required: c.Required, Description: c.Description}
+		f := &bigquery.FieldSchema{Name: c.Name, Type: toField[c.Type], Repeated: c.Repeated, Required: c.Required, Description: description(c.Description)}
 		if c.Type == schema.Numeric || c.Type == schema.BigNumeric {
 			f.Precision, f.Scale = int64(c.Precision), int64(c.Scale)
 		}
@@ -75,6 +78,23 @@ func ToBigQuery(cols schema.Columns) bigquery.Schema {
 		out[i] = f
 	}
 	return out
+}
+
+// description cuts a column description to BigQuery's limit (which
+// refuses the whole schema update otherwise), at a character boundary,
+// marking the cut with "…".
+func description(d string) string {
+	if len(d) <= limits.MaxDescriptionLen || utf8.RuneCountInString(d) <= limits.MaxDescriptionLen {
+		return d
+	}
+	n := 0
+	for i := range d {
+		if n == limits.MaxDescriptionLen-1 {
+			return d[:i] + "…"
+		}
+		n++
+	}
+	return d
 }
 
 // FromBigQuery converts a client schema to columns.

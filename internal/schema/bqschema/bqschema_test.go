@@ -1,7 +1,9 @@
 package bqschema
 
 import (
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/schema"
@@ -31,5 +33,28 @@ func TestLegacyNames(t *testing.T) {
 	}
 	if c := FromBigQuery(bigquery.Schema{{Name: "f", Type: bigquery.FloatFieldType}, {Name: "g", Type: "FLOAT64"}}); c[0].Type != schema.Float64 || c[1].Type != schema.Float64 {
 		t.Errorf("FromBigQuery of both float spellings = %v", c)
+	}
+}
+
+// Descriptions longer than BigQuery's 1,024 characters are cut at a
+// character (not a byte) boundary, marked with "…"; shorter ones are kept.
+func TestDescriptionCut(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int // characters
+	}{
+		{"short", 5},
+		{strings.Repeat("a", 1024), 1024},
+		{strings.Repeat("é", 1024), 1024},
+		{strings.Repeat("é", 1025), 1024},
+		{strings.Repeat("日本", 5000), 1024},
+	} {
+		got := ToBigQuery(schema.Columns{{Name: "c", Type: schema.String, Description: tc.in}})[0].Description
+		if n := utf8.RuneCountInString(got); n != tc.want || !utf8.ValidString(got) {
+			t.Errorf("%d characters in: %d out (valid UTF-8 %v), want %d", utf8.RuneCountInString(tc.in), n, utf8.ValidString(got), tc.want)
+		}
+		if utf8.RuneCountInString(tc.in) > 1024 && !strings.HasSuffix(got, "…") {
+			t.Errorf("a cut description does not say so: ...%s", got[len(got)-8:])
+		}
 	}
 }
