@@ -150,7 +150,7 @@ func expectedLines(b *flow.Bound, rows []map[string]any, version func(any) bigqu
 	for _, r := range rows {
 		var parts []string
 		for _, c := range b.Output {
-			parts = append(parts, c.Name+"="+canonJSON(r[c.Name]))
+			parts = append(parts, c.Name+"="+viewcheck.CanonJSON(r[c.Name]))
 		}
 		if b.SCDType == 2 {
 			parts = append(parts, flow.StartAt+"="+viewcheck.Canon(version(r[flow.StartAt])), flow.EndAt+"="+viewcheck.Canon(version(r[flow.EndAt])))

@@ -18,6 +18,7 @@ import (
 	"cloud.google.com/go/pubsub/v2"
 	"github.com/bqcdc/bqcdc/internal/dev/demo"
 	"github.com/bqcdc/bqcdc/internal/dev/localstack"
+	"github.com/bqcdc/bqcdc/internal/schema"
 )
 
 var stack *localstack.Stack
@@ -103,4 +104,10 @@ func readTestdata(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// usersImage is the row image of the users sources of several tests.
+var usersImage = schema.Columns{
+	{Name: "userId", Type: schema.Int64}, {Name: "name", Type: schema.String}, {Name: "city", Type: schema.String},
+	{Name: "operation", Type: schema.String}, {Name: "sequenceNum", Type: schema.Int64},
 }

@@ -359,3 +359,17 @@ func lineOf(b *flow.Bound) func(key []any, vals map[string]any, extra ...string)
 		return strings.Join(append(parts, extra...), " ")
 	}
 }
+
+// CanonJSON is Canon of a value read from acceptance data (JSON): a number
+// is an INT64, a string a STRING, null NULL.
+func CanonJSON(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "NULL"
+	case float64:
+		return Canon(int64(x))
+	case string:
+		return Canon(x)
+	}
+	return fmt.Sprint(v)
+}

@@ -244,12 +244,14 @@ WHERE __next0 IS NULL OR NOT (__next0 = __start0)
       `tags`,
       `_cdc_ingested_at`,
       `_cdc_message_id`,
-      __vstart,
-      __next_seq,
-      __next_sys,
-      CAST(NULL AS INT64),
+      -- (Every column named as in the first operand: the BigQuery
+      -- emulator lines UNION ALL operands up by name where names match.)
+      __vstart AS `__START_AT`,
+      __next_seq AS `__END_AT`,
+      __next_sys AS __system_start,
+      CAST(NULL AS INT64) AS __system_end,
       __i,
-      CONCAT('closed ', CAST(__i AS STRING))
+      CONCAT('closed ', CAST(__i AS STRING)) AS __row
     FROM in_order_events
     WHERE __op = 'U' AND (__next_op = 'D' OR __next_opens)
   ),

@@ -1,4 +1,4 @@
-package e2e
+package folds
 
 import (
 	"context"
@@ -42,7 +42,7 @@ type dbxCase struct {
 
 func loadDatabricksCases(t *testing.T) []dbxCase {
 	t.Helper()
-	b, err := os.ReadFile("testdata/databricks-users.json") // a copy of ../shared/acceptance/databricks-users.json
+	b, err := os.ReadFile("../testdata/databricks-users.json") // a copy of ../shared/acceptance/databricks-users.json
 	if err != nil {
 		t.Fatalf("reading the acceptance data: %v", err)
 	}
@@ -122,10 +122,10 @@ func TestDatabricksDocumentedExample(t *testing.T) {
 			for _, e := range c.Expected {
 				var parts []string
 				for _, col := range bound[0].Output.Names() {
-					parts = append(parts, col+"="+canonJSON(e[col]))
+					parts = append(parts, col+"="+viewcheck.CanonJSON(e[col]))
 				}
 				if c.Config.SCDType == 2 {
-					parts = append(parts, "__START_AT="+canonJSON(e["__START_AT"]), "__END_AT="+canonJSON(e["__END_AT"]))
+					parts = append(parts, "__START_AT="+viewcheck.CanonJSON(e["__START_AT"]), "__END_AT="+viewcheck.CanonJSON(e["__END_AT"]))
 				}
 				want = append(want, strings.Join(parts, " "))
 			}
@@ -139,14 +139,3 @@ func TestDatabricksDocumentedExample(t *testing.T) {
 
 // canonJSON renders an expected JSON value as viewcheck.Canon renders the
 // BigQuery value (numbers in this data are INT64).
-func canonJSON(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "NULL"
-	case float64:
-		return viewcheck.Canon(int64(x))
-	case string:
-		return viewcheck.Canon(x)
-	}
-	return fmt.Sprint(v)
-}

@@ -1,4 +1,4 @@
-package e2e
+package folds
 
 import (
 	"context"
@@ -37,7 +37,7 @@ type temporalCase struct {
 
 func loadTemporalCase(t *testing.T, name string) temporalCase {
 	t.Helper()
-	b, err := os.ReadFile("testdata/databricks-temporal.json")
+	b, err := os.ReadFile("../testdata/databricks-temporal.json")
 	if err != nil {
 		t.Fatal(err)
 	}
