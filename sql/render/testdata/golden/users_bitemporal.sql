@@ -217,6 +217,9 @@ WHERE __next0 IS NULL OR NOT (__next0 = __start0)
   -- that closes the version (a delete, or an upsert opening a version)
   -- makes it a closed version from that system time on, for good.
   in_order_rows AS (
+    -- (One SELECT over both kinds of row rather than a UNION ALL: the
+    -- BigQuery emulator evaluated the second operand's columns with the
+    -- first operand's expressions.)
     SELECT
       __key,
       `userId`,
@@ -227,33 +230,14 @@ WHERE __next0 IS NULL OR NOT (__next0 = __start0)
       `_cdc_ingested_at`,
       `_cdc_message_id`,
       __vstart AS `__START_AT`,
-      CAST(NULL AS INT64) AS `__END_AT`,
-      __sys AS __system_start,
-      __next_sys AS __system_end,
+      IF(__closed, __next_seq, NULL) AS `__END_AT`,
+      IF(__closed, __next_sys, __sys) AS __system_start,
+      IF(__closed, NULL, __next_sys) AS __system_end,
       __i,
-      TO_JSON_STRING(STRUCT(`userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, __vstart)) AS __row
+      IF(__closed, CONCAT('closed ', CAST(__i AS STRING)), TO_JSON_STRING(STRUCT(`userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, __vstart))) AS __row
     FROM in_order_events
-    WHERE __op = 'U'
-    UNION ALL
-    SELECT
-      __key,
-      `userId`,
-      `name`,
-      `city`,
-      `sequenceNum`,
-      `tags`,
-      `_cdc_ingested_at`,
-      `_cdc_message_id`,
-      -- (Every column named as in the first operand: the BigQuery
-      -- emulator lines UNION ALL operands up by name where names match.)
-      __vstart AS `__START_AT`,
-      __next_seq AS `__END_AT`,
-      __next_sys AS __system_start,
-      CAST(NULL AS INT64) AS __system_end,
-      __i,
-      CONCAT('closed ', CAST(__i AS STRING)) AS __row
-    FROM in_order_events
-    WHERE __op = 'U' AND (__next_op = 'D' OR __next_opens)
+    CROSS JOIN UNNEST([FALSE, TRUE]) AS __closed
+    WHERE __op = 'U' AND (NOT __closed OR __next_op = 'D' OR __next_opens)
   ),
   -- An update that changes no column shows the same row: one belief.
   in_order_islands AS (
