@@ -78,7 +78,7 @@ func runApply(ctx context.Context, args []string) error {
 	retention := fs.Int("dead-letter-retention-days", 0, "expire _bqcdc_dead_letters partitions this many days old (0: keep them; Terraform's dead_letter_retention_days)")
 	concurrency := fs.Int("concurrency", apply.DefaultConcurrency, "objects (tables, views) applied and schemas looked up at once")
 	readWatermarks := fs.Bool("read-watermarks", false, "read each flow's watermark with a query (one job per flow) instead of reusing its view's pruning bound; after deleting state rows by hand")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(ctx, fs, args); err != nil {
 		return err
 	}
 	if *retention < 0 {
@@ -99,7 +99,7 @@ func runApply(ctx context.Context, args []string) error {
 	opts := apply.Options{Concurrency: *concurrency, Progress: meter, ReadWatermarks: *readWatermarks,
 		// An emulator cannot call table functions, and creating them grows
 		// its analyzer's memory (internal/emulator, concession 11).
-		SkipTableFunctions: t.bq.Endpoint != ""}
+		SkipTableFunctions: t.bq.Emulated()}
 	_, err = apply.AllWith(ctx, bq, apply.Target{Project: t.bq.Project, Dataset: t.dataset, DeadLetterRetentionDays: *retention}, flows, t.schemaSource(), opts, &rep)
 	meter.Finish()
 	for _, line := range rep {

@@ -17,7 +17,6 @@ import (
 	"github.com/bqcdc/bqcdc/internal/compact"
 	"github.com/bqcdc/bqcdc/internal/config"
 	"github.com/bqcdc/bqcdc/internal/flow"
-	"github.com/bqcdc/bqcdc/sql/render"
 )
 
 type names []string
@@ -42,7 +41,7 @@ func runCompact(ctx context.Context, args []string) error {
 	shard := fs.Int("shard", 0, "with --shards: compact the sources of this shard only")
 	shards := fs.Int("shards", 1, "split the sources into this many shards (one scheduled run each)")
 	asJSON := fs.Bool("json", false, "print one JSON object per flow")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(ctx, fs, args); err != nil {
 		return err
 	}
 	flows, bq, err := t.open(ctx)
@@ -93,7 +92,7 @@ func runCompact(ctx context.Context, args []string) error {
 				return err
 			}
 		} else {
-			fmt.Println(FormatReport(r))
+			fmt.Println(r.Line())
 		}
 		if r.Outcome == compact.Failed {
 			failed++
@@ -103,22 +102,4 @@ func runCompact(ctx context.Context, args []string) error {
 		return t.notAll(fmt.Errorf("%d flow(s) failed", failed))
 	}
 	return t.notAll(nil)
-}
-
-// FormatReport renders one flow's report on one line.
-func FormatReport(r compact.Report) string {
-	s := fmt.Sprintf("%-22s %-11s read %d events (%d without sequence), %d keys, wrote %d rows, watermark %s -> %s, %d jobs, %d bytes billed, %s",
-		r.Flow, r.Outcome, r.EventsRead, r.WithoutSequence, r.KeysTouched, r.RowsWritten,
-		stamp(r.WatermarkBefore), stamp(r.WatermarkAfter), r.Jobs, r.BytesBilled, r.Duration.Round(time.Millisecond))
-	if r.Error != "" {
-		s += "\n    error: " + r.Error
-	}
-	return s
-}
-
-func stamp(t time.Time) string {
-	if t.Equal(render.Epoch) || t.IsZero() {
-		return "never"
-	}
-	return t.UTC().Format("15:04:05.000")
 }
