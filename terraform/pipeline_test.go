@@ -88,9 +88,10 @@ func TestCloudBuildGraph(t *testing.T) {
 	}
 
 	want := map[string][]string{ // step -> what its text must contain
-		"go-unit":            {"go vet ./...", "go test -short ./..."},
-		"go-integration":     {"go test ./..."},
-		"render-sql":         {"go run ./cmd/bqcdc render --out build/sql"},
+		"go-vet":             {"args: ['.ci/run', 'vet']"},
+		"go-test":            {"args: ['.ci/run', 'test']"},
+		"go-race":            {"args: ['.ci/run', 'race']"},
+		"render-sql":         {"args: ['.ci/run', 'render']"},
 		"terraform-fmt":      {"'fmt', '-check', '-recursive'"},
 		"terraform-init":     {"init -input=false", "-backend-config=bucket="},
 		"terraform-validate": {"'validate'"},
@@ -126,7 +127,7 @@ func TestCloudBuildGraph(t *testing.T) {
 		}
 		return visit(id)
 	}
-	for _, dep := range []string{"go-unit", "go-integration", "render-sql", "terraform-fmt", "terraform-validate"} {
+	for _, dep := range []string{"go-vet", "go-test", "go-race", "render-sql", "terraform-fmt", "terraform-validate"} {
 		if !after("terraform-apply", dep) {
 			t.Errorf("terraform-apply must wait (directly or not) for %s", dep)
 		}
@@ -148,6 +149,32 @@ func TestCloudBuildGraph(t *testing.T) {
 		default:
 			t.Errorf("step %q uses an unexpected image %s", s.id, s.name)
 		}
+	}
+
+	// The tests are defined once, in .ci/run: Cloud Build runs each of its
+	// steps (and no test command of its own), so CI and the deploy pipeline
+	// test the same things.
+	ci := readFile(t, filepath.Join("..", ".ci", "run"))
+	for _, n := range []string{"go vet ./...", "go test ./...", "go test -race", "go run ./cmd/bqcdc render --out build/sql"} {
+		if !strings.Contains(ci, n) {
+			t.Errorf(".ci/run should contain %q", n)
+		}
+	}
+	m := regexp.MustCompile(`(?m)^\[\[ \$\{#steps\[@\]\} -gt 0 \]\] \|\| steps=\(([a-z ]+)\)$`).FindStringSubmatch(ci)
+	if m == nil {
+		t.Fatal(".ci/run: no default step list (steps=(...)) found")
+	}
+	var ran []string
+	for _, s := range steps {
+		if c := regexp.MustCompile(`args: \['\.ci/run', '([a-z]+)'\]`).FindStringSubmatch(s.text); c != nil {
+			ran = append(ran, c[1])
+		}
+		if strings.Contains(s.text, "go test") || strings.Contains(s.text, "go vet") {
+			t.Errorf("step %q runs a test command of its own; add it to .ci/run instead", s.id)
+		}
+	}
+	if diff := cmp.Diff(strings.Fields(m[1]), ran); diff != "" {
+		t.Errorf("the .ci/run steps cloudbuild.yaml runs (-.ci/run +cloudbuild.yaml):\n%s", diff)
 	}
 
 	// Substitutions: every one used is declared (with a default) and every
