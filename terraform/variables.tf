@@ -401,7 +401,7 @@ variable "monitoring" {
     function_errors_per_5m    = optional(number, 10)
   })
   description = <<-EOT
-    Metrics, dashboard and alert policies (monitoring.tf; README "Runbook").
+    Metrics, dashboard and alert policies (monitoring.tf; docs/operating.md, Runbook).
     export_metrics: the functions export their metrics to Cloud Monitoring (BQCDC_METRICS_EXPORTER=gcp; their accounts
     get roles/monitoring.metricWriter) and the metric descriptors are declared here. Alerts on those metrics need it.
     email_addresses: an email notification channel is created for each (besides var.notification_channels).

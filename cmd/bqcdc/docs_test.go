@@ -11,18 +11,18 @@ import (
 	"unicode"
 )
 
-// TestDocs checks README.md and docs/*.md: every relative link names a file
-// that exists, every #anchor a heading of its page (GitHub's anchor rules),
-// and every bqcdc command line in a code block (`bqcdc ...` or `go run
-// ./cmd/bqcdc ...`) parses with the flags of its command, as flagSet builds
-// them from the code the command runs.
+// TestDocs checks README.md, docs/*.md and terraform/README.md: every
+// relative link names a file that exists, every #anchor a heading of its
+// page (GitHub's anchor rules), and every bqcdc command line in a code block
+// (`bqcdc ...` or `go run ./cmd/bqcdc ...`) parses with the flags of its
+// command, as flagSet builds them from the code the command runs.
 func TestDocs(t *testing.T) {
 	root := filepath.Join("..", "..")
 	files, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	files = append([]string{filepath.Join(root, "README.md")}, files...)
+	files = append([]string{filepath.Join(root, "README.md"), filepath.Join(root, "terraform", "README.md")}, files...)
 	if len(files) < 2 {
 		t.Fatalf("no docs/*.md pages found beside README.md")
 	}
