@@ -175,6 +175,7 @@ module "compact_function" {
     BQCDC_TOMBSTONE_RETENTION_DAYS = tostring(var.tombstone_retention_days)
     BQCDC_COMPACT_BUDGET           = "${var.compact.timeout_seconds - 60}s"
     BQCDC_COMPACT_CONCURRENCY      = tostring(var.compact.flow_concurrency)
+    BQCDC_CHANGE_FEED_EVERY        = "${var.change_feed_every_minutes}m"
     BQCDC_METRICS_EXPORTER         = local.metrics_exporter
   }
 

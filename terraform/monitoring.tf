@@ -1,6 +1,6 @@
 # Operating bqcdc from Cloud Monitoring: the metric descriptors of what the
 # functions export (internal/metrics), a dashboard, and alert policies for
-# the things that go wrong (README "Runbook"): dead letters, compaction
+# the things that go wrong (docs/operating.md, Runbook): dead letters, compaction
 # failing or not running, a source's freshness, push backlog, function
 # errors. monitoring_test.go checks that every metric named here is one the
 # code emits, with the kind, type, unit and labels it emits.
@@ -30,7 +30,7 @@ locals {
   }
 
   ingest_subscriptions = "resource.type = \"pubsub_subscription\" AND resource.label.subscription_id = ends_with(\".bqcdc-ingest\")"
-  runbook              = "See the Runbook section of the bqcdc README; `bqcdc status --project ${var.project_id} --dataset ${var.dataset_id}` shows every flow's freshness, tail, compaction and dead letters."
+  runbook              = "See the Runbook in docs/operating.md of bqcdc; `bqcdc status --project ${var.project_id} --dataset ${var.dataset_id}` shows every flow's freshness, tail, compaction and dead letters."
 }
 
 resource "google_monitoring_metric_descriptor" "bqcdc" {

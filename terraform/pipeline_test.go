@@ -88,17 +88,17 @@ func TestCloudBuildGraph(t *testing.T) {
 	}
 
 	want := map[string][]string{ // step -> what its text must contain
-		"go-unit":            {"go vet ./...", "go test -short ./..."},
-		"go-integration":     {"go test ./..."},
-		"render-sql":         {"go run ./cmd/bqcdc render --out build/sql"},
+		"go-vet":             {"args: ['.ci/run', 'vet']"},
+		"go-test":            {"args: ['.ci/run', 'test']"},
+		"go-race":            {"args: ['.ci/run', 'race']"},
+		"render-sql":         {"args: ['.ci/run', 'render']"},
 		"terraform-fmt":      {"'fmt', '-check', '-recursive'"},
 		"terraform-init":     {"init -input=false", "-backend-config=bucket="},
 		"terraform-validate": {"'validate'"},
 		"terraform-plan":     {"'plan'", "'-out=bqcdc.tfplan'", "'-var-file=${_TF_VARS}'", "'-var=project_id=${PROJECT_ID}'"},
 		"terraform-apply":    {"'apply'", "'-auto-approve'", "'bqcdc.tfplan'"},
-		"go-live": {`if [ -z "${_TEST_PROJECT}" ]`, "live suite not run", `BQCDC_TEST_PROJECT="${_TEST_PROJECT}"`,
-			"go test ./internal/dev/e2e/realbq -v -count=1 -timeout 30m"},
-		"bqcdc-apply": {"go run ./cmd/bqcdc apply", "--flows sql/flows", "--schemas schemas", `"$$BQCDC_REGISTRY_URL"`},
+		"go-live":            {`BQCDC_TEST_PROJECT=${_TEST_PROJECT}`, "args: ['.ci/run', 'live']"},
+		"bqcdc-apply":        {"go run ./cmd/bqcdc apply", "--flows sql/flows", "--schemas schemas", `"$$BQCDC_REGISTRY_URL"`},
 	}
 	for id, needles := range want {
 		s := byID[id]
@@ -129,7 +129,7 @@ func TestCloudBuildGraph(t *testing.T) {
 		}
 		return visit(id)
 	}
-	for _, dep := range []string{"go-unit", "go-integration", "go-live", "render-sql", "terraform-fmt", "terraform-validate", "terraform-plan"} {
+	for _, dep := range []string{"go-vet", "go-test", "go-race", "go-live", "render-sql", "terraform-fmt", "terraform-validate", "terraform-plan"} {
 		if !after("terraform-apply", dep) {
 			t.Errorf("terraform-apply must wait (directly or not) for %s", dep)
 		}
@@ -151,6 +151,32 @@ func TestCloudBuildGraph(t *testing.T) {
 		default:
 			t.Errorf("step %q uses an unexpected image %s", s.id, s.name)
 		}
+	}
+
+	// The tests are defined once, in .ci/run: Cloud Build runs each of its
+	// steps (and no test command of its own), so CI and the deploy pipeline
+	// test the same things.
+	ci := readFile(t, filepath.Join("..", ".ci", "run"))
+	for _, n := range []string{"go vet ./...", "go test ./...", "go test -race", "go run ./cmd/bqcdc render --out build/sql", "go test ./internal/dev/e2e/realbq -v -count=1 -timeout 30m", "live suite not run"} {
+		if !strings.Contains(ci, n) {
+			t.Errorf(".ci/run should contain %q", n)
+		}
+	}
+	m := regexp.MustCompile(`(?m)^\[\[ \$\{#steps\[@\]\} -gt 0 \]\] \|\| steps=\(([a-z ]+)\)$`).FindStringSubmatch(ci)
+	if m == nil {
+		t.Fatal(".ci/run: no default step list (steps=(...)) found")
+	}
+	var ran []string
+	for _, s := range steps {
+		if c := regexp.MustCompile(`args: \['\.ci/run', '([a-z]+)'\]`).FindStringSubmatch(s.text); c != nil {
+			ran = append(ran, c[1])
+		}
+		if strings.Contains(s.text, "go test") || strings.Contains(s.text, "go vet") {
+			t.Errorf("step %q runs a test command of its own; add it to .ci/run instead", s.id)
+		}
+	}
+	if diff := cmp.Diff(strings.Fields(m[1]), ran); diff != "" {
+		t.Errorf("the .ci/run steps cloudbuild.yaml runs (-.ci/run +cloudbuild.yaml):\n%s", diff)
 	}
 
 	// Substitutions: every one used is declared (with a default) and every
@@ -339,6 +365,9 @@ func checkBqcdcFlags(t *testing.T, out string) {
 	declared := map[string]map[string]bool{}
 	decl := regexp.MustCompile(`fs\.(?:String|Int|Int64|Bool|Duration|Float64)(?:Var)?\((?:&[\w.]+, )?"([a-z-]+)"|fs\.Var\(&\w+, "([a-z-]+)"`)
 	files, _ := filepath.Glob(filepath.Join("..", "cmd", "bqcdc", "*.go"))
+	// loadgen's own flags are registered by loadgen.Command (shared with the
+	// dev binary's loadgen --local).
+	files = append(files, filepath.Join("..", "internal", "loadgen", "command.go"))
 	target := map[string]bool{}
 	for _, f := range files {
 		src := readFile(t, f)
@@ -352,8 +381,19 @@ func checkBqcdcFlags(t *testing.T, out string) {
 			for _, m := range decl.FindAllStringSubmatch(body, -1) {
 				flags[m[1]+m[2]] = true
 			}
-			if name == "register" {
+			switch {
+			case name == "register":
 				target = flags
+			case name == "Register" && strings.HasSuffix(f, "command.go"):
+				for k := range flags {
+					if declared["loadgen"] == nil {
+						declared["loadgen"] = map[string]bool{}
+					}
+					declared["loadgen"][k] = true
+				}
+				continue
+			}
+			if name == "register" {
 			} else if cmd, ok := strings.CutPrefix(name, "run"); ok && cmd != "" {
 				declared[strings.ToLower(cmd)] = flags
 			}

@@ -59,7 +59,7 @@ func TestSizingDefaultsDocumented(t *testing.T) {
 		t.Errorf("Sizing row \"instances\" differs from the defaults in variables.tf (-variables.tf +README):\n%s", diff)
 	}
 	// Batching makes high concurrency pay: 80 is where BenchmarkFunction
-	// measured at most 0.1 appends per message (README, Performance).
+	// measured at most 0.1 appends per message (docs/performance.md).
 	if got := ingest["max_request_concurrency"]; got != "80" {
 		t.Errorf("ingest.max_request_concurrency defaults to %s, want 80", got)
 	}

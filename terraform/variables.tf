@@ -361,6 +361,17 @@ variable "changelog_retention_days" {
   }
 }
 
+variable "change_feed_every_minutes" {
+  type        = number
+  description = "Materialize each flow's change feed (<target>_changes) only once it lags this many minutes (0: every compaction run; BQCDC_CHANGE_FEED_EVERY). The feed's statement reads the state blocks of the keys its range touches: at high churn, most of the state, so fewer, longer ranges cost less; the feed trails the views by up to this."
+  default     = 0
+
+  validation {
+    condition     = var.change_feed_every_minutes >= 0 && var.change_feed_every_minutes <= 10080 && floor(var.change_feed_every_minutes) == var.change_feed_every_minutes
+    error_message = "change_feed_every_minutes must be a whole number of minutes from 0 to 10080 (a week)."
+  }
+}
+
 variable "tombstone_retention_days" {
   type        = number
   description = "Days the compact function keeps delete markers (tombstones) before purging them (BQCDC_TOMBSTONE_RETENTION_DAYS)."
@@ -405,7 +416,7 @@ variable "monitoring" {
     function_errors_per_5m    = optional(number, 10)
   })
   description = <<-EOT
-    Metrics, dashboard and alert policies (monitoring.tf; README "Runbook").
+    Metrics, dashboard and alert policies (monitoring.tf; docs/operating.md, Runbook).
     export_metrics: the functions export their metrics to Cloud Monitoring (BQCDC_METRICS_EXPORTER=gcp; their accounts
     get roles/monitoring.metricWriter) and the metric descriptors are declared here. Alerts on those metrics need it.
     email_addresses: an email notification channel is created for each (besides var.notification_channels).

@@ -82,7 +82,7 @@ func runApply(ctx context.Context, args []string) error {
 	retention := fs.Int("dead-letter-retention-days", 0, "expire _bqcdc_dead_letters partitions this many days old (0: keep them; Terraform's dead_letter_retention_days)")
 	concurrency := fs.Int("concurrency", apply.DefaultConcurrency, "objects (tables, views) applied and schemas looked up at once")
 	readWatermarks := fs.Bool("read-watermarks", false, "read each flow's watermark with a query (one job per flow) instead of reusing its view's pruning bound; after deleting state rows by hand")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(ctx, fs, args); err != nil {
 		return err
 	}
 	if *retention < 0 || *retention > config.MaxRetentionDays {
@@ -105,7 +105,7 @@ func runApply(ctx context.Context, args []string) error {
 	opts := apply.Options{Concurrency: *concurrency, Progress: meter, ReadWatermarks: *readWatermarks,
 		// An emulator cannot call table functions, and creating them grows
 		// its analyzer's memory (internal/emulator, concession 11).
-		SkipTableFunctions: t.bq.Endpoint != ""}
+		SkipTableFunctions: t.bq.Emulated()}
 	schemas, err := t.schemaSource()
 	if err != nil {
 		return err

@@ -15,7 +15,6 @@ import (
 	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/compact"
 	"github.com/bqcdc/bqcdc/internal/config"
-	"github.com/bqcdc/bqcdc/sql/render"
 )
 
 type names []string
@@ -49,7 +48,8 @@ func runCompact(ctx context.Context, args []string) error {
 	asJSON := fs.Bool("json", false, "print one JSON object per flow")
 	dry := fs.Bool("dry-run", false, "write nothing: read what each flow's run would fold (its statistics) and print the bytes each statement it would run would bill (BigQuery dry runs; against an emulator, the cost model's estimate)")
 	maintainEvery := fs.Duration("maintain-every", compact.DefaultMaintainEvery, "fold each flow's state levels into one this often (negative: never)")
-	if err := fs.Parse(args); err != nil {
+	changeFeedEvery := fs.Duration("change-feed-every", 0, "materialize each flow's change feed only once it lags this long (0: every run); fewer, longer ranges read the touched keys' state fewer times")
+	if err := parseFlags(ctx, fs, args); err != nil {
 		return err
 	}
 	if err := checkCompactFlags(*lag, *tombstones, *retention, *concurrency); err != nil {
@@ -81,7 +81,7 @@ func runCompact(ctx context.Context, args []string) error {
 	opts := compact.Options{VisibilityLag: *lag,
 		TombstoneRetention: time.Duration(*tombstones) * 24 * time.Hour,
 		ChangelogRetention: time.Duration(*retention) * 24 * time.Hour,
-		Concurrency:        *concurrency, Budget: *budget, SnapshotSettle: *settle, MaintainEvery: *maintainEvery}
+		Concurrency:        *concurrency, Budget: *budget, SnapshotSettle: *settle, MaintainEvery: *maintainEvery, ChangeFeedEvery: *changeFeedEvery}
 	if *dry {
 		est, label, err := estimator(ctx, t, bq, loc)
 		if err != nil {
@@ -109,7 +109,7 @@ func runCompact(ctx context.Context, args []string) error {
 				return err
 			}
 		} else {
-			fmt.Println(FormatReport(r))
+			fmt.Println(r.Line())
 			for _, st := range r.Plan {
 				line := fmt.Sprintf("    would run %-12s %s", st.Step, formatBytes(st.Bytes))
 				if st.Error != "" {
@@ -128,17 +128,6 @@ func runCompact(ctx context.Context, args []string) error {
 	return t.notAll(nil)
 }
 
-// FormatReport renders one flow's report on one line.
-func FormatReport(r compact.Report) string {
-	s := fmt.Sprintf("%-22s %-11s read %d events (%d without sequence), %d keys, wrote %d rows, watermark %s -> %s, %d jobs, %d bytes billed, %s",
-		r.Flow, r.Outcome, r.EventsRead, r.WithoutSequence, r.KeysTouched, r.RowsWritten,
-		stamp(r.WatermarkBefore), stamp(r.WatermarkAfter), r.Jobs, r.BytesBilled, r.Duration.Round(time.Millisecond))
-	if r.Error != "" {
-		s += "\n    error: " + r.Error
-	}
-	return s
-}
-
 func formatBytes(n int64) string {
 	switch {
 	case n >= 1<<30:
@@ -147,13 +136,6 @@ func formatBytes(n int64) string {
 		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 	}
 	return fmt.Sprintf("%d B", n)
-}
-
-func stamp(t time.Time) string {
-	if t.Equal(render.Epoch) || t.IsZero() {
-		return "never"
-	}
-	return t.UTC().Format("15:04:05.000")
 }
 
 // checkCompactFlags refuses the settings the compact function's

@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"time"
 
@@ -15,7 +13,6 @@ import (
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/config"
-	"github.com/bqcdc/bqcdc/internal/dev/localstack"
 	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
 	"github.com/bqcdc/bqcdc/internal/loadgen"
 	"github.com/bqcdc/bqcdc/internal/redact"
@@ -24,62 +21,43 @@ import (
 
 // runLoadgen publishes synthetic Debezium traffic and measures what lands.
 //
-// With --local it starts its own local stack (ports picked freely) with one
-// flow per synthetic table; otherwise it targets a deployment: Pub/Sub of
-// --project (or the emulator named by PUBSUB_EMULATOR_HOST), the registry of
-// --registry-url, BigQuery of --project (or --bigquery-endpoint). There the
-// tables must exist: --write dir writes the flows and schemas to deploy
-// first (bqcdc apply --flows dir/flows --schemas dir/schemas, and the
-// Terraform sources). --check then reads every view back against the
-// reference model there too.
+// It targets a deployment: Pub/Sub of --project (or the emulator named by
+// PUBSUB_EMULATOR_HOST), the registry of --registry-url, BigQuery of
+// --project (or --bigquery-endpoint). There the tables must exist: --write
+// dir writes the flows and schemas to deploy first (bqcdc apply --flows
+// dir/flows --schemas dir/schemas, and the Terraform sources); --check then
+// reads every view back against the reference model there too. With
+// --local the dev binary runs the load against a local stack of its own,
+// with one flow per synthetic table (see runDev); it gets the loadgen flags
+// set here, not the ones naming a deployment.
 func runLoadgen(ctx context.Context, args []string) error {
-	s := loadgen.DefaultSpec()
 	var t target
+	var c loadgen.Command
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
 	t.register(fs)
-	fs.StringVar(&s.Prefix, "prefix", s.Prefix, "topic prefix: topics are <prefix>.t000, <prefix>.t001, ...")
-	fs.IntVar(&s.Tables, "tables", s.Tables, "source tables (topics)")
-	fs.IntVar(&s.Messages, "messages", s.Messages, "messages per table")
-	fs.IntVar(&s.Keys, "keys", s.Keys, "distinct keys per table (0: one per message)")
-	fs.IntVar(&s.Width, "width", s.Width, "string columns per row")
-	fs.IntVar(&s.ValueBytes, "value-bytes", s.ValueBytes, "bytes per string value")
-	fs.Float64Var(&s.Rate, "rate", s.Rate, "messages per second over all tables (0: publish everything at once, as an initial snapshot does)")
-	wait := fs.Duration("wait", 10*time.Minute, "how long to wait for every message to land")
-	local := fs.Bool("local", false, "start a local stack for the load (in this process, on free ports)")
-	write := fs.String("write", "", "write the flows and Avro schemas of the load to this folder and exit")
-	asJSON := fs.Bool("json", false, "print the result as JSON")
-	check := fs.Bool("check", false, "once every message landed, also check every view of the load against the reference model (locally or in the project)")
-	if err := fs.Parse(args); err != nil {
+	c.Register(fs)
+	if err := parseFlags(ctx, fs, args); err != nil {
 		return err
 	}
-	if err := s.Validate(); err != nil {
+	if err := c.Spec.Validate(); err != nil {
 		return err
 	}
-	if *write != "" {
-		return writeLoad(s, *write)
+	if c.Write != "" {
+		return writeLoad(c.Spec, c.Write)
 	}
-	var (
-		res loadgen.Result
-		err error
-	)
-	if *local {
-		res, err = loadLocal(ctx, s, *wait, *check)
-	} else {
-		res, err = loadRemote(ctx, s, t, *wait, *check)
+	if c.Local {
+		return runDev(ctx, "loadgen", setFlags(fs, loadgenFlag))
 	}
-	if *asJSON {
-		b, _ := json.MarshalIndent(res, "", "  ")
-		fmt.Println(string(b))
-	} else {
-		fmt.Println(res)
-	}
-	if err != nil {
-		return err
-	}
-	if res.Landed+res.DeadLettered < res.Published {
-		return fmt.Errorf("%d of %d messages did not land within %s", res.Published-res.Landed-res.DeadLettered, res.Published, *wait)
-	}
-	return nil
+	res, err := loadRemote(ctx, c.Spec, t, c.Wait, c.Check)
+	return c.Report(os.Stdout, res, err)
+}
+
+// loadgenFlag reports whether name is a flag of loadgen.Command (what the
+// dev binary's loadgen parses).
+func loadgenFlag(name string) bool {
+	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
+	new(loadgen.Command).Register(fs)
+	return fs.Lookup(name) != nil
 }
 
 // writeLoad writes the load's flows and schemas, to deploy before a remote run.
@@ -134,33 +112,4 @@ func checkLoadViews(ctx context.Context, bq *bigquery.Client, loc catalog.Locati
 	}
 	fmt.Fprintf(os.Stderr, "every view of the load (%d tables) equals the reference model\n", s.Tables)
 	return nil
-}
-
-// loadLocal runs the load against a local stack of its own.
-func loadLocal(ctx context.Context, s loadgen.Spec, wait time.Duration, check bool) (loadgen.Result, error) {
-	o := localstack.DefaultOptions()
-	o.BigQueryPort, o.StoragePort, o.PubSubPort, o.RegistryPort, o.FunctionPort = 0, 0, 0, 0, 0
-	o.CompactEvery = 0
-	o.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	start := time.Now()
-	st, cleanup, err := localstack.StartLoad(ctx, s, o)
-	if err != nil {
-		return loadgen.Result{}, err
-	}
-	defer cleanup()
-	defer st.Close()
-	fmt.Fprintf(os.Stderr, "local stack with %d tables up in %s\n", s.Tables, time.Since(start).Round(time.Millisecond))
-	res, err := loadgen.Run(ctx, s, st.LoadTarget(os.Stderr), wait)
-	if err != nil || !check {
-		return res, err
-	}
-	problems, err := st.CheckViews(ctx)
-	if err != nil {
-		return res, err
-	}
-	if len(problems) > 0 {
-		return res, fmt.Errorf("views differ from the reference model:\n%s", problems)
-	}
-	fmt.Fprintf(os.Stderr, "every view equals the reference model\n")
-	return res, nil
 }

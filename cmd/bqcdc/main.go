@@ -1,6 +1,6 @@
 // Command bqcdc runs bqcdc's local stack and manages its BigQuery objects.
 //
-//	bqcdc local    run everything on 127.0.0.1, play the demo change stream
+//	bqcdc local    run everything on 127.0.0.1, play the demo change stream (dev binary)
 //	bqcdc apply    create or update the dataset, changelog tables and views
 //	bqcdc render   print the SQL of every flow's view
 //	bqcdc compact  fold changelogs into state tables once
@@ -9,6 +9,12 @@
 //	bqcdc status   freshness, tail, compaction and dead letters per flow
 //
 // Run `bqcdc <command> -h` for the flags of a command.
+//
+// bqcdc itself does not link the BigQuery emulator, so it builds in seconds
+// where it deploys (scripts/deploy.sh, cloudbuild.yaml). The commands that
+// need the emulator, `bqcdc local` and `bqcdc loadgen --local`, check their
+// flags here and then build and exec the dev binary
+// internal/dev/cmd/bqcdc-local from the source (see runDev).
 package main
 
 import (

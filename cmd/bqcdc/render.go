@@ -46,7 +46,7 @@ func runRender(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("render", flag.ContinueOnError)
 	t.register(fs)
 	out := fs.String("out", "", "write one <flow>.sql file per flow into this folder instead of printing")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(ctx, fs, args); err != nil {
 		return err
 	}
 	flows, invalid := flow.ParseDir(t.flows)

@@ -27,7 +27,7 @@ func runReplay(ctx context.Context, args []string) error {
 	fs.Var(&ids, "message-id", "replay only this message (repeatable)")
 	since := fs.Duration("since", 7*24*time.Hour, "replay only messages dead-lettered within this long (0: any time)")
 	dryRun := fs.Bool("dry-run", false, "list what would be replayed, publish nothing")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(ctx, fs, args); err != nil {
 		return err
 	}
 	if t.bq.Project == "" {

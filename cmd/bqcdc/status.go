@@ -25,7 +25,7 @@ func runStatus(ctx context.Context, args []string) error {
 	fs.DurationVar(&th.MaxCompactionAge, "max-compaction-age", 0, "fail when a flow's last compaction run is older than this, or missing (0: unchecked)")
 	fs.Int64Var(&th.MaxDeadLetters, "max-dead-letters", -1, "fail when a topic dead-lettered more messages than this in the last day (-1: unchecked; 0: any)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(ctx, fs, args); err != nil {
 		return err
 	}
 	flows, bq, err := t.open(ctx)

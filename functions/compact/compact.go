@@ -126,6 +126,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Function, error) {
 		ChangelogRetention: retention,
 		Concurrency:        cfg.CompactConcurrency,
 		Budget:             cfg.CompactBudget,
+		ChangeFeedEvery:    cfg.ChangeFeedEvery,
 		Reports:            bqwrite.NewWriter(bq, mw, cfg.BigQuery.Project, cfg.Dataset),
 		Log:                o.Log,
 		Metrics:            o.Metrics.Recorder(),

@@ -78,7 +78,7 @@ type tableFunction struct {
 func tableFunctions(b *flow.Bound) []tableFunction {
 	if b.IsSnapshot() {
 		// Its history is by version, not by ingestion time: no _at, no
-		// _changes (README, Snapshot flows).
+		// _changes (docs/snapshot-flows.md).
 		return nil
 	}
 	if b.Bitemporal {

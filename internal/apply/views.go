@@ -371,7 +371,7 @@ func flowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location,
 	}
 	if b.IsSnapshot() {
 		// Its history is by version, not by ingestion time: no _at, no
-		// _changes (README, Snapshot flows).
+		// _changes (docs/snapshot-flows.md).
 		return nil
 	}
 	return functions(ctx, bq, t, md, loc, b, rep)

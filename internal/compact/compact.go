@@ -158,6 +158,12 @@ type Options struct {
 	// BigQuery does not bill). Tests set it small to delete the levels of
 	// runs minutes apart.
 	MaintainGranularity time.Duration
+	// ChangeFeedEvery materializes a flow's change feed only once it lags
+	// this long (0: every run). The feed's statement reads the blocks of
+	// the keys its range touches, most of the state when a run touches most
+	// blocks: fewer, longer ranges read it fewer times. The feed is final up
+	// to where it is materialized, so it trails the views by up to this.
+	ChangeFeedEvery time.Duration
 	// ChangeSlice bounds the positions one statement materializes in a
 	// change feed (default DefaultChangeSlice; negative: no bound), and
 	// MaxChangeSlices the statements a run writes (default 24): a feed's

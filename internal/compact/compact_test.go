@@ -412,3 +412,29 @@ func TestChangeFeedCatchesUpInSlices(t *testing.T) {
 		t.Errorf("a feed left behind leaves the flow clean: %v", l)
 	}
 }
+
+// With ChangeFeedEvery the feed is materialized once it lags that long:
+// runs in between fold and leave the flow unclean (not idle).
+func TestChangeFeedEvery(t *testing.T) {
+	fake := newFake()
+	bound := testFlows(t, fake, 1, 1)
+	fake.tables["cdc.t0__state"] = &bigquery.TableMetadata{NumRows: 1, Labels: map[string]string{
+		catalog.StateLayoutLabel: catalog.StateLayout, catalog.LabelWatermark: us(t0.Add(-20 * time.Minute)), catalog.LabelFoldedMax: us(t0.Add(-20 * time.Minute))}}
+	changed(fake, "src0_changelog", 1, t0.Add(-time.Minute), 5)
+	fake.stats["`src0_changelog`"]["changes_until"] = t0.Add(-20 * time.Minute)
+	now := t0
+	c := compactor(fake, &now, Options{MaintainEvery: -1, ChangeFeedEvery: time.Hour})
+	c.Run(context.Background(), bound)
+	if d := cmp.Diff([]string{"stats", "fold"}, fake.kinds()); d != "" {
+		t.Errorf("a feed 20 minutes behind with ChangeFeedEvery 1h (-want +got):\n%s", d)
+	}
+	if l := fake.labels("cdc.t0__state"); l[catalog.LabelClean] != "0" {
+		t.Errorf("a lagging feed left the flow clean: %v", l)
+	}
+	fake.reset()
+	fake.stats["`src0_changelog`"]["changes_until"] = t0.Add(-2 * time.Hour)
+	c.Run(context.Background(), bound)
+	if d := cmp.Diff([]string{"stats", "fold", "changes"}, fake.kinds()); d != "" {
+		t.Errorf("a feed 2 hours behind (-want +got):\n%s", d)
+	}
+}

@@ -100,6 +100,12 @@ func (s *streamRun) read(ctx context.Context) (bool, error) {
 		s.rep.Outcome = UpToDate
 	}
 	s.changes = render.HasChangeFeed(b) && s.st.changesUntil.Before(s.watermark)
+	if s.changes && s.c.opts.ChangeFeedEvery > 0 && s.st.changesUntil.After(render.Epoch) &&
+		s.watermark.Sub(s.st.changesUntil) < s.c.opts.ChangeFeedEvery {
+		// Not yet: a later run materializes a longer range at once. The
+		// flow is not idle meanwhile (the feed lags).
+		s.changes, s.changesBehind = false, true
+	}
 	s.rep.WatermarkAfter = s.watermark
 	return todo, nil
 }

@@ -45,6 +45,9 @@ type Config struct {
 	// CompactBudget is how long a run may start flows (0: no limit).
 	CompactConcurrency int
 	CompactBudget      time.Duration
+	// ChangeFeedEvery: materialize each flow's change feed this often (0:
+	// every run).
+	ChangeFeedEvery time.Duration
 
 	// FlowsDir, when set, is a folder of flow files read instead of the
 	// flows built into the functions.
@@ -88,6 +91,7 @@ const (
 	EnvPubSubEmulator     = "PUBSUB_EMULATOR_HOST"
 	EnvCompactConcurrency = "BQCDC_COMPACT_CONCURRENCY"
 	EnvCompactBudget      = "BQCDC_COMPACT_BUDGET"
+	EnvChangeFeedEvery    = "BQCDC_CHANGE_FEED_EVERY"
 	EnvReplayKey          = "BQCDC_REPLAY_KEY" // a secret: Secret Manager in production
 	EnvLogValues          = "BQCDC_LOG_VALUES"
 	EnvMetricsExporter    = "BQCDC_METRICS_EXPORTER"
@@ -165,6 +169,13 @@ func FromEnv() (Config, error) {
 	}
 	if err := c.readVisibilityLag(); err != nil {
 		return c, err
+	}
+	if v := os.Getenv(EnvChangeFeedEvery); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || d > 7*24*time.Hour {
+			return c, fmt.Errorf("%s=%q: want a Go duration from 0 (every run) to 168h, such as 1h", EnvChangeFeedEvery, v)
+		}
+		c.ChangeFeedEvery = d
 	}
 	if v := os.Getenv(EnvCompactBudget); v != "" {
 		d, err := time.ParseDuration(v)

@@ -32,6 +32,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/compact"
 	"github.com/bqcdc/bqcdc/internal/config"
+	"github.com/bqcdc/bqcdc/internal/dev/localopts"
 	"github.com/bqcdc/bqcdc/internal/dev/registryserver"
 	"github.com/bqcdc/bqcdc/internal/emulator"
 	"github.com/bqcdc/bqcdc/internal/flow"
@@ -43,39 +44,10 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 )
 
-// Options configure a stack. A port of 0 picks a free one.
-type Options struct {
-	Project, Dataset string
-	BigQueryPort     int // REST
-	StoragePort      int // Storage Write gRPC
-	PubSubPort       int
-	RegistryPort     int
-	FunctionPort     int
-	FlowsDir         string
-	SchemasDir       string
-	Log              *slog.Logger
-	// MaxDeliveryAttempts before a message goes to the dead-letter topic.
-	MaxDeliveryAttempts int
-	// PurgeJobsEvery deletes the emulator's finished jobs periodically (see
-	// PurgeJobs); 0 never does.
-	PurgeJobsEvery time.Duration
-	// CompactEvery calls the Compact function on this schedule, as Cloud
-	// Scheduler does in production; 0 never does. OnCompaction receives
-	// each run's outcome.
-	CompactEvery time.Duration
-	OnCompaction func([]compact.Report, error)
-	// VisibilityLag is the compaction watermark's distance from the clock.
-	// Local appends are visible as soon as they are acknowledged, so a few
-	// seconds suffice (production uses the ingest timeout plus clock skew).
-	VisibilityLag time.Duration
-	// FunctionConcurrency bounds the deliveries in flight over all relays,
-	// as one Cloud Run instance's request concurrency does (Terraform's
-	// ingest.max_request_concurrency).
-	FunctionConcurrency int
-	// ReplayKey signs and verifies replayed dead letters (BQCDC_REPLAY_KEY
-	// in production); empty means DevReplayKey.
-	ReplayKey []byte
-}
+// Options configure a stack. A port of 0 picks a free one. They live in
+// package localopts, which the operator CLI parses `bqcdc local` with
+// without linking the emulator.
+type Options = localopts.Options
 
 // DevReplayKey is the local stack's replay key when none is given: not a
 // secret (it is in the source), for local use only. `bqcdc replay` against
@@ -83,12 +55,7 @@ type Options struct {
 const DevReplayKey = "bqcdc-local-replay-key-not-a-secret"
 
 // DefaultOptions are the documented local ports.
-func DefaultOptions() Options {
-	return Options{Project: "local", Dataset: config.DefaultDataset, BigQueryPort: 9050, StoragePort: 9060,
-		PubSubPort: 8085, RegistryPort: 8081, FunctionPort: 8080, FlowsDir: "sql/flows", SchemasDir: "schemas",
-		MaxDeliveryAttempts: 5, PurgeJobsEvery: 10 * time.Second, CompactEvery: 30 * time.Second,
-		VisibilityLag: 2 * time.Second, FunctionConcurrency: 80}
-}
+func DefaultOptions() Options { return localopts.Default() }
 
 const host = "127.0.0.1"
 

@@ -24,7 +24,7 @@ import (
 
 // TestCompactionAtScale applies two flows (a current-state and a history
 // flow) per source over BQCDC_SCALE_SOURCES sources (default 50: 100 flows;
-// the README records a run at 100 sources, 200 flows, which takes about 11
+// docs/performance.md records a run at 100 sources, 200 flows, which takes about 11
 // minutes on the emulator, past go test's 10-minute default), brings every
 // flow to a checked state, then changes 3 sources and runs one compaction:
 // the 6 flows of those sources must be compacted (at most 4 query jobs

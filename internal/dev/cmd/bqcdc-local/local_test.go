@@ -14,7 +14,7 @@ func TestLocalOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the emulators: skipped in -short mode")
 	}
-	if err := os.Chdir("../.."); err != nil { // the README runs it from the repository root
+	if err := os.Chdir("../../../.."); err != nil { // the README runs it from the repository root
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)

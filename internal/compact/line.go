@@ -1,0 +1,28 @@
+package compact
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/bqcdc/bqcdc/sql/render"
+)
+
+// Line renders the report on one line, as `bqcdc compact` and the local
+// stack print it.
+func (r Report) Line() string {
+	s := fmt.Sprintf("%-22s %-11s read %d events (%d without sequence), %d keys, wrote %d rows, watermark %s -> %s, %d jobs, %d bytes billed, %s",
+		r.Flow, r.Outcome, r.EventsRead, r.WithoutSequence, r.KeysTouched, r.RowsWritten,
+		clock(r.WatermarkBefore), clock(r.WatermarkAfter), r.Jobs, r.BytesBilled, r.Duration.Round(time.Millisecond))
+	if r.Error != "" {
+		s += "\n    error: " + r.Error
+	}
+	return s
+}
+
+// clock is a watermark's time of day, or "never" before the first fold.
+func clock(t time.Time) string {
+	if t.Equal(render.Epoch) || t.IsZero() {
+		return "never"
+	}
+	return t.UTC().Format("15:04:05.000")
+}
