@@ -68,6 +68,16 @@
 //     not move it. Compaction's snapshot settle time compares it with the
 //     clock: against the emulator every snapshot table looks settled, so
 //     TestSnapshotSettle sets its clock from what the table reports.
+//  13. The analyzer's heap grows with every statement it analyzes, not only
+//     table functions: with compaction materializing change feeds (a large
+//     statement per flow and run) the e2e binary passed 2 GiB again, the
+//     same crash. The tests of what views and feeds fold to run in a binary
+//     of their own (internal/dev/e2e/folds), each with its own heap.
+//  14. A UNION ALL whose second operand gives another column a name the
+//     first operand uses was evaluated with the first operand's
+//     expressions (the bitemporal view's one-pass path got the wrong
+//     system time): that view builds both kinds of row in one SELECT over
+//     UNNEST([FALSE, TRUE]) instead, which BigQuery runs the same.
 //
 // Choices that suit both and are therefore not concessions: NUMERIC,
 // BIGNUMERIC, DATETIME and TIME are appended as strings (package bqwrite),
