@@ -46,6 +46,9 @@ func CompactionRunsColumns() schema.Columns {
 		{Name: "error", Type: schema.String, Description: "Why the run failed, or what went wrong after it committed."},
 		{Name: "applied_version", Type: schema.String, Description: "Snapshot flows: the version applied (at least), as a SQL literal of the VERSION BY column."},
 		{Name: "snapshot_rows_skipped", Type: schema.Int64, Description: "Snapshot flows: rows of the snapshot table never applied, over its life: loaded with a version at or before the applied one after it was applied, or with a NULL version."},
+		{Name: "newest_source_ts", Type: schema.Timestamp, Description: "Runs that read the changelog's new rows: the newest _cdc_source_ts among them (the status view's freshness when it reads no changelog)."},
+		{Name: "last_ingested_at", Type: schema.Timestamp, Description: "Runs that read the changelog's new rows: the newest _cdc_ingested_at among them."},
+		{Name: "tail_rows", Type: schema.Int64, Description: "Runs that read the changelog's new rows: those left after the run's watermark (a view's tail)."},
 	}
 }
 
@@ -69,6 +72,9 @@ type CompactionRun struct {
 	Duration                                    time.Duration
 	AppliedVersion                              string
 	RowsSkipped                                 int64
+	// Of runs that read the changelog's new rows (TailRows nil otherwise).
+	NewestSourceTS, LastIngestedAt time.Time
+	TailRows                       *int64
 }
 
 // Row renders the run in canonical form.
@@ -90,6 +96,14 @@ func (r CompactionRun) Row() map[string]any {
 	if r.AppliedVersion != "" {
 		row["applied_version"] = r.AppliedVersion
 		row["snapshot_rows_skipped"] = r.RowsSkipped
+	}
+	if r.TailRows != nil {
+		row["tail_rows"] = *r.TailRows
+		for col, t := range map[string]time.Time{"newest_source_ts": r.NewestSourceTS, "last_ingested_at": r.LastIngestedAt} {
+			if !t.IsZero() {
+				row[col] = t.UnixMicro()
+			}
+		}
 	}
 	return row
 }

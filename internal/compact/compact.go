@@ -305,6 +305,14 @@ type Report struct {
 	// over the table's life, by every run).
 	AppliedVersion string `json:"applied_version,omitempty"`
 	RowsSkipped    int64  `json:"snapshot_rows_skipped,omitempty"`
+
+	// Change-stream flows whose run read the changelog's new rows: the
+	// newest source time and ingestion time among them, and the rows left
+	// after the run's watermark (TailRows nil: not read). The status view
+	// reads them from the report table when it names no changelog.
+	NewestSourceTS time.Time `json:"newest_source_ts,omitzero"`
+	LastIngestedAt time.Time `json:"last_ingested_at,omitzero"`
+	TailRows       *int64    `json:"tail_rows,omitempty"`
 }
 
 // DefaultSnapshotSettle is Options.SnapshotSettle's default: longer than

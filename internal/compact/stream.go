@@ -43,6 +43,8 @@ type streamRun struct {
 type streamStats struct {
 	events, withoutSequence, unfolded, keys, truncates int64
 	newest                                             time.Time
+	newestSource                                       time.Time // zero: none
+	tail                                               int64     // rows after the run's new watermark
 	keyLo, keyHi                                       []any
 	keyNulls                                           int64
 	changesUntil                                       time.Time // Epoch: never materialized
@@ -66,11 +68,15 @@ func (s *streamRun) read(ctx context.Context) (bool, error) {
 		}
 	}
 	s.rep.WatermarkBefore, s.rep.WatermarkAfter = s.from, s.from
+	s.reached = s.now.Add(-s.c.opts.VisibilityLag).Truncate(time.Microsecond)
 	if err := s.readStats(ctx); err != nil {
 		return false, err
 	}
 	s.rep.EventsRead, s.rep.WithoutSequence, s.rep.KeysTouched = s.st.events, s.st.withoutSequence, s.st.keys
-	s.reached = s.now.Add(-s.c.opts.VisibilityLag).Truncate(time.Microsecond)
+	if s.st.newest.After(render.Epoch) {
+		s.rep.LastIngestedAt = s.st.newest
+	}
+	s.rep.NewestSourceTS, s.rep.TailRows = s.st.newestSource, &s.st.tail
 	s.gen = generation(s.now, l.checked)
 	sig := signature(s.t.changelog)
 	s.nextLabels = labels{known: true, sig: sig, sigSeen: s.now, checked: s.now, maintained: l.maintained}
@@ -128,7 +134,11 @@ func (s *streamRun) readMarker(ctx context.Context) error {
 }
 
 func (s *streamRun) readStats(ctx context.Context) error {
-	sql, err := s.plan.Stats(render.Run{Watermark: s.from, FoldedMax: s.foldedMax})
+	newW := s.reached
+	if newW.Before(s.from) {
+		newW = s.from
+	}
+	sql, err := s.plan.Stats(render.Run{Watermark: s.from, FoldedMax: s.foldedMax, NewWatermark: newW})
 	if err != nil {
 		return err
 	}
@@ -139,6 +149,7 @@ func (s *streamRun) readStats(ctx context.Context) error {
 	n := func(k string) int64 { return int64Of(row[k]) }
 	s.st = streamStats{events: n("events"), withoutSequence: n("without_sequence"), unfolded: n("unfolded"), keys: n("keys"),
 		truncates: n("truncates"), keyNulls: n("key_nulls"), newest: ts(row["newest"], render.Epoch),
+		newestSource: ts(row["newest_source_ts"], time.Time{}), tail: n("tail_rows"),
 		changesUntil: ts(row["changes_until"], render.Epoch)}
 	if lo, ok := row["key_lo"]; ok {
 		s.st.hasKeys = true

@@ -13,6 +13,13 @@ import (
 // ingested since, and a flow not compacted since shows no run.
 const StatusDays = 7
 
+// StatusMaxChangelogs is the most changelog reads the status view names:
+// BigQuery allows 1,000 tables per query (views expanded), and the view
+// also reads the report and dead-letter tables. A deployment of more flows
+// reads freshness and tail from the compaction runs instead (a variable so
+// a test can take that path with a few flows).
+var StatusMaxChangelogs = 900
+
 type statusFlow struct {
 	Name, Target, Source string // string literals
 	Changelog            string // quoted table
@@ -33,6 +40,7 @@ func Status(flows []*flow.Flow, loc catalog.Location) (string, error) {
 		Days              int
 		Runs, DeadLetters string
 		Flows, Snapshots  []statusFlow
+		FromRuns          bool
 	}{
 		Days:        StatusDays,
 		Runs:        q(loc.Project) + "." + q(loc.DefaultDataset) + "." + q(catalog.CompactionRunsTable),
@@ -48,6 +56,7 @@ func Status(flows []*flow.Flow, loc catalog.Location) (string, error) {
 		sf.Source, sf.Changelog = flow.QuoteString(f.Source.Name), loc.ChangelogTable(f)
 		d.Flows = append(d.Flows, sf)
 	}
+	d.FromRuns = len(d.Flows) > StatusMaxChangelogs
 	var buf bytes.Buffer
 	if err := templates.ExecuteTemplate(&buf, "status.sql.tmpl", d); err != nil {
 		return "", fmt.Errorf("rendering the status view: %w", err)

@@ -16,6 +16,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/metrics"
 	"github.com/bqcdc/bqcdc/internal/schema"
+	"github.com/bqcdc/bqcdc/sql/render"
 	"github.com/bqcdc/bqcdc/internal/status"
 )
 
@@ -114,6 +115,27 @@ func TestStatusOfFlows(t *testing.T) {
 	}
 	if fmt.Sprint(view) != "[map[dead_letters_1d:3 flow:s_current last_run_outcome:compacted tail_rows:2] map[dead_letters_1d:3 flow:s_history last_run_outcome:<nil> tail_rows:5]]" {
 		t.Errorf("%s = %v", catalog.StatusView, view)
+	}
+
+	// Past the tables one query may name, freshness and tail come from the
+	// compaction runs: as of the run, for the compacted flow (its three
+	// rows, newest 11 minutes old, none after its watermark then); nothing
+	// for the flow never compacted.
+	render.StatusMaxChangelogs = 0
+	fromRuns, err := status.Gather(ctx, e.BQ, e.Loc, flows)
+	render.StatusMaxChangelogs = 900
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fromRuns.Flows) != 2 {
+		t.Fatalf("flows from the runs = %+v", fromRuns.Flows)
+	}
+	if c := fromRuns.Flows[0]; c.Flow != "s_current" || c.TailRows != 0 || !c.NewestSourceTS.Equal(now.Add(-11*time.Minute).Truncate(time.Microsecond)) ||
+		!c.LastIngestedAt.Equal(now.Add(-10*time.Minute).Truncate(time.Microsecond)) || c.LastRun == nil || c.LastRun.Outcome != compact.Compacted {
+		t.Errorf("compacted flow, from the runs: %+v", c)
+	}
+	if h := fromRuns.Flows[1]; h.Flow != "s_history" || !h.NewestSourceTS.IsZero() || h.LastRun != nil {
+		t.Errorf("flow never compacted, from the runs: %+v", h)
 	}
 
 	var problems []string

@@ -6,6 +6,7 @@
 -- changelog: their rows come from their compaction runs alone.
 WITH runs AS (
   SELECT flow, run_at, outcome, events_read, jobs, bytes_billed, watermark, error, applied_version, snapshot_rows_skipped,
+    newest_source_ts, last_ingested_at, tail_rows,
     ROW_NUMBER() OVER (PARTITION BY flow ORDER BY run_at DESC) AS rn
   FROM `my-project`.`cdc`.`_bqcdc_compaction_runs`
   WHERE run_at >= TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 7 DAY)

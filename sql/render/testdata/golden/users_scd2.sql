@@ -148,6 +148,9 @@ SELECT
   (SELECT COUNTIF(`sequenceNum` IS NULL) FROM flow_delta) AS without_sequence,
   (SELECT COUNTIF(`_cdc_ingested_at` > TIMESTAMP '2026-11-30 07:09:00.123456+00:00') FROM delta) AS unfolded,
   (SELECT MAX(`_cdc_ingested_at`) FROM delta) AS newest,
+  (SELECT MAX(`_cdc_source_ts`) FROM delta) AS newest_source_ts,
+  -- The rows a run to new_watermark leaves in the views' tail.
+  (SELECT COUNTIF(`_cdc_ingested_at` > TIMESTAMP '2026-11-30 07:50:00+00:00') FROM delta) AS tail_rows,
   (SELECT COUNT(DISTINCT TO_JSON_STRING(STRUCT(`userId`))) FROM flow_delta) AS keys,
   (SELECT ARRAY_AGG(__lo ORDER BY __lo) FROM key_tiles) AS key_lo,
   (SELECT ARRAY_AGG(__hi ORDER BY __lo) FROM key_tiles) AS key_hi,
