@@ -16,8 +16,8 @@ import (
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/metrics"
 	"github.com/bqcdc/bqcdc/internal/schema"
-	"github.com/bqcdc/bqcdc/sql/render"
 	"github.com/bqcdc/bqcdc/internal/status"
+	"github.com/bqcdc/bqcdc/sql/render"
 )
 
 var statusFlows = strings.NewReplacer("c.users", "s.users", "FLOW c_", "FLOW s_", "INTO c_", "INTO s_").Replace(compactFlows)
