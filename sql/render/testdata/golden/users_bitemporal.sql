@@ -32,8 +32,11 @@ WITH
     WHERE __op IN ('U', 'D', 'T')
   ),
   -- Every Pub/Sub message once: a redelivered copy keeps its message id.
+  -- (A message is one row image, so its copies share its key: partitioned
+  -- by the keys too, every window of the view is, and BigQuery can take a
+  -- filter on the keys down to the state's and the changelog's scans.)
   arrivals AS (
-    SELECT *, ROW_NUMBER() OVER (PARTITION BY `_cdc_message_id` ORDER BY UNIX_MICROS(`_cdc_ingested_at`)) AS __copy
+    SELECT *, ROW_NUMBER() OVER (PARTITION BY `userId`, `_cdc_message_id` ORDER BY UNIX_MICROS(`_cdc_ingested_at`)) AS __copy
     FROM (SELECT * FROM tail UNION ALL SELECT * FROM state)
   ),
   deduped AS (
@@ -365,8 +368,11 @@ WITH
       AND `_cdc_ingested_at` IS NOT NULL
   ),
   -- Every Pub/Sub message once: a redelivered copy keeps its message id.
+  -- (A message is one row image, so its copies share its key: partitioned
+  -- by the keys too, every window of the view is, and BigQuery can take a
+  -- filter on the keys down to the state's and the changelog's scans.)
   arrivals AS (
-    SELECT *, ROW_NUMBER() OVER (PARTITION BY `_cdc_message_id` ORDER BY UNIX_MICROS(`_cdc_ingested_at`)) AS __copy
+    SELECT *, ROW_NUMBER() OVER (PARTITION BY `userId`, `_cdc_message_id` ORDER BY UNIX_MICROS(`_cdc_ingested_at`)) AS __copy
     FROM tail
   ),
   events AS (
@@ -408,8 +414,11 @@ WITH
     SELECT * FROM levels WHERE `_cdc_ingested_at` <= TIMESTAMP '2026-11-30 07:00:00+00:00'
   ),
   -- Every Pub/Sub message once: a redelivered copy keeps its message id.
+  -- (A message is one row image, so its copies share its key: partitioned
+  -- by the keys too, every window of the view is, and BigQuery can take a
+  -- filter on the keys down to the state's and the changelog's scans.)
   arrivals AS (
-    SELECT *, ROW_NUMBER() OVER (PARTITION BY `_cdc_message_id` ORDER BY UNIX_MICROS(`_cdc_ingested_at`)) AS __copy
+    SELECT *, ROW_NUMBER() OVER (PARTITION BY `userId`, `_cdc_message_id` ORDER BY UNIX_MICROS(`_cdc_ingested_at`)) AS __copy
     FROM tail
   ),
   events AS (

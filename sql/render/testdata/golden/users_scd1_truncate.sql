@@ -27,8 +27,11 @@ WITH
     WHERE __op IN ('U', 'D', 'T')
   ),
   -- Every Pub/Sub message once: a redelivered copy keeps its message id.
+  -- (A message is one row image, so its copies share its key: partitioned
+  -- by the keys too, every window of the view is, and BigQuery can take a
+  -- filter on the keys down to the state's and the changelog's scans.)
   arrivals AS (
-    SELECT *, ROW_NUMBER() OVER (PARTITION BY `_cdc_message_id` ORDER BY UNIX_MICROS(`_cdc_ingested_at`)) AS __copy
+    SELECT *, ROW_NUMBER() OVER (PARTITION BY `userId`, `_cdc_message_id` ORDER BY UNIX_MICROS(`_cdc_ingested_at`)) AS __copy
     FROM (SELECT * FROM tail UNION ALL SELECT * FROM state)
   ),
   events AS (
@@ -157,8 +160,11 @@ WITH
       AND (`city` IS NULL OR `city` != 'Test City')
   ),
   -- Every Pub/Sub message once: a redelivered copy keeps its message id.
+  -- (A message is one row image, so its copies share its key: partitioned
+  -- by the keys too, every window of the view is, and BigQuery can take a
+  -- filter on the keys down to the state's and the changelog's scans.)
   arrivals AS (
-    SELECT *, ROW_NUMBER() OVER (PARTITION BY `_cdc_message_id` ORDER BY UNIX_MICROS(`_cdc_ingested_at`)) AS __copy
+    SELECT *, ROW_NUMBER() OVER (PARTITION BY `userId`, `_cdc_message_id` ORDER BY UNIX_MICROS(`_cdc_ingested_at`)) AS __copy
     FROM tail
   ),
   events AS (
@@ -236,8 +242,11 @@ WITH
     SELECT * FROM levels WHERE `_cdc_ingested_at` <= TIMESTAMP '2026-11-30 07:00:00+00:00'
   ),
   -- Every Pub/Sub message once: a redelivered copy keeps its message id.
+  -- (A message is one row image, so its copies share its key: partitioned
+  -- by the keys too, every window of the view is, and BigQuery can take a
+  -- filter on the keys down to the state's and the changelog's scans.)
   arrivals AS (
-    SELECT *, ROW_NUMBER() OVER (PARTITION BY `_cdc_message_id` ORDER BY UNIX_MICROS(`_cdc_ingested_at`)) AS __copy
+    SELECT *, ROW_NUMBER() OVER (PARTITION BY `userId`, `_cdc_message_id` ORDER BY UNIX_MICROS(`_cdc_ingested_at`)) AS __copy
     FROM tail
   ),
   events AS (
@@ -355,7 +364,7 @@ WITH
   -- position, so ordered as microseconds (the emulator orders TIMESTAMPs in
   -- windows by their text).
   arrivals AS (
-    SELECT *, ROW_NUMBER() OVER (PARTITION BY `_cdc_message_id` ORDER BY UNIX_MICROS(`_cdc_ingested_at`)) AS __copy
+    SELECT *, ROW_NUMBER() OVER (PARTITION BY `userId`, `_cdc_message_id` ORDER BY UNIX_MICROS(`_cdc_ingested_at`)) AS __copy
     FROM history
   ),
   deduped AS (
@@ -515,7 +524,7 @@ WITH
     WHERE __op IN ('U', 'D', 'T') AND `_cdc_message_id` IS NOT NULL
   ),
   arrivals AS (
-    SELECT *, ROW_NUMBER() OVER (PARTITION BY `_cdc_message_id` ORDER BY UNIX_MICROS(`_cdc_ingested_at`)) AS __copy
+    SELECT *, ROW_NUMBER() OVER (PARTITION BY `userId`, `_cdc_message_id` ORDER BY UNIX_MICROS(`_cdc_ingested_at`)) AS __copy
     FROM history
     WHERE `_cdc_ingested_at` <= (SELECT __as_of FROM args)
   ),
