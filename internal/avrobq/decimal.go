@@ -92,13 +92,13 @@ func decimalConv(lim decimalLimits) converter {
 				return nil, failure.Errorf("%w: %s has more than the %d fractional digits of the schema", ErrValue, failure.Value(x.RatString()), lim.scale)
 			}
 		case []byte:
-			unscaled = twosComplement(x)
+			unscaled = FromTwosComplement(x)
 		default:
 			b, ok := fixedBytes(v)
 			if !ok {
 				return nil, badType("decimal", v)
 			}
-			unscaled = twosComplement(b)
+			unscaled = FromTwosComplement(b)
 		}
 		return decimalText(unscaled, lim.scale, lim)
 	}
@@ -124,7 +124,7 @@ func variableScaleDecimalConv(v any) (any, error) {
 		return nil, fmt.Errorf("%w: VariableScaleDecimal scale %d is beyond the %d a source writes (PostgreSQL's largest NUMERIC display scale)",
 			ErrValue, scale, limits.MaxVariableScale)
 	}
-	return decimalText(twosComplement(b), int(scale), decimalLimits{typ: schema.BigNumeric})
+	return decimalText(FromTwosComplement(b), int(scale), decimalLimits{typ: schema.BigNumeric})
 }
 
 // DecimalText is decimalText for package transcode, which formats the
@@ -254,14 +254,6 @@ func formatDecimal(unscaled *big.Int, scale int) string {
 		b.WriteString(digits[len(digits)-scale:])
 	}
 	return b.String()
-}
-
-func twosComplement(b []byte) *big.Int {
-	n := new(big.Int).SetBytes(b)
-	if len(b) > 0 && b[0]&0x80 != 0 {
-		n.Sub(n, new(big.Int).Lsh(big.NewInt(1), uint(len(b)*8)))
-	}
-	return n
 }
 
 func pow10(n int) *big.Int { return new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(n)), nil) }

@@ -211,7 +211,7 @@ func IsLabelValueOf(v, s string) bool {
 
 // Meta are the metadata values of one changelog row.
 type Meta struct {
-	Op          string
+	Op          cdc.Op // OpNone: _cdc_op stays NULL (the record is not an envelope)
 	SourceTS    time.Time
 	Sequence    string
 	IngestedAt  time.Time
@@ -228,8 +228,8 @@ func Row(image map[string]any, m Meta) map[string]any {
 		image = map[string]any{}
 	}
 	set := func(col string, v any) { image[col] = v }
-	if m.Op != "" {
-		set(ColOp, m.Op)
+	if m.Op != cdc.OpNone {
+		set(ColOp, m.Op.String())
 	}
 	if !m.SourceTS.IsZero() {
 		set(ColSourceTS, m.SourceTS.UnixMicro())

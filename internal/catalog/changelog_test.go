@@ -37,7 +37,7 @@ func TestSchemaRejectsReservedPrefix(t *testing.T) {
 
 func TestRow(t *testing.T) {
 	at := time.UnixMicro(1_700_000_000_000_001)
-	got := Row(map[string]any{"id": int64(1)}, Meta{Op: "c", SourceTS: at, Sequence: "00", IngestedAt: at, PublishTime: at, MessageID: "m1", SchemaID: 3})
+	got := Row(map[string]any{"id": int64(1)}, Meta{Op: cdc.OpCreate, SourceTS: at, Sequence: "00", IngestedAt: at, PublishTime: at, MessageID: "m1", SchemaID: 3})
 	want := map[string]any{"id": int64(1), ColOp: "c", ColSourceTS: at.UnixMicro(), ColSequence: "00", ColIngestedAt: at.UnixMicro(),
 		ColPublishTime: at.UnixMicro(), ColMessageID: "m1", ColSchemaID: int64(3)}
 	if d := cmp.Diff(want, got); d != "" {
@@ -56,7 +56,7 @@ func TestRow(t *testing.T) {
 
 func TestRowTransaction(t *testing.T) {
 	tx := &cdc.Transaction{ID: "571", TotalOrder: 3, DataCollectionOrder: 1}
-	got := Row(map[string]any{}, Meta{Op: "u", Transaction: tx})[ColTransaction]
+	got := Row(map[string]any{}, Meta{Op: cdc.OpUpdate, Transaction: tx})[ColTransaction]
 	want := map[string]any{"id": "571", "total_order": int64(3), "data_collection_order": int64(1)}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("%s (-want +got):\n%s", ColTransaction, d)

@@ -190,7 +190,7 @@ func TimestampSeq(t time.Time) Seq {
 // source time, the documented "anything else" layout of sequence.go: its
 // changes all share that layout, so they compare with one another. A
 // timestamp outside BigQuery's TIMESTAMP range is an error too.
-func Position(b *SourceBlock, op string) (time.Time, Seq, error) {
+func Position(b *SourceBlock, op Op) (time.Time, Seq, error) {
 	ts, err := b.time()
 	if err != nil {
 		return time.Time{}, Seq{}, err
@@ -264,7 +264,7 @@ func (b *SourceBlock) time() (time.Time, error) {
 
 // snapshotKindOf classifies a change by its op and source.snapshot. Only op r
 // is a read: Debezium emits nothing else from a snapshot.
-func snapshotKindOf(op string, snapshot Field) snapshotKind {
+func snapshotKindOf(op Op, snapshot Field) snapshotKind {
 	if op != OpRead {
 		return streamed
 	}

@@ -18,14 +18,64 @@ import (
 	"github.com/hamba/avro/v2"
 )
 
-// Debezium operation codes, stored verbatim in the _cdc_op column.
+// Op is a Debezium operation. Its zero value, OpNone, is not one: a record
+// that is not a Debezium envelope has no operation, and ParseOp returns it
+// for a code Debezium does not write, so an unchecked Op can never be stored
+// as a valid one.
+type Op uint8
+
+// Debezium's operations. String gives the code stored in the _cdc_op column.
 const (
-	OpCreate   = "c"
-	OpUpdate   = "u"
-	OpDelete   = "d"
-	OpRead     = "r" // snapshot read
-	OpTruncate = "t"
+	OpNone Op = iota
+	OpCreate
+	OpUpdate
+	OpDelete
+	OpRead // snapshot read
+	OpTruncate
 )
+
+// ParseOp reads a Debezium op code ("c", "u", "d", "r" or "t"); anything else
+// is OpNone. It takes the decoded string and the compiled path's raw bytes
+// alike, without allocating.
+func ParseOp[T string | []byte](code T) Op {
+	if len(code) != 1 {
+		return OpNone
+	}
+	switch code[0] {
+	case 'c':
+		return OpCreate
+	case 'u':
+		return OpUpdate
+	case 'd':
+		return OpDelete
+	case 'r':
+		return OpRead
+	case 't':
+		return OpTruncate
+	}
+	return OpNone
+}
+
+// String is the op's Debezium code; "" for OpNone.
+func (o Op) String() string {
+	if o == OpNone || o > OpTruncate {
+		return ""
+	}
+	return "cudrt"[o-1 : o]
+}
+
+// ImageField names the envelope field holding the row image the op stores:
+// "after" for a create, update or read, "before" for a delete, "" for a
+// truncate (which has no row) and for OpNone.
+func (o Op) ImageField() string {
+	switch o {
+	case OpCreate, OpUpdate, OpRead:
+		return "after"
+	case OpDelete:
+		return "before"
+	}
+	return ""
+}
 
 // ErrEnvelope marks a Debezium record that cannot become a changelog row (an
 // unknown op, a delete without its before image, a change of a known
@@ -35,7 +85,7 @@ var ErrEnvelope = errors.New("invalid Debezium envelope")
 
 // Change is one flattened change event.
 type Change struct {
-	Op          string         // one of the Op constants; "" when the record is not a Debezium envelope
+	Op          Op             // OpNone when the record is not a Debezium envelope
 	Image       map[string]any // the row image, in hamba's decoded form; nil for a truncate
 	SourceTS    time.Time      // when the change happened in the source database; zero if unknown
 	Sequence    string         // sortable source position (see sequence.go); "" if the record has none
@@ -175,19 +225,13 @@ func (sh Shape) Flatten(rec map[string]any) (Change, error) {
 	if !sh.Envelope {
 		return Change{Image: rec}, nil
 	}
-	op, _ := rec["op"].(string)
-	var ch Change
-	ch.Op = op
-	var imageField string
-	switch op {
-	case OpCreate, OpUpdate, OpRead:
-		imageField = "after"
-	case OpDelete:
-		imageField = "before"
-	case OpTruncate:
-	default:
-		return Change{}, fmt.Errorf("%w: unknown op %q (want c, u, d, r or t)", ErrEnvelope, op)
+	code, _ := rec["op"].(string)
+	op := ParseOp(code)
+	if op == OpNone {
+		return Change{}, fmt.Errorf("%w: unknown op %q (want c, u, d, r or t)", ErrEnvelope, code)
 	}
+	ch := Change{Op: op}
+	imageField := op.ImageField()
 	if imageField != "" {
 		u := sh.after
 		if imageField == "before" {

@@ -321,25 +321,25 @@ func nullableSource(t *testing.T, namespace string) avro.Schema {
 func TestLogPositionSources(t *testing.T) {
 	for _, c := range []string{"MySQL", "MYSQL", "MariaDB"} {
 		src := mysqlSrc("false", "mysql-bin.000003", 154, 0, nil)
-		_, want, err := sourcePosition(src, "u")
+		_, want, err := sourcePosition(src, OpUpdate)
 		if err != nil {
 			t.Fatal(err)
 		}
 		src["connector"] = c
-		if _, got, err := sourcePosition(src, "u"); err != nil || got != want {
+		if _, got, err := sourcePosition(src, OpUpdate); err != nil || got != want {
 			t.Errorf("connector %s: sequence %s, %v; want the binlog layout %s", c, got, err, want)
 		}
 	}
 	pg := pgSrc("false", `["100","200"]`, int64(5), int64(200))
-	_, want, _ := sourcePosition(pg, "u")
+	_, want, _ := sourcePosition(pg, OpUpdate)
 	pg["connector"] = "PostgreSQL"
-	if _, got, err := sourcePosition(pg, "u"); err != nil || got != want {
+	if _, got, err := sourcePosition(pg, OpUpdate); err != nil || got != want {
 		t.Errorf("connector PostgreSQL: sequence %s, %v; want %s", got, err, want)
 	}
 	src := source("mysql-bin.000003", 4, 0)
 	src["file"] = ""
 	src["connector"] = "MySQL"
-	if _, _, err := sourcePosition(src, "u"); err == nil {
+	if _, _, err := sourcePosition(src, OpUpdate); err == nil {
 		t.Error("connector MySQL without a usable position: accepted with the timestamp layout")
 	}
 
@@ -362,5 +362,29 @@ func TestLogPositionSources(t *testing.T) {
 	sh, _ = ShapeOf(other)
 	if ch, err := sh.Flatten(roundTrip(t, other, map[string]any{"op": "u", "after": after, "source": nil, "ts_ms": int64(1700000000999)})); err != nil || ch.Sequence != TimestampSequence(time.UnixMilli(1700000000999)) {
 		t.Errorf("null source of another connector: %q, %v; want the envelope time's sequence", ch.Sequence, err)
+	}
+}
+
+// TestOp pins the codes: an Op round-trips through its code, and every other
+// code, including the empty one, is OpNone, whose code is empty.
+func TestOp(t *testing.T) {
+	for _, op := range []Op{OpCreate, OpUpdate, OpDelete, OpRead, OpTruncate} {
+		if got := ParseOp(op.String()); got != op || len(op.String()) != 1 {
+			t.Errorf("%d: code %q parses as %d", op, op.String(), got)
+		}
+		if got := ParseOp([]byte(op.String())); got != op {
+			t.Errorf("%d: bytes %q parse as %d", op, op.String(), got)
+		}
+	}
+	for _, code := range []string{"", "x", "C", "cc", "u\x00"} {
+		if got := ParseOp(code); got != OpNone {
+			t.Errorf("code %q parses as %d, want OpNone", code, got)
+		}
+	}
+	if OpNone.String() != "" || Op(200).String() != "" || OpNone.ImageField() != "" || OpTruncate.ImageField() != "" {
+		t.Error("OpNone or a truncate names a code or an image")
+	}
+	if OpDelete.ImageField() != "before" || OpRead.ImageField() != "after" {
+		t.Error("delete must store before, read after")
 	}
 }

@@ -41,7 +41,7 @@ func (k snapshotKind) phase() Phase {
 
 // sourcePosition reads Debezium's source block from hamba's map (see
 // Position for the rules).
-func sourcePosition(src map[string]any, op string) (time.Time, string, error) {
+func sourcePosition(src map[string]any, op Op) (time.Time, string, error) {
 	b := blockOf(src)
 	ts, q, err := Position(&b, op)
 	return ts, q.String(), err

@@ -111,7 +111,7 @@ func TestSourceOrder(t *testing.T) {
 			seqs := make([]string, len(tt.events))
 			for i, e := range tt.events {
 				var err error
-				if _, seqs[i], err = sourcePosition(e.src, e.op); err != nil {
+				if _, seqs[i], err = sourcePosition(e.src, ParseOp(e.op)); err != nil {
 					t.Fatalf("event %d: %v", i, err)
 				}
 			}
@@ -182,7 +182,7 @@ func TestSourcePosition(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, got, err := sourcePosition(tt.src, tt.op)
+			_, got, err := sourcePosition(tt.src, ParseOp(tt.op))
 			if err != nil || got != tt.want {
 				t.Errorf("sequence = %s, %v; want %s", got, err, tt.want)
 			}
@@ -232,13 +232,13 @@ func TestSourcePositionRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, seq, err := sourcePosition(tt.src, "u")
+			_, seq, err := sourcePosition(tt.src, OpUpdate)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("sequence = %q, error = %v; want an error containing %q", seq, err, tt.want)
 			}
 		})
 	}
-	_, _, err := sourcePosition(map[string]any{"ts_ms": int64(1) << 62}, "u")
+	_, _, err := sourcePosition(map[string]any{"ts_ms": int64(1) << 62}, OpUpdate)
 	if !errors.Is(err, ErrTimestampRange) {
 		t.Errorf("err = %v, want ErrTimestampRange", err)
 	}
@@ -271,7 +271,7 @@ func TestSnapshotKind(t *testing.T) {
 		{"t", "false", streamed},
 	}
 	for _, tt := range tests {
-		if got := snapshotKindOf(tt.op, FieldOf(tt.snapshot, true)); got != tt.want {
+		if got := snapshotKindOf(ParseOp(tt.op), FieldOf(tt.snapshot, true)); got != tt.want {
 			t.Errorf("snapshotKindOf(%q, %v) = %d, want %d", tt.op, tt.snapshot, got, tt.want)
 		}
 	}

@@ -236,19 +236,3 @@ func TestRevisionsDoNotShareCodecs(t *testing.T) {
 		}
 	}
 }
-
-func TestTwosComplement(t *testing.T) {
-	for _, n := range []int64{0, 1, 127, 128, 255, 256, -1, -128, -129, -32768, -32769, math.MaxInt64, math.MinInt64} {
-		b := twosComplement(big.NewInt(n))
-		got := new(big.Int).SetBytes(b)
-		if b[0]&0x80 != 0 {
-			got.Sub(got, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
-		}
-		if got.Int64() != n {
-			t.Errorf("%d encodes as %x, which reads back as %d", n, b, got)
-		}
-		if len(b) > 1 && (b[0] == 0 && b[1]&0x80 == 0 || b[0] == 0xff && b[1]&0x80 != 0) {
-			t.Errorf("%d encodes as %x, not minimal", n, b)
-		}
-	}
-}

@@ -96,7 +96,7 @@ func TestDebeziumJSONMessages(t *testing.T) {
 	}
 	tests := []struct {
 		name, schema, payload, avsc string
-		op                          string
+		op                          cdc.Op
 		pos                         uint64
 		want                        map[string]any
 	}{

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/bqcdc/bqcdc/internal/avrobq"
 	"strconv"
 	"strings"
 )
@@ -43,7 +44,7 @@ func convertDefault(cs *connectSchema, v any) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			b = twosComplement(n)
+			b = avrobq.ToTwosComplement(n)
 		default:
 			return nil, fmt.Errorf("bytes default is %s", describe(v))
 		}

@@ -65,17 +65,6 @@ func unscaled(num string, scale int) (*big.Int, error) {
 	return r.Num(), nil
 }
 
-// twosComplement is the big-endian two's-complement encoding of n in the
-// fewest bytes, as Java's BigInteger.toByteArray writes it.
-func twosComplement(n *big.Int) []byte {
-	if n.Sign() >= 0 {
-		return n.FillBytes(make([]byte, n.BitLen()/8+1))
-	}
-	size := new(big.Int).Sub(new(big.Int).Neg(n), big.NewInt(1)).BitLen()/8 + 1
-	m := new(big.Int).Lsh(big.NewInt(1), uint(size*8))
-	return m.Add(m, n).FillBytes(make([]byte, size))
-}
-
 func signExtend(b []byte, size int) []byte {
 	pad := byte(0)
 	if len(b) > 0 && b[0]&0x80 != 0 {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/bqcdc/bqcdc/internal/avrobq"
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/hamba/avro/v2"
 )
@@ -106,7 +107,7 @@ func (t *transcoder) binary(s avro.Schema, v any, path string) error {
 		if err != nil {
 			return t.fail(path, "%w", err)
 		}
-		b = twosComplement(n)
+		b = avrobq.ToTwosComplement(n)
 		if size > len(b) {
 			b = signExtend(b, size)
 		}

@@ -3,7 +3,6 @@ package transcode
 import (
 	"fmt"
 	"time"
-	"unsafe"
 
 	"github.com/bqcdc/bqcdc/internal/cdc"
 	"github.com/hamba/avro/v2"
@@ -127,18 +126,17 @@ type image struct {
 
 // needs is the image an op stores (cdc's Flatten): 1 after, 0 before,
 // -1 none (truncate), -2 an unknown op.
-func needs(op []byte) int {
-	if len(op) == 1 {
-		switch op[0] {
-		case 'c', 'u', 'r':
-			return 1
-		case 'd':
-			return 0
-		case 't':
-			return -1
-		}
+func needs(code []byte) int {
+	op := cdc.ParseOp(code)
+	switch {
+	case op == cdc.OpNone:
+		return -2
+	case op.ImageField() == "after":
+		return 1
+	case op.ImageField() == "before":
+		return 0
 	}
-	return -2
+	return -1
 }
 
 // envelopeOf reads a Debezium envelope in one pass. The op comes after
@@ -270,8 +268,7 @@ func (p *Plan) flatten(st *state, rm *rowMeta) error {
 	if err := p.shape.CheckPosition(&b); err != nil {
 		return envelopeWrap(err)
 	}
-	op := unsafe.String(unsafe.SliceData(rm.op), len(rm.op))
-	ts, q, err := cdc.Position(&b, op)
+	ts, q, err := cdc.Position(&b, cdc.ParseOp(rm.op))
 	if err != nil {
 		return envelopeWrap(err)
 	}

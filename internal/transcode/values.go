@@ -205,7 +205,7 @@ func appendDecimal(dst, b []byte, scale int, lim decLim) ([]byte, error) {
 		maxScale = 9
 	}
 	if len(b) > 8 || scale < 0 || (lim.typ != schema.String && scale > maxScale) {
-		return appendBigDecimal(dst, twosComplement(b), scale, lim)
+		return appendBigDecimal(dst, avrobq.FromTwosComplement(b), scale, lim)
 	}
 	var v int64
 	if len(b) > 0 && b[0]&0x80 != 0 {
@@ -264,13 +264,6 @@ func appendBigDecimal(dst []byte, unscaled *big.Int, scale int, lim decLim) ([]b
 	return append(dst, text...), nil
 }
 
-func twosComplement(b []byte) *big.Int {
-	n := new(big.Int).SetBytes(b)
-	if len(b) > 0 && b[0]&0x80 != 0 {
-		n.Sub(n, new(big.Int).Lsh(big.NewInt(1), uint(len(b)*8)))
-	}
-	return n
-}
 
 const hexDigits = "0123456789abcdef"
 

@@ -36,7 +36,7 @@ func (e Event) Tombstone() bool { return e.Op == "" && e.Raw == nil }
 // Sequence is the _cdc_sequence the event gets.
 func (e Event) Sequence() string {
 	phase := cdc.PhaseChange
-	if e.Op == cdc.OpRead {
+	if cdc.ParseOp(e.Op) == cdc.OpRead {
 		phase = cdc.PhaseRead
 	}
 	return cdc.BinlogSequence(3, uint64(e.Pos), 0, phase)
