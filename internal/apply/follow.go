@@ -15,16 +15,11 @@ import (
 
 // BindToChangelogs binds flows to the schemas of their changelog tables as
 // they are in BigQuery now (compaction has no registry: the tables are the
-// truth, and ingest may have added columns since the last apply).
-func BindToChangelogs(ctx context.Context, bq *bigquery.Client, loc catalog.Location, flows []*flow.Flow) ([]*flow.Bound, error) {
-	bound, _, err := BindToChangelogMetadata(ctx, bq, loc, flows)
-	return bound, err
-}
-
-// BindToChangelogMetadata is BindToChangelogs, also returning the changelog
-// tables' metadata by source, as read (compaction decides from it which
-// flows are idle); a snapshot flow's table is under its flow.SourceKey.
-func BindToChangelogMetadata(ctx context.Context, bq *bigquery.Client, loc catalog.Location, flows []*flow.Flow) ([]*flow.Bound, map[string]*bigquery.TableMetadata, error) {
+// truth, and ingest may have added columns since the last apply). It also
+// returns the tables' metadata by source, as read (compaction decides from
+// it which flows are idle); a snapshot flow's table is under its
+// flow.SourceKey. It is BindAll for flows whose schemas are the tables'.
+func BindToChangelogs(ctx context.Context, bq *bigquery.Client, loc catalog.Location, flows []*flow.Flow) ([]*flow.Bound, map[string]*bigquery.TableMetadata, error) {
 	sources := map[string]SourceSchema{}
 	mds := map[string]*bigquery.TableMetadata{}
 	for _, src := range flow.Sources(flows) {

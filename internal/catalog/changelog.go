@@ -127,13 +127,13 @@ const ReaderSchemaLabel = "bqcdc-reader-schema-id"
 // counted once. Ingest honours it only with a valid ReplayProofAttribute.
 const ReplayOfAttribute = "bqcdc-replay-of"
 
-// ReplayProofAttribute carries the proof (package replay/proof) that
+// ReplayProofAttribute carries the proof (package proof) that
 // `bqcdc replay` set ReplayOfAttribute: an HMAC, under the replay key, of the
 // topic, the original id and the data's SHA-256.
 const ReplayProofAttribute = "bqcdc-replay-proof"
 
 // ReplayPublishTimeAttribute carries the publish time of the message a
-// replay publishes again (package replay/proof's FormatTime), covered by
+// replay publishes again (package proof's FormatTime), covered by
 // its proof: ingest stores it as _cdc_publish_time and sequences a plain
 // record by it, not by the replay's own publish time.
 const ReplayPublishTimeAttribute = "bqcdc-replay-publish-time"

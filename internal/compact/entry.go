@@ -33,7 +33,7 @@ func Prepare(ctx context.Context, bq *bigquery.Client, loc catalog.Location, dep
 	if shards > 1 {
 		flows = slices.DeleteFunc(slices.Clone(deployed), func(f *flow.Flow) bool { return ShardOf(f.SourceKey(), shards) != shard })
 	}
-	bound, changelogs, refused := apply.BindToChangelogMetadata(ctx, bq, loc, flows)
+	bound, changelogs, refused := apply.BindToChangelogs(ctx, bq, loc, flows)
 	sel = Selection{Flows: bound, Unbound: apply.Unbound(flows, bound), Changelogs: changelogs,
 		Shard: shard, Shards: shards, Sharded: true}
 	if len(names) > 0 {

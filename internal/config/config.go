@@ -17,7 +17,7 @@ import (
 
 	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/redact"
-	"github.com/bqcdc/bqcdc/internal/replay/proof"
+	"github.com/bqcdc/bqcdc/internal/proof"
 )
 
 // Config is the runtime configuration of the ingest and compact functions.
@@ -57,7 +57,7 @@ type Config struct {
 	PubSubEndpoint string
 
 	// ReplayKey signs (bqcdc replay) and verifies (ingest) the proof that a
-	// message replays a dead letter (package replay/proof). Empty: ingest
+	// message replays a dead letter (package proof). Empty: ingest
 	// ignores replay ids and replay refuses to publish. A secret: never
 	// printed (Redacted says only whether it is set).
 	ReplayKey []byte

@@ -33,7 +33,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/limits"
 	"github.com/bqcdc/bqcdc/internal/metrics"
 	"github.com/bqcdc/bqcdc/internal/pubsubschema"
-	"github.com/bqcdc/bqcdc/internal/replay/proof"
+	"github.com/bqcdc/bqcdc/internal/proof"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/bqcdc/bqcdc/internal/transcode"
 	"github.com/bqcdc/bqcdc/internal/wire"
@@ -195,13 +195,11 @@ func (s *Service) Handle(ctx context.Context, m Message) (out Outcome, err error
 		m.MessageID, m.PublishTime = s.replayedID(m, orig)
 	}
 	table := catalog.TableName(m.Topic)
-	if wire.IsTombstone(m.Data) {
-		s.tombstones.Add(1)
-		s.metrics.Tombstone(ctx, m.Topic)
-		s.log.Info("tombstone acknowledged", "event", "tombstone", "topic", m.Topic, "message_id", m.MessageID)
-		return Tombstone, nil
+	var schemaID int
+	err = errTombstone // an empty value is a tombstone before any decoding
+	if !wire.IsTombstone(m.Data) {
+		schemaID, err = s.process(ctx, m, table)
 	}
-	schemaID, err := s.process(ctx, m, table)
 	if errors.Is(err, errTombstone) {
 		s.tombstones.Add(1)
 		s.metrics.Tombstone(ctx, m.Topic)

@@ -19,7 +19,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/config"
-	"github.com/bqcdc/bqcdc/internal/replay/proof"
+	"github.com/bqcdc/bqcdc/internal/proof"
 )
 
 // Filter selects dead letters. Empty fields select everything.

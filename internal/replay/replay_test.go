@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/bqcdc/bqcdc/internal/catalog"
-	"github.com/bqcdc/bqcdc/internal/replay/proof"
+	"github.com/bqcdc/bqcdc/internal/proof"
 	"github.com/google/go-cmp/cmp"
 )
 

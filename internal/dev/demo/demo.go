@@ -230,7 +230,7 @@ func CheckLanded(ctx context.Context, bq *bigquery.Client, loc catalog.Location,
 	}
 	// Bind the flows to the changelogs as they are now: schema evolution may
 	// have added columns since the stack applied them.
-	bound, err := apply.BindToChangelogs(ctx, bq, loc, flows)
+	bound, _, err := apply.BindToChangelogs(ctx, bq, loc, flows)
 	if err != nil {
 		return res, err
 	}

@@ -159,7 +159,7 @@ func TestSchemaEvolutionEndToEnd(t *testing.T) {
 			flows = append(flows, f)
 		}
 	}
-	bound, err := apply.BindToChangelogs(ctx, stack.BigQuery, stack.Location(), flows)
+	bound, _, err := apply.BindToChangelogs(ctx, stack.BigQuery, stack.Location(), flows)
 	if err != nil {
 		t.Fatal(err)
 	}

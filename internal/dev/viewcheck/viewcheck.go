@@ -264,7 +264,7 @@ func Check(ctx context.Context, bq *bigquery.Client, b *flow.Bound, loc catalog.
 // model (Check); it returns the differences, one paragraph per view that
 // differs ("" when every view equals the model).
 func Flows(ctx context.Context, bq *bigquery.Client, loc catalog.Location, flows []*flow.Flow) (string, error) {
-	bound, err := apply.BindToChangelogs(ctx, bq, loc, flows)
+	bound, _, err := apply.BindToChangelogs(ctx, bq, loc, flows)
 	if err != nil {
 		return "", err
 	}

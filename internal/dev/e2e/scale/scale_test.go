@@ -122,7 +122,7 @@ func TestCompactionAtScale(t *testing.T) {
 	if compacted != 6 || idle != flows-6 {
 		t.Errorf("%d compacted and %d idle, want 6 and %d", compacted, idle, flows-6)
 	}
-	bound, err := apply.BindToChangelogs(ctx, st.BigQuery, st.Location(), st.Flows)
+	bound, _, err := apply.BindToChangelogs(ctx, st.BigQuery, st.Location(), st.Flows)
 	if err != nil {
 		t.Fatal(err)
 	}
