@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/bqcdc/bqcdc/internal/clients"
-	"github.com/bqcdc/bqcdc/internal/redact"
 	"github.com/bqcdc/bqcdc/internal/proof"
+	"github.com/bqcdc/bqcdc/internal/redact"
 )
 
 // Config is the runtime configuration of the ingest and compact functions.

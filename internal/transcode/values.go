@@ -264,7 +264,6 @@ func appendBigDecimal(dst []byte, unscaled *big.Int, scale int, lim decLim) ([]b
 	return append(dst, text...), nil
 }
 
-
 const hexDigits = "0123456789abcdef"
 
 // appendUUID writes 16 bytes as 8-4-4-4-12 lower-case hex.
