@@ -7,9 +7,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/bqcdc/bqcdc/internal/avrobq"
 	"github.com/bqcdc/bqcdc/internal/catalog"
-	"github.com/bqcdc/bqcdc/internal/cdc"
+	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/registry"
 	"github.com/bqcdc/bqcdc/internal/schema"
 )
@@ -78,13 +78,12 @@ func ChangelogColumns(avroSchema string) (schema.Columns, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parsing Avro schema: %w", err)
 	}
-	shape, err := cdc.ShapeOf(parsed)
-	if err != nil {
+	l, err := changelog.Of(parsed)
+	var fe *failure.Error
+	if errors.As(err, &fe) {
+		return nil, fe.Err // the stage is ingest's concern; apply names the source
+	} else if err != nil {
 		return nil, err
 	}
-	fields, err := avrobq.FromRecord(shape.Image)
-	if err != nil {
-		return nil, err
-	}
-	return catalog.Schema(fields.Columns())
+	return l.Columns, nil
 }

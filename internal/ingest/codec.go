@@ -14,6 +14,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/bqwrite"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/cdc"
+	"github.com/bqcdc/bqcdc/internal/changelog"
 	"github.com/bqcdc/bqcdc/internal/evolve"
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/formats"
@@ -272,17 +273,16 @@ func (c *codecs) build(ctx context.Context, ref writerRef, t *bqwrite.Table) (*c
 		return nil, err
 	}
 	name := ref.String()
-	shape, err := cdc.ShapeOf(w.Schema)
-	if err != nil {
-		return nil, failure.Permanent(failure.StageDecode, fmt.Errorf("writer schema %s: %w", name, err))
+	l, err := changelog.Of(w.Schema)
+	var fe *failure.Error
+	if errors.As(err, &fe) && fe.Stage != failure.StageSchema {
+		return nil, failure.Permanent(fe.Stage, fmt.Errorf("writer schema %s: %w", name, fe.Err))
 	}
-	fields, err := avrobq.FromRecord(shape.Image)
-	if err != nil {
-		return nil, failure.Permanent(failure.StageConvert, fmt.Errorf("writer schema %s: %w", name, err))
-	}
-	cd := &codec{writer: w, shape: shape, fields: fields}
-	if cd.columns, err = catalog.Schema(fields.Columns()); err != nil {
-		cd.conflict = fmt.Errorf("writer schema %s: %w", name, err)
+	cd := &codec{writer: w, shape: l.Shape, fields: l.Image, columns: l.Columns}
+	if fe != nil {
+		// The image cannot sit beside the metadata: every message of the
+		// writer fails alike, so the codec remembers it.
+		cd.conflict = fmt.Errorf("writer schema %s: %w", name, fe.Err)
 		return cd, nil
 	}
 	var table schema.Columns
@@ -332,18 +332,17 @@ func (c *codecs) readerDefaults(ctx context.Context, ref writerRef, t *bqwrite.T
 		// the message's: keep the message and retry until it is fixed.
 		return failure.Retryable(failure.StageRegistry, fmt.Errorf("reader schema %d of the changelog: %w", readerID, err))
 	}
-	readerShape, err := cdc.ShapeOf(reader)
+	// The reader made the changelog (apply maps it by the same
+	// changelog.Of), so any error of it is the deployment's: retry.
+	rl, err := changelog.Of(reader)
 	if err != nil {
 		return failure.Retryable(failure.StageRegistry, fmt.Errorf("reader schema %d of the changelog: %w", readerID, err))
 	}
-	if readerShape.Envelope != cd.shape.Envelope {
+	if rl.Shape.Envelope != cd.shape.Envelope {
 		cd.conflict = fmt.Errorf("writer schema %s and the changelog's reader schema %d disagree on being a Debezium envelope", name, readerID)
 		return nil
 	}
-	readerFields, err := avrobq.FromRecord(readerShape.Image)
-	if err != nil {
-		return failure.Retryable(failure.StageRegistry, fmt.Errorf("reader schema %d of the changelog: %w", readerID, err))
-	}
+	readerFields := rl.Image
 	// Avro resolution: a reader field the writer lacks takes its default.
 	var onlyReader avrobq.Fields
 	for _, f := range readerFields {
