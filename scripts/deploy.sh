@@ -34,49 +34,20 @@ Options:
 EOF
 }
 
-die() {
-  printf 'deploy.sh: %s\n' "$*" >&2
-  exit 2
-}
-
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-
-PROJECT="${BQCDC_PROJECT:-}"
-REGION="${BQCDC_REGION:-}"
-DATASET="${BQCDC_DATASET:-}"
-LOCATION="${BQCDC_LOCATION:-US}"
-TFVARS="${BQCDC_TFVARS:-}"
-TF_DIR="terraform/examples/demo"
-STATE_BUCKET="${BQCDC_TF_STATE_BUCKET:-}"
-STATE_PREFIX=""
+SCRIPT=deploy.sh
+DRY_RUN=0
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 AUTO_APPROVE=0
 SKIP_TABLES=0
-DRY_RUN=0
-
-# value FLAG ARG: the argument of a flag, or an error if it is missing.
-value() {
-  [[ $# -ge 2 && -n "$2" && "$2" != --* ]] || die "$1 needs a value (see --help)"
-  printf '%s' "$2"
-}
 
 while [[ $# -gt 0 ]]; do
+  target_flag "$@"
+  if [[ $SHIFT -gt 0 ]]; then
+    shift "$SHIFT"
+    continue
+  fi
   case "$1" in
-    --project) PROJECT="$(value "$@")"; shift 2 ;;
-    --project=*) PROJECT="${1#*=}"; shift ;;
-    --region) REGION="$(value "$@")"; shift 2 ;;
-    --region=*) REGION="${1#*=}"; shift ;;
-    --dataset) DATASET="$(value "$@")"; shift 2 ;;
-    --dataset=*) DATASET="${1#*=}"; shift ;;
-    --location) LOCATION="$(value "$@")"; shift 2 ;;
-    --location=*) LOCATION="${1#*=}"; shift ;;
-    --tfvars) TFVARS="$(value "$@")"; shift 2 ;;
-    --tfvars=*) TFVARS="${1#*=}"; shift ;;
-    --tf-dir) TF_DIR="$(value "$@")"; shift 2 ;;
-    --tf-dir=*) TF_DIR="${1#*=}"; shift ;;
-    --state-bucket) STATE_BUCKET="$(value "$@")"; shift 2 ;;
-    --state-bucket=*) STATE_BUCKET="${1#*=}"; shift ;;
-    --state-prefix) STATE_PREFIX="$(value "$@")"; shift 2 ;;
-    --state-prefix=*) STATE_PREFIX="${1#*=}"; shift ;;
     --auto-approve) AUTO_APPROVE=1; shift ;;
     --skip-tables) SKIP_TABLES=1; shift ;;
     --dry-run) DRY_RUN=1; shift ;;
@@ -84,43 +55,13 @@ while [[ $# -gt 0 ]]; do
     *) usage >&2; die "unknown argument: $1" ;;
   esac
 done
-
-missing=()
-[[ -n "$PROJECT" ]] || missing+=("--project")
-[[ -n "$REGION" ]] || missing+=("--region")
-[[ -n "$DATASET" ]] || missing+=("--dataset")
-[[ -n "$TFVARS" ]] || missing+=("--tfvars")
-if [[ ${#missing[@]} -gt 0 ]]; then
-  usage >&2
-  die "missing required ${missing[*]}"
-fi
-[[ "$PROJECT" =~ ^[a-z][a-z0-9-]{4,28}[a-z0-9]$ ]] || die "--project '$PROJECT' is not a project id"
-[[ "$REGION" =~ ^[a-z]+-[a-z]+[0-9]+$ ]] || die "--region '$REGION' is not a region such as europe-west1"
-[[ "$DATASET" =~ ^[A-Za-z0-9_]+$ && ${#DATASET} -le 1024 ]] || die "--dataset '$DATASET' may contain only letters, digits and underscores"
-[[ -f "$TFVARS" ]] || die "--tfvars file '$TFVARS' does not exist"
-[[ -d "$ROOT/$TF_DIR" ]] || die "--tf-dir '$TF_DIR' is not a directory of the repository"
-# terraform -chdir resolves -var-file against TF_DIR: pass an absolute path.
-TFVARS="$(cd "$(dirname "$TFVARS")" && pwd)/$(basename "$TFVARS")"
-STATE_PREFIX="${STATE_PREFIX:-bqcdc/$DATASET}"
+check_target
 
 if [[ $DRY_RUN -eq 0 ]]; then
   for tool in terraform go; do
     command -v "$tool" >/dev/null || die "$tool is not installed"
   done
 fi
-
-# run CMD...: run a command, or print it (shell-quoted) in dry-run mode.
-run() {
-  if [[ $DRY_RUN -eq 1 ]]; then
-    printf '+'
-    printf ' %q' "$@"
-    printf '\n'
-  else
-    "$@"
-  fi
-}
-
-step() { printf '==> %s\n' "$*" >&2; }
 
 cd "$ROOT"
 TF=(terraform "-chdir=$TF_DIR")

@@ -45,16 +45,11 @@ reachable from Cloud Run and from this machine.
 EOF
 }
 
-die() {
-  printf 'smoke-test.sh: %s\n' "$*" >&2
-  exit 2
-}
+SCRIPT=smoke-test.sh
+DRY_RUN=0
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-
-PROJECT="${BQCDC_PROJECT:-}"
-REGION="${BQCDC_REGION:-}"
-LOCATION="${BQCDC_LOCATION:-US}"
 TFVARS="terraform/examples/demo/terraform.tfvars"
 TABLES=2
 MESSAGES=500
@@ -63,12 +58,6 @@ RATE=0
 WAIT=10m
 PRICE_PER_TIB=6.25
 KEEP=0
-DRY_RUN=0
-
-value() {
-  [[ $# -ge 2 && -n "$2" && "$2" != --* ]] || die "$1 needs a value (see --help)"
-  printf '%s' "$2"
-}
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -141,17 +130,7 @@ TF_VARS=(
 LOAD=(--prefix "$PREFIX" --tables "$TABLES" --messages "$MESSAGES" --keys "$KEYS")
 TARGET=(--project "$PROJECT" --dataset "$DATASET" --location "$LOCATION")
 
-run() {
-  if [[ $DRY_RUN -eq 1 ]]; then
-    printf '+'
-    printf ' %q' "$@"
-    printf '\n'
-  else
-    "$@"
-  fi
-}
-
-step() { printf '\n==> %s\n' "$*" >&2; }
+step() { printf '\n==> %s\n' "$*" >&2; } # a blank line between the steps of a long run
 
 if [[ $DRY_RUN -eq 1 ]]; then
   cat <<EOF

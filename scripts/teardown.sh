@@ -34,51 +34,23 @@ Options:
 EOF
 }
 
-die() {
-  printf 'teardown.sh: %s\n' "$*" >&2
-  exit 2
-}
-
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-
-PROJECT="${BQCDC_PROJECT:-}"
-REGION="${BQCDC_REGION:-}"
-DATASET="${BQCDC_DATASET:-}"
-LOCATION="${BQCDC_LOCATION:-US}"
-TFVARS="${BQCDC_TFVARS:-}"
-TF_DIR="terraform/examples/demo"
+SCRIPT=teardown.sh
+DRY_RUN=0
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 MODULE="module.bqcdc"
-STATE_BUCKET="${BQCDC_TF_STATE_BUCKET:-}"
-STATE_PREFIX=""
 DELETE_DATA=0
 YES=0
-DRY_RUN=0
-
-value() {
-  [[ $# -ge 2 && -n "$2" && "$2" != --* ]] || die "$1 needs a value (see --help)"
-  printf '%s' "$2"
-}
 
 while [[ $# -gt 0 ]]; do
+  target_flag "$@"
+  if [[ $SHIFT -gt 0 ]]; then
+    shift "$SHIFT"
+    continue
+  fi
   case "$1" in
-    --project) PROJECT="$(value "$@")"; shift 2 ;;
-    --project=*) PROJECT="${1#*=}"; shift ;;
-    --region) REGION="$(value "$@")"; shift 2 ;;
-    --region=*) REGION="${1#*=}"; shift ;;
-    --dataset) DATASET="$(value "$@")"; shift 2 ;;
-    --dataset=*) DATASET="${1#*=}"; shift ;;
-    --location) LOCATION="$(value "$@")"; shift 2 ;;
-    --location=*) LOCATION="${1#*=}"; shift ;;
-    --tfvars) TFVARS="$(value "$@")"; shift 2 ;;
-    --tfvars=*) TFVARS="${1#*=}"; shift ;;
-    --tf-dir) TF_DIR="$(value "$@")"; shift 2 ;;
-    --tf-dir=*) TF_DIR="${1#*=}"; shift ;;
     --module) MODULE="$(value "$@")"; shift 2 ;;
     --module=*) MODULE="${1#*=}"; shift ;;
-    --state-bucket) STATE_BUCKET="$(value "$@")"; shift 2 ;;
-    --state-bucket=*) STATE_BUCKET="${1#*=}"; shift ;;
-    --state-prefix) STATE_PREFIX="$(value "$@")"; shift 2 ;;
-    --state-prefix=*) STATE_PREFIX="${1#*=}"; shift ;;
     --delete-data) DELETE_DATA=1; shift ;;
     --yes) YES=1; shift ;;
     --dry-run) DRY_RUN=1; shift ;;
@@ -86,40 +58,12 @@ while [[ $# -gt 0 ]]; do
     *) usage >&2; die "unknown argument: $1" ;;
   esac
 done
-
-missing=()
-[[ -n "$PROJECT" ]] || missing+=("--project")
-[[ -n "$REGION" ]] || missing+=("--region")
-[[ -n "$DATASET" ]] || missing+=("--dataset")
-[[ -n "$TFVARS" ]] || missing+=("--tfvars")
-if [[ ${#missing[@]} -gt 0 ]]; then
-  usage >&2
-  die "missing required ${missing[*]}"
-fi
-[[ "$PROJECT" =~ ^[a-z][a-z0-9-]{4,28}[a-z0-9]$ ]] || die "--project '$PROJECT' is not a project id"
-[[ "$REGION" =~ ^[a-z]+-[a-z]+[0-9]+$ ]] || die "--region '$REGION' is not a region such as europe-west1"
-[[ "$DATASET" =~ ^[A-Za-z0-9_]+$ && ${#DATASET} -le 1024 ]] || die "--dataset '$DATASET' may contain only letters, digits and underscores"
-[[ -f "$TFVARS" ]] || die "--tfvars file '$TFVARS' does not exist"
-[[ -d "$ROOT/$TF_DIR" ]] || die "--tf-dir '$TF_DIR' is not a directory of the repository"
+check_target
 [[ "$MODULE" =~ ^module\.[A-Za-z0-9_-]+$ ]] || die "--module '$MODULE' is not a module address such as module.bqcdc"
-TFVARS="$(cd "$(dirname "$TFVARS")" && pwd)/$(basename "$TFVARS")"
-STATE_PREFIX="${STATE_PREFIX:-bqcdc/$DATASET}"
 
 if [[ $DRY_RUN -eq 0 ]]; then
   command -v terraform >/dev/null || die "terraform is not installed"
 fi
-
-run() {
-  if [[ $DRY_RUN -eq 1 ]]; then
-    printf '+'
-    printf ' %q' "$@"
-    printf '\n'
-  else
-    "$@"
-  fi
-}
-
-step() { printf '==> %s\n' "$*" >&2; }
 
 if [[ $DELETE_DATA -eq 1 ]]; then
   what="EVERYTHING, including dataset $PROJECT:$DATASET and all its tables (changelogs, snapshots, views)"

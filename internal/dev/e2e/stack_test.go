@@ -7,9 +7,6 @@ package e2e
 
 import (
 	"context"
-	"flag"
-	"fmt"
-	"log/slog"
 	"os"
 	"testing"
 	"time"
@@ -18,34 +15,13 @@ import (
 	"cloud.google.com/go/pubsub/v2"
 	"github.com/bqcdc/bqcdc/internal/dev/demo"
 	"github.com/bqcdc/bqcdc/internal/dev/localstack"
+	"github.com/bqcdc/bqcdc/internal/dev/testenv"
 	"github.com/bqcdc/bqcdc/internal/schema"
 )
 
 var stack *localstack.Stack
 
-func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		fmt.Println("e2e: skipping the emulator integration tests in -short mode")
-		os.Exit(0)
-	}
-	o := localstack.Options{
-		Project: "e2e", Dataset: "cdc", FlowsDir: "testdata/flows", SchemasDir: "testdata/schemas",
-		Log:                 slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
-		MaxDeliveryAttempts: 5,
-		// No background purge: tests that run many queries use their own
-		// emulator projects (see env).
-	}
-	var err error
-	stack, err = localstack.Start(context.Background(), o)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the local stack:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	stack.Close()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m, "e2e", "testdata", &stack) }
 
 func delivered() int64 {
 	var n int64

@@ -8,38 +8,12 @@
 package folds
 
 import (
-	"context"
-	"flag"
-	"fmt"
-	"log/slog"
-	"os"
 	"testing"
 
 	"github.com/bqcdc/bqcdc/internal/dev/localstack"
-	"github.com/bqcdc/bqcdc/internal/schema"
+	"github.com/bqcdc/bqcdc/internal/dev/testenv"
 )
 
 var stack *localstack.Stack
 
-func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		fmt.Println("folds: skipping the emulator integration tests in -short mode")
-		os.Exit(0)
-	}
-	var err error
-	stack, err = localstack.Start(context.Background(), localstack.Options{
-		Project: "folds", Dataset: "cdc", FlowsDir: "../testdata/flows", SchemasDir: "../testdata/schemas",
-		Log:                 slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
-		MaxDeliveryAttempts: 5,
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the local stack:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	stack.Close()
-	os.Exit(code)
-}
-
-var _ = schema.Columns{}
+func TestMain(m *testing.M) { testenv.Main(m, "folds", "../testdata", &stack) }

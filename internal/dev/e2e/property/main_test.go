@@ -5,39 +5,16 @@
 package property
 
 import (
-	"context"
-	"flag"
-	"fmt"
-	"log/slog"
-	"os"
 	"testing"
 
 	"github.com/bqcdc/bqcdc/internal/dev/localstack"
+	"github.com/bqcdc/bqcdc/internal/dev/testenv"
 	"github.com/bqcdc/bqcdc/internal/schema"
 )
 
 var stack *localstack.Stack
 
-func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		fmt.Println("property: skipping the emulator property tests in -short mode")
-		os.Exit(0)
-	}
-	var err error
-	stack, err = localstack.Start(context.Background(), localstack.Options{
-		Project: "property", Dataset: "cdc", FlowsDir: "../testdata/flows", SchemasDir: "../testdata/schemas",
-		Log:                 slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
-		MaxDeliveryAttempts: 5,
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the local stack:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	stack.Close()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m, "property", "../testdata", &stack) }
 
 var usersImage = schema.Columns{
 	{Name: "userId", Type: schema.Int64}, {Name: "name", Type: schema.String}, {Name: "city", Type: schema.String},
