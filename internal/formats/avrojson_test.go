@@ -3,121 +3,28 @@ package formats
 import (
 	"errors"
 	"io"
-	"math"
 	"math/big"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/bqcdc/bqcdc/internal/dev/avrocases"
 	"github.com/google/go-cmp/cmp"
 	"github.com/hamba/avro/v2"
 )
 
-// customerV2 has one field of every Avro type and logical type Pub/Sub
-// schemas allow; customerV1 is the same record one revision earlier.
-const customerV2 = `{"type":"record","name":"Customer","namespace":"com.example","fields":[
- {"name":"id","type":"int"},
- {"name":"email","type":"string"},
- {"name":"tier","type":["null","string"],"default":null},
- {"name":"balance","type":["null",{"type":"bytes","logicalType":"decimal","precision":10,"scale":2}],"default":null},
- {"name":"birth_date","type":{"type":"int","logicalType":"date"}},
- {"name":"updated_at","type":{"type":"long","logicalType":"timestamp-micros"}},
- {"name":"opens_at","type":{"type":"int","logicalType":"time-millis"}},
- {"name":"score","type":"double"},
- {"name":"ratio","type":"float"},
- {"name":"active","type":"boolean"},
- {"name":"photo","type":"bytes"},
- {"name":"code","type":{"type":"fixed","name":"Code","size":4}},
- {"name":"status","type":{"type":"enum","name":"Status","symbols":["ACTIVE","CLOSED"]}},
- {"name":"tags","type":{"type":"array","items":"string"}},
- {"name":"attrs","type":{"type":"map","values":"long"}},
- {"name":"address","type":["null",{"type":"record","name":"Address","fields":[
-   {"name":"street","type":"string"},{"name":"zip","type":["null","string"],"default":null}]}],"default":null},
- {"name":"note","type":["null","string","long"],"default":null},
- {"name":"uid","type":{"type":"string","logicalType":"uuid"}},
- {"name":"loyalty","type":"long","default":0}
-]}`
+// The shared test records (package avrocases), under this file's names.
+const customerV2 = avrocases.CustomerV2
 
-var customerV1 = strings.Replace(customerV2, `,
- {"name":"loyalty","type":"long","default":0}`, "", 1)
+var customerV1 = avrocases.CustomerV1
 
-type address struct {
-	Street string  `avro:"street"`
-	Zip    *string `avro:"zip"`
-}
+type (
+	customer = avrocases.Customer
+	address  = avrocases.Address
+)
 
-type customer struct {
-	ID        int32            `avro:"id"`
-	Email     string           `avro:"email"`
-	Tier      *string          `avro:"tier"`
-	Balance   *big.Rat         `avro:"balance"`
-	BirthDate time.Time        `avro:"birth_date"`
-	UpdatedAt time.Time        `avro:"updated_at"`
-	OpensAt   time.Duration    `avro:"opens_at"`
-	Score     float64          `avro:"score"`
-	Ratio     float32          `avro:"ratio"`
-	Active    bool             `avro:"active"`
-	Photo     []byte           `avro:"photo"`
-	Code      [4]byte          `avro:"code"`
-	Status    string           `avro:"status"`
-	Tags      []string         `avro:"tags"`
-	Attrs     map[string]int64 `avro:"attrs"`
-	Address   *address         `avro:"address"`
-	Note      any              `avro:"note"`
-	UID       string           `avro:"uid"`
-	Loyalty   int64            `avro:"loyalty"`
-}
+var avroJSONCases = avrocases.JSONCases
 
 func ptr[T any](v T) *T { return &v }
-
-func rat(s string) *big.Rat {
-	r, _ := new(big.Rat).SetString(s)
-	return r
-}
-
-// avroJSONCases pairs records with their Avro JSON encoding, as Pub/Sub
-// delivers it for a topic with encoding JSON.
-var avroJSONCases = []struct {
-	name string
-	rec  customer
-	json string
-}{
-	{
-		name: "every branch set",
-		rec: customer{ID: 1005, Email: "sarah@example.com", Tier: ptr("gold"), Balance: rat("1234.56"),
-			BirthDate: time.Date(2022, 1, 8, 0, 0, 0, 0, time.UTC), UpdatedAt: time.Date(2024, 5, 6, 9, 8, 9, 123456000, time.UTC),
-			OpensAt: 9 * time.Hour, Score: 98.5, Ratio: 0.25, Active: true, Photo: []byte{0, 0xff, 0x10}, Code: [4]byte{'A', 'B', 0, 0xff},
-			Status: "ACTIVE", Tags: []string{"a", "b"}, Attrs: map[string]int64{"x": 1, "y": -2},
-			Address: &address{Street: "1 Main St", Zip: ptr("0150")}, Note: int64(42),
-			UID: "7d444840-9dc0-11d1-b245-5ffdce74fad2", Loyalty: 7},
-		json: `{"id":1005,"email":"sarah@example.com","tier":{"string":"gold"},"balance":{"bytes":"\u0001\u00e2@"},
-			"birth_date":19000,"updated_at":1714986489123456,"opens_at":32400000,"score":98.5,"ratio":0.25,"active":true,
-			"photo":"\u0000\u00ff\u0010","code":"AB\u0000\u00ff","status":"ACTIVE","tags":["a","b"],"attrs":{"x":1,"y":-2},
-			"address":{"com.example.Address":{"street":"1 Main St","zip":{"string":"0150"}}},"note":{"long":42},
-			"uid":"7d444840-9dc0-11d1-b245-5ffdce74fad2","loyalty":7}`,
-	},
-	{
-		name: "nulls and edge values",
-		rec: customer{ID: -7, Email: "", Balance: rat("-0.05"), BirthDate: time.Date(1969, 12, 31, 0, 0, 0, 0, time.UTC),
-			UpdatedAt: time.UnixMicro(-1000).UTC(), Score: 1e300, Ratio: -1.5, Photo: []byte{}, Status: "CLOSED",
-			Tags: []string{}, Attrs: map[string]int64{}, Address: &address{Street: "x"}, Note: "hi", Loyalty: math.MinInt64},
-		json: `{"id":-7,"email":"","tier":null,"balance":{"bytes":"\u00fb"},"birth_date":-1,"updated_at":-1000,"opens_at":0,
-			"score":1e300,"ratio":-1.5,"active":false,"photo":"","code":"\u0000\u0000\u0000\u0000","status":"CLOSED",
-			"tags":[],"attrs":{},"address":{"com.example.Address":{"street":"x","zip":null}},"note":{"string":"hi"},
-			"uid":"","loyalty":-9223372036854775808}`,
-	},
-	{
-		// Bare values for single-branch unions, short names in wrappers and
-		// a missing field with a default are read leniently.
-		name: "lenient forms and defaults",
-		rec: customer{ID: 1, Email: "e", Tier: ptr("silver"), BirthDate: time.Unix(0, 0).UTC(), UpdatedAt: time.Unix(0, 0).UTC(),
-			Tags: []string{}, Attrs: map[string]int64{}, Address: &address{Street: "s", Zip: ptr("z")}, Status: "ACTIVE",
-			Photo: []byte{}},
-		json: `{"id":1,"email":"e","tier":"silver","balance":null,"birth_date":0,"updated_at":0,"opens_at":0,"score":0,
-			"ratio":0,"active":false,"photo":"","code":"\u0000\u0000\u0000\u0000","status":"ACTIVE","tags":[],"attrs":{},
-			"address":{"Address":{"street":"s","zip":"z"}},"note":null,"uid":"","unknown":[1,2,3]}`,
-	},
-}
 
 // revision is one Pub/Sub schema revision's two Writers, as PubSubRevision
 // builds them for package pubsubschema.
@@ -143,8 +50,8 @@ func revisionFor(t *testing.T, definition string) *revision {
 func TestAvroJSONMatchesBinary(t *testing.T) {
 	r := revisionFor(t, customerV2)
 	for _, tc := range avroJSONCases {
-		t.Run(tc.name, func(t *testing.T) {
-			bin, err := avro.Marshal(r.binary.Schema, tc.rec)
+		t.Run(tc.Name, func(t *testing.T) {
+			bin, err := avro.Marshal(r.binary.Schema, tc.Rec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -152,7 +59,7 @@ func TestAvroJSONMatchesBinary(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			fromJSON, err := r.json.Decode([]byte(tc.json))
+			fromJSON, err := r.json.Decode([]byte(tc.JSON))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -165,7 +72,7 @@ func TestAvroJSONMatchesBinary(t *testing.T) {
 
 func TestAvroDecodeErrors(t *testing.T) {
 	r := revisionFor(t, customerV2)
-	good := avroJSONCases[0].json
+	good := avroJSONCases[0].JSON
 	edit := func(old, new string) string {
 		if !strings.Contains(good, old) {
 			t.Fatalf("%q not in the JSON", old)
@@ -195,7 +102,7 @@ func TestAvroDecodeErrors(t *testing.T) {
 		})
 	}
 
-	bin, err := avro.Marshal(r.binary.Schema, avroJSONCases[0].rec)
+	bin, err := avro.Marshal(r.binary.Schema, avroJSONCases[0].Rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +120,7 @@ func TestAvroDecodeErrors(t *testing.T) {
 // which a hamba config shared between them would not guarantee.
 func TestRevisionsDoNotShareCodecs(t *testing.T) {
 	v1, v2 := revisionFor(t, customerV1), revisionFor(t, customerV2)
-	rec := avroJSONCases[0].rec
+	rec := avroJSONCases[0].Rec
 	b2, err := avro.Marshal(v2.binary.Schema, rec)
 	if err != nil {
 		t.Fatal(err)

@@ -23,7 +23,7 @@ func BenchmarkDecode(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	bin, _ := avro.Marshal(rev.binary.Schema, avroJSONCases[0].rec)
+	bin, _ := avro.Marshal(rev.binary.Schema, avroJSONCases[0].Rec)
 	cs := NewConnectSchemas()
 	cases := []struct {
 		name   string
@@ -32,7 +32,7 @@ func BenchmarkDecode(b *testing.B) {
 		{"debezium json with schema", func() error { _, _, err := cs.Decode(wrapped); return err }},
 		{"debezium json schemaless", func() error { _, err := schemaless.Decode(payload); return err }},
 		{"pubsub binary", func() error { _, err := rev.binary.Decode(bin); return err }},
-		{"pubsub json", func() error { _, err := rev.json.Decode([]byte(avroJSONCases[0].json)); return err }},
+		{"pubsub json", func() error { _, err := rev.json.Decode([]byte(avroJSONCases[0].JSON)); return err }},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {

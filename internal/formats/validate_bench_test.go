@@ -16,7 +16,7 @@ func BenchmarkBounds(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	bin, err := avro.Marshal(rev.binary.Schema, avroJSONCases[0].rec)
+	bin, err := avro.Marshal(rev.binary.Schema, avroJSONCases[0].Rec)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,108 +1,18 @@
 package pubsubschema_test
 
-import (
-	"math"
-	"math/big"
-	"strings"
-	"time"
+import "github.com/bqcdc/bqcdc/internal/dev/avrocases"
+
+// The shared test records (package avrocases), under this file's names.
+const customerV2 = avrocases.CustomerV2
+
+var customerV1 = avrocases.CustomerV1
+
+type (
+	customer = avrocases.Customer
+	address  = avrocases.Address
 )
 
-// The schemas and records of these tests are copied from package formats'
-// tests (test files do not cross packages).
-
-// customerV2 has one field of every Avro type and logical type Pub/Sub
-// schemas allow; customerV1 is the same record one revision earlier.
-const customerV2 = `{"type":"record","name":"Customer","namespace":"com.example","fields":[
- {"name":"id","type":"int"},
- {"name":"email","type":"string"},
- {"name":"tier","type":["null","string"],"default":null},
- {"name":"balance","type":["null",{"type":"bytes","logicalType":"decimal","precision":10,"scale":2}],"default":null},
- {"name":"birth_date","type":{"type":"int","logicalType":"date"}},
- {"name":"updated_at","type":{"type":"long","logicalType":"timestamp-micros"}},
- {"name":"opens_at","type":{"type":"int","logicalType":"time-millis"}},
- {"name":"score","type":"double"},
- {"name":"ratio","type":"float"},
- {"name":"active","type":"boolean"},
- {"name":"photo","type":"bytes"},
- {"name":"code","type":{"type":"fixed","name":"Code","size":4}},
- {"name":"status","type":{"type":"enum","name":"Status","symbols":["ACTIVE","CLOSED"]}},
- {"name":"tags","type":{"type":"array","items":"string"}},
- {"name":"attrs","type":{"type":"map","values":"long"}},
- {"name":"address","type":["null",{"type":"record","name":"Address","fields":[
-   {"name":"street","type":"string"},{"name":"zip","type":["null","string"],"default":null}]}],"default":null},
- {"name":"note","type":["null","string","long"],"default":null},
- {"name":"uid","type":{"type":"string","logicalType":"uuid"}},
- {"name":"loyalty","type":"long","default":0}
-]}`
-
-var customerV1 = strings.Replace(customerV2, `,
- {"name":"loyalty","type":"long","default":0}`, "", 1)
-
-type address struct {
-	Street string  `avro:"street"`
-	Zip    *string `avro:"zip"`
-}
-
-type customer struct {
-	ID        int32            `avro:"id"`
-	Email     string           `avro:"email"`
-	Tier      *string          `avro:"tier"`
-	Balance   *big.Rat         `avro:"balance"`
-	BirthDate time.Time        `avro:"birth_date"`
-	UpdatedAt time.Time        `avro:"updated_at"`
-	OpensAt   time.Duration    `avro:"opens_at"`
-	Score     float64          `avro:"score"`
-	Ratio     float32          `avro:"ratio"`
-	Active    bool             `avro:"active"`
-	Photo     []byte           `avro:"photo"`
-	Code      [4]byte          `avro:"code"`
-	Status    string           `avro:"status"`
-	Tags      []string         `avro:"tags"`
-	Attrs     map[string]int64 `avro:"attrs"`
-	Address   *address         `avro:"address"`
-	Note      any              `avro:"note"`
-	UID       string           `avro:"uid"`
-	Loyalty   int64            `avro:"loyalty"`
-}
+var avroJSONCases = avrocases.JSONCases
 
 func ptr[T any](v T) *T { return &v }
 
-func rat(s string) *big.Rat {
-	r, _ := new(big.Rat).SetString(s)
-	return r
-}
-
-// avroJSONCases pairs records with their Avro JSON encoding, as Pub/Sub
-// delivers it for a topic with encoding JSON. They are the first two cases
-// of package formats' avrojson_test.go (which checks the transcoding case
-// by case); here they travel through pstest.
-var avroJSONCases = []struct {
-	name string
-	rec  customer
-	json string
-}{
-	{
-		name: "every branch set",
-		rec: customer{ID: 1005, Email: "sarah@example.com", Tier: ptr("gold"), Balance: rat("1234.56"),
-			BirthDate: time.Date(2022, 1, 8, 0, 0, 0, 0, time.UTC), UpdatedAt: time.Date(2024, 5, 6, 9, 8, 9, 123456000, time.UTC),
-			OpensAt: 9 * time.Hour, Score: 98.5, Ratio: 0.25, Active: true, Photo: []byte{0, 0xff, 0x10}, Code: [4]byte{'A', 'B', 0, 0xff},
-			Status: "ACTIVE", Tags: []string{"a", "b"}, Attrs: map[string]int64{"x": 1, "y": -2},
-			Address: &address{Street: "1 Main St", Zip: ptr("0150")}, Note: int64(42),
-			UID: "7d444840-9dc0-11d1-b245-5ffdce74fad2", Loyalty: 7},
-		json: `{"id":1005,"email":"sarah@example.com","tier":{"string":"gold"},"balance":{"bytes":"\u0001\u00e2@"},
-			"birth_date":19000,"updated_at":1714986489123456,"opens_at":32400000,"score":98.5,"ratio":0.25,"active":true,
-			"photo":"\u0000\u00ff\u0010","code":"AB\u0000\u00ff","status":"ACTIVE","tags":["a","b"],"attrs":{"x":1,"y":-2},
-			"address":{"com.example.Address":{"street":"1 Main St","zip":{"string":"0150"}}},"note":{"long":42},
-			"uid":"7d444840-9dc0-11d1-b245-5ffdce74fad2","loyalty":7}`,
-	},
-	{
-		name: "nulls and edge values",
-		rec: customer{ID: -7, Email: "", Balance: rat("-0.05"), BirthDate: time.Date(1969, 12, 31, 0, 0, 0, 0, time.UTC),
-			UpdatedAt: time.UnixMicro(-1000).UTC(), Score: 1e300, Ratio: -1.5, Photo: []byte{}, Status: "CLOSED",
-			Tags: []string{}, Attrs: map[string]int64{}, Address: &address{Street: "x"}, Note: "hi", Loyalty: math.MinInt64},
-		json: `{"id":-7,"email":"","tier":null,"balance":{"bytes":"\u00fb"},"birth_date":-1,"updated_at":-1000,"opens_at":0,
-			"score":1e300,"ratio":-1.5,"active":false,"photo":"","code":"\u0000\u0000\u0000\u0000","status":"CLOSED",
-			"tags":[],"attrs":{},"address":{"com.example.Address":{"street":"x","zip":null}},"note":{"string":"hi"},
-			"uid":"","loyalty":-9223372036854775808}`,
-	},
-}

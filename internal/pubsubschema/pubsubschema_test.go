@@ -102,14 +102,14 @@ func TestLookupOverPstest(t *testing.T) {
 
 	msgs := map[string][]published{} // by encoding
 	for _, tc := range avroJSONCases {
-		bin, err := avro.Marshal(v2, tc.rec)
+		bin, err := avro.Marshal(v2, tc.Rec)
 		if err != nil {
 			t.Fatal(err)
 		}
-		msgs[formats.EncodingBinary] = append(msgs[formats.EncodingBinary], published{tc.name, bin, rev2})
-		msgs[formats.EncodingJSON] = append(msgs[formats.EncodingJSON], published{tc.name, []byte(tc.json), rev2})
+		msgs[formats.EncodingBinary] = append(msgs[formats.EncodingBinary], published{tc.Name, bin, rev2})
+		msgs[formats.EncodingJSON] = append(msgs[formats.EncodingJSON], published{tc.Name, []byte(tc.JSON), rev2})
 	}
-	old, err := avro.Marshal(v1, avroJSONCases[0].rec)
+	old, err := avro.Marshal(v1, avroJSONCases[0].Rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,11 +145,11 @@ func TestLookupOverPstest(t *testing.T) {
 		}
 	}
 	for _, tc := range avroJSONCases {
-		if d := cmp.Diff(decoded[formats.EncodingBinary][tc.name], decoded[formats.EncodingJSON][tc.name], equateRats); d != "" {
-			t.Errorf("%s: JSON and BINARY decode differently (-binary +json):\n%s", tc.name, d)
+		if d := cmp.Diff(decoded[formats.EncodingBinary][tc.Name], decoded[formats.EncodingJSON][tc.Name], equateRats); d != "" {
+			t.Errorf("%s: JSON and BINARY decode differently (-binary +json):\n%s", tc.Name, d)
 		}
 	}
-	first := decoded[formats.EncodingBinary][avroJSONCases[0].name]
+	first := decoded[formats.EncodingBinary][avroJSONCases[0].Name]
 	if first["loyalty"] != int64(7) || first["balance"].(*big.Rat).FloatString(2) != "1234.56" {
 		t.Errorf("record 1: loyalty %v balance %v", first["loyalty"], first["balance"])
 	}
