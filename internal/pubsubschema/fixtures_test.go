@@ -15,4 +15,3 @@ type (
 var avroJSONCases = avrocases.JSONCases
 
 func ptr[T any](v T) *T { return &v }
-
