@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/sql/render"
 )
@@ -127,7 +128,7 @@ func (s *snapshotRun) readMarker(ctx context.Context) error {
 		return nil // a marker of an empty first snapshot has no version
 	}
 	s.marker.version, s.marker.found = v, true
-	s.marker.gen = ts(res.Rows[0]["__gen"], render.Epoch)
+	s.marker.gen = ts(res.Rows[0][catalog.ColStateGen], render.Epoch)
 	s.marker.newestGen = ts(res.Rows[0]["newest_gen"], s.marker.gen)
 	return nil
 }

@@ -15,6 +15,8 @@ import (
 	"bytes"
 	"embed"
 	"fmt"
+	"io/fs"
+	"path"
 	"regexp"
 	"strings"
 	"text/template"
@@ -29,10 +31,65 @@ import (
 //go:embed templates/*.sql.tmpl
 var templateFS embed.FS
 
-var templates = template.Must(template.New("").Funcs(template.FuncMap{
-	"join":    func(list []string, sep string) string { return strings.Join(list, sep) },
-	"comment": commentText,
-}).ParseFS(templateFS, "templates/*.sql.tmpl"))
+var templates = parseTemplates()
+
+// parseTemplates parses the embedded templates, each under its file name,
+// after writing every {{col "Name"}} as the column's name from catalog: the
+// names cost nothing at render time (a template function would be called,
+// through reflection, about 130 times a flow). An unknown name panics here,
+// when the package loads, so any test of the package catches it.
+func parseTemplates() *template.Template {
+	t := template.New("").Funcs(template.FuncMap{
+		"join":    func(list []string, sep string) string { return strings.Join(list, sep) },
+		"comment": commentText,
+	})
+	files, err := fs.Glob(templateFS, "templates/*.sql.tmpl")
+	if err != nil {
+		panic(err)
+	}
+	for _, f := range files {
+		b, err := fs.ReadFile(templateFS, f)
+		if err != nil {
+			panic(err)
+		}
+		var bad error
+		text := colAction.ReplaceAllStringFunc(string(b), func(a string) string {
+			c, err := column(colAction.FindStringSubmatch(a)[1])
+			if err != nil && bad == nil {
+				bad = fmt.Errorf("%s: %w", f, err)
+			}
+			return c
+		})
+		if bad != nil {
+			panic(bad)
+		}
+		template.Must(t.New(path.Base(f)).Parse(text))
+	}
+	return t
+}
+
+// colAction is how a template names a stored column: {{col "IngestedAt"}}.
+var colAction = regexp.MustCompile(`\{\{col "([A-Za-z]+)"\}\}`)
+
+// columns are the stored columns the templates name, by the name of their
+// catalog constant without "Col": catalog owns every name, and a template
+// writes {{col "IngestedAt"}}, never the name itself.
+var columns = map[string]string{
+	"Op": catalog.ColOp, "SourceTS": catalog.ColSourceTS, "Sequence": catalog.ColSequence,
+	"IngestedAt": catalog.ColIngestedAt, "PublishTime": catalog.ColPublishTime, "MessageID": catalog.ColMessageID,
+	"SchemaID": catalog.ColSchemaID, "Transaction": catalog.ColTransaction,
+	"StateOp": catalog.ColStateOp, "StateGen": catalog.ColStateGen, "StateWatermark": catalog.ColStateWatermark,
+	"StateVersion": catalog.ColStateVersion, "StateVersionEnd": catalog.ColStateVersionEnd, "StateRows": catalog.ColStateRows,
+	"CommitPosition": catalog.ColCommitPosition, "ChangeType": catalog.ColChangeType,
+}
+
+// column is the name a {{col "Name"}} stands for.
+func column(name string) (string, error) {
+	if c, ok := columns[name]; ok {
+		return c, nil
+	}
+	return "", fmt.Errorf("template names an unknown column %q", name)
+}
 
 // commentText makes s safe inside a "--" comment line: a line break (or
 // any control character, and U+0085, U+2028, U+2029) in a flow file's name
@@ -192,7 +249,7 @@ type data struct {
 
 const foldedMaxMarker = "\x00folded_max" // replaced by the run's literal
 
-const msgPos = "IFNULL(`_cdc_message_id`, '')"
+const msgPos = "IFNULL(`" + catalog.ColMessageID + "`, '')"
 
 // deleteRank orders a delete after an upsert at the same position.
 const deleteRank = "IF(__op = 'D', 1, 0)"
@@ -352,7 +409,7 @@ func (d *data) sequence(b *flow.Bound) {
 	d.Position = append(d.Position, msgPos+" AS __pm")
 	d.PositionAsc = append(d.PositionAsc, msgPos)
 	d.PositionDesc = append(d.PositionDesc, msgPos+" DESC")
-	d.PositionDescQualified = append(d.PositionDescQualified, "IFNULL(e.`_cdc_message_id`, '') DESC")
+	d.PositionDescQualified = append(d.PositionDescQualified, "IFNULL(e.`"+catalog.ColMessageID+"`, '') DESC")
 	d.AfterTruncate = after(b.Sequence)
 	d.NonEmpty = fmt.Sprintf("%s IS NULL OR NOT (%s)", d.Sequence[0].Next, strings.Join(nonEmpty, " AND "))
 	if b.SequenceStruct {
@@ -552,7 +609,7 @@ func after(seq schema.Columns) string {
 	for i, s := range seq {
 		parts = append(parts, pair{"e." + q(s.Name), fmt.Sprintf("lt.__t.__p%d", i)})
 	}
-	parts = append(parts, pair{"IFNULL(e.`_cdc_message_id`, '')", "lt.__t.__pm"})
+	parts = append(parts, pair{"IFNULL(e.`" + catalog.ColMessageID + "`, '')", "lt.__t.__pm"})
 	expr := fmt.Sprintf("%s > %s", parts[len(parts)-1].e, parts[len(parts)-1].t)
 	for i := len(parts) - 2; i >= 0; i-- {
 		expr = fmt.Sprintf("%s > %s OR (%s = %s AND (%s))", parts[i].e, parts[i].t, parts[i].e, parts[i].t, expr)

@@ -85,7 +85,7 @@ func snapshotData(b *flow.Bound, loc catalog.Location, bound string) *data {
 	}
 	key, out := versionKey(v)
 	d.VersionKey = fmt.Sprintf(key, q(v.Name))
-	d.ClosedStart, d.ClosedEnd = fmt.Sprintf(out, "__ver"), fmt.Sprintf(out, "__ver_end")
+	d.ClosedStart, d.ClosedEnd = fmt.Sprintf(out, catalog.ColStateVersion), fmt.Sprintf(out, catalog.ColStateVersionEnd)
 	d.columns(b, b.Output)
 	for _, c := range b.Output {
 		d.NullOutput = append(d.NullOutput, nullOf(c))
@@ -99,10 +99,10 @@ func snapshotData(b *flow.Bound, loc catalog.Location, bound string) *data {
 		d.KeysGone = append(d.KeysGone, "p."+q(k.Name))
 	}
 	// The version key is the fold's sequence; the tie-breaker its message id.
-	d.Sequence = []seqCol{{Name: "__ver", Field: "__ver", Start: "__start0", Next: "__next0"}}
-	d.PositionAsc = []string{"__ver", msgPos}
-	d.PositionDesc = []string{"__ver DESC", msgPos + " DESC"}
-	d.PositionDescQualified = []string{"e.__ver DESC", "IFNULL(e.`_cdc_message_id`, '') DESC"}
+	d.Sequence = []seqCol{{Name: catalog.ColStateVersion, Field: catalog.ColStateVersion, Start: "__start0", Next: "__next0"}}
+	d.PositionAsc = []string{catalog.ColStateVersion, msgPos}
+	d.PositionDesc = []string{catalog.ColStateVersion + " DESC", msgPos + " DESC"}
+	d.PositionDescQualified = []string{"e." + catalog.ColStateVersion + " DESC", "IFNULL(e.`" + catalog.ColMessageID + "`, '') DESC"}
 	d.NonEmpty = "__next0 IS NULL OR NOT (__next0 = __start0)"
 	d.StartAt, d.EndAt = fmt.Sprintf(out, "__start0"), fmt.Sprintf(out, "__next0")
 	d.partition(false)
