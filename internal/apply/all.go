@@ -95,6 +95,15 @@ type Options struct {
 	// view, instead of reusing the pruning bound the view carries (see
 	// flowObjects): for after a state table was edited by hand.
 	ReadWatermarks bool
+	// Lister, if set, lists each dataset's tables with their labels before
+	// anything is applied: an object labelled as applied with what is
+	// wanted of it now (catalog.SpecLabel) is then not read, and one not
+	// listed is created without a read. A second apply that changes
+	// nothing costs a request per 1,000 objects instead of one per object.
+	Lister Lister
+	// Verify reads every object even with a Lister: for after objects were
+	// edited by hand (the labels do not see such edits).
+	Verify bool
 	// SkipTableFunctions leaves out the flows' table functions (<target>_at,
 	// _changes, _as_of). For the local emulator only (internal/emulator,
 	// concession 11): it cannot call them, and creating them grows its SQL
@@ -155,15 +164,24 @@ func apply(ctx context.Context, bq *bigquery.Client, t Target, bound []*flow.Bou
 		}
 		opts.Progress.Add(1)
 	}
+	var listed listing
+	if !opts.Verify {
+		var err error
+		if listed, err = list(ctx, opts.Lister, datasets); err != nil {
+			return err
+		}
+	}
 	steps := make([]step, 0, len(srcs)+shared)
 	for _, src := range srcs {
 		steps = append(steps, step{objects: 1, run: func(r *Report) error {
-			return Changelog(ctx, bq, t.Dataset, sources[src], keys[src], r)
+			return changelogTable(ctx, bq, t.Dataset, sources[src], keys[src], listed, r)
 		}})
 	}
 	steps = append(steps,
-		step{objects: 1, run: func(r *Report) error { return DeadLetters(ctx, bq, t.Dataset, t.DeadLetterRetentionDays, r) }},
-		step{objects: 2, run: func(r *Report) error { return CompactionReport(ctx, bq, t.Dataset, r) }})
+		step{objects: 1, run: func(r *Report) error {
+			return deadLetters(ctx, bq, t.Dataset, t.DeadLetterRetentionDays, listed, r)
+		}},
+		step{objects: 2, run: func(r *Report) error { return compactionReport(ctx, bq, t.Dataset, listed, r) }})
 	if err := runSteps(steps, opts.Concurrency, opts.Progress, rep); err != nil {
 		return err
 	}
@@ -172,7 +190,7 @@ func apply(ctx context.Context, bq *bigquery.Client, t Target, bound []*flow.Bou
 	steps = steps[:0]
 	for _, b := range bound {
 		steps = append(steps, step{objects: flowObjectCount(b, opts), run: func(r *Report) error {
-			return flowObjects(ctx, bq, loc, b, opts, r)
+			return flowObjects(ctx, bq, loc, b, opts, listed, r)
 		}})
 	}
 	if err := runSteps(steps, opts.Concurrency, opts.Progress, rep); err != nil {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strings"
 
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/catalog"
@@ -30,40 +31,77 @@ func Functions(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b
 	if err != nil {
 		return fmt.Errorf("reading view %s: %w", b.Target, err)
 	}
-	return functions(ctx, bq, view, md, loc, b, rep)
-}
-
-// functions is Functions given the view and its current metadata.
-func functions(ctx context.Context, bq *bigquery.Client, view *bigquery.Table, md *bigquery.TableMetadata, loc catalog.Location, b *flow.Bound, rep *Report) error {
-	ddls, err := FunctionDDL(b, loc)
+	script, err := newFunctionScript(b, loc)
 	if err != nil {
 		return err
 	}
-	h := sha256.New()
-	for _, f := range ddls {
-		h.Write([]byte(f.DDL))
-	}
-	sum := hex.EncodeToString(h.Sum(nil))[:32]
-	if md.Labels[catalog.ViewFunctionsLabel] == sum {
-		for _, f := range ddls {
-			rep.add("table function %s.%s: unchanged", loc.Dataset(b.Flow), f.Name)
-		}
-		return nil
-	}
-	for _, f := range ddls {
-		if err := runDDL(ctx, bq, f.DDL); err != nil {
-			return fmt.Errorf("creating table function %s.%s of flow %s: %w", loc.Dataset(b.Flow), f.Name, b.Name, err)
-		}
-		rep.add("table function %s.%s: created or replaced", loc.Dataset(b.Flow), f.Name)
+	if err := script.apply(ctx, bq, md.Labels, loc, b, rep); err != nil || md.Labels[catalog.ViewFunctionsLabel] == script.sum {
+		return err
 	}
 	var upd bigquery.TableMetadataToUpdate
 	keepLabels(&upd, md.Labels)
-	upd.SetLabel(catalog.ViewFunctionsLabel, sum)
+	upd.SetLabel(catalog.ViewFunctionsLabel, script.sum)
 	if _, err := view.Update(ctx, upd, md.ETag); err != nil {
 		return fmt.Errorf("labelling view %s with its functions: %w", b.Target, err)
 	}
 	return nil
 }
+
+// functionScript is the DDL of a flow's table functions and its hash (the
+// value of catalog.ViewFunctionsLabel once applied); empty for a flow
+// without functions.
+type functionScript struct {
+	ddls []NamedDDL
+	sum  string
+}
+
+func newFunctionScript(b *flow.Bound, loc catalog.Location) (functionScript, error) {
+	ddls, err := FunctionDDL(b, loc)
+	if err != nil || len(ddls) == 0 {
+		return functionScript{}, err
+	}
+	h := sha256.New()
+	for _, f := range ddls {
+		h.Write([]byte(f.DDL))
+	}
+	return functionScript{ddls: ddls, sum: hex.EncodeToString(h.Sum(nil))[:32]}, nil
+}
+
+// apply runs the script unless labels (the view's) say it was applied:
+// every statement in one job (a script), so a flow's functions cost one
+// jobs.insert and its wait however many there are. The caller labels the
+// view with s.sum.
+func (s functionScript) apply(ctx context.Context, bq *bigquery.Client, labels map[string]string, loc catalog.Location, b *flow.Bound, rep *Report) error {
+	if len(s.ddls) == 0 {
+		return nil
+	}
+	if labels[catalog.ViewFunctionsLabel] == s.sum {
+		s.report(loc, b, rep, "unchanged")
+		return nil
+	}
+	stmts := make([]string, len(s.ddls))
+	names := make([]string, len(s.ddls))
+	for i, f := range s.ddls {
+		stmts[i] = strings.TrimSpace(f.DDL)
+		names[i] = loc.Dataset(b.Flow) + "." + f.Name
+	}
+	if err := runDDL(ctx, bq, strings.Join(stmts, ScriptSeparator)+";"); err != nil {
+		return fmt.Errorf("creating the table functions %s of flow %s: %w", strings.Join(names, ", "), b.Name, err)
+	}
+	s.report(loc, b, rep, "created or replaced")
+	return nil
+}
+
+func (s functionScript) report(loc catalog.Location, b *flow.Bound, rep *Report, what string) {
+	for _, f := range s.ddls {
+		rep.add("table function %s.%s: %s", loc.Dataset(b.Flow), f.Name, what)
+	}
+}
+
+// ScriptSeparator ends each statement of a script but the last (which ends
+// with ";"): BigQuery parses a script whatever the spacing; the blank line
+// is where the fake (internal/dev/fakebq) splits one.
+const ScriptSeparator = ";\n\n"
 
 // NamedDDL is the DDL of one of a flow's table functions.
 type NamedDDL struct{ Name, DDL string }

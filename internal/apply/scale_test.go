@@ -15,6 +15,7 @@ import (
 
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/catalog"
+	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/dev/fakebq"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/progress"
@@ -115,16 +116,27 @@ TRACK HISTORY ON * EXCEPT (updated_at);
 
 // fakeClient is a BigQuery client of the fake whose requests are counted.
 func fakeClient(t testing.TB, latency time.Duration) (*bigquery.Client, *countingTransport) {
+	bq, _, counter := fakeClients(t, latency)
+	return bq, counter
+}
+
+// fakeClients is fakeClient with a table lister of the same fake, whose
+// requests are counted with the client's.
+func fakeClients(t testing.TB, latency time.Duration) (*bigquery.Client, *clients.TableLister, *countingTransport) {
 	t.Helper()
 	srv := fakebq.Start(t, fakebq.Options{})
 	counter := &countingTransport{base: http.DefaultTransport, latency: latency}
-	bq, err := bigquery.NewClient(context.Background(), srv.Project(),
-		option.WithEndpoint(srv.RESTURL()), option.WithHTTPClient(&http.Client{Transport: counter}))
+	opts := []option.ClientOption{option.WithEndpoint(srv.RESTURL()), option.WithHTTPClient(&http.Client{Transport: counter})}
+	bq, err := bigquery.NewClient(context.Background(), srv.Project(), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { bq.Close() })
-	return bq, counter
+	lister, err := clients.NewTableListerWith(context.Background(), srv.Project(), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bq, lister, counter
 }
 
 // objectOf is the object a report line names ("table x_changelog: created"
@@ -189,10 +201,10 @@ func TestApplyConcurrentlyThenReadOnly(t *testing.T) {
 	if len(lines) < objects/50 || len(lines) > objects/50+2 {
 		t.Errorf("%d progress lines for %d objects at one per 50:\n%s", len(lines), objects, out.String())
 	}
-	// The table functions are one DDL job each, nothing else is a query.
+	// A flow's table functions are one DDL script, nothing else is a query.
 	calls := counter.take()
-	if n := calls["POST projects/"+fakebq.DefaultProject+"/jobs"]; n != functions {
-		t.Errorf("first apply started %d jobs, want %d (one per table function)", n, functions)
+	if n := calls["POST projects/"+fakebq.DefaultProject+"/jobs"]; n != len(flows) {
+		t.Errorf("first apply started %d jobs, want %d (one script per flow)", n, len(flows))
 	}
 
 	var second Report

@@ -10,6 +10,7 @@ package apply
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,6 +58,10 @@ func Dataset(ctx context.Context, bq *bigquery.Client, dataset string, rep *Repo
 
 // Changelog creates or evolves the changelog table of one source.
 func Changelog(ctx context.Context, bq *bigquery.Client, dataset string, src SourceSchema, clusterBy []string, rep *Report) error {
+	return changelogTable(ctx, bq, dataset, src, clusterBy, nil, rep)
+}
+
+func changelogTable(ctx context.Context, bq *bigquery.Client, dataset string, src SourceSchema, clusterBy []string, listed listing, rep *Report) error {
 	name := catalog.TableName(src.Source)
 	labels := map[string]string{catalog.SourceLabel: catalog.LabelValue(src.Source), catalog.SourceHashLabel: catalog.SourceHash(src.Source)}
 	if src.SchemaID != 0 {
@@ -85,7 +90,8 @@ func Changelog(ctx context.Context, bq *bigquery.Client, dataset string, src Sou
 		cluster = append(cluster, k)
 	}
 	want.Clustering = &bigquery.Clustering{Fields: cluster}
-	return ensureTable(ctx, bq.Dataset(dataset).Table(name), want, rep)
+	_, err := ensureTableCreated(ctx, bq.Dataset(dataset).Table(name), want, listed, rep)
+	return err
 }
 
 // changelogDescription names the reader schema by registry id when there is
@@ -104,6 +110,10 @@ func changelogDescription(src SourceSchema) string {
 // while. Unlike a changelog, nothing else depends on them: replay reads
 // only what is still there.
 func DeadLetters(ctx context.Context, bq *bigquery.Client, dataset string, retentionDays int, rep *Report) error {
+	return deadLetters(ctx, bq, dataset, retentionDays, nil, rep)
+}
+
+func deadLetters(ctx context.Context, bq *bigquery.Client, dataset string, retentionDays int, listed listing, rep *Report) error {
 	expiration := time.Duration(retentionDays) * 24 * time.Hour
 	want := &bigquery.TableMetadata{
 		Description: "bqcdc dead letters: messages the ingest function could never turn into changelog rows, with the reason and the original bytes.",
@@ -112,7 +122,8 @@ func DeadLetters(ctx context.Context, bq *bigquery.Client, dataset string, reten
 			Type: bigquery.DayPartitioningType, Field: "dead_lettered_at", Expiration: expiration,
 		},
 	}
-	return ensureTable(ctx, bq.Dataset(dataset).Table(catalog.DeadLetterTable), want, rep)
+	_, err := ensureTableCreated(ctx, bq.Dataset(dataset).Table(catalog.DeadLetterTable), want, listed, rep)
+	return err
 }
 
 func describeExpiration(d time.Duration) string {
@@ -126,6 +137,10 @@ func describeExpiration(d time.Duration) string {
 // row per flow and run, kept 90 days) and the view of each flow's latest
 // run.
 func CompactionReport(ctx context.Context, bq *bigquery.Client, dataset string, rep *Report) error {
+	return compactionReport(ctx, bq, dataset, nil, rep)
+}
+
+func compactionReport(ctx context.Context, bq *bigquery.Client, dataset string, listed listing, rep *Report) error {
 	want := &bigquery.TableMetadata{
 		Description: "bqcdc compaction runs: one row per flow and run (appended through the Storage Write API). See the view " + catalog.CompactionStateView + " for each flow's latest run.",
 		Schema:      bqschema.ToBigQuery(catalog.CompactionRunsColumns()),
@@ -133,7 +148,7 @@ func CompactionReport(ctx context.Context, bq *bigquery.Client, dataset string, 
 			Expiration: 90 * 24 * time.Hour},
 		Clustering: &bigquery.Clustering{Fields: []string{"flow"}},
 	}
-	if err := ensureTable(ctx, bq.Dataset(dataset).Table(catalog.CompactionRunsTable), want, rep); err != nil {
+	if _, err := ensureTableCreated(ctx, bq.Dataset(dataset).Table(catalog.CompactionRunsTable), want, listed, rep); err != nil {
 		return err
 	}
 	return ensureView(ctx, bq.Dataset(dataset).Table(catalog.CompactionStateView),
@@ -184,13 +199,42 @@ func ensureView(ctx context.Context, t *bigquery.Table, query, description strin
 // description and labels up to date. Partitioning and clustering are only set
 // at creation: changing them would rewrite the table.
 func ensureTable(ctx context.Context, t *bigquery.Table, want *bigquery.TableMetadata, rep *Report) error {
-	_, err := ensureTableCreated(ctx, t, want, rep)
+	_, err := ensureTableCreated(ctx, t, want, nil, rep)
 	return err
 }
 
 // ensureTableCreated is ensureTable, also reporting whether it created the
-// table. It reads the table's metadata once.
-func ensureTableCreated(ctx context.Context, t *bigquery.Table, want *bigquery.TableMetadata, rep *Report) (created bool, err error) {
+// table. The table is labelled with the hash of want (catalog.SpecLabel) in
+// the request that creates it or brings it up to want. When the listing
+// covers the table's dataset, a table listed with that label is as wanted
+// and is not read, and a table not listed is created without a read (one
+// made since the listing is read and updated instead). Otherwise it reads
+// the table's metadata once.
+func ensureTableCreated(ctx context.Context, t *bigquery.Table, want *bigquery.TableMetadata, listed listing, rep *Report) (created bool, err error) {
+	if spec := tableSpec(want); spec != "" {
+		want.Labels = maps.Clone(want.Labels)
+		if want.Labels == nil {
+			want.Labels = map[string]string{}
+		}
+		want.Labels[catalog.SpecLabel] = spec
+		if lt, known, exists := listed.lookup(t.DatasetID, t.TableID); known {
+			switch {
+			case exists && !lt.View && lt.Labels[catalog.SpecLabel] == spec:
+				rep.add("table %s: unchanged", t.TableID)
+				return false, nil
+			case !exists:
+				err := t.Create(ctx, want)
+				if err == nil {
+					rep.add("table %s: created", t.TableID)
+					return true, nil
+				}
+				if !bqerror.AlreadyExists(err) {
+					return false, fmt.Errorf("creating table %s: %w", t.TableID, err)
+				}
+				// Made since the listing: read and update it below.
+			}
+		}
+	}
 	have, err := t.Metadata(ctx)
 	if bqerror.NotFound(err) {
 		if err := t.Create(ctx, want); err != nil {
@@ -234,10 +278,26 @@ func updateTable(ctx context.Context, t *bigquery.Table, have, want *bigquery.Ta
 		upd.Clustering = want.Clustering
 		changes = append(changes, "clustering "+strings.Join(want.Clustering.Fields, ", "))
 	}
+	labelled := false
 	for k, v := range want.Labels {
 		if have.Labels[k] != v {
 			upd.SetLabel(k, v)
-			changes = append(changes, "label "+k+"="+v)
+			labelled = true
+			if k != catalog.SpecLabel {
+				changes = append(changes, "label "+k+"="+v)
+			}
+		}
+	}
+	if labelled {
+		// BigQuery merges a patch's labels, the emulator replaces them
+		// all: repeat the others (compaction's, on a state table).
+		for k, v := range have.Labels {
+			if _, ok := want.Labels[k]; !ok {
+				upd.SetLabel(k, v)
+			}
+		}
+		if len(changes) == 0 {
+			changes = append(changes, "labelled as applied")
 		}
 	}
 	if len(changes) == 0 {

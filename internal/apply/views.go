@@ -18,7 +18,7 @@ import (
 
 // State creates or evolves a flow's state table.
 func State(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, rep *Report) error {
-	_, err := state(ctx, bq, loc, b, rep)
+	_, err := state(ctx, bq, loc, b, nil, rep)
 	return err
 }
 
@@ -27,9 +27,9 @@ func State(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *fl
 // is labelled with the layout (catalog.StateLayoutLabel) only once both
 // exist, so compaction, which reads that label with the state's metadata,
 // knows the change table is there without reading it.
-func state(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, rep *Report) (created bool, err error) {
+func state(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, listed listing, rep *Report) (created bool, err error) {
 	if render.HasChangeFeed(b) {
-		if err := changeTable(ctx, bq, loc, b, rep); err != nil {
+		if err := changeTable(ctx, bq, loc, b, listed, rep); err != nil {
 			return false, err
 		}
 	}
@@ -54,13 +54,13 @@ func state(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *fl
 		// works the same, its maintenance DELETE billed.
 		want.TimePartitioning = &bigquery.TimePartitioning{Type: bigquery.DayPartitioningType, Field: catalog.ColStateGen}
 	}
-	return ensureTableCreated(ctx, bq.Dataset(loc.Dataset(b.Flow)).Table(catalog.StateName(b.Flow)), want, rep)
+	return ensureTableCreated(ctx, bq.Dataset(loc.Dataset(b.Flow)).Table(catalog.StateName(b.Flow)), want, listed, rep)
 }
 
 // changeTable creates or evolves a flow's change table: the materialized
 // change feed, partitioned by day of the commit position and clustered by
 // it, so <target>_changes(from, to) is billed for the days of its range.
-func changeTable(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, rep *Report) error {
+func changeTable(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, listed listing, rep *Report) error {
 	want := &bigquery.TableMetadata{
 		Description: fmt.Sprintf("bqcdc change feed of flow %s (%s): the target's row-level changes, materialized by compaction. Read through the table function %s; written only by bqcdc compact.",
 			b.Name, b.Pos.File, catalog.ChangesFunctionName(b.Flow)),
@@ -68,7 +68,7 @@ func changeTable(ctx context.Context, bq *bigquery.Client, loc catalog.Location,
 		TimePartitioning: &bigquery.TimePartitioning{Type: bigquery.DayPartitioningType, Field: catalog.ColCommitPosition},
 		Clustering:       &bigquery.Clustering{Fields: []string{catalog.ColCommitPosition}},
 	}
-	_, err := ensureTableCreated(ctx, bq.Dataset(loc.Dataset(b.Flow)).Table(catalog.ChangesName(b.Flow)), want, rep)
+	_, err := ensureTableCreated(ctx, bq.Dataset(loc.Dataset(b.Flow)).Table(catalog.ChangesName(b.Flow)), want, listed, rep)
 	return err
 }
 
@@ -118,19 +118,34 @@ func viewMetadata(ctx context.Context, bq *bigquery.Client, loc catalog.Location
 // flow's SQL rendered with hint, and returns its metadata as it now is (so
 // Functions can label it without reading it again).
 func view(ctx context.Context, t *bigquery.Table, have *bigquery.TableMetadata, loc catalog.Location, b *flow.Bound, hint time.Time, rep *Report) (*bigquery.TableMetadata, error) {
-	if b.IsSnapshot() {
-		// Its bound is a version (SnapshotView): keep the one it has.
-		var key string
-		if have != nil {
-			key = have.Labels[catalog.ViewVersionLabel]
-		}
-		return snapshotView(ctx, t, have, loc, b, key, rep)
+	var labels map[string]string
+	if have != nil {
+		labels = have.Labels
 	}
-	sql, err := render.View(b, loc, hint)
+	w, err := wantView(loc, b, hint, labels)
 	if err != nil {
 		return nil, err
 	}
-	return putView(ctx, t, have, b, sql, viewDescription(b, loc), catalog.ViewHintLabel, strconv.FormatInt(hint.UnixMicro(), 10), rep)
+	md, err := putView(ctx, t, have, b, w, rep)
+	if err != nil {
+		return nil, err
+	}
+	return finishView(ctx, t, b, md, w, nil)
+}
+
+// wantView renders what apply wants of a flow's view: a change-stream
+// flow's with the pruning bound hint, a snapshot flow's with the version
+// bound of its labels (the view's as it is; versions applied only grow, so
+// it stays a valid bound).
+func wantView(loc catalog.Location, b *flow.Bound, hint time.Time, labels map[string]string) (wantedView, error) {
+	if b.IsSnapshot() {
+		return wantSnapshotView(loc, b, labels[catalog.ViewVersionLabel])
+	}
+	sql, err := render.View(b, loc, hint)
+	if err != nil {
+		return wantedView{}, err
+	}
+	return newWantedView(sql, viewDescription(b, loc), catalog.ViewHintLabel, strconv.FormatInt(hint.UnixMicro(), 10), columnDescriptions(b)), nil
 }
 
 // SnapshotView creates or updates a snapshot flow's view with the constant
@@ -147,11 +162,18 @@ func SnapshotView(ctx context.Context, bq *bigquery.Client, loc catalog.Location
 	if key == "" && have != nil {
 		key = have.Labels[catalog.ViewVersionLabel]
 	}
-	_, err = snapshotView(ctx, t, have, loc, b, key, rep)
+	w, err := wantSnapshotView(loc, b, key)
+	if err != nil {
+		return err
+	}
+	md, err := putView(ctx, t, have, b, w, rep)
+	if err == nil {
+		_, err = finishView(ctx, t, b, md, w, nil)
+	}
 	return err
 }
 
-func snapshotView(ctx context.Context, t *bigquery.Table, have *bigquery.TableMetadata, loc catalog.Location, b *flow.Bound, key string, rep *Report) (*bigquery.TableMetadata, error) {
+func wantSnapshotView(loc catalog.Location, b *flow.Bound, key string) (wantedView, error) {
 	if key != "" && catalog.LabelValue(key) != key {
 		key = ""
 	}
@@ -159,27 +181,30 @@ func snapshotView(ctx context.Context, t *bigquery.Table, have *bigquery.TableMe
 	if key != "" {
 		var err error
 		if bound, err = render.VersionBound(b, key); err != nil {
-			return nil, err
+			return wantedView{}, err
 		}
 	}
 	sql, err := render.SnapshotView(b, loc, bound)
 	if err != nil {
-		return nil, err
+		return wantedView{}, err
 	}
-	return putView(ctx, t, have, b, sql, viewDescription(b, loc), catalog.ViewVersionLabel, key, rep)
+	return newWantedView(sql, viewDescription(b, loc), catalog.ViewVersionLabel, key, columnDescriptions(b)), nil
 }
 
 // putView brings view t (have: its metadata, nil if it does not exist) to
-// sql and desc, with label = value (the bound it was rendered with).
-func putView(ctx context.Context, t *bigquery.Table, have *bigquery.TableMetadata, b *flow.Bound, sql, desc, label, value string, rep *Report) (*bigquery.TableMetadata, error) {
+// w's query, description and bound label, and returns its metadata as it
+// now is. It leaves the view without its spec label (catalog.SpecLabel)
+// whenever it changes it: finishView writes the label last, with the
+// column descriptions, so a view is labelled as applied only once it is.
+func putView(ctx context.Context, t *bigquery.Table, have *bigquery.TableMetadata, b *flow.Bound, w wantedView, rep *Report) (*bigquery.TableMetadata, error) {
 	var err error
 	switch {
 	case have == nil:
 		labels := map[string]string{}
-		if value != "" {
-			labels[label] = value
+		if w.value != "" {
+			labels[w.label] = w.value
 		}
-		if err := t.Create(ctx, &bigquery.TableMetadata{ViewQuery: sql, Description: desc, Labels: labels}); err != nil {
+		if err := t.Create(ctx, &bigquery.TableMetadata{ViewQuery: w.sql, Description: w.desc, Labels: labels}); err != nil {
 			return nil, fmt.Errorf("creating view %s of flow %s: %w", b.Target, b.Name, err)
 		}
 		rep.add("view %s: created", b.Target)
@@ -189,17 +214,20 @@ func putView(ctx context.Context, t *bigquery.Table, have *bigquery.TableMetadat
 		}
 	case have.Type != bigquery.ViewTable:
 		return nil, fmt.Errorf("%s exists and is not a view (it is a %s): flow %s (%s) needs that name for its view; rename the target or drop the table", b.Target, have.Type, b.Name, b.Pos)
-	case have.ViewQuery != sql || have.Description != desc || have.Labels[label] != value:
-		upd := bigquery.TableMetadataToUpdate{ViewQuery: sql, Description: desc}
+	case have.ViewQuery != w.sql || have.Description != w.desc || have.Labels[w.label] != w.value:
+		upd := bigquery.TableMetadataToUpdate{ViewQuery: w.sql, Description: w.desc}
 		for k, v := range have.Labels {
-			if k != label {
+			if k != w.label && k != catalog.SpecLabel {
 				upd.SetLabel(k, v) // BigQuery merges, the emulator replaces: see keepLabels
 			}
 		}
-		if value != "" {
-			upd.SetLabel(label, value)
-		} else if _, had := have.Labels[label]; had {
-			upd.DeleteLabel(label)
+		if _, had := have.Labels[catalog.SpecLabel]; had {
+			upd.DeleteLabel(catalog.SpecLabel)
+		}
+		if w.value != "" {
+			upd.SetLabel(w.label, w.value)
+		} else if _, had := have.Labels[w.label]; had {
+			upd.DeleteLabel(w.label)
 		}
 		if have, err = t.Update(ctx, upd, have.ETag); err != nil {
 			return nil, fmt.Errorf("updating view %s of flow %s: %w", b.Target, b.Name, err)
@@ -208,7 +236,37 @@ func putView(ctx context.Context, t *bigquery.Table, have *bigquery.TableMetadat
 	default:
 		rep.add("view %s: unchanged", b.Target)
 	}
-	return describeColumns(ctx, t, b, have)
+	return have, nil
+}
+
+// finishView writes what is left of w on view t (md: its metadata as it
+// is), in one metadata update and only if something differs: the column
+// descriptions the view's query cannot carry, the spec label, and the
+// labels in extra (the table functions' hash). It returns the view's
+// metadata as it then is.
+func finishView(ctx context.Context, t *bigquery.Table, b *flow.Bound, md *bigquery.TableMetadata, w wantedView, extra map[string]string) (*bigquery.TableMetadata, error) {
+	schema, described := describe(md.Schema, w.columns)
+	labelled := md.Labels[catalog.SpecLabel] == w.spec
+	for k, v := range extra {
+		labelled = labelled && md.Labels[k] == v
+	}
+	if !described && labelled {
+		return md, nil
+	}
+	var upd bigquery.TableMetadataToUpdate
+	if described {
+		upd.Schema = schema
+	}
+	keepLabels(&upd, md.Labels)
+	for k, v := range extra {
+		upd.SetLabel(k, v)
+	}
+	upd.SetLabel(catalog.SpecLabel, w.spec)
+	md, err := t.Update(ctx, upd, md.ETag)
+	if err != nil {
+		return nil, fmt.Errorf("describing the columns of view %s: %w", b.Target, err)
+	}
+	return md, nil
 }
 
 // FollowChangelog brings a flow's state table and view up to a changelog
@@ -282,11 +340,10 @@ func sequenceText(f *flow.Flow) string {
 	return names[0]
 }
 
-// describeColumns copies the changelog's column descriptions onto the view
-// (md: its current metadata), so a user in the BigQuery console sees what
-// each column is. It writes only when a description differs, and returns
-// the view's metadata as it now is.
-func describeColumns(ctx context.Context, t *bigquery.Table, b *flow.Bound, md *bigquery.TableMetadata) (*bigquery.TableMetadata, error) {
+// columnDescriptions are the descriptions the columns of a flow's view get:
+// the changelog's, so a user in the BigQuery console sees what each column
+// is, and what the view adds, by lower-case name.
+func columnDescriptions(b *flow.Bound) map[string]string {
 	want := map[string]string{}
 	for _, c := range b.Output {
 		want[strings.ToLower(c.Name)] = c.Description
@@ -305,22 +362,20 @@ func describeColumns(ctx context.Context, t *bigquery.Table, b *flow.Bound, md *
 		want[strings.ToLower(flow.SystemStartAt)] = "System sequence (" + sys + ") from which this row was believed (inclusive)."
 		want[strings.ToLower(flow.SystemEndAt)] = "System sequence (" + sys + ") at which this row stopped being believed (exclusive); NULL while it still is."
 	}
+	return want
+}
+
+// describe returns schema with the descriptions of want (by lower-case
+// column name) and whether any differed.
+func describe(schema bigquery.Schema, want map[string]string) (bigquery.Schema, bool) {
 	changed := false
-	schema := md.Schema
 	for _, f := range schema {
 		if d, ok := want[strings.ToLower(f.Name)]; ok && f.Description != d {
 			f.Description = d
 			changed = true
 		}
 	}
-	if !changed {
-		return md, nil
-	}
-	md, err := t.Update(ctx, bigquery.TableMetadataToUpdate{Schema: schema}, md.ETag)
-	if err != nil {
-		return nil, fmt.Errorf("describing the columns of view %s: %w", b.Target, err)
-	}
-	return md, nil
+	return schema, changed
 }
 
 // FlowObjects applies a flow's state table, view and table functions (and
@@ -332,11 +387,13 @@ func FlowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location,
 			return err
 		}
 	}
-	return flowObjects(ctx, bq, loc, b, opts, rep)
+	return flowObjects(ctx, bq, loc, b, opts, nil, rep)
 }
 
-// flowObjects applies a flow's state table and view with one metadata read
-// each when nothing changed, and no query unless it must.
+// flowObjects applies a flow's state table, view and table functions with
+// no request at all when the listing says each is as wanted, one metadata
+// read each when nothing changed and there is no listing, and no query
+// unless it must.
 //
 // The view is rendered with a pruning bound that must be a committed
 // watermark (see View). A state table created here has none yet, so the
@@ -347,42 +404,75 @@ func FlowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location,
 // watermark (a query job per flow, the old way) is left for a view without
 // the label, or opts.ReadWatermarks (for a state table whose rows were
 // deleted by hand, whose watermark did go back).
-func flowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, opts Options, rep *Report) error {
-	created, err := state(ctx, bq, loc, b, rep)
+//
+// A new or changed view costs its create or update, a read (BigQuery
+// derives its schema), the table functions' DDL as one script job, and one
+// update that describes its columns and labels it with both hashes.
+func flowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, opts Options, listed listing, rep *Report) error {
+	created, err := state(ctx, bq, loc, b, listed, rep)
 	if err != nil {
 		return err
 	}
-	t, have, err := viewMetadata(ctx, bq, loc, b)
-	if err != nil {
-		return err
+	ds, name := loc.Dataset(b.Flow), catalog.ViewName(b.Flow)
+	t := bq.Dataset(ds).Table(name)
+	lt, known, exists := listed.lookup(ds, name)
+	var have *bigquery.TableMetadata
+	labels := lt.Labels
+	if !known {
+		if _, have, err = viewMetadata(ctx, bq, loc, b); err != nil {
+			return err
+		}
+		if have != nil {
+			labels, exists = have.Labels, true
+		}
 	}
 	hint := render.Epoch
 	if !created && !b.IsSnapshot() { // a snapshot flow's view carries no watermark bound
-		labelled, ok := hintOf(have)
-		if ok && !opts.ReadWatermarks {
+		labelled, ok := hintOf(labels)
+		if ok && exists && !opts.ReadWatermarks {
 			hint = labelled
 		} else if hint, err = Watermark(ctx, bq, loc, b.Flow); err != nil {
 			return err
 		}
 	}
-	md, err := view(ctx, t, have, loc, b, hint, rep)
-	if err != nil || opts.SkipTableFunctions {
+	w, err := wantView(loc, b, hint, labels)
+	if err != nil {
 		return err
 	}
-	if b.IsSnapshot() {
-		// Its history is by version, not by ingestion time: no _at, no
-		// _changes (docs/snapshot-flows.md).
+	var script functionScript
+	if !opts.SkipTableFunctions {
+		if script, err = newFunctionScript(b, loc); err != nil {
+			return err
+		}
+	}
+	extra := map[string]string{}
+	if script.sum != "" {
+		extra[catalog.ViewFunctionsLabel] = script.sum
+	}
+	if known && exists && lt.View && labels[catalog.SpecLabel] == w.spec && labels[catalog.ViewFunctionsLabel] == script.sum {
+		rep.add("view %s: unchanged", b.Target)
+		script.report(loc, b, rep, "unchanged")
 		return nil
 	}
-	return functions(ctx, bq, t, md, loc, b, rep)
+	if known && exists {
+		if _, have, err = viewMetadata(ctx, bq, loc, b); err != nil {
+			return err
+		}
+	}
+	md, err := putView(ctx, t, have, b, w, rep)
+	if err != nil {
+		return err
+	}
+	if err := script.apply(ctx, bq, md.Labels, loc, b, rep); err != nil {
+		return err
+	}
+	_, err = finishView(ctx, t, b, md, w, extra)
+	return err
 }
 
-// hintOf reads the pruning bound a view was rendered with from its label.
-func hintOf(md *bigquery.TableMetadata) (time.Time, bool) {
-	if md == nil || md.Type != bigquery.ViewTable {
-		return time.Time{}, false
-	}
-	us, err := strconv.ParseInt(md.Labels[catalog.ViewHintLabel], 10, 64)
+// hintOf reads the pruning bound a view was rendered with from its labels.
+func hintOf(labels map[string]string) (time.Time, bool) {
+	us, err := strconv.ParseInt(labels[catalog.ViewHintLabel], 10, 64)
 	if err != nil {
 		return time.Time{}, false
 	}

@@ -6,6 +6,19 @@ package catalog
 // previous labels) but never lead them, so trusting one at worst repeats
 // some work.
 
+// SpecLabel is on every table and view bqcdc apply makes: a hash of what
+// apply wanted of it (schema, description, partitioning, clustering,
+// labels; a view's query and column descriptions), written in the same
+// metadata update that made the object so. A second apply lists each
+// dataset's tables with their labels (a request per 1,000 objects) and
+// leaves alone every object whose label is the hash of what it wants now,
+// without reading it. Whatever else changes such an object (compaction,
+// ingest adding columns) either writes the label it computes the same way
+// or only adds to what was wanted, so the label never says "as wanted" of
+// an object that is less than wanted; a hand edit is found by
+// `bqcdc apply --verify`, which reads every object.
+const SpecLabel = "bqcdc-spec"
+
 // A flow's view.
 const (
 	// ViewHintLabel holds the pruning bound the view was rendered with

@@ -3,7 +3,10 @@ package fakebq
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"sort"
+	"strconv"
 	"time"
 
 	"cloud.google.com/go/bigquery"
@@ -11,7 +14,7 @@ import (
 )
 
 // What `bqcdc apply` needs beyond tables.get and tables.patch: datasets.get
-// and datasets.insert, and tables.insert of tables and views. A dataset
+// and datasets.insert, tables.insert of tables and views, and tables.list. A dataset
 // exists once created here or once AddTable registered a table in it, so
 // tests written before datasets existed in the fake behave as before. Like
 // BigQuery, inserting what exists fails with 409 and inserting a table into
@@ -32,6 +35,8 @@ func (h restHandler) serveAdmin(w http.ResponseWriter, r *http.Request, parts []
 		h.s.getDataset(w, project, parts[3])
 	case len(parts) == 5 && parts[4] == "tables" && r.Method == http.MethodPost:
 		h.s.insertTable(w, r, project, parts[3])
+	case len(parts) == 5 && parts[4] == "tables" && r.Method == http.MethodGet:
+		h.s.listTables(w, r, project, parts[3])
 	default:
 		return false
 	}
@@ -148,6 +153,82 @@ func (s *Server) insertTable(w http.ResponseWriter, r *http.Request, project, da
 	t.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	_, _ = w.Write(out)
+}
+
+// Page sizes of tables.list: BigQuery's default when maxResults is not
+// given, and the most the fake returns in one page whatever is asked
+// (BigQuery documents no maximum; 1,000 is what a client can count on).
+const (
+	DefaultListPage = 50
+	MaxListPage     = 1000
+)
+
+// listTables answers tables.list: the dataset's tables and views in name
+// order, a page at a time (pageToken is the offset), each with what
+// BigQuery's listing reports of it: type, labels, partitioning,
+// clustering, creation time. Not the schema, description, row counts or
+// last modification time, which only tables.get returns.
+func (s *Server) listTables(w http.ResponseWriter, r *http.Request, project, dataset string) {
+	if !s.hasDataset(project, dataset) {
+		writeError(w, http.StatusNotFound, "notFound", fmt.Sprintf("Not found: Dataset %s:%s", project, dataset))
+		return
+	}
+	size := DefaultListPage
+	if v := r.URL.Query().Get("maxResults"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			writeError(w, http.StatusBadRequest, "invalid", "fakebq: bad maxResults "+v)
+			return
+		}
+		size = min(n, MaxListPage)
+	}
+	offset := 0
+	if v := r.URL.Query().Get("pageToken"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			writeError(w, http.StatusBadRequest, "invalid", "fakebq: bad pageToken "+v)
+			return
+		}
+		offset = n
+	}
+	s.mu.RLock()
+	var in []*table
+	for _, t := range s.tables {
+		if t.project == project && t.dataset == dataset {
+			in = append(in, t)
+		}
+	}
+	s.mu.RUnlock()
+	sort.Slice(in, func(i, j int) bool { return in[i].name < in[j].name })
+	out := &bq.TableList{Kind: "bigquery#tableList", TotalItems: int64(len(in))}
+	end := min(len(in), offset+size)
+	for _, t := range in[min(offset, end):end] {
+		t.mu.Lock()
+		item := &bq.TableListTables{
+			Kind:           "bigquery#table",
+			Id:             fmt.Sprintf("%s:%s.%s", t.project, t.dataset, t.name),
+			TableReference: &bq.TableReference{ProjectId: t.project, DatasetId: t.dataset, TableId: t.name},
+			Type:           "TABLE",
+			Labels:         maps.Clone(t.spec.Labels),
+			CreationTime:   t.created.UnixMilli(),
+		}
+		if t.spec.ViewQuery != "" {
+			item.Type = "VIEW"
+			item.View = &bq.TableListTablesView{}
+		}
+		if tp := t.spec.TimePartitioning; tp != nil {
+			item.TimePartitioning = &bq.TimePartitioning{Type: string(tp.Type), Field: tp.Field, ExpirationMs: tp.Expiration.Milliseconds()}
+		}
+		if c := t.spec.Clustering; c != nil {
+			item.Clustering = &bq.Clustering{Fields: c.Fields}
+		}
+		t.mu.Unlock()
+		out.Tables = append(out.Tables, item)
+	}
+	if end < len(in) {
+		out.NextPageToken = strconv.Itoa(end)
+	}
+	writeJSON(w, out)
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

@@ -1,0 +1,108 @@
+package apply
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"cloud.google.com/go/bigquery"
+	"github.com/bqcdc/bqcdc/internal/catalog"
+	"github.com/bqcdc/bqcdc/internal/clients"
+)
+
+// Lister lists a dataset's tables with their labels (clients.TableLister:
+// tables.list, a request per page of 1,000).
+type Lister interface {
+	ListTables(ctx context.Context, dataset string) ([]clients.ListedTable, error)
+}
+
+// listing is what the listing said of the datasets apply works in, by
+// dataset and table name. A nil listing knows nothing: every object is
+// read (tables.get), as without a Lister.
+type listing map[string]map[string]clients.ListedTable
+
+// list lists datasets with l; nil when l is nil.
+func list(ctx context.Context, l Lister, datasets []string) (listing, error) {
+	if l == nil {
+		return nil, nil
+	}
+	out := listing{}
+	for _, ds := range datasets {
+		tables, err := l.ListTables(ctx, ds)
+		if err != nil {
+			return nil, err
+		}
+		byName := make(map[string]clients.ListedTable, len(tables))
+		for _, t := range tables {
+			byName[t.Name] = t
+		}
+		out[ds] = byName
+	}
+	return out, nil
+}
+
+// lookup says whether the listing covers dataset (known) and, if so,
+// whether it holds table (exists) and what it said of it.
+func (l listing) lookup(dataset, table string) (t clients.ListedTable, known, exists bool) {
+	tables, known := l[dataset]
+	if !known {
+		return clients.ListedTable{}, false, false
+	}
+	t, exists = tables[table]
+	return t, true, exists
+}
+
+// specHash is the value of catalog.SpecLabel for parts: a label value
+// (lower-case hex, 32 characters).
+func specHash(parts ...[]byte) string {
+	h := sha256.New()
+	for _, p := range parts {
+		fmt.Fprintf(h, "%d:", len(p))
+		h.Write(p)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// tableSpec is the spec label of a wanted table: everything apply sets on
+// it (labels but the spec itself).
+func tableSpec(want *bigquery.TableMetadata) string {
+	labels := maps.Clone(want.Labels)
+	delete(labels, catalog.SpecLabel)
+	b, err := json.Marshal(struct {
+		Description      string
+		Schema           bigquery.Schema
+		TimePartitioning *bigquery.TimePartitioning
+		Clustering       *bigquery.Clustering
+		Labels           map[string]string
+	}{want.Description, want.Schema, want.TimePartitioning, want.Clustering, labels})
+	if err != nil {
+		// A schema always marshals; were it not to, no listing could
+		// vouch for the table, and it is read as without one.
+		return ""
+	}
+	return specHash(b)
+}
+
+// wantedView is what apply wants of a flow's view.
+type wantedView struct {
+	sql, desc    string
+	label, value string            // the bound it is rendered with, as a label
+	columns      map[string]string // column descriptions, by lower-case name
+	spec         string
+}
+
+func newWantedView(sql, desc, label, value string, columns map[string]string) wantedView {
+	w := wantedView{sql: sql, desc: desc, label: label, value: value, columns: columns}
+	names := slices.Sorted(maps.Keys(columns))
+	var cols strings.Builder
+	for _, n := range names {
+		cols.WriteString(n + "\x00" + columns[n] + "\x00")
+	}
+	w.spec = specHash([]byte(sql), []byte(desc), []byte(label+"="+value), []byte(cols.String()))
+	return w
+}
