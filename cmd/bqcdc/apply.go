@@ -81,6 +81,7 @@ func runApply(ctx context.Context, args []string) error {
 	t.register(fs)
 	retention := fs.Int("dead-letter-retention-days", 0, "expire _bqcdc_dead_letters partitions this many days old (0: keep them; Terraform's dead_letter_retention_days)")
 	concurrency := fs.Int("concurrency", apply.DefaultConcurrency, "objects (tables, views) applied and schemas looked up at once")
+	verify := fs.Bool("verify", false, "read every object instead of trusting the labels a listing shows (one request per object); after editing objects by hand")
 	readWatermarks := fs.Bool("read-watermarks", false, "read each flow's watermark with a query (one job per flow) instead of reusing its view's pruning bound; after deleting state rows by hand")
 	if err := parseFlags(ctx, fs, args); err != nil {
 		return err
@@ -102,7 +103,11 @@ func runApply(ctx context.Context, args []string) error {
 	// stays one line per object.
 	meter := progress.New(os.Stderr, "apply", "objects", 0, progress.IsTerminal(os.Stderr))
 	var rep apply.Report
-	opts := apply.Options{Concurrency: *concurrency, Progress: meter, ReadWatermarks: *readWatermarks,
+	lister, err := clients.NewTableLister(ctx, t.bq)
+	if err != nil {
+		return err
+	}
+	opts := apply.Options{Concurrency: *concurrency, Progress: meter, ReadWatermarks: *readWatermarks, Lister: lister, Verify: *verify,
 		// An emulator cannot call table functions, and creating them grows
 		// its analyzer's memory (internal/emulator, concession 11).
 		SkipTableFunctions: t.bq.Emulated()}

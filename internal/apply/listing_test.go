@@ -55,10 +55,10 @@ func TestSecondApplyListsInsteadOfReading(t *testing.T) {
 		t.Errorf("second apply reported %d objects, the first %d", len(rep), len(first))
 	}
 	want := map[string]int{
-		"GET projects/fake-project/datasets/cdc":                                        1,
-		"GET projects/fake-project/datasets/history":                                    1,
-		"GET projects/fake-project/datasets/cdc/tables":                                 1,
-		"GET projects/fake-project/datasets/history/tables":                             1,
+		"GET projects/fake-project/datasets/cdc":                                       1,
+		"GET projects/fake-project/datasets/history":                                   1,
+		"GET projects/fake-project/datasets/cdc/tables":                                1,
+		"GET projects/fake-project/datasets/history/tables":                            1,
 		"GET projects/fake-project/datasets/cdc/tables/" + catalog.CompactionStateView: 1,
 		"GET projects/fake-project/datasets/cdc/tables/" + catalog.StatusView:          1,
 	}

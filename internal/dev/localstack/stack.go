@@ -286,8 +286,14 @@ var ApplyOptions = apply.Options{SkipTableFunctions: true}
 func (s *Stack) Apply(ctx context.Context) error {
 	var rep apply.Report
 	reg := registry.New(s.RegistryURL, registry.Options{})
+	lister, err := clients.NewTableLister(ctx, s.BQConfig)
+	if err != nil {
+		return err
+	}
+	opts := ApplyOptions
+	opts.Lister = lister
 	bound, err := apply.AllWith(ctx, s.BigQuery, apply.Target{Project: s.Project, Dataset: s.Dataset}, s.Flows,
-		apply.Schemas{Dir: s.SchemasDir, Registry: reg}, ApplyOptions, &rep)
+		apply.Schemas{Dir: s.SchemasDir, Registry: reg}, opts, &rep)
 	s.Bound = bound
 	// Terraform creates this table in production.
 	if perr := apply.PubSubDeadLetters(ctx, s.BigQuery, s.Dataset, &rep); perr != nil {
