@@ -143,9 +143,9 @@ func apply(ctx context.Context, bq *bigquery.Client, t Target, bound []*flow.Bou
 	loc := catalog.Location{Project: t.Project, DefaultDataset: t.Dataset}
 	datasets := flowDatasets(bound, loc)
 	srcs, keys := boundSources(bound)
-	// The shared tables: dead letters, and the compaction report (a table
-	// and a view, two lines).
-	const shared, sharedObjects = 2, 3
+	// The shared tables: dead letters, the append ledger, and the
+	// compaction report (a table and a view, two lines).
+	const shared, sharedObjects = 3, 4
 	total := len(datasets) + len(srcs) + sharedObjects
 	for _, b := range bound {
 		total += flowObjectCount(b, opts)
@@ -181,6 +181,7 @@ func apply(ctx context.Context, bq *bigquery.Client, t Target, bound []*flow.Bou
 		step{objects: 1, run: func(r *Report) error {
 			return deadLetters(ctx, bq, t.Dataset, t.DeadLetterRetentionDays, listed, r)
 		}},
+		step{objects: 1, run: func(r *Report) error { return appendsTable(ctx, bq, t.Dataset, listed, r) }},
 		step{objects: 2, run: func(r *Report) error { return compactionReport(ctx, bq, t.Dataset, listed, r) }})
 	if err := runSteps(steps, opts.Concurrency, opts.Progress, rep); err != nil {
 		return err

@@ -163,7 +163,7 @@ func TestApplyConcurrentlyThenReadOnly(t *testing.T) {
 	// datasets cdc and history, changelogs, shared, flows (change table,
 	// state table, view, two table functions: _at and _changes), the
 	// status view
-	objects := 2 + sources + 3 + 5*len(flows) + 1
+	objects := 2 + sources + 4 + 5*len(flows) + 1
 	if len(first) != objects {
 		t.Fatalf("first apply reported %d objects, want %d:\n%s", len(first), objects, strings.Join(first, "\n"))
 	}
@@ -172,7 +172,7 @@ func TestApplyConcurrentlyThenReadOnly(t *testing.T) {
 	for i := range sources {
 		want = append(want, fmt.Sprintf("table dbserver1_shop_table_%03d_changelog", i))
 	}
-	want = append(want, "table "+catalog.DeadLetterTable, "table "+catalog.CompactionRunsTable, "view "+catalog.CompactionStateView)
+	want = append(want, "table "+catalog.DeadLetterTable, "table "+catalog.AppendsTable, "table "+catalog.CompactionRunsTable, "view "+catalog.CompactionStateView)
 	functions := 0
 	for _, f := range flows {
 		ds := f.Target.Dataset

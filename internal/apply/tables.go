@@ -126,6 +126,26 @@ func deadLetters(ctx context.Context, bq *bigquery.Client, dataset string, reten
 	return err
 }
 
+// Appends creates or evolves the append ledger (catalog.AppendsTable):
+// partitioned by day of until and clustered by it, so compaction's read of
+// the last hours is billed for those blocks; partitions expire after
+// catalog.AppendsRetention.
+func Appends(ctx context.Context, bq *bigquery.Client, dataset string, rep *Report) error {
+	return appendsTable(ctx, bq, dataset, nil, rep)
+}
+
+func appendsTable(ctx context.Context, bq *bigquery.Client, dataset string, listed listing, rep *Report) error {
+	want := &bigquery.TableMetadata{
+		Description: "bqcdc append ledger: before an ingest instance appends changelog rows of a source it records here until when it covers that source. Compaction reads it once a run to tell the sources with rows to fold.",
+		Schema:      bqschema.ToBigQuery(catalog.AppendsColumns()),
+		TimePartitioning: &bigquery.TimePartitioning{Type: bigquery.DayPartitioningType, Field: catalog.ColAppendsUntil,
+			Expiration: catalog.AppendsRetention},
+		Clustering: &bigquery.Clustering{Fields: []string{catalog.ColAppendsUntil}},
+	}
+	_, err := ensureTableCreated(ctx, bq.Dataset(dataset).Table(catalog.AppendsTable), want, listed, rep)
+	return err
+}
+
 func describeExpiration(d time.Duration) string {
 	if d == 0 {
 		return "none"

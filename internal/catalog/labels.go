@@ -43,6 +43,10 @@ const (
 	LabelClean      = "bqcdc-clean"       // "1": the run folded every row the signature reflects
 	LabelChecked    = "bqcdc-checked-us"  // when a query last checked the flow, µs
 	LabelMaintained = "bqcdc-maint-us"    // when the state's levels were last folded into one, µs
+	// LabelReached: the run found every changelog row ingested by then
+	// folded (µs): with the append ledger (AppendsTable), a flow is idle
+	// while no ledger row of its source reaches past it.
+	LabelReached = "bqcdc-reached-us"
 )
 
 // ChangelogExpiredLabel on a changelog records the day before which its

@@ -133,6 +133,15 @@ type Options struct {
 	// Metrics records every message's outcome, its lag from publish and
 	// its decode time; nil records nothing.
 	Metrics *metrics.Recorder
+	// Ledger, when set, covers each row's source in the append ledger
+	// before the row is appended (see package appends), so compaction
+	// finds the sources with rows to fold in one query.
+	Ledger Coverer
+}
+
+// Coverer is the append ledger (appends.Ledger).
+type Coverer interface {
+	Cover(ctx context.Context, source string, at time.Time) error
 }
 
 // Service runs the pipeline. It is safe for concurrent use.
@@ -147,6 +156,7 @@ type Service struct {
 	pubsub  *pubsubschema.Cache     // Pub/Sub schema revisions; nil if not configured
 	connect *formats.ConnectSchemas // Debezium JSON (JsonConverter) schemas
 	replay  []byte                  // verifies replay proofs; nil: replay ids ignored
+	ledger  Coverer                 // nil: no append ledger
 	values  bool                    // reasons may quote row values (Options.LogValues)
 	metrics *metrics.Recorder
 
@@ -156,7 +166,7 @@ type Service struct {
 // New returns a service.
 func New(o Options) *Service {
 	s := &Service{writer: o.Writer, codecs: newCodecs(o.Registry), connect: formats.NewConnectSchemas(), log: o.Log, now: o.Now,
-		frozen: map[string]struct{}{}, flows: o.Flows, pubsub: o.PubSubSchemas, replay: o.ReplayKey, values: o.LogValues, metrics: o.Metrics}
+		frozen: map[string]struct{}{}, flows: o.Flows, pubsub: o.PubSubSchemas, replay: o.ReplayKey, values: o.LogValues, metrics: o.Metrics, ledger: o.Ledger}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -297,9 +307,11 @@ func (s *Service) process(ctx context.Context, m Message, table string) (int, er
 	if err != nil {
 		return p.schemaID, err
 	}
+	// One stamp per row, covered in the ledger before the row is sent.
+	at := s.now()
 	if p.codec.plan != nil && p.record == nil {
 		start := time.Now()
-		row, err := s.transcode(ctx, m, p)
+		row, err := s.transcode(ctx, m, p, at)
 		if err != nil {
 			return p.schemaID, err
 		}
@@ -307,10 +319,10 @@ func (s *Service) process(ctx context.Context, m Message, table string) (int, er
 		if err := rowFits(len(row)); err != nil {
 			return p.schemaID, err
 		}
-		return p.schemaID, s.writer.AppendEncoded(ctx, p.table, [][]byte{row})
+		return p.schemaID, s.append(ctx, m, p, row, at)
 	}
 	start := time.Now()
-	values, err := s.row(ctx, m, p)
+	values, err := s.row(ctx, m, p, at)
 	if err != nil {
 		return p.schemaID, err
 	}
@@ -322,7 +334,18 @@ func (s *Service) process(ctx context.Context, m Message, table string) (int, er
 	if err := rowFits(len(row)); err != nil {
 		return p.schemaID, err
 	}
-	return p.schemaID, s.writer.AppendEncoded(ctx, p.table, [][]byte{row})
+	return p.schemaID, s.append(ctx, m, p, row, at)
+}
+
+// append appends one changelog row stamped at, its source covered in the
+// ledger first.
+func (s *Service) append(ctx context.Context, m Message, p prepared, row []byte, at time.Time) error {
+	if s.ledger != nil {
+		if err := s.ledger.Cover(ctx, m.Topic, at); err != nil {
+			return err
+		}
+	}
+	return s.writer.AppendEncoded(ctx, p.table, [][]byte{row})
 }
 
 // rowFits refuses a row over the Storage Write API's row limit before it
@@ -433,7 +456,7 @@ func sourceOf(t *bqwrite.Table, topic string) error {
 }
 
 // transcode is row, compiled: the payload straight to the row's bytes.
-func (s *Service) transcode(ctx context.Context, m Message, p prepared) ([]byte, error) {
+func (s *Service) transcode(ctx context.Context, m Message, p prepared, at time.Time) ([]byte, error) {
 	payload, err := p.codec.writer.Binary(p.payload)
 	if err != nil {
 		return nil, failure.Permanent(failure.StageDecode, fmt.Errorf("decoding %s payload with schema %s: %w", p.format, p.ref, err))
@@ -441,7 +464,7 @@ func (s *Service) transcode(ctx context.Context, m Message, p prepared) ([]byte,
 	// One buffer per row, sized so the common row never grows it: the batcher
 	// holds the row until its append is acknowledged.
 	row, dropped, err := p.codec.plan.AppendContext(ctx, make([]byte, 0, 2*len(payload)+256), payload, transcode.Meta{MessageID: m.MessageID, PublishTime: m.PublishTime,
-		IngestedAt: s.now(), SchemaID: p.schemaID})
+		IngestedAt: at, SchemaID: p.schemaID})
 	if err != nil {
 		return nil, err // classified by the plan, with the stage the generic steps would give
 	}
@@ -464,7 +487,7 @@ func (s *Service) dropped(m Message, p prepared, n int) {
 
 // row decodes a prepared message into its changelog row: Debezium
 // flattening, BigQuery values, fitted to the table, plus the metadata.
-func (s *Service) row(ctx context.Context, m Message, p prepared) (map[string]any, error) {
+func (s *Service) row(ctx context.Context, m Message, p prepared, at time.Time) (map[string]any, error) {
 	cd, rec := p.codec, p.record
 	if rec == nil {
 		var err error
@@ -499,7 +522,7 @@ func (s *Service) row(ctx context.Context, m Message, p prepared) (map[string]an
 		ch.Sequence = cdc.TimestampSequence(m.PublishTime)
 	}
 	return catalog.Row(values, catalog.Meta{
-		Op: ch.Op, SourceTS: ch.SourceTS, Sequence: ch.Sequence, IngestedAt: s.now(),
+		Op: ch.Op, SourceTS: ch.SourceTS, Sequence: ch.Sequence, IngestedAt: at,
 		PublishTime: m.PublishTime, MessageID: m.MessageID, SchemaID: p.schemaID, Transaction: ch.Transaction,
 	}), nil
 }
