@@ -7,7 +7,8 @@
 //     and without the /bigquery/v2 prefix; unknown tables answer 404 in
 //     BigQuery's error JSON, so bqerror.NotFound recognises it. For
 //     `bqcdc apply`: datasets.get/insert and tables.insert (admin.go), and
-//     DDL query jobs, done at once and remembered, no other SQL (jobs.go).
+//     DDL query jobs, done at once and remembered, no other SQL: one
+//     CREATE statement or a script of them (jobs.go).
 //   - Storage Write (a gRPC server on 127.0.0.1): GetWriteStream and
 //     AppendRows on tables' default streams (…/streams/_default), the only
 //     streams bqcdc uses.
@@ -16,6 +17,24 @@
 // a SQLite INSERT, a binary linking it takes minutes to build, and it cannot
 // be told to fail. This fake decodes no row unless asked: an append is
 // counted and acknowledged, so a benchmark measures the client side.
+//
+// How it answers REST requests: at once, unless told otherwise, since what
+// the REST side costs a client is mostly what it costs in BigQuery, not
+// here. Two options bring that cost back, so that a benchmark of apply or
+// compaction measures what a real project allows rather than what a
+// loopback socket does:
+//   - Options.RTT (SetRTT) delays every response by a simulated round
+//     trip; requests are served concurrently, so concurrency pays off as
+//     it would against BigQuery's tens of milliseconds per metadata call.
+//   - Options.Quota enforces BigQuery's REST quotas (internal/bqquota: per
+//     user and method a second, per table updates per 10 s), refusing what
+//     BigQuery would with 403 rateLimitExceeded, which the client library
+//     retries after a backoff of a second or more: a client that does not
+//     pace itself (bqquota.Transport) is slowed as in production. Requests
+//     are counted by method either way (Requests, Rejected), and
+//     QuotaSeconds and QuotaFloor turn the counts into the quota a phase
+//     used, which bounds its wall time in a real project whatever this
+//     fake measured. See quota.go for the algorithms.
 //
 // How it answers appends (what it models, and what it does not):
 //   - Responses come back in request order on each connection, as
@@ -51,6 +70,7 @@ import (
 
 	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
+	"github.com/bqcdc/bqcdc/internal/bqquota"
 	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
@@ -79,6 +99,14 @@ type Options struct {
 	// KeepRows keeps every acknowledged row's bytes (see Rows). Off by
 	// default: a benchmark must not accumulate memory.
 	KeepRows bool
+	// Quota, when set, is enforced on every REST request as BigQuery
+	// enforces it (see quota.go); its zero fields are bqquota.Default's.
+	// Nil enforces nothing; requests are counted either way (Requests).
+	Quota *bqquota.Limits
+	// RTT delays every REST response (see SetRTT): a simulated round trip,
+	// waited out before the request is handled. Requests are served
+	// concurrently, so it adds latency, not a cap on throughput.
+	RTT time.Duration
 }
 
 // Table is what a table registered on the fake reports.
@@ -121,6 +149,8 @@ type Server struct {
 	keepRows bool
 
 	latency     atomic.Int64 // time.Duration
+	rtt         atomic.Int64 // time.Duration, of REST requests
+	quota       quota        // REST requests counted and limited (quota.go)
 	connections atomic.Int64
 	total       counters
 
@@ -144,6 +174,8 @@ func New(o Options) (*Server, error) {
 	}
 	s := &Server{opts: o, keepRows: o.KeepRows, tables: map[string]*table{}}
 	s.latency.Store(int64(o.Latency))
+	s.rtt.Store(int64(o.RTT))
+	s.quota.init(o.Quota)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("fakebq: listening for gRPC: %w", err)

@@ -16,6 +16,20 @@ import (
 // and answers the two reads the client library makes to wait for it
 // (jobs.getQueryResults and jobs.get). Any other query is refused: the fake
 // runs no SQL.
+//
+// A job may also be a script of several CREATE statements, so that apply
+// can create many functions with one jobs.insert (and one jobs.get, one
+// jobs.getQueryResults) instead of one job each, which is what the
+// per-method quota makes expensive. The fake does not parse SQL, so it
+// recognises one separator only, the one bqcdc writes: a semicolon ending
+// a line, followed by a blank line (";\n\n"; the semicolon may be on a line
+// of its own). Such a job reports StatementType SCRIPT, as BigQuery does,
+// and each statement is recorded in DDL separately, without its closing
+// semicolon; if any statement is not a CREATE, the whole job is refused.
+// A ";\n\n" inside a statement (in a comment or a string) would split it.
+
+// scriptSeparator ends a statement of a script (see above).
+const scriptSeparator = ";\n\n"
 
 // DDL returns the DDL statements run so far, in order.
 func (s *Server) DDL() []string {
@@ -52,10 +66,19 @@ func (s *Server) insertJob(w http.ResponseWriter, r *http.Request, project strin
 		writeError(w, http.StatusBadRequest, "invalid", fmt.Sprintf("fakebq: only query jobs are served (decoding: %v)", err))
 		return
 	}
-	q := strings.TrimSpace(job.Configuration.Query.Query)
-	if stmt := withoutLeadingComments(q); !strings.HasPrefix(strings.ToUpper(stmt), "CREATE ") {
-		writeError(w, http.StatusBadRequest, "invalid", "fakebq runs no SQL, only CREATE statements (DDL): "+firstLine(stmt))
-		return
+	stmts := statements(strings.TrimSpace(job.Configuration.Query.Query))
+	if len(stmts) == 0 {
+		stmts = []string{""}
+	}
+	for _, q := range stmts {
+		if stmt := withoutLeadingComments(q); !strings.HasPrefix(strings.ToUpper(stmt), "CREATE ") {
+			writeError(w, http.StatusBadRequest, "invalid", "fakebq runs no SQL, only CREATE statements (DDL): "+firstLine(stmt))
+			return
+		}
+	}
+	statementType := "CREATE_TABLE_FUNCTION"
+	if len(stmts) > 1 {
+		statementType = "SCRIPT"
 	}
 	if job.JobReference == nil {
 		job.JobReference = &bq.JobReference{}
@@ -67,13 +90,13 @@ func (s *Server) insertJob(w http.ResponseWriter, r *http.Request, project strin
 	job.Id = project + ":" + job.JobReference.JobId
 	job.Kind = "bigquery#job"
 	job.Status = &bq.JobStatus{State: "DONE"}
-	job.Statistics = &bq.JobStatistics{Query: &bq.JobStatistics2{StatementType: "CREATE_TABLE_FUNCTION"}}
+	job.Statistics = &bq.JobStatistics{Query: &bq.JobStatistics2{StatementType: statementType}}
 	s.mu.Lock()
 	if s.jobs == nil {
 		s.jobs = map[string]*bq.Job{}
 	}
 	s.jobs[project+"/"+job.JobReference.JobId] = &job
-	s.ddl = append(s.ddl, q)
+	s.ddl = append(s.ddl, stmts...)
 	s.mu.Unlock()
 	writeJSON(w, &job)
 }
@@ -87,6 +110,23 @@ func (s *Server) getJob(w http.ResponseWriter, project, id string, answer func(*
 		return
 	}
 	writeJSON(w, answer(job))
+}
+
+// statements splits q, trimmed, at scriptSeparator: a query without one
+// is one statement, kept as written; a script's statements lose their
+// closing semicolons, and those that are only comments are dropped.
+func statements(q string) []string {
+	if !strings.Contains(q, scriptSeparator) {
+		return []string{q}
+	}
+	var out []string
+	for _, stmt := range strings.Split(q, scriptSeparator) {
+		stmt = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(stmt), ";"))
+		if withoutLeadingComments(stmt) != "" {
+			out = append(out, stmt)
+		}
+	}
+	return out
 }
 
 // withoutLeadingComments drops the -- comment lines and blank lines a

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
@@ -14,7 +13,8 @@ import (
 )
 
 // restHandler serves tables.get and tables.patch (and, in admin.go,
-// datasets.get, datasets.insert and tables.insert).
+// datasets.get, datasets.insert and tables.insert; in jobs.go, DDL jobs),
+// each after the simulated round trip and within the quota (quota.go).
 type restHandler struct{ s *Server }
 
 // FailRESTNext answers the next len(codes) tables requests with these HTTP
@@ -28,6 +28,17 @@ func (s *Server) FailRESTNext(codes ...int) {
 
 func (h restHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := h.s
+	// The round trip first, so that the request is counted, and its quota
+	// taken, when it would have reached BigQuery.
+	if !s.roundTrip(r.Context()) {
+		return
+	}
+	parts := restParts(r)
+	// Before the injected failures: a refused request consumes none.
+	if msg := s.quota.admit(r, parts); msg != "" {
+		writeError(w, http.StatusForbidden, "rateLimitExceeded", msg)
+		return
+	}
 	s.faultMu.Lock()
 	fail := 0
 	if len(s.restFails) > 0 {
@@ -42,10 +53,6 @@ func (h restHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fail, reason, "fakebq: injected failure")
 		return
 	}
-	// The client library puts /bigquery/v2 in front of the path unless its
-	// endpoint is overridden; accept both, as the emulator does.
-	p := strings.TrimPrefix(r.URL.Path, "/bigquery/v2")
-	parts := strings.Split(strings.Trim(p, "/"), "/")
 	if h.serveAdmin(w, r, parts) || h.serveJobs(w, r, parts) {
 		return
 	}
@@ -207,6 +214,8 @@ func writeError(w http.ResponseWriter, code int, reason, msg string) {
 
 func statusName(code int) string {
 	switch code {
+	case http.StatusForbidden:
+		return "PERMISSION_DENIED" // HTTP 403's canonical status, e.g. with rateLimitExceeded
 	case http.StatusNotFound:
 		return "NOT_FOUND"
 	case http.StatusPreconditionFailed:
