@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
+	"github.com/bqcdc/bqcdc/internal/appends"
 	"github.com/bqcdc/bqcdc/internal/apply"
 	"github.com/bqcdc/bqcdc/internal/bqwrite"
 	"github.com/bqcdc/bqcdc/internal/catalog"
@@ -165,6 +166,9 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Function, error) {
 	// Without a registry URL, Confluent-framed messages are dead-lettered
 	// with that reason; Pub/Sub schema-encoded Avro and Debezium JSON with
 	// its schema still flow.
+	if cfg.AppendLedger {
+		opts.Ledger = appends.New(writer, appends.Options{Log: o.Log})
+	}
 	if cfg.RegistryURL != "" {
 		opts.Registry = registry.New(cfg.RegistryURL, registry.Options{Username: cfg.RegistryUsername, Password: cfg.RegistryPassword})
 	}

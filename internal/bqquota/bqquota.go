@@ -128,7 +128,7 @@ func InsertedTable(project, dataset, table string) string {
 // Transport limits the requests of one client to a share of Limits:
 // per method at Share × PerMethod a second (bursts of a second's worth),
 // and per table or dataset at Share × TableUpdates per UpdateWindow
-// (that many at once, then spread). A request
+// (half of them at once, the rest spread). A request
 // waits for its turn (or its context); nothing is refused here. Base is
 // the transport that sends it (http.DefaultTransport when nil).
 type Transport struct {
@@ -173,12 +173,15 @@ func (t *Transport) limiters(method, updates string) (*rate.Limiter, *rate.Limit
 	}
 	u := t.updates[updates]
 	if u == nil {
-		// The share of a window's allowance at once, then refilled at
-		// the window's rate: the few updates one object takes when it is
-		// created (create, describe its columns, label it) go through
-		// without waiting.
-		burst := max(1, int(float64(l.TableUpdates)*share))
-		u = rate.NewLimiter(rate.Limit(float64(l.TableUpdates)/l.UpdateWindow.Seconds()*share), burst)
+		// A bucket of burst b refilled at r lets b + r·window through in
+		// any window: half the share at once (the few updates an object
+		// takes when it is made: describe its columns, label it), the
+		// other half spread over the window, so no window ever sees more
+		// than the share.
+		allowed := float64(l.TableUpdates) * share
+		burst := max(1, int(allowed/2))
+		r := max(allowed-float64(burst), 0.5) / l.UpdateWindow.Seconds()
+		u = rate.NewLimiter(rate.Limit(r), burst)
 		t.updates[updates] = u
 	}
 	return m, u

@@ -75,9 +75,10 @@ func restOptions(ctx context.Context, c Config) ([]option.ClientOption, error) {
 // table or view: enough to tell whether bqcdc made it as it is wanted
 // (its labels), not its schema or contents.
 type ListedTable struct {
-	Name   string
-	View   bool
-	Labels map[string]string
+	Name    string
+	View    bool
+	Labels  map[string]string
+	Created time.Time
 }
 
 // TableLister lists a dataset's tables with their labels: one request per
@@ -130,7 +131,8 @@ func (l *TableLister) ListTables(ctx context.Context, dataset string) ([]ListedT
 			if t.TableReference == nil {
 				continue
 			}
-			out = append(out, ListedTable{Name: t.TableReference.TableId, View: t.Type == "VIEW", Labels: t.Labels})
+			out = append(out, ListedTable{Name: t.TableReference.TableId, View: t.Type == "VIEW", Labels: t.Labels,
+				Created: time.UnixMilli(t.CreationTime).UTC()})
 		}
 		if page.NextPageToken == "" {
 			return out, nil

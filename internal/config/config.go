@@ -66,6 +66,12 @@ type Config struct {
 	// by default: they name the column and the kind of problem only, so
 	// personal data stays in the tables whose access the operator controls.
 	LogValues bool
+	// AppendLedger (on by default): ingest covers each source in the
+	// append ledger before appending its rows, and compaction tells the
+	// sources with rows to fold from it (one query a run) instead of
+	// reading every changelog's metadata. Off: neither does; both
+	// functions must agree (Terraform sets both).
+	AppendLedger bool
 	// MetricsExporter says where the functions' metrics go: none (the
 	// default), memory, log (a JSON log line each MetricsInterval) or gcp
 	// (Cloud Monitoring of the project); see package metrics.
@@ -94,6 +100,7 @@ const (
 	EnvChangeFeedEvery    = "BQCDC_CHANGE_FEED_EVERY"
 	EnvReplayKey          = "BQCDC_REPLAY_KEY" // a secret: Secret Manager in production
 	EnvLogValues          = "BQCDC_LOG_VALUES"
+	EnvAppendLedger       = "BQCDC_APPEND_LEDGER"
 	EnvMetricsExporter    = "BQCDC_METRICS_EXPORTER"
 	EnvMetricsInterval    = "BQCDC_METRICS_INTERVAL"
 	// EnvIngestTimeout is the ingest function's request timeout, which the
@@ -212,6 +219,12 @@ func FromEnv() (Config, error) {
 	if v := os.Getenv(EnvLogValues); v != "" {
 		if c.LogValues, err = strconv.ParseBool(v); err != nil {
 			return c, fmt.Errorf("%s=%q: want true or false", EnvLogValues, v)
+		}
+	}
+	c.AppendLedger = true
+	if v := os.Getenv(EnvAppendLedger); v != "" {
+		if c.AppendLedger, err = strconv.ParseBool(v); err != nil {
+			return c, fmt.Errorf("%s=%q: want true or false", EnvAppendLedger, v)
 		}
 	}
 	for _, t := range strings.Split(os.Getenv(EnvSchemaEvolutionOff), ",") {

@@ -370,3 +370,28 @@ CREATE OR REPLACE TABLE FUNCTION d.f3() AS SELECT 3;
 		t.Errorf("a refused script recorded statements: %q", srv.DDL())
 	}
 }
+
+// Updates of one table through bqquota.Transport stay within the table's
+// limit in every window, so none is refused.
+func TestTransportTableUpdatesNeverRefused(t *testing.T) {
+	l := bqquota.Limits{PerMethod: 100, TableUpdates: 5, UpdateWindow: time.Second}
+	srv := quotaServer(t, &l)
+	paced := &http.Client{Transport: &bqquota.Transport{Limits: l, Share: 0.8}}
+	for range 6 {
+		req, err := http.NewRequest(http.MethodPatch, tableURL(srv, "t"), strings.NewReader(`{"description": "x"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := paced.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("patch answered %d", resp.StatusCode)
+		}
+	}
+	if r := srv.Rejected(); len(r) != 0 {
+		t.Errorf("Rejected = %v through bqquota.Transport", r)
+	}
+}
