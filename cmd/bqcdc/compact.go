@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -48,6 +49,7 @@ func runCompact(ctx context.Context, args []string) error {
 	asJSON := fs.Bool("json", false, "print one JSON object per flow")
 	dry := fs.Bool("dry-run", false, "write nothing: read what each flow's run would fold (its statistics) and print the bytes each statement it would run would bill (BigQuery dry runs; against an emulator, the cost model's estimate)")
 	maintainEvery := fs.Duration("maintain-every", compact.DefaultMaintainEvery, "fold each flow's state levels into one this often (negative: never)")
+	ledger := fs.Bool("ledger", envBool(config.EnvAppendLedger, true), "tell idle flows from the append ledger and a listing of the datasets instead of reading every table's metadata (env "+config.EnvAppendLedger+")")
 	changeFeedEvery := fs.Duration("change-feed-every", 0, "materialize each flow's change feed only once it lags this long (0: every run); fewer, longer ranges read the touched keys' state fewer times")
 	if err := parseFlags(ctx, fs, args); err != nil {
 		return err
@@ -70,15 +72,7 @@ func runCompact(ctx context.Context, args []string) error {
 		*retention = 0
 	}
 	loc := catalog.Location{Project: t.bq.Project, DefaultDataset: t.dataset}
-	sel, unbindable, err := compact.Prepare(ctx, bq, loc, flows, only, *shard, *shards)
-	if err != nil {
-		return err
-	}
-	if len(sel.Flows) == 0 && unbindable != nil {
-		return t.notAll(unbindable)
-	}
-	t.refused = append(t.refused, unbindable) // flows that do not bind: the others run
-	opts := compact.Options{VisibilityLag: *lag,
+	opts := compact.Options{VisibilityLag: *lag, Ledger: *ledger,
 		TombstoneRetention: time.Duration(*tombstones) * 24 * time.Hour,
 		ChangelogRetention: time.Duration(*retention) * 24 * time.Hour,
 		Concurrency:        *concurrency, Budget: *budget, SnapshotSettle: *settle, MaintainEvery: *maintainEvery, ChangeFeedEvery: *changeFeedEvery}
@@ -96,7 +90,20 @@ func runCompact(ctx context.Context, args []string) error {
 	} else {
 		fmt.Fprintln(os.Stderr, "compaction reports not written:", err)
 	}
+	if opts.Ledger {
+		if opts.Lister, err = clients.NewTableLister(ctx, t.bq); err != nil {
+			return err
+		}
+	}
 	c := compact.New(bq, loc, opts)
+	sel, unbindable, err := c.Prepare(ctx, flows, only, *shard, *shards)
+	if err != nil {
+		return err
+	}
+	if len(sel.Flows) == 0 && len(sel.Idle) == 0 && unbindable != nil {
+		return t.notAll(unbindable)
+	}
+	t.refused = append(t.refused, unbindable) // flows that do not bind: the others run
 	reports, err := c.Compact(ctx, sel)
 	if err != nil {
 		return err
@@ -153,4 +160,13 @@ func checkCompactFlags(lag time.Duration, tombstones, retention, concurrency int
 		return fmt.Errorf("--concurrency %d: want 1 to %d", concurrency, config.MaxCompactConcurrency)
 	}
 	return nil
+}
+
+// envBool reads a boolean environment variable, def when unset or not a
+// boolean (the functions refuse such a value at start; a flag overrides it).
+func envBool(name string, def bool) bool {
+	if v, err := strconv.ParseBool(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
 }

@@ -23,6 +23,7 @@ import (
 	"cloud.google.com/go/bigquery"
 	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
 	"github.com/bqcdc/bqcdc/internal/bqwrite"
+	"github.com/bqcdc/bqcdc/internal/apply"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/compact"
@@ -120,7 +121,17 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Function, error) {
 	if err != nil {
 		return nil, err
 	}
+	var lister apply.Lister // nil unless the ledger is on (a nil *TableLister is not)
+	if cfg.AppendLedger {
+		l, err := clients.NewTableLister(context.WithoutCancel(ctx), cfg.BigQuery)
+		if err != nil {
+			return nil, err
+		}
+		lister = l
+	}
 	return &Function{flows: o.Flows, refused: errors.Join(o.Refused...), bq: bq, loc: loc, metrics: o.Metrics, log: o.Log, compactor: compact.New(bq, loc, compact.Options{
+		Ledger:             cfg.AppendLedger,
+		Lister:             lister,
 		VisibilityLag:      cfg.VisibilityLag,
 		TombstoneRetention: time.Duration(cfg.TombstoneRetentionDays) * 24 * time.Hour,
 		ChangelogRetention: retention,
@@ -150,14 +161,15 @@ func (f *Function) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// Bind on every run: ingest adds columns to a changelog when its source
 	// schema gains fields, and the run must fold them (and show them in the
-	// view). Reading one table's metadata per source is cheap next to the
-	// queries of a run.
-	sel, unbindable, err := compact.Prepare(r.Context(), f.bq, f.loc, f.flows, names, shard, shards)
+	// view). With the append ledger only the flows that may have rows to
+	// fold are bound (one metadata read per source); the rest cost a share
+	// of a listing.
+	sel, unbindable, err := f.compactor.Prepare(r.Context(), f.flows, names, shard, shards)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, Response{Error: err.Error()})
 		return
 	}
-	if len(sel.Flows) == 0 && unbindable != nil {
+	if len(sel.Flows) == 0 && len(sel.Idle) == 0 && unbindable != nil {
 		writeJSON(w, http.StatusInternalServerError, Response{Error: unbindable.Error()})
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"cloud.google.com/go/bigquery"
+	"github.com/bqcdc/bqcdc/internal/bqerror"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
@@ -20,26 +21,73 @@ import (
 // it which flows are idle); a snapshot flow's table is under its
 // flow.SourceKey. It is BindAll for flows whose schemas are the tables'.
 func BindToChangelogs(ctx context.Context, bq *bigquery.Client, loc catalog.Location, flows []*flow.Flow) ([]*flow.Bound, map[string]*bigquery.TableMetadata, error) {
-	sources := map[string]SourceSchema{}
-	mds := map[string]*bigquery.TableMetadata{}
+	return BindWith(ctx, clientReader{bq}, loc, flows, DefaultConcurrency)
+}
+
+// MetadataReader reads a table's metadata: nil and no error when it does
+// not exist (compaction's Warehouse is one).
+type MetadataReader interface {
+	Metadata(ctx context.Context, dataset, table string) (*bigquery.TableMetadata, error)
+}
+
+type clientReader struct{ bq *bigquery.Client }
+
+func (c clientReader) Metadata(ctx context.Context, dataset, table string) (*bigquery.TableMetadata, error) {
+	md, err := c.bq.Dataset(dataset).Table(table).Metadata(ctx)
+	if bqerror.NotFound(err) {
+		return nil, nil
+	}
+	return md, err
+}
+
+// BindWith is BindToChangelogs reading the tables with read, n at a time.
+func BindWith(ctx context.Context, read MetadataReader, loc catalog.Location, flows []*flow.Flow, n int) ([]*flow.Bound, map[string]*bigquery.TableMetadata, error) {
+	type table struct {
+		key, dataset, name, what string
+		snapshot                 bool
+	}
+	var tables []table
 	for _, src := range flow.Sources(flows) {
-		md, err := bq.Dataset(loc.DefaultDataset).Table(catalog.TableName(src)).Metadata(ctx)
-		if err != nil {
-			return nil, nil, fmt.Errorf("reading the changelog of %s (run bqcdc apply first?): %w", src, err)
-		}
-		sources[src] = SourceSchema{Source: src, Columns: bqschema.FromBigQuery(md.Schema)}
-		mds[src] = md
+		tables = append(tables, table{key: src, dataset: loc.DefaultDataset, name: catalog.TableName(src), what: "the changelog of " + src})
 	}
 	// Snapshot flows read their own tables, by SourceKey.
-	snaps, err := SnapshotTables(ctx, bq, flows, sources)
-	if err != nil {
+	for _, st := range flow.SnapshotTables(flows) {
+		tables = append(tables, table{key: flow.SnapshotKeyPrefix + st.String(), dataset: st.Dataset, name: st.Table, what: "the snapshot table " + st.String(), snapshot: true})
+	}
+	mds := make([]*bigquery.TableMetadata, len(tables))
+	steps := make([]step, len(tables))
+	for i, t := range tables {
+		steps[i] = step{run: func(*Report) error {
+			md, err := read.Metadata(ctx, t.dataset, t.name)
+			switch {
+			case err != nil:
+				return fmt.Errorf("reading %s: %w", t.what, err)
+			case md == nil && !t.snapshot:
+				return fmt.Errorf("reading %s: it does not exist (run bqcdc apply first?)", t.what)
+			}
+			mds[i] = md
+			return nil
+		}}
+	}
+	if err := runSteps(steps, n, nil, new(Report)); err != nil {
 		return nil, nil, err
 	}
-	for k, md := range snaps {
-		mds[k] = md
+	sources := map[string]SourceSchema{}
+	out := map[string]*bigquery.TableMetadata{}
+	for i, t := range tables {
+		md := mds[i]
+		if md == nil {
+			continue // a snapshot table that does not exist: its flows are refused at binding, naming it
+		}
+		origin := ""
+		if t.snapshot {
+			origin = "BigQuery table " + strings.TrimPrefix(t.key, flow.SnapshotKeyPrefix)
+		}
+		sources[t.key] = SourceSchema{Source: t.key, Columns: bqschema.FromBigQuery(md.Schema), Origin: origin}
+		out[t.key] = md
 	}
 	bound, err := BindAll(flows, sources)
-	return bound, mds, err
+	return bound, out, err
 }
 
 // Follower brings the flows of a topic up to its changelog after ingest

@@ -106,6 +106,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigquery"
+	"github.com/bqcdc/bqcdc/internal/apply"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/metrics"
@@ -143,6 +144,17 @@ type Options struct {
 	// FullCheckEvery bounds how long a flow the metadata calls idle goes
 	// without a query that checks it (default 6 h; negative: never).
 	FullCheckEvery time.Duration
+	// Ledger trusts the append ledger (catalog.AppendsTable) that ingest
+	// writes: Prepare lists the datasets (Lister) and reads the ledger in
+	// one query, and the flows with nothing to fold cost no further read
+	// (see ledger.go). Off, or without a Lister, or while the ledger is
+	// younger than LedgerSettle, every changelog and state table is read.
+	Ledger bool
+	Lister apply.Lister
+	// LedgerSettle: the ledger is trusted only for what a flow checked
+	// this long after the ledger table was made (default 1 h): ingest
+	// instances deployed before it append without covering.
+	LedgerSettle time.Duration
 	// MaintainEvery is how often a flow's state levels are folded into one
 	// (default DefaultMaintainEvery; negative: never). It is the one
 	// statement that reads a flow's whole state.
@@ -234,6 +246,9 @@ const (
 	DefaultMaintainMargin = time.Hour
 	// DefaultChangeSlice: a day of positions per statement.
 	DefaultChangeSlice = 24 * time.Hour
+	// DefaultLedgerSettle: longer than a deployment of the ingest function
+	// takes to replace its instances.
+	DefaultLedgerSettle = time.Hour
 )
 
 // NewWith returns a compactor over a warehouse and the objects' keeper
@@ -274,6 +289,9 @@ func NewWith(wh Warehouse, objs Objects, loc catalog.Location, opts Options) *Co
 	}
 	if opts.MaintainGranularity == 0 {
 		opts.MaintainGranularity = 24 * time.Hour
+	}
+	if opts.LedgerSettle == 0 {
+		opts.LedgerSettle = DefaultLedgerSettle
 	}
 	return &Compactor{wh: wh, objs: objs, loc: loc, opts: opts}
 }
@@ -347,6 +365,9 @@ type Selection struct {
 	Shard, Shards int
 	// Sharded: Flows are of Shard already (Prepare shards before binding).
 	Sharded bool
+	// Idle are flows Prepare found idle from the listing and the append
+	// ledger: not bound, reported idle without any read.
+	Idle []IdleFlow
 }
 
 // Run compacts every flow; a failing flow does not stop the others. Then it

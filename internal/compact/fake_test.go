@@ -3,6 +3,7 @@ package compact
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -10,8 +11,10 @@ import (
 
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/catalog"
+	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/schema"
+	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
 	"google.golang.org/api/googleapi"
 )
 
@@ -35,6 +38,12 @@ type fakeBQ struct {
 	queries []string
 	views   []string // "flow@hint"
 	states  []string // flows whose State was called
+	reads   []string // tables whose Metadata was read, "dataset.table"
+	lists   []string // datasets listed
+	// ledger answers the append ledger's query: each source's furthest
+	// cover; created are the tables' creation times the listing shows.
+	ledger  map[string]time.Time
+	created map[string]time.Time
 }
 
 type failure struct {
@@ -44,7 +53,7 @@ type failure struct {
 
 func newFake() *fakeBQ {
 	return &fakeBQ{tables: map[string]*bigquery.TableMetadata{}, stats: map[string]map[string]bigquery.Value{},
-		marker: map[string]map[string]bigquery.Value{}, fail: map[string]failure{}}
+		marker: map[string]map[string]bigquery.Value{}, fail: map[string]failure{}, created: map[string]time.Time{}}
 }
 
 func (f *fakeBQ) Query(_ context.Context, sql string) (Result, error) {
@@ -70,6 +79,12 @@ func (f *fakeBQ) Query(_ context.Context, sql string) (Result, error) {
 		return Result{Rows: []map[string]bigquery.Value{{}}}, nil
 	case "first":
 		return Result{Rows: []map[string]bigquery.Value{{"first_position": f.first}}}, nil
+	case "ledger":
+		var rows []map[string]bigquery.Value
+		for src, until := range f.ledger {
+			rows = append(rows, map[string]bigquery.Value{"source": src, "until": until})
+		}
+		return Result{Rows: rows}, nil
 	case "marker":
 		for table, row := range f.marker {
 			if strings.Contains(sql, table) {
@@ -110,6 +125,8 @@ func kindOfSQL(sql string) string {
 		return "fold"
 	case strings.Contains(sql, "Changelog days every flow"):
 		return "expire"
+	case strings.Contains(sql, "-- bqcdc append ledger"):
+		return "ledger"
 	}
 	return "other"
 }
@@ -127,12 +144,29 @@ func (f *fakeBQ) kinds() []string {
 func (f *fakeBQ) reset() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.queries, f.views, f.states = nil, nil, nil
+	f.queries, f.views, f.states, f.reads, f.lists = nil, nil, nil, nil, nil
+}
+
+// ListTables lists a dataset of the fake (the compactor's Lister).
+func (f *fakeBQ) ListTables(_ context.Context, dataset string) ([]clients.ListedTable, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lists = append(f.lists, dataset)
+	var out []clients.ListedTable
+	for key, md := range f.tables {
+		ds, name, _ := strings.Cut(key, ".")
+		if ds != dataset {
+			continue
+		}
+		out = append(out, clients.ListedTable{Name: name, Labels: maps.Clone(md.Labels), Created: f.created[key]})
+	}
+	return out, nil
 }
 
 func (f *fakeBQ) Metadata(_ context.Context, dataset, table string) (*bigquery.TableMetadata, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.reads = append(f.reads, dataset+"."+table)
 	md, ok := f.tables[dataset+"."+table]
 	if !ok {
 		return nil, nil
@@ -226,7 +260,8 @@ func testFlows(t *testing.T, fake *fakeBQ, n int, scd int) []*flow.Bound {
 			t.Fatal(err)
 		}
 		out = append(out, b)
-		fake.tables["cdc."+catalog.TableName(fmt.Sprintf("src%d", i))] = &bigquery.TableMetadata{NumRows: 10, Labels: map[string]string{}}
+		fake.tables["cdc."+catalog.TableName(fmt.Sprintf("src%d", i))] = &bigquery.TableMetadata{NumRows: 10, Labels: map[string]string{},
+			Schema: bqschema.ToBigQuery(cols)}
 	}
 	return out
 }

@@ -36,6 +36,9 @@ func (c *Compactor) expire(ctx context.Context, sel Selection, tasks []*task, re
 			watermarks[t.b.Name] = t.labels.watermark
 		}
 	}
+	for _, f := range sel.Idle {
+		watermarks[f.Flow.Name] = f.Watermark // from its labels, which Prepare read
+	}
 	held := map[string]bool{}
 	for _, f := range sel.Unbound {
 		held[f.SourceKey()] = true // refused at binding: it will need the days once fixed
@@ -45,7 +48,7 @@ func (c *Compactor) expire(ctx context.Context, sel Selection, tasks []*task, re
 		if held[src] || cl == nil {
 			continue
 		}
-		lowest, ok := c.lowestWatermark(ctx, sel.Flows, src, watermarks)
+		lowest, ok := c.lowestWatermark(ctx, sel, src, watermarks)
 		if !ok {
 			continue
 		}
@@ -82,12 +85,18 @@ func (c *Compactor) expireSource(ctx context.Context, b *flow.Bound, cutoff time
 		map[string]string{catalog.ChangelogExpiredLabel: strconv.FormatInt(cutoff.UnixMicro(), 10)})
 }
 
-// lowestWatermark is the lowest watermark of every flow reading src: from
-// this run where known, else from the flow's state table labels.
-func (c *Compactor) lowestWatermark(ctx context.Context, all []*flow.Bound, src string, known map[string]time.Time) (time.Time, bool) {
+// lowestWatermark is the lowest watermark of every flow reading src (the
+// run's bound flows and the idle ones Prepare left out): from this run
+// where known, else from the flow's state table labels.
+func (c *Compactor) lowestWatermark(ctx context.Context, sel Selection, src string, known map[string]time.Time) (time.Time, bool) {
 	var lowest time.Time
 	found := false
-	for _, b := range all {
+	for _, f := range sel.Idle {
+		if f.Flow.Source.Name == src && (!found || f.Watermark.Before(lowest)) {
+			lowest, found = f.Watermark, true
+		}
+	}
+	for _, b := range sel.Flows {
 		if b.IsSnapshot() || b.Source.Name != src {
 			continue
 		}

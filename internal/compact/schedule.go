@@ -30,6 +30,10 @@ func (c *Compactor) Compact(ctx context.Context, sel Selection) ([]Report, error
 	}
 	changelogs := c.readChangelogs(ctx, flows, sel.Changelogs)
 	tasks := c.prepare(ctx, flows, changelogs)
+	idle := sel.Idle
+	if len(sel.Names) > 0 {
+		idle = nil // a named run runs what it names
+	}
 	// The longest waiting first: never checked, then by the last check.
 	order := make([]int, len(tasks))
 	for i := range order {
@@ -62,6 +66,13 @@ func (c *Compactor) Compact(ctx context.Context, sel Selection) ([]Report, error
 	for i, r := range reports {
 		c.logOutcome(r)
 		c.measure(ctx, r, tasks[i].b.IsSnapshot())
+	}
+	for _, f := range idle {
+		r := Report{Flow: f.Flow.Name, Target: f.Flow.Target.String(), Source: f.Flow.Source.Name, Outcome: Idle,
+			WatermarkBefore: f.Watermark, WatermarkAfter: f.Watermark}
+		c.logOutcome(r)
+		c.measure(ctx, r, false)
+		reports = append(reports, r)
 	}
 	c.writeReports(ctx, start, sel, reports)
 	return reports, nil

@@ -22,6 +22,7 @@ type labels struct {
 	sigSeen, checked     time.Time
 	clean                bool
 	maintained           time.Time // zero: never
+	reached              time.Time // every changelog row ingested by then was folded (zero: unknown)
 	layout               bool      // the state is of catalog.StateLayout (its change table exists)
 }
 
@@ -42,6 +43,7 @@ func readLabels(l map[string]string) labels {
 	out.sigSeen, _ = us(catalog.LabelSigSeen)
 	out.checked, _ = us(catalog.LabelChecked)
 	out.maintained, _ = us(catalog.LabelMaintained)
+	out.reached, _ = us(catalog.LabelReached)
 	out.clean = l[catalog.LabelClean] == "1"
 	out.layout = l[catalog.StateLayoutLabel] == catalog.StateLayout
 	return out
@@ -65,6 +67,9 @@ func (l labels) values() map[string]string {
 	}
 	if !l.maintained.IsZero() {
 		out[catalog.LabelMaintained] = us(l.maintained)
+	}
+	if !l.reached.IsZero() {
+		out[catalog.LabelReached] = us(l.reached)
 	}
 	if l.layout {
 		out[catalog.StateLayoutLabel] = catalog.StateLayout

@@ -313,6 +313,12 @@ func (s *streamRun) view(ctx context.Context) error {
 func (s *streamRun) next() (labels, bool) {
 	l := s.nextLabels
 	l.watermark, l.foldedMax = s.watermark, s.newMax
+	// Every row ingested by the new watermark is folded; a run that found
+	// nothing to fold checked every row ingested by reached.
+	l.reached = s.watermark
+	if s.rep.Outcome == UpToDate && s.reached.After(l.reached) {
+		l.reached = s.reached
+	}
 	// Clean: the run folded every row the signature reflects (those rows
 	// were appended before it was read, so by its first sighting).
 	l.clean = !s.watermark.Before(l.sigSeen)

@@ -761,3 +761,16 @@ func EventsQuery(b *flow.Bound, loc catalog.Location) string {
 	d := newData(b, loc, Epoch)
 	return fmt.Sprintf("SELECT %s, %s AS __op FROM %s WHERE %s", strings.Join(d.Events, ", "), d.OpExpr, d.Changelog, d.EventFilter)
 }
+
+// AppendsSince reads the append ledger (catalog.AppendsTable): each
+// source's furthest cover among the ledger rows reaching past since. The
+// table is partitioned by day of until and clustered by it, so the
+// constant filter bills the blocks of the rows since then (at least
+// 10 MB), whatever the number of sources.
+func AppendsSince(loc catalog.Location, since time.Time) string {
+	return "-- bqcdc append ledger: the sources appended to after " + since.UTC().Format(time.RFC3339Nano) + "\n" +
+		"SELECT " + flow.QuoteIdent(catalog.ColAppendsSource) + " AS source, MAX(" + flow.QuoteIdent(catalog.ColAppendsUntil) + ") AS until\n" +
+		"FROM " + flow.QuoteIdent(loc.Project) + "." + flow.QuoteIdent(loc.DefaultDataset) + "." + flow.QuoteIdent(catalog.AppendsTable) + "\n" +
+		"WHERE " + flow.QuoteIdent(catalog.ColAppendsUntil) + " > " + Literal(since) + "\n" +
+		"GROUP BY source"
+}

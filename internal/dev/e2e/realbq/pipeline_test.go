@@ -361,11 +361,12 @@ func checkStatusView(t *testing.T, ctx context.Context, bq *bigquery.Client, bou
 // tables carry no watermark label.
 func checkCompactDryRun(t *testing.T, ctx context.Context, bq *bigquery.Client, loc catalog.Location, flows []*flow.Flow, bound []*flow.Bound, views map[string][]string) {
 	t.Helper()
-	sel, refused, err := compact.Prepare(ctx, bq, loc, flows, nil, 0, 1)
+	c := compact.New(bq, loc, compact.Options{VisibilityLag: 0, DryRun: compact.DryRun(bq)})
+	sel, refused, err := c.Prepare(ctx, flows, nil, 0, 1)
 	if err != nil || refused != nil {
 		t.Fatalf("preparing the dry run: %v %v", err, refused)
 	}
-	reports, err := compact.New(bq, loc, compact.Options{VisibilityLag: 0, DryRun: compact.DryRun(bq)}).Compact(ctx, sel)
+	reports, err := c.Compact(ctx, sel)
 	if err != nil {
 		t.Fatal(err)
 	}
