@@ -359,12 +359,19 @@ func TestIngestCredentialsOnlyFromSecretManager(t *testing.T) {
 func TestFunctionEnvironment(t *testing.T) {
 	root := config(t).module(t, ".")
 	for call, want := range map[string][]string{
-		"ingest_function":  {"BQCDC_DATASET", "BQCDC_LOCATION", "BQCDC_LOG_VALUES", "BQCDC_METRICS_EXPORTER", "BQCDC_PROJECT", "BQCDC_SCHEMA_EVOLUTION_OFF"},
-		"compact_function": {"BQCDC_CHANGELOG_RETENTION_DAYS", "BQCDC_CHANGE_FEED_EVERY", "BQCDC_COMPACT_BUDGET", "BQCDC_COMPACT_CONCURRENCY", "BQCDC_DATASET", "BQCDC_INGEST_TIMEOUT", "BQCDC_LOCATION", "BQCDC_METRICS_EXPORTER", "BQCDC_PROJECT", "BQCDC_TOMBSTONE_RETENTION_DAYS", "BQCDC_VISIBILITY_LAG"},
+		"ingest_function":  {"BQCDC_APPEND_LEDGER", "BQCDC_DATASET", "BQCDC_LOCATION", "BQCDC_LOG_VALUES", "BQCDC_METRICS_EXPORTER", "BQCDC_PROJECT", "BQCDC_SCHEMA_EVOLUTION_OFF"},
+		"compact_function": {"BQCDC_APPEND_LEDGER", "BQCDC_CHANGELOG_RETENTION_DAYS", "BQCDC_CHANGE_FEED_EVERY", "BQCDC_COMPACT_BUDGET", "BQCDC_COMPACT_CONCURRENCY", "BQCDC_DATASET", "BQCDC_INGEST_TIMEOUT", "BQCDC_LOCATION", "BQCDC_METRICS_EXPORTER", "BQCDC_PROJECT", "BQCDC_TOMBSTONE_RETENTION_DAYS", "BQCDC_VISIBILITY_LAG"},
 	} {
 		got, _ := objectKeys(attrExpr(root.calls[call].Body, "environment_variables"))
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s environment_variables (-want +got):\n%s", call, diff)
+		}
+	}
+	// Both functions read the ledger switch from the one variable: ingest
+	// writing it and compaction trusting it must agree.
+	for _, call := range []string{"ingest_function", "compact_function"} {
+		if item := objectItem(attrExpr(root.calls[call].Body, "environment_variables"), "BQCDC_APPEND_LEDGER"); !refersTo(item, "var.append_ledger") {
+			t.Errorf("%s: BQCDC_APPEND_LEDGER must come from var.append_ledger", call)
 		}
 	}
 	lag := objectItem(attrExpr(root.calls["compact_function"].Body, "environment_variables"), "BQCDC_VISIBILITY_LAG")

@@ -48,7 +48,8 @@ resource "google_project_iam_custom_role" "ingest_table_writer" {
 # The changelogs and the dead-letter table are created later, by `bqcdc
 # apply` (a table IAM grant needs the table to exist), so the grant is made
 # on the dataset with a condition that limits it to those tables: names
-# ending in _changelog (catalog.TableName) and _bqcdc_dead_letters. State
+# ending in _changelog (catalog.TableName), _bqcdc_dead_letters and the
+# append ledger _bqcdc_appends (catalog.AppendsTable). State
 # tables, views and compaction reports stay out of ingest's reach; views
 # and state tables follow an evolved changelog at the next compaction.
 resource "google_bigquery_dataset_iam_member" "ingest_writes_changelogs" {
@@ -58,9 +59,9 @@ resource "google_bigquery_dataset_iam_member" "ingest_writes_changelogs" {
   member     = "serviceAccount:${google_service_account.ingest.email}"
 
   condition {
-    title       = "bqcdc changelogs and dead letters"
-    description = "Only the tables ingest writes: <source>_changelog and _bqcdc_dead_letters."
-    expression  = "resource.name.startsWith(\"projects/${var.project_id}/datasets/${module.dataset.dataset_id}/tables/\") && (resource.name.endsWith(\"_changelog\") || resource.name.endsWith(\"/tables/_bqcdc_dead_letters\"))"
+    title       = "bqcdc changelogs, dead letters and append ledger"
+    description = "Only the tables ingest writes: <source>_changelog, _bqcdc_dead_letters and _bqcdc_appends."
+    expression  = "resource.name.startsWith(\"projects/${var.project_id}/datasets/${module.dataset.dataset_id}/tables/\") && (resource.name.endsWith(\"_changelog\") || resource.name.endsWith(\"/tables/_bqcdc_dead_letters\") || resource.name.endsWith(\"/tables/_bqcdc_appends\"))"
   }
 }
 

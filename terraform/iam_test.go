@@ -53,7 +53,8 @@ func TestIngestGrantsNarrow(t *testing.T) {
 		t.Fatal("ingest_writes_changelogs must have a condition limiting it to the changelogs and the dead letters")
 	}
 	src := exprSource(root.fileOf(expr.Range()), expr)
-	for _, want := range []string{`resource.name.endsWith(\"_changelog\")`, `resource.name.endsWith(\"/tables/` + catalog.DeadLetterTable + `\")`, "resource.name.startsWith"} {
+	for _, want := range []string{`resource.name.endsWith(\"_changelog\")`, `resource.name.endsWith(\"/tables/` + catalog.DeadLetterTable + `\")`,
+		`resource.name.endsWith(\"/tables/` + catalog.AppendsTable + `\")`, "resource.name.startsWith"} {
 		if !strings.Contains(src, want) {
 			t.Errorf("ingest_writes_changelogs condition %s lacks %s", src, want)
 		}

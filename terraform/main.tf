@@ -129,6 +129,7 @@ module "ingest_function" {
     BQCDC_SCHEMA_EVOLUTION_OFF = join(",", sort([for name, s in var.sources : name if !s.schema_evolution]))
     BQCDC_LOG_VALUES           = tostring(var.log_row_values)
     BQCDC_METRICS_EXPORTER     = local.metrics_exporter
+    BQCDC_APPEND_LEDGER        = tostring(var.append_ledger)
   }
 
   # Credentials only ever come from Secret Manager.
@@ -177,6 +178,7 @@ module "compact_function" {
     BQCDC_COMPACT_CONCURRENCY      = tostring(var.compact.flow_concurrency)
     BQCDC_CHANGE_FEED_EVERY        = "${var.change_feed_every_minutes}m"
     BQCDC_METRICS_EXPORTER         = local.metrics_exporter
+    BQCDC_APPEND_LEDGER            = tostring(var.append_ledger)
   }
 
   secret_environment_variables = {}

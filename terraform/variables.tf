@@ -179,6 +179,12 @@ variable "log_row_values" {
   default     = false
 }
 
+variable "append_ledger" {
+  type        = bool
+  description = "Ingest covers each source in the append ledger (_bqcdc_appends) before appending its rows, and compaction tells the flows with rows to fold from one query of it and a listing of the datasets, instead of reading every changelog's and state table's metadata each run (BQCDC_APPEND_LEDGER, set on both functions). Compaction trusts the ledger an hour after bqcdc apply made it. Turn it off only with both functions."
+  default     = true
+}
+
 variable "dead_letter_retention_days" {
   type        = number
   description = <<-EOT
