@@ -21,15 +21,10 @@ import (
 // the Budget; then expires changelog days and appends the reports.
 func (c *Compactor) Compact(ctx context.Context, sel Selection) ([]Report, error) {
 	start := c.opts.Now().UTC()
-	flows, err := Select(sel.Flows, sel.Names)
+	tasks, changelogs, err := c.metadata(ctx, sel)
 	if err != nil {
 		return nil, err
 	}
-	if sel.Shards > 1 && !sel.Sharded {
-		flows = InShard(flows, sel.Shard, sel.Shards)
-	}
-	changelogs := c.readChangelogs(ctx, flows, sel.Changelogs)
-	tasks := c.prepare(ctx, flows, changelogs)
 	idle := sel.Idle
 	if len(sel.Names) > 0 {
 		idle = nil // a named run runs what it names
@@ -76,6 +71,20 @@ func (c *Compactor) Compact(ctx context.Context, sel Selection) ([]Report, error
 	}
 	c.writeReports(ctx, start, sel, reports)
 	return reports, nil
+}
+
+// metadata is a run's metadata phase after Prepare: the selected flows'
+// changelog metadata (what Prepare did not read) and state tables'.
+func (c *Compactor) metadata(ctx context.Context, sel Selection) ([]*task, map[string]changelogMeta, error) {
+	flows, err := Select(sel.Flows, sel.Names)
+	if err != nil {
+		return nil, nil, err
+	}
+	if sel.Shards > 1 && !sel.Sharded {
+		flows = InShard(flows, sel.Shard, sel.Shards)
+	}
+	changelogs := c.readChangelogs(ctx, flows, sel.Changelogs)
+	return c.prepare(ctx, flows, changelogs), changelogs, nil
 }
 
 // runFlow compacts one flow and reports it.

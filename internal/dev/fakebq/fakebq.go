@@ -155,10 +155,12 @@ type Server struct {
 	total       counters
 
 	mu       sync.RWMutex
-	tables   map[string]*table  // by path: projects/P/datasets/D/tables/T
-	datasets map[string]bool    // created through datasets.insert, by "project/dataset" (admin.go)
-	jobs     map[string]*bq.Job // DDL jobs by "project/jobID" (jobs.go)
-	ddl      []string           // the DDL statements run, in order (jobs.go)
+	tables   map[string]*table                      // by path: projects/P/datasets/D/tables/T
+	datasets map[string]bool                        // created through datasets.insert, by "project/dataset" (admin.go)
+	jobs     map[string]*bq.Job                     // DDL jobs by "project/jobID" (jobs.go)
+	results  map[string]*bq.GetQueryResultsResponse // answered queries' results by "project/jobID" (queries.go)
+	answer   QueryFunc                              // answers queries (queries.go); nil: none
+	ddl      []string                               // the DDL statements run, in order (jobs.go)
 	jobSeq   atomic.Int64
 
 	faultMu   sync.Mutex

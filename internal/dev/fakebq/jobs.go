@@ -51,9 +51,9 @@ func (h restHandler) serveJobs(w http.ResponseWriter, r *http.Request, parts []s
 	case len(parts) == 4 && parts[2] == "jobs" && r.Method == http.MethodGet:
 		h.s.getJob(w, project, parts[3], func(j *bq.Job) any { return j })
 	case len(parts) == 4 && parts[2] == "queries" && r.Method == http.MethodGet:
-		h.s.getJob(w, project, parts[3], func(j *bq.Job) any {
-			return &bq.GetQueryResultsResponse{Kind: "bigquery#getQueryResultsResponse", JobComplete: true, JobReference: j.JobReference, Schema: &bq.TableSchema{}}
-		})
+		h.s.queryResults(w, project, parts[3])
+	case len(parts) == 3 && parts[2] == "queries" && r.Method == http.MethodPost:
+		h.s.query(w, r, project)
 	default:
 		return false
 	}
@@ -64,6 +64,14 @@ func (s *Server) insertJob(w http.ResponseWriter, r *http.Request, project strin
 	var job bq.Job
 	if err := json.NewDecoder(r.Body).Decode(&job); err != nil || job.Configuration == nil || job.Configuration.Query == nil {
 		writeError(w, http.StatusBadRequest, "invalid", fmt.Sprintf("fakebq: only query jobs are served (decoding: %v)", err))
+		return
+	}
+	if schema, rows, ok, err := s.answered(job.Configuration.Query.Query); err != nil || ok {
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, "backendError", "fakebq: "+err.Error())
+			return
+		}
+		writeJSON(w, s.answeredJob(project, job.Configuration.Query.Query, schema, rows))
 		return
 	}
 	stmts := statements(strings.TrimSpace(job.Configuration.Query.Query))
