@@ -6,9 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/bqcdc/bqcdc/internal/catalog"
+	"github.com/bqcdc/bqcdc/internal/clients"
+	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/status"
 )
 
@@ -25,6 +28,9 @@ func runStatus(ctx context.Context, args []string) error {
 	fs.DurationVar(&th.MaxCompactionAge, "max-compaction-age", 0, "fail when a flow's last compaction run is older than this, or missing (0: unchecked)")
 	fs.Int64Var(&th.MaxDeadLetters, "max-dead-letters", -1, "fail when a topic dead-lettered more messages than this in the last day (-1: unchecked; 0: any)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	var onlyFlows, onlySources names
+	fs.Var(&onlyFlows, "flow", "report only this flow (repeatable)")
+	fs.Var(&onlySources, "source", "report only the flows of this source: a topic, or a snapshot flow's dataset.table (repeatable)")
 	if err := parseFlags(ctx, fs, args); err != nil {
 		return err
 	}
@@ -33,8 +39,15 @@ func runStatus(ctx context.Context, args []string) error {
 		return err
 	}
 	defer bq.Close()
+	if flows, err = selectFlows(flows, onlyFlows, onlySources); err != nil {
+		return err
+	}
+	lister, err := clients.NewTableLister(ctx, t.bq)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
-	rep, err := status.Gather(ctx, bq, catalog.Location{Project: t.bq.Project, DefaultDataset: t.dataset}, flows)
+	rep, err := status.GatherWith(ctx, bq, catalog.Location{Project: t.bq.Project, DefaultDataset: t.dataset}, flows, status.Options{Lister: lister})
 	if err != nil {
 		return err
 	}
@@ -55,4 +68,42 @@ func runStatus(ctx context.Context, args []string) error {
 		return t.notAll(fmt.Errorf("%d problem(s) past the thresholds", len(problems)))
 	}
 	return t.notAll(nil)
+}
+
+// selectFlows keeps the flows named in byName or reading a source of
+// bySource (all when both are empty); a name or source that matches no
+// flow is an error, naming it.
+func selectFlows(flows []*flow.Flow, byName, bySource []string) ([]*flow.Flow, error) {
+	if len(byName) == 0 && len(bySource) == 0 {
+		return flows, nil
+	}
+	var out []*flow.Flow
+	matched := map[string]bool{}
+	for _, f := range flows {
+		src := f.Source.Name
+		if f.IsSnapshot() {
+			src = f.Snapshot.String()
+		}
+		in := false
+		if slices.Contains(byName, f.Name) {
+			in, matched["flow "+f.Name] = true, true
+		}
+		if slices.Contains(bySource, src) {
+			in, matched["source "+src] = true, true
+		}
+		if in {
+			out = append(out, f)
+		}
+	}
+	for _, n := range byName {
+		if !matched["flow "+n] {
+			return nil, fmt.Errorf("--flow %s: no deployed flow has that name", n)
+		}
+	}
+	for _, s := range bySource {
+		if !matched["source "+s] {
+			return nil, fmt.Errorf("--source %s: no deployed flow reads it", s)
+		}
+	}
+	return out, nil
 }

@@ -47,6 +47,10 @@ func Write(w io.Writer, r Report) error {
 		if !s.LastAppend.IsZero() {
 			last = fmt.Sprintf("%s (%s ago)", clock(s.LastAppend), Age(r.At.Sub(s.LastAppend)))
 		}
+		if s.Listed { // found by the listing: no sizes (bqcdc status --source shows them)
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t%s\n", s.Source, s.Table, last)
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\n", s.Source, s.Table, s.Rows, Bytes(s.Bytes), s.StreamingRows, last)
 	}
 	if err := tw.Flush(); err != nil {

@@ -17,6 +17,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"cloud.google.com/go/bigquery"
@@ -82,7 +83,28 @@ type Source struct {
 	// LastAppend is the newest _cdc_ingested_at of the window (zero: none).
 	LastAppend time.Time `json:"last_append"`
 	Error      string    `json:"error,omitempty"` // the metadata could not be read
+	// Listed: the changelog was found by the dataset's listing, which
+	// gives no sizes (Rows, Bytes, StreamingRows, LastModified are unread).
+	Listed bool `json:"listed,omitempty"`
 }
+
+// Options tune Gather.
+type Options struct {
+	// Lister lists the default dataset: with more sources than
+	// ReadSources, their changelogs are found by the listing (a request
+	// per 1,000 tables) instead of one metadata read each (which at
+	// 5,000 sources is a minute of BigQuery's per-method quota), and
+	// their sizes are not shown; --source shows them.
+	Lister interface {
+		ListTables(ctx context.Context, dataset string) ([]clients.ListedTable, error)
+	}
+	// ReadSources: up to this many sources are read one by one (0:
+	// DefaultReadSources).
+	ReadSources int
+}
+
+// DefaultReadSources is Options.ReadSources' default.
+const DefaultReadSources = 200
 
 // DeadLetters counts the dead letters of the last day with one stage and
 // reason.
@@ -106,8 +128,25 @@ type Report struct {
 
 // Gather reads the status of flows in loc.
 func Gather(ctx context.Context, bq *bigquery.Client, loc catalog.Location, flows []*flow.Flow) (Report, error) {
+	return GatherWith(ctx, bq, loc, flows, Options{})
+}
+
+// GatherWith is Gather with options. It makes one query for the flows
+// (the status view's), one for the dead letters, and reads the sources'
+// changelogs (see Options).
+func GatherWith(ctx context.Context, bq *bigquery.Client, loc catalog.Location, flows []*flow.Flow, o Options) (Report, error) {
 	rep := Report{Project: loc.Project, Dataset: loc.DefaultDataset, At: time.Now().UTC()}
-	rep.Sources = sources(ctx, bq, loc, flows)
+	if o.ReadSources <= 0 {
+		o.ReadSources = DefaultReadSources
+	}
+	var err error
+	if srcs := flow.Sources(flows); len(srcs) > o.ReadSources && o.Lister != nil {
+		if rep.Sources, err = listedSources(ctx, o.Lister, loc, srcs); err != nil {
+			return rep, err
+		}
+	} else {
+		rep.Sources = sources(ctx, bq, loc, flows)
+	}
 	// A flow whose changelog is missing would fail the whole query: it is
 	// left out, and its source reported.
 	missing := map[string]bool{}
@@ -143,7 +182,6 @@ func Gather(ctx context.Context, bq *bigquery.Client, loc catalog.Location, flow
 	for i := range rep.Sources {
 		rep.Sources[i].LastAppend = last[rep.Sources[i].Source]
 	}
-	var err error
 	if rep.DeadLetters, err = deadLetters(ctx, bq, loc); err != nil {
 		return rep, err
 	}
@@ -191,26 +229,65 @@ func deadLetters(ctx context.Context, bq *bigquery.Client, loc catalog.Location)
 	return out, nil
 }
 
-// sources reads each source's changelog metadata (free: no query job).
-func sources(ctx context.Context, bq *bigquery.Client, loc catalog.Location, flows []*flow.Flow) []Source {
-	var out []Source
-	for _, src := range flow.Sources(flows) {
-		s := Source{Source: src, Table: catalog.TableName(src)}
-		md, err := bq.Dataset(loc.DefaultDataset).Table(s.Table).Metadata(ctx)
-		switch {
-		case bqerror.NotFound(err):
-			s.Error = "no changelog table (run bqcdc apply)"
-		case err != nil:
-			s.Error = fmt.Sprintf("reading the changelog's metadata: %v", err)
-		default:
-			s.Rows, s.Bytes, s.LastModified = md.NumRows, md.NumBytes, md.LastModifiedTime.UTC()
-			if sb := md.StreamingBuffer; sb != nil {
-				s.StreamingRows = sb.EstimatedRows
-			}
-		}
-		out = append(out, s)
+// listedSources finds each source's changelog in the listing of the
+// default dataset.
+func listedSources(ctx context.Context, l interface {
+	ListTables(ctx context.Context, dataset string) ([]clients.ListedTable, error)
+}, loc catalog.Location, srcs []string) ([]Source, error) {
+	tables, err := l.ListTables(ctx, loc.DefaultDataset)
+	if err != nil {
+		return nil, fmt.Errorf("listing dataset %s: %w", loc.DefaultDataset, err)
 	}
+	there := make(map[string]bool, len(tables))
+	for _, t := range tables {
+		there[t.Name] = true
+	}
+	out := make([]Source, len(srcs))
+	for i, src := range srcs {
+		out[i] = Source{Source: src, Table: catalog.TableName(src), Listed: true}
+		if !there[out[i].Table] {
+			out[i].Error = "no changelog table (run bqcdc apply)"
+		}
+	}
+	return out, nil
+}
+
+// sourceReads bounds the changelog metadata reads in flight.
+const sourceReads = 16
+
+// sources reads each source's changelog metadata (free: no query job),
+// sourceReads at a time.
+func sources(ctx context.Context, bq *bigquery.Client, loc catalog.Location, flows []*flow.Flow) []Source {
+	srcs := flow.Sources(flows)
+	out := make([]Source, len(srcs))
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, sourceReads)
+	for i, src := range srcs {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			out[i] = source(ctx, bq, loc, src)
+		})
+	}
+	wg.Wait()
 	return out
+}
+
+func source(ctx context.Context, bq *bigquery.Client, loc catalog.Location, src string) Source {
+	s := Source{Source: src, Table: catalog.TableName(src)}
+	md, err := bq.Dataset(loc.DefaultDataset).Table(s.Table).Metadata(ctx)
+	switch {
+	case bqerror.NotFound(err):
+		s.Error = "no changelog table (run bqcdc apply)"
+	case err != nil:
+		s.Error = fmt.Sprintf("reading the changelog's metadata: %v", err)
+	default:
+		s.Rows, s.Bytes, s.LastModified = md.NumRows, md.NumBytes, md.LastModifiedTime.UTC()
+		if sb := md.StreamingBuffer; sb != nil {
+			s.StreamingRows = sb.EstimatedRows
+		}
+	}
+	return s
 }
 
 func str(v bigquery.Value) string {
