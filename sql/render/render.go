@@ -769,8 +769,8 @@ func EventsQuery(b *flow.Bound, loc catalog.Location) string {
 // 10 MB), whatever the number of sources.
 func AppendsSince(loc catalog.Location, since time.Time) string {
 	return "-- bqcdc append ledger: the sources appended to after " + since.UTC().Format(time.RFC3339Nano) + "\n" +
-		"SELECT " + flow.QuoteIdent(catalog.ColAppendsSource) + " AS source, MAX(" + flow.QuoteIdent(catalog.ColAppendsUntil) + ") AS until\n" +
+		"SELECT " + flow.QuoteIdent(catalog.ColAppendsSource) + " AS `source`, MAX(" + flow.QuoteIdent(catalog.ColAppendsUntil) + ") AS `until`\n" +
 		"FROM " + flow.QuoteIdent(loc.Project) + "." + flow.QuoteIdent(loc.DefaultDataset) + "." + flow.QuoteIdent(catalog.AppendsTable) + "\n" +
 		"WHERE " + flow.QuoteIdent(catalog.ColAppendsUntil) + " > " + Literal(since) + "\n" +
-		"GROUP BY source"
+		"GROUP BY 1"
 }

@@ -1,0 +1,105 @@
+package bqwrite_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"cloud.google.com/go/bigquery/storage/managedwriter"
+	"github.com/bqcdc/bqcdc/internal/bqquota"
+	"github.com/bqcdc/bqcdc/internal/bqwrite"
+	"github.com/bqcdc/bqcdc/internal/clients"
+	"github.com/bqcdc/bqcdc/internal/dev/fakebq"
+	"github.com/bqcdc/bqcdc/internal/schema"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+var (
+	coldTables = flag.Int("ingest.tables", 10000, "tables of BenchmarkColdInstance10000Tables")
+	coldRTT    = flag.Duration("ingest.rtt", 50*time.Millisecond, "simulated round trip of every REST call in BenchmarkColdInstance10000Tables")
+)
+
+// BenchmarkColdInstance10000Tables is an ingest instance's first message of
+// each of 10,000 tables (one row each, 64 at once, as concurrent push
+// requests are): against the quota-aware fake with BigQuery's default
+// limits, the REST client paced by bqquota.Transport and the Storage Write
+// client multiplexed (clients.WriterOptions), as in production. It reports
+// the REST requests the instance made (one tables.get a table: the schema
+// and labels it appends with, cached after), quota-s, rejected, and what
+// the instance holds afterwards: heap, goroutines and Storage Write
+// connections.
+func BenchmarkColdInstance10000Tables(b *testing.B) {
+	n := *coldTables
+	limits := bqquota.Default
+	fake := fakebq.Start(b, fakebq.Options{Quota: &limits, RTT: *coldRTT})
+	cols := schema.Columns{{Name: "id", Type: schema.Int64}, {Name: "v", Type: schema.String}}
+	for i := range n {
+		if err := fake.AddTable("d", fmt.Sprintf("t%05d", i), fakebq.Table{Columns: cols}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	cfg := fake.ClientConfig()
+	for range b.N {
+		bq, err := bigquery.NewClient(ctx, cfg.Project, option.WithEndpoint(cfg.Endpoint),
+			option.WithHTTPClient(&http.Client{Transport: bqquota.NewTransport(http.DefaultTransport)}))
+		if err != nil {
+			b.Fatal(err)
+		}
+		conn, err := grpc.NewClient(cfg.StorageEndpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		mw, err := managedwriter.NewClient(ctx, cfg.Project, append(clients.WriterOptions(), option.WithGRPCConn(conn), option.WithoutAuthentication())...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		w := bqwrite.NewWriter(bq, mw, cfg.Project, "d")
+		fake.ResetRequests()
+		connections := fake.Connections()
+		heap0, g0 := usage()
+		start := time.Now()
+		var wg sync.WaitGroup
+		next := make(chan int)
+		for range 64 {
+			wg.Go(func() {
+				for i := range next {
+					if err := w.Append(ctx, fmt.Sprintf("t%05d", i), []map[string]any{{"id": int64(i), "v": "x"}}); err != nil {
+						b.Error(err)
+					}
+				}
+			})
+		}
+		for i := range n {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+		took := time.Since(start)
+		heap1, g1 := usage()
+		var requests, rejected int64
+		for _, c := range fake.Requests() {
+			requests += c
+		}
+		for _, c := range fake.Rejected() {
+			rejected += c
+		}
+		b.ReportMetric(took.Seconds(), "wall-s")
+		b.ReportMetric(float64(requests), "requests")
+		b.ReportMetric(float64(rejected), "rejected")
+		b.ReportMetric(fake.QuotaSeconds(limits), "quota-s")
+		b.ReportMetric(float64(heap1-heap0)/(1<<20), "heap-MiB")
+		b.ReportMetric(float64(g1-g0), "goroutines")
+		b.ReportMetric(float64(fake.Connections()-connections), "connections")
+		b.Logf("requests by method: %v", fake.Requests())
+		w.Close()
+		bq.Close()
+	}
+}
