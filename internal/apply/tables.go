@@ -182,13 +182,49 @@ var StatusDescription = fmt.Sprintf("bqcdc status: one row per flow: the newest 
 	"the compaction runs of those days and the last day of dead letters (topic, stage, reason). "+
 	"Snapshot flows (kind snapshot) read no changelog: their rows show the last run, the version it applied and the rows it skipped.", render.StatusDays)
 
-// Status creates or updates the status view over flows (catalog.StatusView).
+// Status creates or updates the status view over flows (catalog.StatusView),
+// and, for more flows than its query can list, the table of flows it reads
+// (catalog.FlowsTable).
 func Status(ctx context.Context, bq *bigquery.Client, loc catalog.Location, flows []*flow.Flow, rep *Report) error {
-	sql, err := render.Status(flows, loc)
+	sql, table, err := render.StatusQuery(flows, loc)
 	if err != nil {
 		return err
 	}
+	if table {
+		if err := flowsTable(ctx, bq, loc, flows, rep); err != nil {
+			return err
+		}
+	}
 	return ensureView(ctx, bq.Dataset(loc.DefaultDataset).Table(catalog.StatusView), sql, StatusDescription, rep)
+}
+
+// flowsTable writes catalog.FlowsTable unless its label says it lists
+// these flows already (one metadata read when it does).
+func flowsTable(ctx context.Context, bq *bigquery.Client, loc catalog.Location, flows []*flow.Flow, rep *Report) error {
+	stmts := render.FlowsTable(flows, loc)
+	spec := specHash([]byte(strings.Join(stmts, "\x00")))
+	t := bq.Dataset(loc.DefaultDataset).Table(catalog.FlowsTable)
+	md, err := t.Metadata(ctx)
+	if err == nil && md.Labels[catalog.SpecLabel] == spec {
+		rep.add("table %s: unchanged", catalog.FlowsTable)
+		return nil
+	}
+	if err != nil && !bqerror.NotFound(err) {
+		return fmt.Errorf("reading table %s: %w", catalog.FlowsTable, err)
+	}
+	for _, stmt := range stmts {
+		if err := runDDL(ctx, bq, stmt); err != nil {
+			return fmt.Errorf("writing table %s (the flows the status view reads): %w", catalog.FlowsTable, err)
+		}
+	}
+	var upd bigquery.TableMetadataToUpdate
+	upd.Description = fmt.Sprintf("bqcdc: the %d deployed flows, for the status view %s (written by bqcdc apply).", len(flows), catalog.StatusView)
+	upd.SetLabel(catalog.SpecLabel, spec)
+	if _, err := t.Update(ctx, upd, ""); err != nil {
+		return fmt.Errorf("labelling table %s: %w", catalog.FlowsTable, err)
+	}
+	rep.add("table %s: written (%d flows)", catalog.FlowsTable, len(flows))
+	return nil
 }
 
 // ensureView creates a plain view, or updates its query and description.

@@ -23,25 +23,39 @@ import (
 
 var (
 	coldTables = flag.Int("ingest.tables", 10000, "tables of BenchmarkColdInstance10000Tables")
+	coldCols   = flag.Int("ingest.columns", 20, "columns of each table in BenchmarkColdInstance10000Tables (bqcdc's 8 metadata columns included)")
+	coldShapes = flag.Int("ingest.schemas", 0, "distinct table schemas in BenchmarkColdInstance10000Tables (0: every table its own)")
 	coldRTT    = flag.Duration("ingest.rtt", 50*time.Millisecond, "simulated round trip of every REST call in BenchmarkColdInstance10000Tables")
 )
 
 // BenchmarkColdInstance10000Tables is an ingest instance's first message of
-// each of 10,000 tables (one row each, 64 at once, as concurrent push
+// each of 10,000 tables of 20 columns (one row each, 64 at once, as concurrent push
 // requests are): against the quota-aware fake with BigQuery's default
 // limits, the REST client paced by bqquota.Transport and the Storage Write
 // client multiplexed (clients.WriterOptions), as in production. It reports
 // the REST requests the instance made (one tables.get a table: the schema
 // and labels it appends with, cached after), quota-s, rejected, and what
 // the instance holds afterwards: heap, goroutines and Storage Write
-// connections.
+// connections. Tables of one schema share its encoder
+// (-ingest.schemas: how many distinct schemas; by default each table has
+// its own).
 func BenchmarkColdInstance10000Tables(b *testing.B) {
 	n := *coldTables
 	limits := bqquota.Default
 	fake := fakebq.Start(b, fakebq.Options{Quota: &limits, RTT: *coldRTT})
 	cols := schema.Columns{{Name: "id", Type: schema.Int64}, {Name: "v", Type: schema.String}}
+	for i := len(cols); i < *coldCols; i++ {
+		cols = append(cols, schema.Column{Name: fmt.Sprintf("c%02d", i), Type: []string{schema.String, schema.Int64, schema.Timestamp, schema.Float64}[i%4]})
+	}
+	shapes := *coldShapes
+	if shapes <= 0 {
+		shapes = n
+	}
 	for i := range n {
-		if err := fake.AddTable("d", fmt.Sprintf("t%05d", i), fakebq.Table{Columns: cols}); err != nil {
+		// The last column's name makes the table's schema one of shapes.
+		own := append(schema.Columns(nil), cols...)
+		own[len(own)-1].Name = fmt.Sprintf("c_%05d", i%shapes)
+		if err := fake.AddTable("d", fmt.Sprintf("t%05d", i), fakebq.Table{Columns: own}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"weak"
 
 	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
@@ -60,6 +62,73 @@ func NewEncoder(s bigquery.Schema) (*Encoder, error) {
 		return nil, fmt.Errorf("normalizing row descriptor: %w", err)
 	}
 	return &Encoder{md: md, dp: dp}, nil
+}
+
+// encoders shares one Encoder among the tables of one schema while any
+// holds it: the protobuf descriptors of a schema are most of what an open
+// table costs (about 40 KB for 20 columns), and the tables of a large
+// deployment often share schemas (a schema per tenant, tables by month).
+// The cache holds them weakly, so a schema no open table uses is freed
+// with its last table (bqwrite closes idle tables).
+var encoders struct {
+	mu      sync.Mutex
+	m       map[string]weak.Pointer[Encoder]
+	inserts int
+}
+
+// SharedEncoder is NewEncoder, shared with every table of the same schema
+// (column names, types, modes, nesting: what the row encoding depends on)
+// while any holds it. An Encoder is immutable, safe for concurrent use.
+func SharedEncoder(s bigquery.Schema) (*Encoder, error) {
+	key, err := encoderKey(s)
+	if err != nil {
+		return NewEncoder(s)
+	}
+	encoders.mu.Lock()
+	if wp, ok := encoders.m[key]; ok {
+		if e := wp.Value(); e != nil {
+			encoders.mu.Unlock()
+			return e, nil
+		}
+	}
+	encoders.mu.Unlock()
+	e, err := NewEncoder(s)
+	if err != nil {
+		return nil, err
+	}
+	encoders.mu.Lock()
+	defer encoders.mu.Unlock()
+	if encoders.m == nil {
+		encoders.m = map[string]weak.Pointer[Encoder]{}
+	}
+	encoders.m[key] = weak.Make(e)
+	if encoders.inserts++; encoders.inserts%1024 == 0 {
+		for k, wp := range encoders.m {
+			if wp.Value() == nil {
+				delete(encoders.m, k) // freed: drop its key too
+			}
+		}
+	}
+	return e, nil
+}
+
+// encoderKey is what an Encoder depends on of a schema: the storage
+// schema it converts (names, types, modes, nesting; not descriptions).
+func encoderKey(s bigquery.Schema) (string, error) {
+	ts, err := adapt.BQSchemaToStorageTableSchema(bqschema.LegacyNames(s))
+	if err != nil {
+		return "", err
+	}
+	var strip func([]*storagepb.TableFieldSchema)
+	strip = func(fs []*storagepb.TableFieldSchema) {
+		for _, f := range fs {
+			f.Description = ""
+			strip(f.Fields)
+		}
+	}
+	strip(ts.Fields)
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(ts)
+	return string(b), err
 }
 
 // Descriptor is the schema descriptor the stream must announce.

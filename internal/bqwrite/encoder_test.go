@@ -80,3 +80,24 @@ func TestDecodeInvertsEncode(t *testing.T) {
 		t.Errorf("Decode(Encode(row)) (-want +got):\n%s", d)
 	}
 }
+
+// Tables of one schema share an encoder; a schema that differs in what
+// the rows encode to (a name, a type) gets its own, descriptions aside.
+func TestSharedEncoder(t *testing.T) {
+	s := func(name, typ, desc string) bigquery.Schema {
+		return bigquery.Schema{{Name: "id", Type: bigquery.IntegerFieldType}, {Name: name, Type: bigquery.FieldType(typ), Description: desc}}
+	}
+	a, err := SharedEncoder(s("v", "STRING", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := SharedEncoder(s("v", "STRING", "described"))
+	c, _ := SharedEncoder(s("w", "STRING", ""))
+	d, _ := SharedEncoder(s("v", "INTEGER", ""))
+	if a != b {
+		t.Error("two tables of one schema (descriptions aside) got two encoders")
+	}
+	if a == c || a == d || c == d {
+		t.Error("tables of different schemas share an encoder")
+	}
+}

@@ -104,7 +104,7 @@ func (w *Writer) open(ctx context.Context, name string, old *Table) (*Table, err
 		}
 		return nil, fmt.Errorf("reading metadata of table %s: %w", name, err)
 	}
-	enc, err := NewEncoder(md.Schema)
+	enc, err := SharedEncoder(md.Schema)
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", name, err)
 	}

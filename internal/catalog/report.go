@@ -107,3 +107,8 @@ func (r CompactionRun) Row() map[string]any {
 	}
 	return row
 }
+
+// FlowsTable lists the deployed flows (flow, target, source, kind) for the
+// status view when they are too many to list in its query; bqcdc apply
+// writes it (render.FlowsTable), labelled with a hash of the list.
+const FlowsTable = "_bqcdc_flows"

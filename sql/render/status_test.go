@@ -78,3 +78,52 @@ func TestStatusBeyondTheTableLimit(t *testing.T) {
 		t.Errorf("10 flows: the status view reads no changelog (%v)", err)
 	}
 }
+
+// The status view's query stays under BigQuery's 256 K characters for a
+// view at every size: 600 flows over 300 sources would be 347 KB reading
+// each changelog, so they read the runs; 10,000 flows would be 1.2 MB
+// listing them, so they read the flows table, whose statements each stay
+// well inside a query's 1,024 K characters and list every flow once.
+func TestStatusViewFitsAtEverySize(t *testing.T) {
+	for _, c := range []struct {
+		sources         int
+		changelogs, tbl bool
+	}{{10, true, false}, {300, false, false}, {5000, false, true}} {
+		var src strings.Builder
+		for i := range c.sources {
+			fmt.Fprintf(&src, "CREATE FLOW t%05[1]d_current AS AUTO CDC INTO t%05[1]d_current FROM STREAM(`db.shop.table_%05[1]d`) KEYS (id) SEQUENCE BY s;\n", i)
+			fmt.Fprintf(&src, "CREATE FLOW t%05[1]d_history AS AUTO CDC INTO history.t%05[1]d FROM STREAM(`db.shop.table_%05[1]d`) KEYS (id) SEQUENCE BY s STORED AS SCD TYPE 2;\n", i)
+		}
+		flows, err := flow.Parse("many.sql", src.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		sql, table, err := StatusQuery(flows, loc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sql) > StatusMaxView {
+			t.Errorf("%d flows: the status view is %d characters", len(flows), len(sql))
+		}
+		if got := strings.Contains(sql, "_changelog`"); got != c.changelogs || table != c.tbl {
+			t.Errorf("%d flows: reads changelogs %t, the flows table %t; want %t, %t", len(flows), got, table, c.changelogs, c.tbl)
+		}
+		if !table {
+			continue
+		}
+		stmts := FlowsTable(flows, loc)
+		listed := 0
+		for _, s := range stmts {
+			if len(s) > 1<<20 {
+				t.Errorf("a statement of the flows table is %d characters", len(s))
+			}
+			listed += strings.Count(s, "\n  ('")
+		}
+		if listed != len(flows) {
+			t.Errorf("the flows table's statements list %d flows of %d", listed, len(flows))
+		}
+		if last := stmts[len(stmts)-1]; !strings.HasPrefix(last, "DROP TABLE ") {
+			t.Errorf("the statements end with %q, not dropping the scratch table", last)
+		}
+	}
+}

@@ -138,6 +138,25 @@ func TestStatusOfFlows(t *testing.T) {
 		t.Errorf("flow never compacted, from the runs: %+v", h)
 	}
 
+	// Past what a view's query may list, the flows come from the table
+	// apply writes (catalog.FlowsTable): the same rows as from the runs.
+	max := render.StatusMaxView
+	render.StatusMaxView = 1
+	var written apply.Report
+	err = apply.Status(ctx, e.BQ, e.Loc, flows, &written)
+	fromTable, gerr := status.Gather(ctx, e.BQ, e.Loc, flows)
+	render.StatusMaxView = max
+	if err != nil || gerr != nil {
+		t.Fatal(err, gerr)
+	}
+	if fmt.Sprint(fromTable.Flows) != fmt.Sprint(fromRuns.Flows) {
+		t.Errorf("flows from the flows table:\n%+v\nfrom the runs:\n%+v", fromTable.Flows, fromRuns.Flows)
+	}
+	if view, err := e.Query("SELECT flow, source, kind FROM `status.cdc._bqcdc_status` ORDER BY flow"); err != nil ||
+		fmt.Sprint(view) != "[map[flow:s_current kind:stream source:s.users] map[flow:s_history kind:stream source:s.users]]" {
+		t.Errorf("%s over the flows table = %v (%v); apply reported %v", catalog.StatusView, view, err, written)
+	}
+
 	var problems []string
 	for _, p := range status.Check(&got, status.Thresholds{MaxLag: 30 * time.Second, MaxTail: 3, MaxCompactionAge: time.Hour, MaxDeadLetters: 0}) {
 		problems = append(problems, p.Flow+p.Source+" "+p.Check)

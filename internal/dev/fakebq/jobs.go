@@ -79,8 +79,8 @@ func (s *Server) insertJob(w http.ResponseWriter, r *http.Request, project strin
 		stmts = []string{""}
 	}
 	for _, q := range stmts {
-		if stmt := withoutLeadingComments(q); !strings.HasPrefix(strings.ToUpper(stmt), "CREATE ") {
-			writeError(w, http.StatusBadRequest, "invalid", "fakebq runs no SQL, only CREATE statements (DDL): "+firstLine(stmt))
+		if stmt := withoutLeadingComments(q); !ddlLike(stmt) {
+			writeError(w, http.StatusBadRequest, "invalid", "fakebq runs no SQL, only CREATE, INSERT and DROP statements (recorded, not run): "+firstLine(stmt))
 			return
 		}
 	}
@@ -158,4 +158,12 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// ddlLike reports whether the fake accepts stmt as a job that is done at
+// once and recorded: CREATE and DROP (DDL), and INSERT, which apply uses
+// to write the flows table of the status view from literals.
+func ddlLike(stmt string) bool {
+	u := strings.ToUpper(stmt)
+	return strings.HasPrefix(u, "CREATE ") || strings.HasPrefix(u, "INSERT ") || strings.HasPrefix(u, "DROP ")
 }

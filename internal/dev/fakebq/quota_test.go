@@ -295,7 +295,7 @@ func TestRTT(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if d := time.Since(start); d > 4*rtt {
+	if d := time.Since(start); d > 8*rtt { // one at a time would be 10 × rtt
 		t.Errorf("10 concurrent requests took %v at %v each: served one at a time?", d, rtt)
 	}
 	srv.SetRTT(0)
@@ -362,8 +362,8 @@ CREATE OR REPLACE TABLE FUNCTION d.f3() AS SELECT 3;
 		t.Errorf("DDL (-want +got):\n%s", d)
 	}
 
-	// Anything but CREATE in a script refuses all of it.
-	if _, err := run("CREATE OR REPLACE TABLE FUNCTION d.f5() AS SELECT 5;\n\nSELECT 1;\n"); err == nil || !strings.Contains(err.Error(), "only CREATE statements") {
+	// A SELECT in a script refuses all of it.
+	if _, err := run("CREATE OR REPLACE TABLE FUNCTION d.f5() AS SELECT 5;\n\nSELECT 1;\n"); err == nil || !strings.Contains(err.Error(), "only CREATE, INSERT and DROP statements") {
 		t.Errorf("script with a SELECT: err = %v, want refused", err)
 	}
 	if n := len(srv.DDL()); n != len(want)+1 {
