@@ -313,8 +313,8 @@ variable "compact" {
     flow after timeout - 60 s (BQCDC_COMPACT_BUDGET): the flows left are reported deferred and go first next time.
     flow_concurrency 8 flows fold at once per run (BQCDC_COMPACT_CONCURRENCY), each holding one query job at a time.
     shards splits the sources into that many shards, one Cloud Scheduler job each (calling ?shard=i&shards=n): use it
-    when one run's budget cannot cover every flow that changes in a period (an idle flow costs no query, only two
-    metadata reads). max_request_concurrency x max_instance_count must be at least shards, so the shards' runs fit;
+    when one run's budget cannot cover every flow that changes in a period (an idle flow costs no query and, with the
+    append ledger, no read of its own: a share of a dataset listing). max_request_concurrency x max_instance_count must be at least shards, so the shards' runs fit;
     the default 2 x 1 lets a manual run share the single instance instead of failing with 429.
   EOT
   default     = {}
