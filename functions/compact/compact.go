@@ -81,6 +81,9 @@ type Options struct {
 	// function flushes it at the end of every run: between scheduled
 	// runs its instance may get no CPU to export on its own.
 	Metrics *metrics.Provider
+	// LedgerSettle overrides compact.Options.LedgerSettle (0: its
+	// default): for tests on the local stack, whose ledger is minutes old.
+	LedgerSettle time.Duration
 }
 
 // Function is the compact function of one instance.
@@ -131,6 +134,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Function, error) {
 	}
 	return &Function{flows: o.Flows, refused: errors.Join(o.Refused...), bq: bq, loc: loc, metrics: o.Metrics, log: o.Log, compactor: compact.New(bq, loc, compact.Options{
 		Ledger:             cfg.AppendLedger,
+		LedgerSettle:       o.LedgerSettle,
 		Lister:             lister,
 		VisibilityLag:      cfg.VisibilityLag,
 		TombstoneRetention: time.Duration(cfg.TombstoneRetentionDays) * 24 * time.Hour,

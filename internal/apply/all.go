@@ -167,7 +167,7 @@ func apply(ctx context.Context, bq *bigquery.Client, t Target, bound []*flow.Bou
 	var listed listing
 	if !opts.Verify {
 		var err error
-		if listed, err = list(ctx, opts.Lister, datasets); err != nil {
+		if listed, err = List(ctx, opts.Lister, datasets); err != nil {
 			return err
 		}
 	}

@@ -21,17 +21,21 @@ type Lister interface {
 	ListTables(ctx context.Context, dataset string) ([]clients.ListedTable, error)
 }
 
-// listing is what the listing said of the datasets apply works in, by
-// dataset and table name. A nil listing knows nothing: every object is
-// read (tables.get), as without a Lister.
-type listing map[string]map[string]clients.ListedTable
+// Listing is what a listing said of some datasets, by dataset and table
+// name. A nil Listing knows nothing: every object is read (tables.get), as
+// without a Lister.
+type Listing map[string]map[string]clients.ListedTable
 
-// list lists datasets with l; nil when l is nil.
-func list(ctx context.Context, l Lister, datasets []string) (listing, error) {
+// listing is Listing, as apply's steps pass it.
+type listing = Listing
+
+// List lists datasets with l (nil when l is nil): apply's listing, and
+// compaction's.
+func List(ctx context.Context, l Lister, datasets []string) (Listing, error) {
 	if l == nil {
 		return nil, nil
 	}
-	out := listing{}
+	out := Listing{}
 	for _, ds := range datasets {
 		tables, err := l.ListTables(ctx, ds)
 		if err != nil {
@@ -48,7 +52,7 @@ func list(ctx context.Context, l Lister, datasets []string) (listing, error) {
 
 // lookup says whether the listing covers dataset (known) and, if so,
 // whether it holds table (exists) and what it said of it.
-func (l listing) lookup(dataset, table string) (t clients.ListedTable, known, exists bool) {
+func (l Listing) lookup(dataset, table string) (t clients.ListedTable, known, exists bool) {
 	tables, known := l[dataset]
 	if !known {
 		return clients.ListedTable{}, false, false

@@ -3,15 +3,11 @@ package apply
 import (
 	"context"
 	"flag"
-	"net/http"
 	"testing"
 	"time"
 
-	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/bqquota"
-	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/dev/fakebq"
-	"google.golang.org/api/option"
 )
 
 var (
@@ -38,17 +34,7 @@ func BenchmarkApply10000Flows(b *testing.B) {
 	target := Target{Project: fakebq.DefaultProject, Dataset: "cdc"}
 	limits := bqquota.Default
 	srv := fakebq.Start(b, fakebq.Options{Quota: &limits, RTT: *quotaRTT})
-	hc := &http.Client{Transport: bqquota.NewTransport(http.DefaultTransport)}
-	opts := []option.ClientOption{option.WithEndpoint(srv.RESTURL()), option.WithHTTPClient(hc)}
-	bq, err := bigquery.NewClient(context.Background(), srv.Project(), opts...)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer bq.Close()
-	lister, err := clients.NewTableListerWith(context.Background(), srv.Project(), opts...)
-	if err != nil {
-		b.Fatal(err)
-	}
+	bq, lister := srv.PacedClients(b)
 	apply := func(b *testing.B, lister Lister) {
 		srv.ResetRequests()
 		var rep Report

@@ -309,10 +309,11 @@ type Report struct {
 	WatermarkBefore time.Time     `json:"watermark_before"`
 	WatermarkAfter  time.Time     `json:"watermark_after"`
 	Generation      time.Time     `json:"generation,omitempty"`
-	Maintained      bool          `json:"maintained,omitempty"` // the run folded the state's levels into one
-	Plan            []Statement   `json:"plan,omitempty"`       // a dry run: the statements the run would execute, priced
-	Jobs            int           `json:"jobs"`                 // query jobs this flow's run started
-	BytesBilled     int64         `json:"bytes_billed"`         // by those jobs (the emulator reports 0)
+	Maintained      bool          `json:"maintained,omitempty"`  // the run folded the state's levels into one
+	Plan            []Statement   `json:"plan,omitempty"`        // a dry run: the statements the run would execute, priced
+	LedgerIdle      bool          `json:"ledger_idle,omitempty"` // idle from the listing and the append ledger: not a table of the flow was read
+	Jobs            int           `json:"jobs"`                  // query jobs this flow's run started
+	BytesBilled     int64         `json:"bytes_billed"`          // by those jobs (the emulator reports 0)
 	Duration        time.Duration `json:"duration_ns"`
 	Error           string        `json:"error,omitempty"`
 

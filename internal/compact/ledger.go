@@ -9,7 +9,6 @@ import (
 
 	"github.com/bqcdc/bqcdc/internal/apply"
 	"github.com/bqcdc/bqcdc/internal/catalog"
-	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/sql/render"
 )
@@ -181,7 +180,7 @@ func (c *Compactor) quiet(l labels, now time.Time) bool {
 // has not (ChangelogRetention): its flows then run, and the run expires
 // them. The days are those before both the retention cutoff and the
 // lowest watermark of its flows, as expire computes.
-func (c *Compactor) expiryDue(listed map[string]map[string]clients.ListedTable, src string, lowest map[string]time.Time, held map[string]bool, now time.Time) bool {
+func (c *Compactor) expiryDue(listed apply.Listing, src string, lowest map[string]time.Time, held map[string]bool, now time.Time) bool {
 	if c.opts.ChangelogRetention <= 0 || held[src] {
 		return false
 	}
@@ -198,25 +197,13 @@ func (c *Compactor) expiryDue(listed map[string]map[string]clients.ListedTable, 
 	return err != nil || cutoff.After(time.UnixMicro(done))
 }
 
-// list lists the default dataset and the flows' datasets, by name.
-func (c *Compactor) list(ctx context.Context, flows []*flow.Flow) (map[string]map[string]clients.ListedTable, error) {
+// list lists the default dataset and the flows' datasets.
+func (c *Compactor) list(ctx context.Context, flows []*flow.Flow) (apply.Listing, error) {
 	datasets := []string{c.loc.DefaultDataset}
 	for _, f := range flows {
 		if ds := c.loc.Dataset(f); !slices.Contains(datasets, ds) {
 			datasets = append(datasets, ds)
 		}
 	}
-	out := map[string]map[string]clients.ListedTable{}
-	for _, ds := range datasets {
-		tables, err := c.opts.Lister.ListTables(ctx, ds)
-		if err != nil {
-			return nil, err
-		}
-		byName := make(map[string]clients.ListedTable, len(tables))
-		for _, t := range tables {
-			byName[t.Name] = t
-		}
-		out[ds] = byName
-	}
-	return out, nil
+	return apply.List(ctx, c.opts.Lister, datasets)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,12 +12,10 @@ import (
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/bqquota"
 	"github.com/bqcdc/bqcdc/internal/catalog"
-	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/dev/fakebq"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
-	"google.golang.org/api/option"
 )
 
 var (
@@ -42,17 +39,7 @@ var (
 func BenchmarkCompactMetadata10000Flows(b *testing.B) {
 	limits := bqquota.Default
 	srv := fakebq.Start(b, fakebq.Options{Quota: &limits})
-	hc := &http.Client{Transport: bqquota.NewTransport(http.DefaultTransport)}
-	opts := []option.ClientOption{option.WithEndpoint(srv.RESTURL()), option.WithHTTPClient(hc)}
-	bq, err := bigquery.NewClient(context.Background(), srv.Project(), opts...)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer bq.Close()
-	lister, err := clients.NewTableListerWith(context.Background(), srv.Project(), opts...)
-	if err != nil {
-		b.Fatal(err)
-	}
+	bq, lister := srv.PacedClients(b)
 	loc := catalog.Location{Project: srv.Project(), DefaultDataset: "cdc"}
 	flows, appended := metadataDeployment(b, srv, *metaSources, *metaChanged)
 	srv.AnswerQueries(func(sql string) (bigquery.Schema, [][]string, bool) {

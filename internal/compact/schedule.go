@@ -64,7 +64,7 @@ func (c *Compactor) Compact(ctx context.Context, sel Selection) ([]Report, error
 	}
 	for _, f := range idle {
 		r := Report{Flow: f.Flow.Name, Target: f.Flow.Target.String(), Source: f.Flow.Source.Name, Outcome: Idle,
-			WatermarkBefore: f.Watermark, WatermarkAfter: f.Watermark}
+			WatermarkBefore: f.Watermark, WatermarkAfter: f.Watermark, LedgerIdle: true}
 		c.logOutcome(r)
 		c.measure(ctx, r, false)
 		reports = append(reports, r)

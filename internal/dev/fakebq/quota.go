@@ -8,10 +8,14 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
+	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/bqquota"
+	"github.com/bqcdc/bqcdc/internal/clients"
 	"golang.org/x/time/rate"
+	"google.golang.org/api/option"
 )
 
 // REST quotas and accounting. Every REST request is counted by its API
@@ -275,4 +279,24 @@ func (s *Server) roundTrip(ctx context.Context) bool {
 func restParts(r *http.Request) []string {
 	p := strings.TrimPrefix(r.URL.Path, "/bigquery/v2")
 	return strings.Split(strings.Trim(p, "/"), "/")
+}
+
+// PacedClients returns a BigQuery client and a table lister of the fake
+// whose requests go through bqquota.Transport, as bqcdc's clients of
+// Google do (clients.NewBigQuery): what a benchmark against the quota
+// measures. They are closed when tb ends.
+func (s *Server) PacedClients(tb testing.TB) (*bigquery.Client, *clients.TableLister) {
+	tb.Helper()
+	hc := &http.Client{Transport: bqquota.NewTransport(http.DefaultTransport)}
+	opts := []option.ClientOption{option.WithEndpoint(s.RESTURL()), option.WithHTTPClient(hc)}
+	bq, err := bigquery.NewClient(context.Background(), s.Project(), opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { bq.Close() })
+	lister, err := clients.NewTableListerWith(context.Background(), s.Project(), opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return bq, lister
 }

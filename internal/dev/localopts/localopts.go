@@ -47,6 +47,10 @@ type Options struct {
 	// ReplayKey signs and verifies replayed dead letters (BQCDC_REPLAY_KEY
 	// in production); empty means DevReplayKey.
 	ReplayKey []byte
+	// LedgerSettle is how long after the append ledger was made compaction
+	// starts trusting it (0: production's hour, so the local stack reads
+	// every table; a test sets it short to run the ledger's way).
+	LedgerSettle time.Duration
 }
 
 // Default are the documented local ports.
