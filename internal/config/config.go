@@ -334,8 +334,8 @@ func (c Config) Redacted() string {
 	if len(c.ReplayKey) > 0 {
 		replayKey = "set (redacted)"
 	}
-	return fmt.Sprintf("project=%s dataset=%s bigquery=%s registry=%s credentials=%s replay_key=%s log_values=%t",
-		c.BigQuery.Project, c.Dataset, redact.URL(ep), redact.URL(c.RegistryURL), cred, replayKey, c.LogValues)
+	return fmt.Sprintf("project=%s dataset=%s bigquery=%s registry=%s credentials=%s replay_key=%s log_values=%t append_ledger=%t",
+		c.BigQuery.Project, c.Dataset, redact.URL(ep), redact.URL(c.RegistryURL), cred, replayKey, c.LogValues, c.AppendLedger)
 }
 
 // Lazy builds a value from the environment's configuration on its first

@@ -217,3 +217,21 @@ func TestEntropyBits(t *testing.T) {
 		}
 	}
 }
+
+// The append ledger is on unless turned off; anything but a boolean is
+// refused, naming the variable.
+func TestAppendLedger(t *testing.T) {
+	t.Setenv(EnvProject, "p")
+	c, err := FromEnv()
+	if err != nil || !c.AppendLedger {
+		t.Fatalf("default: ledger %v (%v), want on", c.AppendLedger, err)
+	}
+	t.Setenv(EnvAppendLedger, "false")
+	if c, err = FromEnv(); err != nil || c.AppendLedger {
+		t.Errorf("%s=false: ledger %v (%v), want off", EnvAppendLedger, c.AppendLedger, err)
+	}
+	t.Setenv(EnvAppendLedger, "sometimes")
+	if _, err := FromEnv(); err == nil || !strings.Contains(err.Error(), EnvAppendLedger) {
+		t.Errorf("%s=sometimes: err %v, want one naming the variable", EnvAppendLedger, err)
+	}
+}

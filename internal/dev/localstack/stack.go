@@ -223,6 +223,7 @@ func (s *Stack) Config() config.Config {
 		VisibilityLag: s.VisibilityLag, TombstoneRetentionDays: config.DefaultTombstoneRetention,
 		PubSubEndpoint: s.PubSubAddr, // Pub/Sub schema revisions come from pstest's schema service
 		ReplayKey:      s.ReplayKey,
+		AppendLedger:   true, // the environment's default (config.FromEnv)
 	}
 }
 
