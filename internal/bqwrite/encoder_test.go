@@ -3,6 +3,7 @@ package bqwrite
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"cloud.google.com/go/bigquery"
 	"github.com/google/go-cmp/cmp"
@@ -99,5 +100,25 @@ func TestSharedEncoder(t *testing.T) {
 	}
 	if a == c || a == d || c == d {
 		t.Error("tables of different schemas share an encoder")
+	}
+}
+
+// A table's metadata is trusted between RefreshEvery and 1.5 times it, at
+// random, so the tables of a fleet do not all come due at once.
+func TestRefreshIsSpread(t *testing.T) {
+	w := &Writer{RefreshEvery: 10 * time.Minute}
+	lo, hi := time.Hour, time.Duration(0)
+	for range 1000 {
+		d := w.trustFor()
+		if d < w.RefreshEvery || d > w.RefreshEvery*3/2 {
+			t.Fatalf("trusted for %v, want between %v and %v", d, w.RefreshEvery, w.RefreshEvery*3/2)
+		}
+		lo, hi = min(lo, d), max(hi, d)
+	}
+	if hi-lo < 4*time.Minute {
+		t.Errorf("1,000 tables' refreshes spread over only %v", hi-lo)
+	}
+	if (&Writer{}).trustFor() != 0 {
+		t.Error("RefreshEvery 0 must read every time")
 	}
 }

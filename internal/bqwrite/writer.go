@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,8 +31,16 @@ type Writer struct {
 	project string
 	dataset string
 
-	// RefreshEvery is how long a table's schema is trusted before it is read
-	// again, so a table evolved by `bqcdc apply` is picked up without a restart.
+	// RefreshEvery is how long a table's metadata is trusted before it is
+	// read again (each table after between 1 and 1.5 times this, at
+	// random, so the tables of an instance, and the instances of a fleet,
+	// do not come due together), so labels bqcdc apply changed are picked
+	// up without a restart. Columns do not wait for it: a message with a
+	// field the table lacks reads the table again at once (evolution).
+	// Each refresh is a tables.get: at 10,000 busy tables an instance
+	// refreshing every 5 minutes would make 33 a second, a third of
+	// BigQuery's per-method quota, which the fleet shares; every 30
+	// minutes it is under 6.
 	RefreshEvery time.Duration
 	// CloseGrace is how long a replaced stream stays open for appends already
 	// in flight on it.
@@ -65,13 +74,14 @@ type Table struct {
 	stream   *managedwriter.ManagedStream
 	batch    *batcher
 	loaded   time.Time
+	trust    time.Duration // read again this long after loaded (RefreshEvery, jittered)
 	used     *atomic.Int64 // unix ns of the last append; shared by refreshed copies
 }
 
 // NewWriter returns a writer for project.dataset.
 func NewWriter(bq *bigquery.Client, mw *managedwriter.Client, project, dataset string) *Writer {
 	return &Writer{bq: bq, mw: mw, project: project, dataset: dataset,
-		RefreshEvery: 5 * time.Minute, CloseGrace: 2 * time.Minute, Batch: DefaultBatchOptions(), IdleClose: 10 * time.Minute,
+		RefreshEvery: 30 * time.Minute, CloseGrace: 2 * time.Minute, Batch: DefaultBatchOptions(), IdleClose: 10 * time.Minute,
 		tables: map[string]*Table{}}
 }
 
@@ -81,7 +91,7 @@ func (w *Writer) Table(ctx context.Context, name string) (*Table, error) {
 	w.mu.RLock()
 	t := w.tables[name]
 	w.mu.RUnlock()
-	if t != nil && time.Since(t.loaded) < w.RefreshEvery {
+	if t != nil && time.Since(t.loaded) < t.trust {
 		return t, nil
 	}
 	v, err, _ := w.setup.Do(name, func() (any, error) { return w.open(ctx, name, t) })
@@ -110,7 +120,7 @@ func (w *Writer) open(ctx context.Context, name string, old *Table) (*Table, err
 	}
 	if old != nil && proto.Equal(old.Encoder.Descriptor(), enc.Descriptor()) {
 		t := *old
-		t.Metadata, t.loaded = md, time.Now()
+		t.Metadata, t.loaded, t.trust = md, time.Now(), w.trustFor()
 		w.swap(name, &t, nil)
 		return &t, nil
 	}
@@ -122,7 +132,7 @@ func (w *Writer) open(ctx context.Context, name string, old *Table) (*Table, err
 	if err != nil {
 		return nil, fmt.Errorf("opening write stream for table %s: %w", name, err)
 	}
-	t := &Table{Name: name, Metadata: md, Encoder: enc, stream: ms, loaded: time.Now(), used: new(atomic.Int64)}
+	t := &Table{Name: name, Metadata: md, Encoder: enc, stream: ms, loaded: time.Now(), trust: w.trustFor(), used: new(atomic.Int64)}
 	t.used.Store(time.Now().UnixNano())
 	t.batch = newBatcher(name, streamSender{w: w, t: t}, w.Batch, &w.Sent)
 	t.batch.metrics = w.Metrics
@@ -132,6 +142,15 @@ func (w *Writer) open(ctx context.Context, name string, old *Table) (*Table, err
 	}
 	w.swap(name, t, retired)
 	return t, nil
+}
+
+// trustFor is how long a table's metadata just read is trusted:
+// RefreshEvery, plus up to half of it at random.
+func (w *Writer) trustFor() time.Duration {
+	if w.RefreshEvery <= 0 {
+		return 0
+	}
+	return w.RefreshEvery + rand.N(w.RefreshEvery/2+1)
 }
 
 func (w *Writer) swap(name string, t *Table, retired *managedwriter.ManagedStream) {
