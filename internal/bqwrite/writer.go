@@ -36,7 +36,9 @@ type Writer struct {
 	// random, so the tables of an instance, and the instances of a fleet,
 	// do not come due together), so labels bqcdc apply changed are picked
 	// up without a restart. Columns do not wait for it: a message with a
-	// field the table lacks reads the table again at once (evolution).
+	// field the table lacks reads the table again at once (evolution),
+	// except on a topic with schema evolution off, whose instances start
+	// filling a column apply added at their next refresh.
 	// Each refresh is a tables.get: at 10,000 busy tables an instance
 	// refreshing every 5 minutes would make 33 a second, a third of
 	// BigQuery's per-method quota, which the fleet shares; every 30
