@@ -31,8 +31,7 @@ type Ledger struct {
 	now    func() time.Time
 	log    *slog.Logger
 
-	mu     sync.Mutex
-	covers map[string]*cover
+	covers sync.Map // source -> *cover: read on every message, written once per source
 	// off: the ledger refused for good (no table, no permission); covers
 	// are not written until then (unix µs), and rows are appended anyway.
 	off atomic.Int64
@@ -64,7 +63,7 @@ func New(app Appender, o Options) *Ledger {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Ledger{app: app, window: o.Window, now: o.Now, log: o.Log, covers: map[string]*cover{}}
+	return &Ledger{app: app, window: o.Window, now: o.Now, log: o.Log}
 }
 
 // retryOff is how long a ledger that refused for good is left alone
@@ -118,12 +117,9 @@ func (l *Ledger) Cover(ctx context.Context, source string, at time.Time) error {
 }
 
 func (l *Ledger) entry(source string) *cover {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	c := l.covers[source]
-	if c == nil {
-		c = &cover{}
-		l.covers[source] = c
+	if c, ok := l.covers.Load(source); ok {
+		return c.(*cover)
 	}
-	return c
+	c, _ := l.covers.LoadOrStore(source, &cover{})
+	return c.(*cover)
 }

@@ -98,3 +98,18 @@ func TestCoverFailures(t *testing.T) {
 		t.Fatalf("after the minute the ledger was not tried again (%d, %v)", app.count(), err)
 	}
 }
+
+// BenchmarkCovered is what every message pays once its source is covered.
+func BenchmarkCovered(b *testing.B) {
+	now := time.Now()
+	l := New(&fakeAppender{}, Options{Now: func() time.Time { return now }})
+	if err := l.Cover(context.Background(), "db.t", now); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			_ = l.Cover(context.Background(), "db.t", now)
+		}
+	})
+}
