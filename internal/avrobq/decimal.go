@@ -10,11 +10,11 @@ import (
 	"github.com/bqcdc/bqcdc/internal/schema"
 )
 
-// decimalType picks the narrowest exact BigQuery type for a decimal:
+// DecimalType picks the narrowest exact BigQuery type for a decimal:
 // NUMERIC holds 29 integer and 9 fractional digits, BIGNUMERIC 38 and 38,
 // STRING (the exact text) anything wider. Precision 0 means unknown, so only
 // the scale decides.
-func decimalType(precision, scale int) string {
+func DecimalType(precision, scale int) string {
 	intDigits := precision - scale
 	switch {
 	case scale <= 9 && intDigits <= 29 && precision > 0:
@@ -36,7 +36,7 @@ func decimalColumn(name, avroType string, precision, scale int) (Field, error) {
 		return Field{}, limits.Errorf("decimal precision %d and scale %d: precision must be 0 to %d and scale %d to %d (PostgreSQL's widest NUMERIC)",
 			precision, scale, limits.MaxDecimalPrecision, -limits.MaxDecimalScale, limits.MaxDecimalScale)
 	}
-	typ := decimalType(precision, scale)
+	typ := DecimalType(precision, scale)
 	f := newField(name, typ, avroType, decimalConv(decimalLimits{typ: typ, precision: precision, scale: scale}))
 	if precision > 0 && typ != schema.String {
 		f.Precision, f.Scale = columnParams(precision, scale)

@@ -42,7 +42,7 @@ func expansion(s avro.Schema, open map[avro.Schema]bool) int64 {
 		return n
 	case avro.Bytes, avro.Fixed:
 		if connectName(s) == "io.debezium.data.Bits" {
-			if length, ok := connectParam(s, "length"); ok && length > 1 {
+			if length, ok := ConnectParam(s, "length"); ok && length > 1 {
 				return int64(min(length, limits.MaxBitsLength)+7) / 8
 			}
 			return 0
@@ -51,7 +51,7 @@ func expansion(s avro.Schema, open map[avro.Schema]bool) int64 {
 		if d, isDec := decimalLogical(s); isDec {
 			scale, ok = d.Scale(), true
 		} else if connectName(s) == "org.apache.kafka.connect.data.Decimal" {
-			scale, ok = connectParam(s, "scale")
+			scale, ok = ConnectParam(s, "scale")
 		}
 		if ok {
 			return int64(min(abs(scale), limits.MaxDecimalScale)) + 2

@@ -12,7 +12,8 @@ import (
 // properties such as Kafka Connect's "connect.name".
 type propSchema interface{ Prop(string) any }
 
-func stringProp(s avro.Schema, name string) string {
+// StringProp is the string property name of s ("" when it has none).
+func StringProp(s avro.Schema, name string) string {
 	if p, ok := s.(propSchema); ok {
 		if v, ok := p.Prop(name).(string); ok {
 			return v
@@ -21,11 +22,11 @@ func stringProp(s avro.Schema, name string) string {
 	return ""
 }
 
-func connectName(s avro.Schema) string { return stringProp(s, "connect.name") }
+func connectName(s avro.Schema) string { return StringProp(s, "connect.name") }
 
-// connectParam reads an integer from "connect.parameters"; ok is false when
+// ConnectParam reads an integer from "connect.parameters"; ok is false when
 // it is absent or not a number.
-func connectParam(s avro.Schema, key string) (int, bool) {
+func ConnectParam(s avro.Schema, key string) (int, bool) {
 	p, ok := s.(propSchema)
 	if !ok {
 		return 0, false
@@ -72,12 +73,12 @@ var semantics = map[string]semantic{
 	// DATETIME, not TIMESTAMP. NanoTime and NanoTimestamp are truncated to
 	// BigQuery's microseconds.
 	"io.debezium.time.Date":           {ints, fixed(schema.Date, daysConv)},
-	"io.debezium.time.Time":           {ints, fixed(schema.Time, timeConv(millis))},
-	"io.debezium.time.MicroTime":      {ints, fixed(schema.Time, timeConv(micros))},
-	"io.debezium.time.NanoTime":       {ints, fixed(schema.Time, timeConv(nanos))},
-	"io.debezium.time.Timestamp":      {ints, fixed(schema.Datetime, datetimeConv(millis))},
-	"io.debezium.time.MicroTimestamp": {ints, fixed(schema.Datetime, datetimeConv(micros))},
-	"io.debezium.time.NanoTimestamp":  {ints, fixed(schema.Datetime, datetimeConv(nanos))},
+	"io.debezium.time.Time":           {ints, fixed(schema.Time, timeConv(Millis))},
+	"io.debezium.time.MicroTime":      {ints, fixed(schema.Time, timeConv(Micros))},
+	"io.debezium.time.NanoTime":       {ints, fixed(schema.Time, timeConv(Nanos))},
+	"io.debezium.time.Timestamp":      {ints, fixed(schema.Datetime, datetimeConv(Millis))},
+	"io.debezium.time.MicroTimestamp": {ints, fixed(schema.Datetime, datetimeConv(Micros))},
+	"io.debezium.time.NanoTimestamp":  {ints, fixed(schema.Datetime, datetimeConv(Nanos))},
 	"io.debezium.time.ZonedTimestamp": {strs, fixed(schema.Timestamp, zonedTimestampConv)},
 	"io.debezium.time.ZonedTime":      {strs, fixed(schema.Time, zonedTimeConv)},
 	"io.debezium.time.Year":           {ints, fixed(schema.Int64, intConv)},
@@ -86,8 +87,8 @@ var semantics = map[string]semantic{
 	// Kafka Connect's logical types (time.precision.mode=connect), usually
 	// also tagged date, time-millis, timestamp-millis or decimal.
 	"org.apache.kafka.connect.data.Date":      {ints, fixed(schema.Date, daysConv)},
-	"org.apache.kafka.connect.data.Time":      {ints, fixed(schema.Time, timeConv(millis))},
-	"org.apache.kafka.connect.data.Timestamp": {ints, fixed(schema.Timestamp, timestampConv(millis))},
+	"org.apache.kafka.connect.data.Time":      {ints, fixed(schema.Time, timeConv(Millis))},
+	"org.apache.kafka.connect.data.Timestamp": {ints, fixed(schema.Timestamp, timestampConv(Millis))},
 	"org.apache.kafka.connect.data.Decimal":   {[]avro.Type{avro.Bytes, avro.Fixed}, connectDecimalColumn},
 
 	"io.debezium.data.VariableScaleDecimal": {records, fixed(schema.BigNumeric, variableScaleDecimalConv)},
@@ -132,8 +133,8 @@ func connectDecimalColumn(name, at string, s avro.Schema) (Field, error) {
 	if d, ok := decimalLogical(s); ok {
 		return decimalColumn(name, at, d.Precision(), d.Scale())
 	}
-	scale, _ := connectParam(s, "scale")
-	precision, _ := connectParam(s, "connect.decimal.precision")
+	scale, _ := ConnectParam(s, "scale")
+	precision, _ := ConnectParam(s, "connect.decimal.precision")
 	return decimalColumn(name, at, precision, scale)
 }
 
@@ -152,7 +153,7 @@ func decimalLogical(s avro.Schema) (*avro.DecimalLogicalSchema, bool) {
 // limits.MaxBitsLength (a BigQuery row's size), since values are padded to
 // it.
 func bitsColumn(name, at string, s avro.Schema) (Field, error) {
-	length, ok := connectParam(s, "length")
+	length, ok := ConnectParam(s, "length")
 	if !ok {
 		length = -1
 	}
@@ -181,17 +182,17 @@ func logicalColumn(name string, s avro.Schema) (Field, bool, error) {
 	case avro.Date:
 		return col(schema.Date, daysConv)
 	case avro.TimeMillis:
-		return col(schema.Time, timeConv(millis))
+		return col(schema.Time, timeConv(Millis))
 	case avro.TimeMicros:
-		return col(schema.Time, timeConv(micros))
+		return col(schema.Time, timeConv(Micros))
 	case avro.TimestampMillis:
-		return col(schema.Timestamp, timestampConv(millis))
+		return col(schema.Timestamp, timestampConv(Millis))
 	case avro.TimestampMicros:
-		return col(schema.Timestamp, timestampConv(micros))
+		return col(schema.Timestamp, timestampConv(Micros))
 	case avro.LocalTimestampMillis:
-		return col(schema.Datetime, datetimeConv(millis))
+		return col(schema.Datetime, datetimeConv(Millis))
 	case avro.LocalTimestampMicros:
-		return col(schema.Datetime, datetimeConv(micros))
+		return col(schema.Datetime, datetimeConv(Micros))
 	case avro.UUID:
 		return col(schema.String, uuidConv)
 	case avro.Decimal:
@@ -210,13 +211,13 @@ func logicalColumn(name string, s avro.Schema) (Field, bool, error) {
 // otherLogicalColumn maps the Avro 1.12 logical types hamba does not know,
 // which it leaves as the "logicalType" property of a plain long or fixed.
 func otherLogicalColumn(name string, s avro.Schema) (Field, bool) {
-	lt := stringProp(s, "logicalType")
+	lt := StringProp(s, "logicalType")
 	at := string(s.Type()) + " (" + lt + ")"
 	switch {
 	case s.Type() == avro.Long && lt == "timestamp-nanos":
-		return newField(name, schema.Timestamp, at, timestampConv(nanos)), true
+		return newField(name, schema.Timestamp, at, timestampConv(Nanos)), true
 	case s.Type() == avro.Long && lt == "local-timestamp-nanos":
-		return newField(name, schema.Datetime, at, datetimeConv(nanos)), true
+		return newField(name, schema.Datetime, at, datetimeConv(Nanos)), true
 	case s.Type() == avro.Fixed && lt == "uuid" && s.(*avro.FixedSchema).Size() == 16:
 		return newField(name, schema.String, at, uuidConv), true
 	}

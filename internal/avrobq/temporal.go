@@ -8,34 +8,35 @@ import (
 	"github.com/bqcdc/bqcdc/internal/failure"
 )
 
-// unit is the length of one count of an integer time value, in nanoseconds.
-type unit int64
+// Unit is the length of one count of an integer time value, in nanoseconds
+// (transcode converts with it too).
+type Unit int64
 
 const (
-	nanos  unit = 1
-	micros unit = 1e3
-	millis unit = 1e6
+	Nanos  Unit = 1
+	Micros Unit = 1e3
+	Millis Unit = 1e6
 )
 
-func (u unit) String() string {
+func (u Unit) String() string {
 	switch u {
-	case nanos:
+	case Nanos:
 		return "ns"
-	case micros:
+	case Micros:
 		return "µs"
 	}
 	return "ms"
 }
 
-// toMicros converts n counts of u to microseconds, rounding toward negative
+// ToMicros converts n counts of u to microseconds, rounding toward negative
 // infinity: nanoseconds are truncated the way a clock drops digits
 // (-1.5 µs is 23:59:59.999998 on the day before the epoch). ok is false
 // when the result does not fit an int64.
-func (u unit) toMicros(n int64) (m int64, ok bool) {
-	if u < micros {
-		return floorDiv(n, int64(micros/u)), true
+func (u Unit) ToMicros(n int64) (m int64, ok bool) {
+	if u < Micros {
+		return floorDiv(n, int64(Micros/u)), true
 	}
-	f := int64(u / micros)
+	f := int64(u / Micros)
 	if n > math.MaxInt64/f || n < math.MinInt64/f {
 		return 0, false
 	}
@@ -98,7 +99,7 @@ func daysConv(v any) (any, error) {
 
 // microsOf reads an instant as microseconds since the epoch: a count of u,
 // or a time.Time (hamba's form of the Avro timestamp logical types).
-func microsOf(v any, u unit) (int64, error) {
+func microsOf(v any, u Unit) (int64, error) {
 	if t, ok := v.(time.Time); ok {
 		if t.Before(minTime) || t.After(maxTime) {
 			return 0, outOfRange(t.UTC().Format(time.RFC3339Nano))
@@ -109,7 +110,7 @@ func microsOf(v any, u unit) (int64, error) {
 	if !ok {
 		return 0, badType("timestamp", v)
 	}
-	m, ok := u.toMicros(n)
+	m, ok := u.ToMicros(n)
 	if !ok || m < minMicros || m > maxMicros {
 		return 0, outOfRange(fmt.Sprintf("%d %s from the epoch", n, u))
 	}
@@ -117,7 +118,7 @@ func microsOf(v any, u unit) (int64, error) {
 }
 
 // timestampConv converts an instant to TIMESTAMP's microseconds.
-func timestampConv(u unit) converter {
+func timestampConv(u Unit) converter {
 	return func(v any) (any, error) {
 		m, err := microsOf(v, u)
 		if err != nil {
@@ -132,10 +133,10 @@ const datetimeLayout = "2006-01-02 15:04:05.000000"
 // datetimeConv converts a wall-clock time written as if it were a UTC
 // instant (Debezium's Timestamp types, Avro's local-timestamp types) to
 // DATETIME text.
-func datetimeConv(u unit) converter {
+func datetimeConv(u Unit) converter {
 	return func(v any) (any, error) {
 		if t, ok := v.(time.Time); ok && t.Location() == time.Local {
-			v = hambaLocalWallClock(t)
+			v = HambaLocalWallClock(t)
 		}
 		m, err := microsOf(v, u)
 		if err != nil {
@@ -145,14 +146,14 @@ func datetimeConv(u unit) converter {
 	}
 }
 
-// hambaLocalWallClock undoes hamba's decoding of the local-timestamp logical
+// HambaLocalWallClock undoes hamba's decoding of the local-timestamp logical
 // types. hamba turns the written value e (a wall clock written as if it
 // were a UTC instant) into the instant e minus the process's UTC offset at
 // e, in time.Local, so that the local clock reading shows the wall clock.
 // Recovering e from the instant, rather than reading the local clock, stays
 // right next to a daylight saving change, where the offset at e and at the
 // shifted instant differ.
-func hambaLocalWallClock(t time.Time) time.Time {
+func HambaLocalWallClock(t time.Time) time.Time {
 	u := t.Unix()
 	_, off := time.Unix(u, 0).Zone()
 	for range 2 {
@@ -167,7 +168,7 @@ func hambaLocalWallClock(t time.Time) time.Time {
 
 // timeConv converts a time of day: a count of u since midnight, or the
 // time.Duration hamba makes of the Avro time logical types.
-func timeConv(u unit) converter {
+func timeConv(u Unit) converter {
 	return func(v any) (any, error) {
 		if d, ok := v.(time.Duration); ok {
 			if d < 0 || d >= 24*time.Hour {
@@ -183,14 +184,14 @@ func timeConv(u unit) converter {
 		if n < 0 || n >= int64(24*time.Hour)/int64(u) {
 			return nil, failure.Errorf("%w: time of day %d %s is outside 00:00 to 24:00 (MySQL TIME can be; BigQuery TIME cannot)", ErrValue, failure.Value(n), u)
 		}
-		m, _ := u.toMicros(n)
+		m, _ := u.ToMicros(n)
 		return formatTimeOfDay(m), nil
 	}
 }
 
-func formatTimeOfDay(micros int64) string {
-	s := micros / 1e6
-	return fmt.Sprintf("%02d:%02d:%02d.%06d", s/3600, s/60%60, s%60, micros%1e6)
+func formatTimeOfDay(Micros int64) string {
+	s := Micros / 1e6
+	return fmt.Sprintf("%02d:%02d:%02d.%06d", s/3600, s/60%60, s%60, Micros%1e6)
 }
 
 // zonedTimestampConv converts io.debezium.time.ZonedTimestamp, an ISO-8601
@@ -206,7 +207,7 @@ func zonedTimestampConv(v any) (any, error) {
 	if err != nil {
 		return nil, failure.Errorf("%w: parsing zoned timestamp %q: %v", ErrValue, failure.Value(s), failure.Value(err))
 	}
-	return timestampConv(micros)(t)
+	return timestampConv(Micros)(t)
 }
 
 // zonedTimeConv converts io.debezium.time.ZonedTime ("10:15:30.123456Z",

@@ -2,7 +2,6 @@ package transcode
 
 import (
 	"fmt"
-	"strconv"
 
 	"github.com/bqcdc/bqcdc/internal/avrobq"
 	"github.com/bqcdc/bqcdc/internal/schema"
@@ -39,25 +38,6 @@ const (
 	cArray          // arrayConv
 	cUnion          // unionConv of a union with one non-null branch
 )
-
-// unit is the length of one count of an integer time value, in nanoseconds.
-type unit int64
-
-const (
-	nanos  unit = 1
-	micros unit = 1e3
-	millis unit = 1e6
-)
-
-func (u unit) String() string {
-	switch u {
-	case nanos:
-		return "ns"
-	case micros:
-		return "µs"
-	}
-	return "ms"
-}
 
 // compiler builds the conversion nodes of a row image. Its decision tree
 // is avrobq's columnFor, step for step; the column types it arrives at are
@@ -224,7 +204,7 @@ type semantic struct {
 	on   []avro.Type
 	conv conv
 	typ  string
-	unit unit
+	unit avrobq.Unit
 }
 
 var (
@@ -234,19 +214,19 @@ var (
 
 var semantics = map[string]semantic{
 	"io.debezium.time.Date":                   {ints, cDate, schema.Date, 0},
-	"io.debezium.time.Time":                   {ints, cTime, schema.Time, millis},
-	"io.debezium.time.MicroTime":              {ints, cTime, schema.Time, micros},
-	"io.debezium.time.NanoTime":               {ints, cTime, schema.Time, nanos},
-	"io.debezium.time.Timestamp":              {ints, cDatetime, schema.Datetime, millis},
-	"io.debezium.time.MicroTimestamp":         {ints, cDatetime, schema.Datetime, micros},
-	"io.debezium.time.NanoTimestamp":          {ints, cDatetime, schema.Datetime, nanos},
+	"io.debezium.time.Time":                   {ints, cTime, schema.Time, avrobq.Millis},
+	"io.debezium.time.MicroTime":              {ints, cTime, schema.Time, avrobq.Micros},
+	"io.debezium.time.NanoTime":               {ints, cTime, schema.Time, avrobq.Nanos},
+	"io.debezium.time.Timestamp":              {ints, cDatetime, schema.Datetime, avrobq.Millis},
+	"io.debezium.time.MicroTimestamp":         {ints, cDatetime, schema.Datetime, avrobq.Micros},
+	"io.debezium.time.NanoTimestamp":          {ints, cDatetime, schema.Datetime, avrobq.Nanos},
 	"io.debezium.time.ZonedTimestamp":         {strs, cZonedTS, schema.Timestamp, 0},
 	"io.debezium.time.ZonedTime":              {strs, cZonedTime, schema.Time, 0},
 	"io.debezium.time.Year":                   {ints, cInt, schema.Int64, 0},
 	"io.debezium.time.MicroDuration":          {ints, cInt, schema.Int64, 0},
 	"org.apache.kafka.connect.data.Date":      {ints, cDate, schema.Date, 0},
-	"org.apache.kafka.connect.data.Time":      {ints, cTime, schema.Time, millis},
-	"org.apache.kafka.connect.data.Timestamp": {ints, cTimestamp, schema.Timestamp, millis},
+	"org.apache.kafka.connect.data.Time":      {ints, cTime, schema.Time, avrobq.Millis},
+	"org.apache.kafka.connect.data.Timestamp": {ints, cTimestamp, schema.Timestamp, avrobq.Millis},
 	"org.apache.kafka.connect.data.Decimal":   {[]avro.Type{avro.Bytes, avro.Fixed}, cDecimal, "", 0},
 	"io.debezium.data.VariableScaleDecimal":   {[]avro.Type{avro.Record}, cVSD, schema.BigNumeric, 0},
 	"io.debezium.data.Json":                   {strs, cJSONText, schema.JSON, 0},
@@ -263,33 +243,8 @@ var semantics = map[string]semantic{
 	"io.debezium.data.geometry.Point":     {[]avro.Type{avro.Record}, cNone, schema.Geography, 0},
 }
 
-type propSchema interface{ Prop(string) any }
-
-func stringProp(s avro.Schema, name string) string {
-	if p, ok := s.(propSchema); ok {
-		if v, ok := p.Prop(name).(string); ok {
-			return v
-		}
-	}
-	return ""
-}
-
-func connectParam(s avro.Schema, key string) (int, bool) {
-	p, ok := s.(propSchema)
-	if !ok {
-		return 0, false
-	}
-	params, _ := p.Prop("connect.parameters").(map[string]any)
-	v, ok := params[key].(string)
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.Atoi(v)
-	return n, err == nil
-}
-
 func (c *compiler) connect(s avro.Schema) (*node, schema.Column, bool, error) {
-	cn := stringProp(s, "connect.name")
+	cn := avrobq.StringProp(s, "connect.name")
 	sem, ok := semantics[cn]
 	if !ok {
 		return nil, schema.Column{}, false, nil
@@ -311,7 +266,7 @@ func (c *compiler) connect(s avro.Schema) (*node, schema.Column, bool, error) {
 	case cDecimal:
 		n, col, err = decimalNode(n, s)
 	case cBits:
-		length, ok := connectParam(s, "length")
+		length, ok := avrobq.ConnectParam(s, "length")
 		if !ok {
 			length = -1
 		}
@@ -360,8 +315,8 @@ func decimalNode(n *node, s avro.Schema) (*node, schema.Column, error) {
 	if d, ok := decimalLogical(s); ok {
 		return decimalColumn(n, d.Precision(), d.Scale())
 	}
-	scale, _ := connectParam(s, "scale")
-	precision, _ := connectParam(s, "connect.decimal.precision")
+	scale, _ := avrobq.ConnectParam(s, "scale")
+	precision, _ := avrobq.ConnectParam(s, "connect.decimal.precision")
 	return decimalColumn(n, precision, scale)
 }
 
@@ -374,7 +329,7 @@ func decimalLogical(s avro.Schema) (*avro.DecimalLogicalSchema, bool) {
 }
 
 func decimalColumn(n *node, precision, scale int) (*node, schema.Column, error) {
-	typ := decimalType(precision, scale)
+	typ := avrobq.DecimalType(precision, scale)
 	n.dec10 = decLim{typ: typ, precision: precision, scale: scale}
 	n, col, err := leaf(n, cDecimal, typ)
 	if err != nil {
@@ -386,17 +341,6 @@ func decimalColumn(n *node, precision, scale int) (*node, schema.Column, error) 
 	return n, col, nil
 }
 
-func decimalType(precision, scale int) string {
-	intDigits := precision - scale
-	switch {
-	case scale <= 9 && intDigits <= 29 && precision > 0:
-		return schema.Numeric
-	case scale <= 38 && intDigits <= 38:
-		return schema.BigNumeric
-	}
-	return schema.String
-}
-
 // logical mirrors avrobq's logicalColumn and otherLogicalColumn.
 func (c *compiler) logical(s avro.Schema) (*node, schema.Column, bool, error) {
 	lts, ok := s.(avro.LogicalTypeSchema)
@@ -404,7 +348,7 @@ func (c *compiler) logical(s avro.Schema) (*node, schema.Column, bool, error) {
 		return c.otherLogical(s)
 	}
 	n := skipNode(s, map[*avro.RecordSchema]*node{})
-	col := func(cv conv, typ string, u unit) (*node, schema.Column, bool, error) {
+	col := func(cv conv, typ string, u avrobq.Unit) (*node, schema.Column, bool, error) {
 		n.unit = u
 		n, col, err := leaf(n, cv, typ)
 		return n, col, true, err
@@ -413,17 +357,17 @@ func (c *compiler) logical(s avro.Schema) (*node, schema.Column, bool, error) {
 	case avro.Date:
 		return col(cDate, schema.Date, 0)
 	case avro.TimeMillis:
-		return col(cTime, schema.Time, millis)
+		return col(cTime, schema.Time, avrobq.Millis)
 	case avro.TimeMicros:
-		return col(cTime, schema.Time, micros)
+		return col(cTime, schema.Time, avrobq.Micros)
 	case avro.TimestampMillis:
-		return col(cTimestamp, schema.Timestamp, millis)
+		return col(cTimestamp, schema.Timestamp, avrobq.Millis)
 	case avro.TimestampMicros:
-		return col(cTimestamp, schema.Timestamp, micros)
+		return col(cTimestamp, schema.Timestamp, avrobq.Micros)
 	case avro.LocalTimestampMillis:
-		return col(cDatetime, schema.Datetime, millis)
+		return col(cDatetime, schema.Datetime, avrobq.Millis)
 	case avro.LocalTimestampMicros:
-		return col(cDatetime, schema.Datetime, micros)
+		return col(cDatetime, schema.Datetime, avrobq.Micros)
 	case avro.UUID:
 		return col(cUUID, schema.String, 0)
 	case avro.Decimal:
@@ -440,15 +384,15 @@ func (c *compiler) logical(s avro.Schema) (*node, schema.Column, bool, error) {
 }
 
 func (c *compiler) otherLogical(s avro.Schema) (*node, schema.Column, bool, error) {
-	lt := stringProp(s, "logicalType")
+	lt := avrobq.StringProp(s, "logicalType")
 	var cv conv
 	var typ string
-	var u unit
+	var u avrobq.Unit
 	switch {
 	case s.Type() == avro.Long && lt == "timestamp-nanos":
-		cv, typ, u = cTimestamp, schema.Timestamp, nanos
+		cv, typ, u = cTimestamp, schema.Timestamp, avrobq.Nanos
 	case s.Type() == avro.Long && lt == "local-timestamp-nanos":
-		cv, typ, u = cDatetime, schema.Datetime, nanos
+		cv, typ, u = cDatetime, schema.Datetime, avrobq.Nanos
 	case s.Type() == avro.Fixed && lt == "uuid" && s.(*avro.FixedSchema).Size() == 16:
 		cv, typ = cUUID, schema.String
 	default:

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/bqcdc/bqcdc/internal/avrobq"
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/limits"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -503,7 +504,7 @@ func (st *state) instant(r *reader, n *node) (val, error) {
 	default:
 		t := hambaTime(i, n.form)
 		if n.conv == cDatetime && t.Location() == time.Local {
-			t = hambaLocalWallClock(t)
+			t = avrobq.HambaLocalWallClock(t)
 		}
 		m, cerr = microsOfTime(t)
 	}

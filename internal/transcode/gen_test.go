@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bqcdc/bqcdc/internal/avrobq"
 	"github.com/hamba/avro/v2"
 )
 
@@ -120,7 +121,7 @@ func (g *gen) value(s avro.Schema, cn string) any {
 	if r, ok := s.(*avro.RefSchema); ok {
 		s = r.Schema()
 	}
-	if c := stringProp(s, "connect.name"); c != "" {
+	if c := avrobq.StringProp(s, "connect.name"); c != "" {
 		cn = c
 	}
 	lt := logicalOf(s)

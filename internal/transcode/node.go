@@ -78,10 +78,10 @@ type node struct {
 
 	// Conversion (row image only).
 	conv   conv
-	unit   unit   // of an integer time value
-	bits   int    // io.debezium.data.Bits length (-1: unknown)
-	dec10  decLim // decimal column limits
-	vsdIdx [2]int // VariableScaleDecimal: field index of scale and value
+	unit   avrobq.Unit // of an integer time value
+	bits   int         // io.debezium.data.Bits length (-1: unknown)
+	dec10  decLim      // decimal column limits
+	vsdIdx [2]int      // VariableScaleDecimal: field index of scale and value
 	rec    *recordPlan
 }
 

@@ -2,7 +2,6 @@ package transcode
 
 import (
 	"fmt"
-	"math"
 	"math/big"
 	"strconv"
 	"time"
@@ -48,18 +47,6 @@ func outOfRange(what string) error {
 	return valueErr("%s is outside BigQuery's years 1 to 9999", failure.Value(what))
 }
 
-// toMicros converts n counts of u to microseconds (avrobq's unit.toMicros).
-func (u unit) toMicros(n int64) (int64, bool) {
-	if u < micros {
-		return floorDiv(n, int64(micros/u)), true
-	}
-	f := int64(u / micros)
-	if n > math.MaxInt64/f || n < math.MinInt64/f {
-		return 0, false
-	}
-	return n * f, true
-}
-
 // days checks a DATE given as days since the epoch.
 func days(n int64) (int32, error) {
 	if n < minDays || n > maxDays {
@@ -69,8 +56,8 @@ func days(n int64) (int32, error) {
 }
 
 // microsOfCount reads an instant written as a count of u.
-func microsOfCount(n int64, u unit) (int64, error) {
-	m, ok := u.toMicros(n)
+func microsOfCount(n int64, u avrobq.Unit) (int64, error) {
+	m, ok := u.ToMicros(n)
 	if !ok || m < minMicros || m > maxMicros {
 		return 0, outOfRange(fmt.Sprintf("%d %s from the epoch", n, u))
 	}
@@ -104,20 +91,6 @@ func hambaTime(i int64, f form) time.Time {
 	return t.UTC()
 }
 
-// hambaLocalWallClock is avrobq's undoing of hamba's local-timestamp shift.
-func hambaLocalWallClock(t time.Time) time.Time {
-	u := t.Unix()
-	_, off := time.Unix(u, 0).Zone()
-	for range 2 {
-		_, at := time.Unix(u+int64(off), 0).Zone()
-		if at == off {
-			break
-		}
-		off = at
-	}
-	return time.Unix(u+int64(off), int64(t.Nanosecond())).UTC()
-}
-
 const datetimeLayout = "2006-01-02 15:04:05.000000"
 
 func appendDatetime(dst []byte, m int64) []byte {
@@ -149,11 +122,11 @@ func append2(dst []byte, v int64) []byte {
 }
 
 // timeOfDayCount checks a time of day written as a count of u.
-func timeOfDayCount(n int64, u unit) (int64, error) {
+func timeOfDayCount(n int64, u avrobq.Unit) (int64, error) {
 	if n < 0 || n >= int64(24*time.Hour)/int64(u) {
 		return 0, valueErr("time of day %d %s is outside 00:00 to 24:00 (MySQL TIME can be; BigQuery TIME cannot)", failure.Value(n), u)
 	}
-	m, _ := u.toMicros(n)
+	m, _ := u.ToMicros(n)
 	return m, nil
 }
 
