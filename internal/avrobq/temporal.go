@@ -34,7 +34,7 @@ func (u Unit) String() string {
 // when the result does not fit an int64.
 func (u Unit) ToMicros(n int64) (m int64, ok bool) {
 	if u < Micros {
-		return floorDiv(n, int64(Micros/u)), true
+		return FloorDiv(n, int64(Micros/u)), true
 	}
 	f := int64(u / Micros)
 	if n > math.MaxInt64/f || n < math.MinInt64/f {
@@ -43,7 +43,8 @@ func (u Unit) ToMicros(n int64) (m int64, ok bool) {
 	return n * f, true
 }
 
-func floorDiv(a, b int64) int64 {
+// FloorDiv is a / b rounded toward negative infinity.
+func FloorDiv(a, b int64) int64 {
 	q := a / b
 	if a%b != 0 && (a < 0) != (b < 0) {
 		q--
@@ -63,14 +64,15 @@ func integer(v any) (int64, bool) {
 	return 0, false
 }
 
-// BigQuery's DATE, DATETIME and TIMESTAMP range: years 1 to 9999.
+// BigQuery's DATE, DATETIME and TIMESTAMP range: years 1 to 9999 (transcode
+// checks against them too).
 var (
-	minTime   = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
-	maxTime   = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
-	minMicros = minTime.UnixMicro()
-	maxMicros = maxTime.UnixMicro()
-	minDays   = floorDiv(minTime.Unix(), 86400)
-	maxDays   = floorDiv(maxTime.Unix(), 86400)
+	MinTime   = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	MaxTime   = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
+	MinMicros = MinTime.UnixMicro()
+	MaxMicros = MaxTime.UnixMicro()
+	MinDays   = FloorDiv(MinTime.Unix(), 86400)
+	MaxDays   = FloorDiv(MaxTime.Unix(), 86400)
 )
 
 func outOfRange(what string) error {
@@ -83,7 +85,7 @@ func daysConv(v any) (any, error) {
 	var days int64
 	switch x := v.(type) {
 	case time.Time:
-		days = floorDiv(x.Unix(), 86400)
+		days = FloorDiv(x.Unix(), 86400)
 	default:
 		n, ok := integer(v)
 		if !ok {
@@ -91,7 +93,7 @@ func daysConv(v any) (any, error) {
 		}
 		days = n
 	}
-	if days < minDays || days > maxDays {
+	if days < MinDays || days > MaxDays {
 		return nil, outOfRange(fmt.Sprintf("date %d days from 1970-01-01", days))
 	}
 	return int32(days), nil
@@ -101,7 +103,7 @@ func daysConv(v any) (any, error) {
 // or a time.Time (hamba's form of the Avro timestamp logical types).
 func microsOf(v any, u Unit) (int64, error) {
 	if t, ok := v.(time.Time); ok {
-		if t.Before(minTime) || t.After(maxTime) {
+		if t.Before(MinTime) || t.After(MaxTime) {
 			return 0, outOfRange(t.UTC().Format(time.RFC3339Nano))
 		}
 		return t.UnixMicro(), nil
@@ -111,7 +113,7 @@ func microsOf(v any, u Unit) (int64, error) {
 		return 0, badType("timestamp", v)
 	}
 	m, ok := u.ToMicros(n)
-	if !ok || m < minMicros || m > maxMicros {
+	if !ok || m < MinMicros || m > MaxMicros {
 		return 0, outOfRange(fmt.Sprintf("%d %s from the epoch", n, u))
 	}
 	return m, nil

@@ -147,7 +147,9 @@ func (e *Encoder) Encode(row map[string]any) ([]byte, error) {
 	return b, nil
 }
 
-func fieldByName(md protoreflect.MessageDescriptor, name string) protoreflect.FieldDescriptor {
+// FieldByName finds a column's field in a row message: by its exact name,
+// else ignoring case (column names are case-insensitive in BigQuery).
+func FieldByName(md protoreflect.MessageDescriptor, name string) protoreflect.FieldDescriptor {
 	if fd := md.Fields().ByName(protoreflect.Name(name)); fd != nil {
 		return fd
 	}
@@ -167,7 +169,7 @@ func fill(msg *dynamicpb.Message, row map[string]any) error {
 		if v == nil {
 			continue
 		}
-		fd := fieldByName(md, name)
+		fd := FieldByName(md, name)
 		if fd == nil {
 			return fmt.Errorf("%w: the table has no column %q", ErrEncode, name)
 		}

@@ -3,8 +3,8 @@ package transcode
 import (
 	"fmt"
 	"sort"
-	"strings"
 
+	"github.com/bqcdc/bqcdc/internal/bqwrite"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -87,20 +87,6 @@ func kindFor(typ string) protoreflect.Kind {
 	return protoreflect.StringKind
 }
 
-// fieldByName is bqwrite's lookup: exact, else ignoring case.
-func fieldByName(md protoreflect.MessageDescriptor, name string) protoreflect.FieldDescriptor {
-	if fd := md.Fields().ByName(protoreflect.Name(name)); fd != nil {
-		return fd
-	}
-	fields := md.Fields()
-	for i := 0; i < fields.Len(); i++ {
-		if strings.EqualFold(string(fields.Get(i).Name()), name) {
-			return fields.Get(i)
-		}
-	}
-	return nil
-}
-
 // binder ties a compiled row image to a table version's columns and
 // message: evolve.Fitter's decisions, taken once.
 type binder struct{}
@@ -121,7 +107,7 @@ func (b binder) bindRecord(n *node, wcols []schema.Column, tcols schema.Columns,
 			continue
 		}
 		t := tcols[ti]
-		fd := fieldByName(md, t.Name)
+		fd := bqwrite.FieldByName(md, t.Name)
 		if fd == nil {
 			return nil, nil, unsupported("the row message has no field for column %s", t.Name)
 		}

@@ -205,7 +205,7 @@ func sortTop(top []topField) {
 
 func (p *Plan) bindMeta(md protoreflect.MessageDescriptor, taken map[protowire.Number]bool) error {
 	for k, mc := range metaColumns {
-		fd := fieldByName(md, mc.name)
+		fd := bqwrite.FieldByName(md, mc.name)
 		if fd == nil {
 			return unsupported("the table lacks metadata column %s (the generic path evolves it first)", mc.name)
 		}
@@ -223,7 +223,7 @@ func (p *Plan) bindMeta(md protoreflect.MessageDescriptor, taken map[protowire.N
 		}
 		var nums []protowire.Number
 		for i, tf := range txFields {
-			sub := fieldByName(fd.Message(), tf.name)
+			sub := bqwrite.FieldByName(fd.Message(), tf.name)
 			if sub == nil || sub.Kind() != tf.kind || sub.IsList() {
 				return unsupported("%s.%s is not a single %s", mc.name, tf.name, tf.kind)
 			}
@@ -251,7 +251,7 @@ func (p *Plan) bindDefaults(enc *bqwrite.Encoder, md protoreflect.MessageDescrip
 		if v == nil || isEmptyDefault(v) {
 			continue
 		}
-		fd := fieldByName(md, name)
+		fd := bqwrite.FieldByName(md, name)
 		if fd == nil {
 			return unsupported("default for column %s, which the table lacks", name)
 		}

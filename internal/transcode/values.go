@@ -25,31 +25,13 @@ func valueErr(format string, args ...any) error {
 	return failure.Errorf("%w: "+format, append([]any{avrobq.ErrValue}, args...)...)
 }
 
-// BigQuery's DATE, DATETIME and TIMESTAMP range: years 1 to 9999.
-var (
-	minTime   = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
-	maxTime   = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
-	minMicros = minTime.UnixMicro()
-	maxMicros = maxTime.UnixMicro()
-	minDays   = floorDiv(minTime.Unix(), 86400)
-	maxDays   = floorDiv(maxTime.Unix(), 86400)
-)
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && (a < 0) != (b < 0) {
-		q--
-	}
-	return q
-}
-
 func outOfRange(what string) error {
 	return valueErr("%s is outside BigQuery's years 1 to 9999", failure.Value(what))
 }
 
 // days checks a DATE given as days since the epoch.
 func days(n int64) (int32, error) {
-	if n < minDays || n > maxDays {
+	if n < avrobq.MinDays || n > avrobq.MaxDays {
 		return 0, outOfRange(fmt.Sprintf("date %d days from 1970-01-01", n))
 	}
 	return int32(n), nil
@@ -58,7 +40,7 @@ func days(n int64) (int32, error) {
 // microsOfCount reads an instant written as a count of u.
 func microsOfCount(n int64, u avrobq.Unit) (int64, error) {
 	m, ok := u.ToMicros(n)
-	if !ok || m < minMicros || m > maxMicros {
+	if !ok || m < avrobq.MinMicros || m > avrobq.MaxMicros {
 		return 0, outOfRange(fmt.Sprintf("%d %s from the epoch", n, u))
 	}
 	return m, nil
@@ -66,7 +48,7 @@ func microsOfCount(n int64, u avrobq.Unit) (int64, error) {
 
 // microsOfTime reads an instant hamba decoded into a time.Time.
 func microsOfTime(t time.Time) (int64, error) {
-	if t.Before(minTime) || t.After(maxTime) {
+	if t.Before(avrobq.MinTime) || t.After(avrobq.MaxTime) {
 		return 0, outOfRange(t.UTC().Format(time.RFC3339Nano))
 	}
 	return t.UnixMicro(), nil
