@@ -95,8 +95,10 @@ func TestSourceModuleWiring(t *testing.T) {
 				t.Errorf("push subscription %q must authenticate with an OIDC token of var.push_service_account_email for audience var.ingest_uri", name)
 			}
 			dl := childBody(sub.Body, "dead_letter_policy")
-			if !refersTo(attrExpr(dl, "dead_letter_topic"), dlq) || attrExpr(dl, "max_delivery_attempts") == nil {
-				t.Errorf("push subscription %q needs dead_letter_policy { dead_letter_topic = %s.id, max_delivery_attempts = ... }", name, dlq)
+			// Its own dead-letter topic, or the one the deployment shares.
+			dlTopic := attrExpr(dl, "dead_letter_topic")
+			if !src.refersToExpanding(dlTopic, dlq) || !src.refersToExpanding(dlTopic, "var.shared_dead_letter_topic") || attrExpr(dl, "max_delivery_attempts") == nil {
+				t.Errorf("push subscription %q needs dead_letter_policy { dead_letter_topic = %s.id (or var.shared_dead_letter_topic), max_delivery_attempts = ... }", name, dlq)
 			}
 		case child(sub.Body, "bigquery_config") != nil:
 			drain++
@@ -481,5 +483,43 @@ func TestSnapshotTablesReadByCompactOnly(t *testing.T) {
 	sort.Strings(got)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("snapshot_tables in examples/demo/terraform.tfvars differ from the snapshot tables of sql/flows (-flows +tfvars):\n%s", diff)
+	}
+}
+
+// Pub/Sub allows 10,000 topics and 10,000 subscriptions per project: the
+// sources may share one dead-letter topic (drained by one BigQuery
+// subscription, published to by the service agent), and a plan refuses more
+// sources than the project can hold either way.
+func TestSharedDeadLetterTopic(t *testing.T) {
+	root := config(t).module(t, ".")
+	call := root.calls["source_topic"]
+	if call == nil {
+		t.Fatal("the root module must call modules/source as source_topic")
+	}
+	if !refersTo(attrExpr(call.Body, "shared_dead_letter_topic"), "google_pubsub_topic.shared_dead_letter") ||
+		!refersTo(attrExpr(call.Body, "shared_dead_letter_topic"), "var.dead_letter_topic_per_source") {
+		t.Error("source_topic: shared_dead_letter_topic must be google_pubsub_topic.shared_dead_letter unless var.dead_letter_topic_per_source")
+	}
+	sub := root.resourcesOfType("google_pubsub_subscription")["shared_dead_letter_to_bigquery"]
+	if sub == nil || !refersTo(attrExpr(sub.Body, "topic"), "google_pubsub_topic.shared_dead_letter") {
+		t.Fatal("google_pubsub_subscription.shared_dead_letter_to_bigquery must drain google_pubsub_topic.shared_dead_letter")
+	}
+	if bq := childBody(sub.Body, "bigquery_config"); bq == nil || exprSourceOf(root, bq, "write_metadata") != "true" || !refersTo(attrExpr(bq, "table"), "local.dead_letter_table") {
+		t.Error("the shared dead-letter subscription must write local.dead_letter_table with write_metadata = true")
+	}
+	pub := root.resourcesOfType("google_pubsub_topic_iam_member")["shared_dead_letter_publisher"]
+	if pub == nil || !refersTo(attrExpr(pub.Body, "member"), "local.pubsub_service_agent_member") {
+		t.Error("the Pub/Sub service agent must publish to the shared dead-letter topic")
+	}
+	table := root.resourcesOfType("google_bigquery_table")["dead_letters"]
+	pre := childBody(childBody(table.Body, "lifecycle"), "precondition")
+	if pre == nil {
+		t.Fatal("google_bigquery_table.dead_letters must carry the precondition on Pub/Sub's per-project limits")
+	}
+	cond := exprSourceOf(root, pre, "condition")
+	for _, want := range []string{"length(var.sources)", "4999", "9999", "var.dead_letter_topic_per_source"} {
+		if !strings.Contains(cond, want) {
+			t.Errorf("the Pub/Sub limits precondition %q lacks %s", cond, want)
+		}
 	}
 }

@@ -62,8 +62,18 @@ resource "google_bigquery_table" "dead_letters" {
 
   clustering = ["subscription_name"]
 
+  # Pub/Sub allows 10,000 topics and 10,000 subscriptions per project;
+  # checked here, at plan, as variables cannot check each other before
+  # Terraform 1.9 (this table is in every deployment).
+  lifecycle {
+    precondition {
+      condition     = length(var.sources) <= (var.dead_letter_topic_per_source ? 4999 : 9999)
+      error_message = "Pub/Sub allows 10,000 topics and 10,000 subscriptions per project. Each source has a topic and a push subscription, and with dead_letter_topic_per_source = true (the default) a dead-letter topic and its BigQuery subscription too: at most 4,999 sources. Set dead_letter_topic_per_source = false (one dead-letter topic for all, up to 9,999 sources), or split the sources over projects."
+    }
+  }
+
   schema = jsonencode([
-    { name = "subscription_name", type = "STRING", mode = "NULLABLE", description = "Dead-letter subscription that wrote the row (one per source)." },
+    { name = "subscription_name", type = "STRING", mode = "NULLABLE", description = "Dead-letter subscription that wrote the row (one per source, or the one the sources share)." },
     { name = "message_id", type = "STRING", mode = "NULLABLE", description = "Pub/Sub message id on the dead-letter topic." },
     { name = "publish_time", type = "TIMESTAMP", mode = "NULLABLE", description = "Time the message was published to the dead-letter topic." },
     { name = "data", type = "BYTES", mode = "NULLABLE", description = "Original message payload (Confluent-framed Avro)." },
@@ -199,6 +209,7 @@ module "source_topic" {
   push_service_account_email       = google_service_account.push.email
   pubsub_service_agent_member      = local.pubsub_service_agent_member
   dead_letter_table                = local.dead_letter_table
+  shared_dead_letter_topic         = var.dead_letter_topic_per_source ? null : google_pubsub_topic.shared_dead_letter[0].id
   ack_deadline_seconds             = var.ingest.timeout_seconds
   max_delivery_attempts            = coalesce(each.value.max_delivery_attempts, var.max_delivery_attempts)
   message_retention_duration       = each.value.message_retention_duration
@@ -210,7 +221,49 @@ module "source_topic" {
     google_bigquery_table_iam_member.pubsub_writes_dead_letters,
     google_service_account_iam_member.pubsub_mints_push_tokens,
     google_cloud_run_v2_service_iam_member.push_invokes_ingest,
+    google_pubsub_topic_iam_member.shared_dead_letter_publisher,
   ]
+}
+
+# With dead_letter_topic_per_source = false: one dead-letter topic for every
+# source, drained into the same table by one BigQuery subscription, so a
+# deployment of N sources holds N + 1 topics and N + 1 subscriptions (Pub/Sub
+# allows 10,000 of each per project) instead of 2N of each. A dead letter's
+# source subscription is in its CloudPubSubDeadLetterSourceSubscription
+# attribute (the table's attributes column).
+resource "google_pubsub_topic" "shared_dead_letter" {
+  count   = var.dead_letter_topic_per_source ? 0 : 1
+  project = var.project_id
+  name    = "${var.name_prefix}-dead-letters"
+  labels  = local.labels
+}
+
+resource "google_pubsub_topic_iam_member" "shared_dead_letter_publisher" {
+  count   = var.dead_letter_topic_per_source ? 0 : 1
+  project = var.project_id
+  topic   = google_pubsub_topic.shared_dead_letter[0].name
+  role    = "roles/pubsub.publisher"
+  member  = local.pubsub_service_agent_member
+}
+
+resource "google_pubsub_subscription" "shared_dead_letter_to_bigquery" {
+  count   = var.dead_letter_topic_per_source ? 0 : 1
+  project = var.project_id
+  name    = "${var.name_prefix}-dead-letters-bq"
+  topic   = google_pubsub_topic.shared_dead_letter[0].id
+  labels  = local.labels
+
+  bigquery_config {
+    table            = local.dead_letter_table
+    use_topic_schema = false
+    write_metadata   = true
+  }
+
+  expiration_policy {
+    ttl = ""
+  }
+
+  depends_on = [google_bigquery_table_iam_member.pubsub_writes_dead_letters]
 }
 
 # ---------------------------------------------------------------------------

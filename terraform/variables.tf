@@ -179,6 +179,12 @@ variable "log_row_values" {
   default     = false
 }
 
+variable "dead_letter_topic_per_source" {
+  type        = bool
+  description = "Give each source its own dead-letter topic and BigQuery subscription (true, the default), or share one of each across the deployment (false). Pub/Sub allows 10,000 topics and 10,000 subscriptions per project: per source that is at most 4,999 sources, shared 9,999. A dead letter's source subscription is in its CloudPubSubDeadLetterSourceSubscription attribute either way."
+  default     = true
+}
+
 variable "append_ledger" {
   type        = bool
   description = "Ingest covers each source in the append ledger (_bqcdc_appends) before appending its rows, and compaction tells the flows with rows to fold from one query of it and a listing of the datasets, instead of reading every changelog's and state table's metadata each run (BQCDC_APPEND_LEDGER, set on both functions). Compaction trusts the ledger an hour after bqcdc apply made it. Turn it off only with both functions."

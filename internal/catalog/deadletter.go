@@ -101,7 +101,7 @@ const PubSubDeadLetterTable = "pubsub_dead_letters"
 // write_metadata writes.
 func PubSubDeadLetterColumns() schema.Columns {
 	return schema.Columns{
-		{Name: "subscription_name", Type: schema.String, Description: "Dead-letter subscription that wrote the row (one per source)."},
+		{Name: "subscription_name", Type: schema.String, Description: "Dead-letter subscription that wrote the row (one per source, or the one the sources share)."},
 		{Name: "message_id", Type: schema.String, Description: "Pub/Sub message id on the dead-letter topic."},
 		{Name: "publish_time", Type: schema.Timestamp, Description: "Time the message was published to the dead-letter topic."},
 		{Name: "data", Type: schema.Bytes, Description: "Original message payload (Confluent-framed Avro)."},

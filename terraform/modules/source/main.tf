@@ -8,16 +8,21 @@
 # project holds at most 500 triggers per location (a fixed limit). A push
 # subscription is what Eventarc would create anyway, but here its retry
 # backoff, ack deadline, dead-letter topic and max_delivery_attempts are
-# declared and reviewed like everything else. At ~1000 sources (two topics
-# and two subscriptions each) Pub/Sub's per-project limits still leave
-# headroom, while 1000 Eventarc triggers would not fit (see
-# terraform/README.md).
+# declared and reviewed like everything else. Pub/Sub allows 10,000 topics
+# and 10,000 subscriptions per project: with a dead-letter topic and its
+# BigQuery subscription per source (two of each) that is 4,999 sources;
+# with var.shared_dead_letter_topic (one of each for the deployment, made
+# by the root module), 9,999. 1000 Eventarc triggers would not fit at all
+# (see terraform/README.md).
 #
 # The push endpoint ends in /projects/PROJECT/topics/TOPIC: the ingest
 # function reads the plain Pub/Sub push body and takes the topic from that
 # path, which is how it finds the changelog table of the message.
 locals {
   push_endpoint = "${trimsuffix(var.ingest_uri, "/")}/projects/${var.project_id}/topics/${var.topic_name}"
+  # This source's own dead-letter path, unless the deployment shares one.
+  own_dead_letters     = var.shared_dead_letter_topic == null ? 1 : 0
+  dead_letter_topic_id = var.shared_dead_letter_topic == null ? google_pubsub_topic.dead_letter[0].id : var.shared_dead_letter_topic
 }
 
 resource "google_pubsub_topic" "main" {
@@ -29,6 +34,7 @@ resource "google_pubsub_topic" "main" {
 }
 
 resource "google_pubsub_topic" "dead_letter" {
+  count   = local.own_dead_letters
   project = var.project_id
   name    = "${var.topic_name}.dead-letter"
   labels  = var.labels
@@ -65,7 +71,7 @@ resource "google_pubsub_subscription" "ingest" {
   }
 
   dead_letter_policy {
-    dead_letter_topic     = google_pubsub_topic.dead_letter.id
+    dead_letter_topic     = local.dead_letter_topic_id
     max_delivery_attempts = var.max_delivery_attempts
   }
 
@@ -78,10 +84,12 @@ resource "google_pubsub_subscription" "ingest" {
 }
 
 # Dead-lettering is done by the Pub/Sub service agent: it must publish to the
-# dead-letter topic and acknowledge (subscribe to) the source subscription.
+# dead-letter topic (a shared one: granted by the root module) and
+# acknowledge (subscribe to) the source subscription.
 resource "google_pubsub_topic_iam_member" "dead_letter_publisher" {
+  count   = local.own_dead_letters
   project = var.project_id
-  topic   = google_pubsub_topic.dead_letter.name
+  topic   = google_pubsub_topic.dead_letter[0].name
   role    = "roles/pubsub.publisher"
   member  = var.pubsub_service_agent_member
 }
@@ -99,9 +107,10 @@ resource "google_pubsub_subscription_iam_member" "dead_letter_subscriber" {
 # carry the subscription, message id, publish time and attributes (including
 # CloudPubSubDeadLetterSource* added by Pub/Sub), enough to replay a message.
 resource "google_pubsub_subscription" "dead_letter_to_bigquery" {
+  count   = local.own_dead_letters
   project = var.project_id
   name    = "${var.topic_name}.dead-letter-bq"
-  topic   = google_pubsub_topic.dead_letter.id
+  topic   = google_pubsub_topic.dead_letter[0].id
   labels  = var.labels
 
   message_retention_duration = var.message_retention_duration

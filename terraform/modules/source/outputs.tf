@@ -4,8 +4,8 @@ output "topic_id" {
 }
 
 output "dead_letter_topic_id" {
-  description = "Id of the dead-letter topic."
-  value       = google_pubsub_topic.dead_letter.id
+  description = "Id of the dead-letter topic (the shared one, when the deployment shares one)."
+  value       = local.dead_letter_topic_id
 }
 
 output "subscription_id" {
@@ -14,8 +14,8 @@ output "subscription_id" {
 }
 
 output "dead_letter_subscription_id" {
-  description = "Id of the BigQuery subscription that drains the dead-letter topic."
-  value       = google_pubsub_subscription.dead_letter_to_bigquery.id
+  description = "Id of the BigQuery subscription that drains this source's dead-letter topic (null when the deployment shares one)."
+  value       = one(google_pubsub_subscription.dead_letter_to_bigquery[*].id)
 }
 
 output "push_endpoint" {

@@ -39,6 +39,12 @@ variable "pubsub_service_agent_member" {
   description = "IAM member of the project's Pub/Sub service agent (serviceAccount:service-NUMBER@gcp-sa-pubsub.iam.gserviceaccount.com), which forwards dead letters."
 }
 
+variable "shared_dead_letter_topic" {
+  type        = string
+  description = "Id of a dead-letter topic shared by every source (projects/PROJECT/topics/TOPIC), drained and granted by the root module; null (the default) gives this source its own dead-letter topic and BigQuery subscription."
+  default     = null
+}
+
 variable "dead_letter_table" {
   type        = string
   description = "Table written by the dead-letter BigQuery subscription, as PROJECT.DATASET.TABLE. Its schema must have the write_metadata columns (subscription_name, message_id, publish_time, data, attributes)."
