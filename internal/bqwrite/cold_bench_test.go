@@ -10,15 +10,10 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigquery"
-	"cloud.google.com/go/bigquery/storage/managedwriter"
 	"github.com/bqcdc/bqcdc/internal/bqquota"
-	"github.com/bqcdc/bqcdc/internal/bqwrite"
-	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/dev/fakebq"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"google.golang.org/api/option"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
 var (
@@ -67,15 +62,7 @@ func BenchmarkColdInstance10000Tables(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		conn, err := grpc.NewClient(cfg.StorageEndpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			b.Fatal(err)
-		}
-		mw, err := managedwriter.NewClient(ctx, cfg.Project, append(clients.WriterOptions(), option.WithGRPCConn(conn), option.WithoutAuthentication())...)
-		if err != nil {
-			b.Fatal(err)
-		}
-		w := bqwrite.NewWriter(bq, mw, cfg.Project, "d")
+		w := multiplexedWriter(b, fake, bq)
 		fake.ResetRequests()
 		connections := fake.Connections()
 		heap0, g0 := usage()

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/bigquery/storage/managedwriter"
 	"github.com/bqcdc/bqcdc/internal/bqwrite"
 	"github.com/bqcdc/bqcdc/internal/clients"
@@ -34,20 +35,11 @@ func TestThousandTablesMultiplexed(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	cfg := fake.ClientConfig()
-	bq, err := clients.NewBigQuery(ctx, cfg)
+	bq, err := clients.NewBigQuery(ctx, fake.ClientConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := grpc.NewClient(cfg.StorageEndpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mw, err := managedwriter.NewClient(ctx, cfg.Project, append(clients.WriterOptions(), option.WithGRPCConn(conn), option.WithoutAuthentication())...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := bqwrite.NewWriter(bq, mw, cfg.Project, "d")
+	w := multiplexedWriter(t, fake, bq)
 	defer w.Close()
 	heap0, g0 := usage()
 	for i := range n {
@@ -166,4 +158,21 @@ func usage() (heap uint64, goroutines int) {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc, runtime.NumGoroutine()
+}
+
+// multiplexedWriter is a writer to dataset d of the fake with the Storage
+// Write options bqcdc uses against Google (clients.WriterOptions:
+// connection multiplexing), its REST calls made with bq.
+func multiplexedWriter(tb testing.TB, fake *fakebq.Server, bq *bigquery.Client) *bqwrite.Writer {
+	tb.Helper()
+	cfg := fake.ClientConfig()
+	conn, err := grpc.NewClient(cfg.StorageEndpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	mw, err := managedwriter.NewClient(context.Background(), cfg.Project, append(clients.WriterOptions(), option.WithGRPCConn(conn), option.WithoutAuthentication())...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return bqwrite.NewWriter(bq, mw, cfg.Project, "d")
 }
