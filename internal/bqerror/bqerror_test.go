@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"testing"
 
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
@@ -33,6 +34,9 @@ func TestClassify(t *testing.T) {
 		{"gRPC permission denied", fmt.Errorf("wrapped: %w", status.Error(codes.PermissionDenied, "no")), Permanent},
 		{"gRPC unknown", status.Error(codes.Unknown, "failed to append rows"), Transient},
 		{"unrecognised", errors.New("sqlite3: database is locked"), Transient},
+		// AppendRows on a stream whose connection was cut returns io.EOF
+		// before the client reconnects.
+		{"cut stream", fmt.Errorf("append: %w", io.EOF), Transient},
 		{"deadline", fmt.Errorf("x: %w", context.DeadlineExceeded), Transient},
 	}
 	for _, tt := range tests {

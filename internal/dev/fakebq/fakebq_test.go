@@ -350,10 +350,15 @@ func TestDropConnections(t *testing.T) {
 	_, w := newWriter(t, srv)
 	w.mustAppend(t, w.rows(t, 1, "a"))
 	srv.DropConnections()
-	// The append after a cut connection may fail (retryably) or be sent on a
-	// new one; within a few attempts the client is writing again.
+	// The append after a cut connection may fail (retryably), either when it
+	// is sent (AppendRows returns io.EOF from the dead stream) or in its
+	// result, or be sent on a new connection; within a few attempts the
+	// client is writing again.
 	for i := 0; ; i++ {
-		_, err := w.append(t, w.rows(t, 2, "b")).GetResult(ctx)
+		res, err := w.ms.AppendRows(ctx, w.rows(t, 2, "b"))
+		if err == nil {
+			_, err = res.GetResult(ctx)
+		}
 		if err == nil {
 			break
 		}
