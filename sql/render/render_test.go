@@ -120,6 +120,8 @@ func testKeyFilter(b *flow.Bound) *KeyFilter {
 	return nil
 }
 
+var emptyItem = regexp.MustCompile(`,\s*,|\(\s*,|,\s*\)`)
+
 func TestSQLGolden(t *testing.T) {
 	for _, b := range boundTestFlows(t) {
 		t.Run(b.Name, func(t *testing.T) {
@@ -139,6 +141,12 @@ func TestSQLGolden(t *testing.T) {
 			}
 			if d := cmp.Diff(string(want), got); d != "" {
 				t.Errorf("SQL differs from %s (-want +got; go test ./sql/render -update rewrites it):\n%s", path, d)
+			}
+			// An empty list spliced between two others leaves ", ,": a
+			// syntax error BigQuery reports only when the SQL runs.
+			if m := emptyItem.FindStringIndex(got); m != nil {
+				line := strings.Count(got[:m[0]], "\n") + 1
+				t.Errorf("line %d has an empty list item: %q", line, got[m[0]:m[1]])
 			}
 		})
 	}

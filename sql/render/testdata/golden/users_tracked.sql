@@ -65,7 +65,7 @@ WITH
   -- ...then each row takes the value that started its run: the last non-NULL one.
   filled AS (
     SELECT
-      `userId`, , __op, __i, __seg,
+      `userId`, __op, __i, __seg,
       FIRST_VALUE(IF(__op = 'U', `name`, NULL)) OVER (PARTITION BY `userId`, __seg, __n1 ORDER BY __i) AS `name`,
       FIRST_VALUE(IF(__op = 'U', `city`, NULL)) OVER (PARTITION BY `userId`, __seg, __n2 ORDER BY __i) AS `city`,
       `sequenceNum`,
@@ -415,7 +415,7 @@ WITH
   -- ...then each row takes the value that started its run: the last non-NULL one.
   filled AS (
     SELECT
-      __asof, `userId`, , __op, __i, __seg,
+      __asof, `userId`, __op, __i, __seg,
       FIRST_VALUE(IF(__op = 'U', `name`, NULL)) OVER (PARTITION BY __asof, `userId`, __seg, __n1 ORDER BY __i) AS `name`,
       FIRST_VALUE(IF(__op = 'U', `city`, NULL)) OVER (PARTITION BY __asof, `userId`, __seg, __n2 ORDER BY __i) AS `city`,
       `sequenceNum`,
@@ -610,7 +610,7 @@ WITH
   ),
   filled AS (
     SELECT
-      `userId`, , __op, __i, __seg,
+      `userId`, __op, __i, __seg,
       FIRST_VALUE(IF(__op = 'U', `name`, NULL)) OVER (PARTITION BY `userId`, __seg, __n1 ORDER BY __i) AS `name`,
       FIRST_VALUE(IF(__op = 'U', `city`, NULL)) OVER (PARTITION BY `userId`, __seg, __n2 ORDER BY __i) AS `city`,
       `sequenceNum`,
