@@ -10,6 +10,7 @@ import (
 	"cloud.google.com/go/bigquery"
 
 	"github.com/bqcdc/bqcdc/internal/apply"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/config"
 	"github.com/bqcdc/bqcdc/internal/flow"
@@ -26,6 +27,7 @@ type target struct {
 	schemas  string
 	registry string
 	refused  []error // flows open could not parse; the others run
+	golds    []*flow.Gold
 }
 
 func (t *target) register(fs *flag.FlagSet) {
@@ -63,11 +65,12 @@ func (t *target) open(ctx context.Context) ([]*flow.Flow, *bigquery.Client, erro
 	if t.bq.Project == "" {
 		return nil, nil, fmt.Errorf("--project (or %s) is required", config.EnvProject)
 	}
-	flows, refused := flow.ParseDir(t.flows)
+	d, refused := flow.ParseDirAll(t.flows)
+	flows := d.Flows
 	if len(flows) == 0 {
 		return nil, nil, errors.Join(refused...)
 	}
-	t.refused = refused
+	t.refused, t.golds = refused, d.Golds
 	bq, err := clients.NewBigQuery(ctx, t.bq)
 	if err != nil {
 		return nil, nil, err
@@ -125,7 +128,12 @@ func runApply(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	_, err = apply.AllWith(ctx, bq, apply.Target{Project: t.bq.Project, Dataset: t.dataset, DeadLetterRetentionDays: *retention}, flows, schemas, opts, &rep)
+	bound, err := apply.AllWith(ctx, bq, apply.Target{Project: t.bq.Project, Dataset: t.dataset, DeadLetterRetentionDays: *retention}, flows, schemas, opts, &rep)
+	if len(t.golds) > 0 && (err == nil || errors.As(err, new(*flow.Error))) {
+		// Materialized views read the flows' views: they come after them.
+		golds, refused := apply.BindGolds(t.golds, bound, t.dataset)
+		err = errors.Join(err, refused, apply.Golds(ctx, bq, catalog.Location{Project: t.bq.Project, DefaultDataset: t.dataset}, golds, &rep))
+	}
 	meter.Finish()
 	for _, line := range rep {
 		fmt.Println(line)

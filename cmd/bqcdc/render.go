@@ -49,7 +49,8 @@ func runRender(ctx context.Context, args []string) error {
 	if err := parseFlags(ctx, fs, args); err != nil {
 		return err
 	}
-	flows, invalid := flow.ParseDir(t.flows)
+	d, invalid := flow.ParseDirAll(t.flows)
+	flows := d.Flows
 	if len(flows) == 0 {
 		return errors.Join(invalid...)
 	}
@@ -94,6 +95,24 @@ func runRender(ctx context.Context, args []string) error {
 			continue
 		}
 		path := filepath.Join(*out, b.Name+".sql")
+		if err := os.WriteFile(path, []byte(sql), 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", path, err)
+		}
+		fmt.Println("wrote", path)
+	}
+	golds, refused := apply.BindGolds(d.Golds, bound, t.dataset)
+	t.refused = append(t.refused, refused)
+	for _, g := range golds {
+		sql, err := render.GoldView(g, loc)
+		if err != nil {
+			return err
+		}
+		sql = fmt.Sprintf("-- materialized view %s.%s\nCREATE OR REPLACE VIEW %s AS\n%s;\n\n", loc.GoldDataset(g.Gold), g.Name.Table, loc.GoldView(g.Gold), sql)
+		if *out == "" {
+			fmt.Print(sql)
+			continue
+		}
+		path := filepath.Join(*out, g.Name.Table+".sql")
 		if err := os.WriteFile(path, []byte(sql), 0o644); err != nil {
 			return fmt.Errorf("writing %s: %w", path, err)
 		}

@@ -261,3 +261,15 @@ const (
 	StateLayoutLabel = "bqcdc-layout"
 	StateLayout      = "levels-1"
 )
+
+// GoldDataset is the dataset of a materialized view (gold flow): the one
+// its name gives, else the default dataset.
+func (l Location) GoldDataset(g *flow.Gold) string {
+	if g.Name.Dataset != "" {
+		return g.Name.Dataset
+	}
+	return l.DefaultDataset
+}
+
+// GoldView is the quoted view of a materialized view, for SQL.
+func (l Location) GoldView(g *flow.Gold) string { return l.table(l.GoldDataset(g), g.Name.Table) }

@@ -18,15 +18,30 @@ import (
 // deployed functions log them and serve the valid flows). With no valid flow
 // at all, flows is empty and errs says why.
 
-// ParseDir parses every *.sql file in dir, in name order.
+// Declarations are what flow files declare: the flows, and the
+// materialized views (gold flows) over their targets.
+type Declarations struct {
+	Flows []*Flow
+	Golds []*Gold
+}
+
+// ParseDir parses every *.sql file in dir, in name order. Materialized
+// views are checked and left out (ParseDirAll returns them).
 func ParseDir(dir string) (flows []*Flow, errs []error) {
+	d, errs := ParseDirAll(dir)
+	return d.Flows, errs
+}
+
+// ParseDirAll is ParseDir with the materialized views.
+func ParseDirAll(dir string) (Declarations, []error) {
+	var errs []error
 	files, err := filepath.Glob(filepath.Join(dir, "*.sql"))
 	if err != nil {
-		return nil, []error{fmt.Errorf("listing flows in %s: %w", dir, err)}
+		return Declarations{}, []error{fmt.Errorf("listing flows in %s: %w", dir, err)}
 	}
 	sort.Strings(files)
 	if len(files) == 0 {
-		return nil, []error{fmt.Errorf("no flow files (*.sql) in %s", dir)}
+		return Declarations{}, []error{fmt.Errorf("no flow files (*.sql) in %s", dir)}
 	}
 	srcs := make(map[string]string, len(files))
 	var readable []string
@@ -39,8 +54,8 @@ func ParseDir(dir string) (flows []*Flow, errs []error) {
 		readable = append(readable, f)
 		srcs[f] = string(b)
 	}
-	flows, parseErrs := ParseFiles(readable, srcs)
-	return flows, append(errs, parseErrs...)
+	d, parseErrs := ParseFilesAll(readable, srcs)
+	return d, append(errs, parseErrs...)
 }
 
 // ParseFiles parses the named sources in the given order (used by ParseDir
@@ -48,16 +63,27 @@ func ParseDir(dir string) (flows []*Flow, errs []error) {
 // must be unique across all of them: of two flows sharing one, the first
 // (in file order) is kept and the second refused.
 func ParseFiles(names []string, srcs map[string]string) (flows []*Flow, errs []error) {
+	d, errs := ParseFilesAll(names, srcs)
+	return d.Flows, errs
+}
+
+// ParseFilesAll is ParseFiles with the materialized views, whose names must
+// be unique among them and the flows' targets.
+func ParseFilesAll(names []string, srcs map[string]string) (Declarations, []error) {
 	var all []*Flow
+	var golds []*Gold
+	var errs []error
 	for _, name := range names {
-		parsed, err := Parse(name, srcs[name])
+		parsed, gs, err := ParseAll(name, srcs[name])
 		if list, ok := err.(ErrorList); ok {
 			for _, e := range list {
 				errs = append(errs, e)
 			}
 		}
 		all = append(all, parsed...)
+		golds = append(golds, gs...)
 	}
+	var flows []*Flow
 	byName := map[string]*Flow{}
 	targets := map[string]*Flow{}
 	for _, f := range all {
@@ -80,7 +106,22 @@ func ParseFiles(names []string, srcs map[string]string) (flows []*Flow, errs []e
 	if len(flows) == 0 && len(errs) == 0 {
 		errs = append(errs, fmt.Errorf("no flows declared in %s", strings.Join(names, ", ")))
 	}
-	return flows, errs
+	d := Declarations{Flows: flows}
+	views := map[string]Pos{}
+	for _, g := range golds {
+		n := strings.ToLower(g.Name.String())
+		if f, dup := targets[n]; dup {
+			errs = append(errs, &Error{Pos: g.Name.Pos, Flow: g.Name.Table, Msg: fmt.Sprintf("%s is already the target of flow %s at %s", g.Name, f.Name, f.Pos)})
+			continue
+		}
+		if prev, dup := views[n]; dup {
+			errs = append(errs, &Error{Pos: g.Name.Pos, Flow: g.Name.Table, Msg: fmt.Sprintf("materialized view %s is already declared at %s", g.Name, prev)})
+			continue
+		}
+		views[n] = g.Pos
+		d.Golds = append(d.Golds, g)
+	}
+	return d, errs
 }
 
 // Load reads the flows a deployed function runs: the *.sql files of dir when

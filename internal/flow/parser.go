@@ -17,6 +17,13 @@ import (
 // columns come from the flow.
 func Parse(file, src string) ([]*Flow, error) {
 	p := &parser{toks: lex(file, src)}
+	flows, errs := p.statements()
+	return flows, errs.Err()
+}
+
+// statements reads every statement: flows are returned, materialized views
+// collected in p.golds, declarations dropped.
+func (p *parser) statements() ([]*Flow, ErrorList) {
 	var flows []*Flow
 	var errs ErrorList
 	for p.peek().Kind != tokEOF {
@@ -41,12 +48,13 @@ func Parse(file, src string) ([]*Flow, error) {
 			flows = append(flows, f)
 		}
 	}
-	return flows, errs.Err()
+	return flows, errs
 }
 
 type parser struct {
-	toks []token
-	i    int
+	toks  []token
+	i     int
+	golds []*Gold // the materialized views read so far
 }
 
 func (p *parser) peek() token { return p.toks[p.i] }
@@ -140,8 +148,19 @@ func (p *parser) statement(f *Flow) (bool, *Error) {
 			return true, p.createFlow(f)
 		case t.is("STREAMING"):
 			return p.streamingTable(f)
+		case t.is("MATERIALIZED"):
+			p.next()
+			if err := p.keywords("VIEW"); err != nil {
+				return false, err
+			}
+			g, err := p.gold(start.Pos)
+			if err != nil {
+				return false, err
+			}
+			p.golds = append(p.golds, g)
+			return false, nil
 		default:
-			return false, errorf(t.Pos, "expected FLOW or STREAMING TABLE after CREATE, found %s: bqcdc runs AUTO CDC flows only (materialized views, views and tables defined by a query are not flows)", t.describe())
+			return false, errorf(t.Pos, "expected FLOW, STREAMING TABLE or MATERIALIZED VIEW after CREATE, found %s: views and tables defined by a query are not flows", t.describe())
 		}
 	case start.is("APPLY"):
 		if err := p.spelling(f, "APPLY CHANGES"); err != nil {

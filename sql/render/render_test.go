@@ -303,3 +303,44 @@ func TestFileNameStaysInTheComment(t *testing.T) {
 		t.Errorf("a plain name changed: %q", got)
 	}
 }
+
+// The test flows' materialized views, against golden copies.
+func TestGoldGolden(t *testing.T) {
+	d, errs := flow.ParseDirAll("testdata")
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	bound := boundTestFlows(t)
+	if len(d.Golds) == 0 {
+		t.Fatal("no materialized views in testdata/flows.sql")
+	}
+	for _, g := range d.Golds {
+		t.Run(g.Name.Table, func(t *testing.T) {
+			bg, err := flow.BindGold(g, bound, loc.DefaultDataset)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := GoldView(bg, loc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got += ";\n"
+			path := filepath.Join("testdata", "golden", "gold_"+g.Name.Table+".sql")
+			if *update {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test ./sql/render -update to create it)", err)
+			}
+			if d := cmp.Diff(string(want), got); d != "" {
+				t.Errorf("SQL differs from %s (-want +got; go test ./sql/render -update rewrites it):\n%s", path, d)
+			}
+			if m := emptyItem.FindStringIndex(got); m != nil {
+				t.Errorf("an empty list item: %q", got[m[0]:m[1]])
+			}
+		})
+	}
+}

@@ -147,6 +147,7 @@ func envelope(e Event) map[string]any {
 // Result summarises where the published messages ended.
 type Result struct {
 	Published, Rows, Tombstones, DeadLetters, Views int
+	Golds                                           int // materialized views checked
 	Problems                                        []string
 }
 
@@ -179,7 +180,22 @@ func WaitDelivered(ctx context.Context, st *localstack.Stack, n int, timeout tim
 // exactly once in its changelog with its op and sequence, every tombstone
 // counted, every bad message in the dead-letter table.
 func Check(ctx context.Context, st *localstack.Stack, sent []Published) (Result, error) {
-	return CheckLanded(ctx, st.BigQuery, st.Location(), st.Flows, sent, int(st.Ingest.Stats().Tombstones))
+	res, err := CheckLanded(ctx, st.BigQuery, st.Location(), st.Flows, sent, int(st.Ingest.Stats().Tombstones))
+	if err != nil {
+		return res, err
+	}
+	// Every materialized view equals its SELECT over the target's rows now.
+	for _, g := range st.BoundGolds {
+		diff, err := viewcheck.CheckGold(ctx, st.BigQuery, g, st.Location())
+		if err != nil {
+			return res, err
+		}
+		if diff != "" {
+			res.Problems = append(res.Problems, fmt.Sprintf("materialized view %s differs from its SELECT over %s:\n%s", g.Name, g.From, diff))
+		}
+		res.Golds++
+	}
+	return res, nil
 }
 
 // CheckLanded is Check for any deployment of the demo flows: the

@@ -54,7 +54,12 @@ func customer(id int, first, last, email string, tier any, balance string, birth
 }
 
 func order(n, purchaser, qty, product int) map[string]any {
-	return map[string]any{"order_number": n, "order_date": days(2026, 11, 2), "purchaser": purchaser,
+	return orderOn(2, n, purchaser, qty, product)
+}
+
+// orderOn is an order placed on a day of November 2026.
+func orderOn(day, n, purchaser, qty, product int) map[string]any {
+	return map[string]any{"order_number": n, "order_date": days(2026, 11, day), "purchaser": purchaser,
 		"quantity": qty, "product_id": product, "created_at": int64(1_795_000_000_000_000)}
 }
 
@@ -94,8 +99,8 @@ func Scenario() []Event {
 		{Topic: Customers, Key: 1002, Op: "u", Row: georgeRich, Pos: 1560, Note: "balance only: updates the history row in place"},
 		{Topic: Customers, Key: 1003, Op: "u", Row: with(edward, "tier", "gold"), Pos: 2100, Note: "published before the update it follows"},
 		{Topic: Customers, Key: 1003, Op: "u", Row: with(edward, "tier", "silver"), Pos: 1800, Note: "late: older position, arrives second"},
-		{Topic: Orders, Key: 10005, Op: "c", Row: order(10005, 1005, 3, 104), Pos: 2300, Note: "insert"},
-		{Topic: Orders, Key: 10002, Op: "u", Row: order(10002, 1002, 5, 105), Pos: 2450, Note: "quantity change"},
+		{Topic: Orders, Key: 10005, Op: "c", Row: orderOn(3, 10005, 1005, 3, 104), Pos: 2300, Note: "insert, a day later"},
+		{Topic: Orders, Key: 10002, Op: "u", Row: orderOn(3, 10002, 1002, 5, 105), Pos: 2450, Note: "quantity and day change: moves between the days of orders_per_day"},
 		{Topic: Customers, Key: 1004, Op: "d", Row: anne, Pos: 2600, Note: "delete"},
 		{Topic: Customers, Key: 1004, Note: "tombstone after the delete"},
 		{Topic: Orders, Key: 10003, Op: "d", Row: order(10003, 1002, 2, 106), Pos: 2700, Note: "delete"},

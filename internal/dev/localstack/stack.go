@@ -64,6 +64,10 @@ type Stack struct {
 	Options
 	Flows []*flow.Flow
 	Bound []*flow.Bound // the flows bound to their changelog schemas by Apply
+	// Golds are the materialized views of the flow files; BoundGolds those
+	// Apply bound and created.
+	Golds      []*flow.Gold
+	BoundGolds []*flow.BoundGold
 
 	BigQueryURL, StorageAddr, PubSubAddr, RegistryURL, FunctionURL string
 
@@ -111,14 +115,14 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		return nil, errors.New("a local stack already runs in this process (the Functions Framework serves one)")
 	}
 	// A refused flow is logged and skipped: the stack serves the others.
-	flows, refused := flow.ParseDir(o.FlowsDir)
+	d, refused := flow.ParseDirAll(o.FlowsDir)
 	for _, err := range refused {
 		o.Log.Warn("flow refused: the stack serves the other flows", "error", err.Error())
 	}
-	if len(flows) == 0 {
+	if len(d.Flows) == 0 {
 		return nil, errors.Join(refused...)
 	}
-	s := &Stack{Options: o, Flows: flows}
+	s := &Stack{Options: o, Flows: d.Flows, Golds: d.Golds}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -296,6 +300,14 @@ func (s *Stack) Apply(ctx context.Context) error {
 	bound, err := apply.AllWith(ctx, s.BigQuery, apply.Target{Project: s.Project, Dataset: s.Dataset}, s.Flows,
 		apply.Schemas{Dir: s.SchemasDir, Registry: reg}, opts, &rep)
 	s.Bound = bound
+	if len(s.Golds) > 0 && (err == nil || errors.As(err, new(*flow.Error))) {
+		golds, refused := apply.BindGolds(s.Golds, bound, s.Dataset)
+		s.BoundGolds = golds
+		err = errors.Join(err, refused)
+		if gerr := apply.Golds(ctx, s.BigQuery, s.Location(), golds, &rep); gerr != nil {
+			return gerr
+		}
+	}
 	// Terraform creates this table in production.
 	if perr := apply.PubSubDeadLetters(ctx, s.BigQuery, s.Dataset, &rep); perr != nil {
 		return perr

@@ -23,10 +23,13 @@ package model
 
 import (
 	"fmt"
+	"math/big"
 	"reflect"
 	"sort"
 	"strings"
 	"time"
+
+	"cloud.google.com/go/civil"
 )
 
 // Op of an event after the flow's conditions are applied.
@@ -116,6 +119,19 @@ func Compare(a, b any) int {
 		return strings.Compare(x, b.(string))
 	case time.Time:
 		return x.Compare(b.(time.Time))
+	case float64:
+		y := b.(float64)
+		switch {
+		case x < y:
+			return -1
+		case x > y:
+			return 1
+		}
+		return 0
+	case *big.Rat:
+		return x.Cmp(b.(*big.Rat))
+	case civil.Date:
+		return x.Compare(b.(civil.Date))
 	}
 	panic(fmt.Sprintf("model: cannot order %T", a))
 }

@@ -196,3 +196,22 @@ func (e *Env) CheckViews(t testing.TB, bound []*flow.Bound, when string) {
 		}
 	}
 }
+
+// ApplyGolds parses the materialized views of text, binds them to the
+// applied flows and creates their views, as bqcdc apply does.
+func (e *Env) ApplyGolds(t testing.TB, file, text string, bound []*flow.Bound) []*flow.BoundGold {
+	t.Helper()
+	_, golds, err := flow.ParseAll(file, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bg, err := apply.BindGolds(golds, bound, e.Loc.DefaultDataset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep apply.Report
+	if err := apply.Golds(context.Background(), e.BQ, e.Loc, bg, &rep); err != nil {
+		t.Fatal(err)
+	}
+	return bg
+}

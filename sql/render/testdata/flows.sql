@@ -77,3 +77,17 @@ FROM `staging.odd extracts`
 KEYS (`order`, `group`)
 VERSION BY `by`
 STORED AS SCD TYPE 2;
+
+-- Materialized views (gold flows): a windowed aggregate over an SCD 1
+-- target, and a sliding window over a stream of change events.
+CREATE OR REFRESH MATERIALIZED VIEW analytics.users_per_city COMMENT 'users per city and hour of arrival' AS
+SELECT city, window(_cdc_ingested_at, '1 hour') AS hour, COUNT(*) AS users, COUNT(DISTINCT name) AS names, MAX(userId) AS newest
+FROM users_current
+WHERE city IS NOT NULL AND city != 'nowhere'
+GROUP BY city, window(_cdc_ingested_at, '1 hour')
+HAVING users > 1;
+
+CREATE MATERIALIZED VIEW user_events AS
+SELECT operation, window(_cdc_ingested_at, '10 minutes', '5 minutes'), COUNT(*) AS events, COUNTIF(name IS NULL) AS unnamed
+FROM STREAM(users)
+GROUP BY 1, 2;

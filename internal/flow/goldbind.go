@@ -1,0 +1,551 @@
+package flow
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bqcdc/bqcdc/internal/schema"
+)
+
+// BoundGold is a materialized view checked against the columns of its
+// source, with every expression re-rendered as safe BigQuery SQL (the rules
+// of conditions: columns resolved and quoted, literals re-escaped).
+type BoundGold struct {
+	*Gold
+	// Source is the flow whose target the view reads, or for FROM
+	// STREAM(topic) a flow reading that topic (whose changelog is the stream).
+	Source *Bound
+	// Input are the columns of one source row: the target's columns, or the
+	// changelog's for a stream.
+	Input  schema.Columns
+	Where  string // "" when absent
+	Groups []string
+	// GroupColumns are, per group, the column it is ("" for an expression).
+	GroupColumns []string
+	Window       *GoldWindow // nil without a window
+	Items        []GoldOutput
+	Having       string // over the output columns; "" when absent
+}
+
+// IsStream reports whether the view aggregates the change events of a
+// topic rather than a target's current rows.
+func (g *BoundGold) IsStream() bool { return g.Stream.Name != "" }
+
+// GoldWindow is the time window of GROUP BY window(time, size[, slide]):
+// windows [start, start + Size) starting at every multiple of Slide since
+// the Unix epoch (Slide = Size: tumbling), as Spark defines them.
+type GoldWindow struct {
+	Time  schema.Column // the event-time column
+	Size  time.Duration
+	Slide time.Duration
+	Name  string // the window column's name in the view (its alias; "window" when none)
+}
+
+// GoldOutput is one column of the view.
+type GoldOutput struct {
+	Name string
+	// Group is the index in Groups of a GROUP BY expression shown as is;
+	// -1 for the window and for aggregates.
+	Group  int
+	Window bool
+	// Aggregate is the aggregate's SQL over a source row (e.g. SUM(`qty`));
+	// Func its function, upper case; Arg the SQL of its argument ("" for
+	// COUNT(*)), Distinct for COUNT(DISTINCT ...); ArgColumn the column when
+	// the argument is one.
+	Aggregate, Func, Arg string
+	Distinct             bool
+	ArgColumn            string
+}
+
+// Aggregates a materialized view may compute.
+var goldAggregates = wordSet(`COUNT SUM AVG MIN MAX COUNTIF ANY_VALUE LOGICAL_AND LOGICAL_OR APPROX_COUNT_DISTINCT`)
+
+// BigQuery aggregates (and analytic helpers) that are refused.
+var otherAggregates = wordSet(`ARRAY_AGG STRING_AGG ARRAY_CONCAT_AGG BIT_AND BIT_OR BIT_XOR STDDEV STDDEV_POP
+	STDDEV_SAMP VAR_POP VAR_SAMP VARIANCE CORR COVAR_POP COVAR_SAMP APPROX_QUANTILES APPROX_TOP_COUNT APPROX_TOP_SUM
+	GROUPING MAX_BY MIN_BY HLL_COUNT AVG_IF SUM_IF COUNT_IF COLLECT_LIST COLLECT_SET PERCENTILE_CONT PERCENTILE_DISC`)
+
+// Functions whose result is not a function of the row: a view over them
+// would not be the same SELECT evaluated at another moment.
+var nondeterministic = wordSet(`CURRENT_TIMESTAMP CURRENT_DATE CURRENT_DATETIME CURRENT_TIME NOW RAND GENERATE_UUID
+	SESSION_USER UUID RANDOM`)
+
+// BindGold checks g against the flows it may read: flows are the bound
+// flows of the deployment; defaultDataset resolves unqualified names.
+func BindGold(g *Gold, flows []*Bound, defaultDataset string) (*BoundGold, error) {
+	bg := &BoundGold{Gold: g}
+	fail := func(err *Error) (*BoundGold, error) {
+		if err.Flow == "" {
+			err.Flow = g.Name.Table
+		}
+		return nil, ErrorList{err}
+	}
+	if err := bg.bindSource(flows, defaultDataset); err != nil {
+		return fail(err)
+	}
+	refs := map[string]bool{}
+	src := sourceRef{f: bg.Source.Flow}
+	if g.Where != nil {
+		if err := checkRowExpr(g.Where, "WHERE"); err != nil {
+			return fail(err)
+		}
+		w, err := renderExpr(g.Where, "WHERE", bg.Input, src, refs)
+		if err != nil {
+			return fail(err)
+		}
+		bg.Where = w
+	}
+	// GROUP BY: expressions of one row, a window, an alias or an ordinal.
+	groupOf := map[string]int{} // rendered SQL -> index in Groups
+	itemGroup := map[int]int{}  // SELECT item (by ordinal or alias) -> group
+	for _, e := range g.GroupBy {
+		refItem := -1
+		if w, ok, err := bg.window(e); err != nil {
+			return fail(err)
+		} else if ok {
+			if bg.Window != nil {
+				return fail(errorf(e.Pos, "GROUP BY holds a second window: group by one window(...) at most"))
+			}
+			bg.Window = w
+			continue
+		}
+		if i, ok := g.itemRef(e, bg.Input); ok {
+			if i < 0 {
+				return fail(errorf(e.Pos, "GROUP BY %s: there is no such SELECT item", e.toks[0].Text))
+			}
+			if w, ok, err := bg.window(g.Items[i].Expr); err != nil {
+				return fail(err)
+			} else if ok {
+				if bg.Window != nil {
+					return fail(errorf(e.Pos, "GROUP BY holds a second window: group by one window(...) at most"))
+				}
+				bg.Window = w
+				continue
+			}
+			e = g.Items[i].Expr
+			refItem = i
+		}
+		if err := checkRowExpr(e, "GROUP BY"); err != nil {
+			return fail(err)
+		}
+		sql, err := renderExpr(e, "GROUP BY", bg.Input, src, refs)
+		if err != nil {
+			return fail(err)
+		}
+		if err := groupable(e, bg.Input); err != nil {
+			return fail(err)
+		}
+		if _, dup := groupOf[sql]; !dup {
+			groupOf[sql] = len(bg.Groups)
+			bg.Groups = append(bg.Groups, sql)
+			col := ""
+			if len(e.toks) == 1 {
+				if c, ok := bg.Input.Lookup(e.toks[0].Text); ok {
+					col = c.Name
+				}
+			}
+			bg.GroupColumns = append(bg.GroupColumns, col)
+		}
+		if refItem >= 0 {
+			itemGroup[refItem] = groupOf[sql]
+		}
+	}
+	names := map[string]Pos{}
+	for i, it := range g.Items {
+		out, err := bg.item(i, it, groupOf, itemGroup, src, refs)
+		if err != nil {
+			return fail(err)
+		}
+		key := strings.ToLower(out.Name)
+		if prev, dup := names[key]; dup {
+			return fail(errorf(it.Expr.Pos, "a second column named %s (the first at %s): give each SELECT item its own alias", out.Name, prev))
+		}
+		names[key] = it.Expr.Pos
+		bg.Items = append(bg.Items, out)
+	}
+	if bg.Window != nil && !bg.showsWindow() {
+		return fail(errorf(g.Pos, "GROUP BY has a window that no SELECT item shows: add window(...) AS %s to the SELECT list", bg.Window.Name))
+	}
+	if g.Having != nil {
+		cols := make(schema.Columns, len(bg.Items))
+		for i, it := range bg.Items {
+			cols[i] = schema.Column{Name: it.Name}
+		}
+		for _, t := range g.Having.toks {
+			if t.Kind == tokIdent && (goldAggregates[strings.ToUpper(t.Text)] || otherAggregates[strings.ToUpper(t.Text)]) {
+				return fail(errorf(t.Pos, "HAVING filters the view's columns: name the aggregate in the SELECT list (%s(...) AS name) and use its name here", strings.ToUpper(t.Text)))
+			}
+		}
+		h, err := renderExpr(g.Having, "HAVING", cols, sourceRef{f: &Flow{Name: g.Name.Table, Source: Ident{Name: "the view's columns"}}}, map[string]bool{})
+		if err != nil {
+			return fail(err)
+		}
+		bg.Having = h
+	}
+	return bg, nil
+}
+
+// bindSource finds what the view reads.
+func (bg *BoundGold) bindSource(flows []*Bound, defaultDataset string) *Error {
+	g := bg.Gold
+	if g.Stream.Name != "" {
+		for _, b := range flows {
+			if !b.IsSnapshot() && b.Source.Name == g.Stream.Name {
+				bg.Source, bg.Input = b, b.Changelog
+				return nil
+			}
+		}
+		return errorf(g.Stream.Pos, "STREAM(%s): no flow reads that topic, so bqcdc keeps no changelog of it: declare a flow of the topic first", g.Stream.Name)
+	}
+	same := func(a, b string) bool {
+		if a == "" {
+			a = defaultDataset
+		}
+		if b == "" {
+			b = defaultDataset
+		}
+		return strings.EqualFold(a, b)
+	}
+	var names []string
+	for _, b := range flows {
+		if strings.EqualFold(b.Target.Table, g.From.Table) && same(b.Target.Dataset, g.From.Dataset) {
+			if b.SCDType != 1 {
+				return errorf(g.From.Pos, "%s is an SCD type 2 history (flow %s): a materialized view aggregates a current state (an SCD type 1 target) or STREAM(topic)", g.From, b.Name)
+			}
+			bg.Source, bg.Input = b, b.Output
+			return nil
+		}
+		if b.SCDType == 1 {
+			names = append(names, b.Target.String())
+		}
+	}
+	msg := fmt.Sprintf("%s is not the target of a flow: a materialized view reads an SCD type 1 target (%s) or STREAM(topic)", g.From, strings.Join(names, ", "))
+	if s := suggest(g.From.Table, names); s != "" {
+		msg += " (did you mean " + s + "?)"
+	}
+	return errorf(g.From.Pos, "%s", msg)
+}
+
+// itemRef resolves a GROUP BY of a SELECT alias or ordinal: the item's
+// index, -1 for an ordinal or name that matches none; ok false when e is
+// neither (an expression of the row, or a column that shadows an alias).
+func (g *Gold) itemRef(e *Expr, input schema.Columns) (int, bool) {
+	if len(e.toks) != 1 {
+		return 0, false
+	}
+	t := e.toks[0]
+	switch t.Kind {
+	case tokNumber:
+		n, err := strconv.Atoi(t.Text)
+		if err != nil || n < 1 || n > len(g.Items) {
+			return -1, true
+		}
+		return n - 1, true
+	case tokIdent, tokQuoted:
+		if _, ok := input.Lookup(t.Text); ok {
+			return 0, false
+		}
+		for i, it := range g.Items {
+			if strings.EqualFold(it.Alias.Name, t.Text) {
+				return i, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// item binds one SELECT item.
+func (bg *BoundGold) item(i int, it GoldItem, groupOf map[string]int, itemGroup map[int]int, src sourceRef, refs map[string]bool) (GoldOutput, *Error) {
+	e := it.Expr
+	if w, ok, err := bg.window(e); err != nil {
+		return GoldOutput{}, err
+	} else if ok {
+		if bg.Window == nil || w.Time.Name != bg.Window.Time.Name || w.Size != bg.Window.Size || w.Slide != bg.Window.Slide {
+			return GoldOutput{}, errorf(e.Pos, "SELECT shows a window the GROUP BY does not group by: group by the same window(...)")
+		}
+		name := "window"
+		if it.Alias.Name != "" {
+			name = it.Alias.Name
+		}
+		bg.Window.Name = name
+		return GoldOutput{Name: name, Group: -1, Window: true}, nil
+	}
+	if fn, args, ok := aggregateCall(e); ok {
+		if it.Alias.Name == "" {
+			return GoldOutput{}, errorf(e.Pos, "name the aggregate: %s(...) AS name (the view's columns need names)", fn)
+		}
+		out := GoldOutput{Name: it.Alias.Name, Group: -1, Func: fn}
+		if err := bg.aggregate(e, args, &out, src, refs); err != nil {
+			return GoldOutput{}, err
+		}
+		return out, nil
+	}
+	if err := checkRowExpr(e, "SELECT"); err != nil {
+		if strings.Contains(err.Msg, "aggregate") {
+			err.Msg = "a SELECT item is a GROUP BY expression or one aggregate call (" + err.Msg + "); compute ratios and other combinations in a query over the view"
+		}
+		return GoldOutput{}, err
+	}
+	sql, err := renderExpr(e, "SELECT", bg.Input, src, refs)
+	if err != nil {
+		return GoldOutput{}, err
+	}
+	gi, ok := groupOf[sql]
+	if j, byRef := itemGroup[i]; byRef {
+		gi, ok = j, true
+	}
+	if !ok {
+		return GoldOutput{}, errorf(e.Pos, "%s is neither grouped nor aggregated: add it to GROUP BY or aggregate it (e.g. ANY_VALUE(...))", sql)
+	}
+	name := it.Alias.Name
+	if name == "" {
+		if len(e.toks) == 1 && (e.toks[0].Kind == tokIdent || e.toks[0].Kind == tokQuoted) {
+			c, _ := bg.Input.Lookup(e.toks[0].Text)
+			name = c.Name
+		} else {
+			return GoldOutput{}, errorf(e.Pos, "name the expression: %s AS name (the view's columns need names)", sql)
+		}
+	}
+	return GoldOutput{Name: name, Group: gi}, nil
+}
+
+func (bg *BoundGold) showsWindow() bool {
+	for _, it := range bg.Items {
+		if it.Window {
+			return true
+		}
+	}
+	return false
+}
+
+// aggregateCall reports whether e is exactly one call f(...) of an
+// aggregate, and returns its argument tokens.
+func aggregateCall(e *Expr) (string, []token, bool) {
+	t := e.toks
+	if len(t) < 3 || t[0].Kind != tokIdent || t[1].Kind != tokPunct || t[1].Text != "(" {
+		return "", nil, false
+	}
+	fn := strings.ToUpper(t[0].Text)
+	if !goldAggregates[fn] && !otherAggregates[fn] {
+		return "", nil, false
+	}
+	depth := 0
+	for i := 1; i < len(t); i++ {
+		if t[i].Kind != tokPunct {
+			continue
+		}
+		switch t[i].Text {
+		case "(":
+			depth++
+		case ")":
+			depth--
+			if depth == 0 && i != len(t)-1 {
+				return "", nil, false // f(x) + 1: more than the call
+			}
+		}
+	}
+	return fn, t[2 : len(t)-1], true
+}
+
+// aggregate renders an aggregate call over a source row into out.
+func (bg *BoundGold) aggregate(e *Expr, args []token, out *GoldOutput, src sourceRef, refs map[string]bool) *Error {
+	fn := out.Func
+	if otherAggregates[fn] {
+		return errorf(e.Pos, "%s is not supported in a materialized view: it supports %s", fn, strings.Join(sortedWords(goldAggregates), ", "))
+	}
+	if fn == "COUNT" && len(args) == 1 && args[0].Kind == tokPunct && args[0].Text == "*" {
+		out.Aggregate = "COUNT(*)"
+		return nil
+	}
+	if len(args) > 0 && args[0].is("DISTINCT") {
+		if fn != "COUNT" {
+			return errorf(args[0].Pos, "%s(DISTINCT ...) is not supported: only COUNT(DISTINCT ...)", fn)
+		}
+		out.Distinct, args = true, args[1:]
+	}
+	if len(args) == 0 {
+		return errorf(e.Pos, "%s needs an argument", fn)
+	}
+	for _, t := range args {
+		if t.Kind == tokPunct && t.Text == "," {
+			return errorf(t.Pos, "%s takes one argument here", fn)
+		}
+		if t.is("ORDER") || t.is("LIMIT") || t.is("HAVING") || t.is("IGNORE") || t.is("RESPECT") {
+			return errorf(t.Pos, "%s(... %s ...) is not supported", fn, strings.ToUpper(t.Text))
+		}
+	}
+	arg := &Expr{Pos: args[0].Pos, toks: args}
+	if err := checkRowExpr(arg, fn); err != nil {
+		return err
+	}
+	sql, err := renderExpr(arg, fn, bg.Input, src, refs)
+	if err != nil {
+		return err
+	}
+	out.Arg = sql
+	if len(args) == 1 {
+		if c, ok := bg.Input.Lookup(args[0].Text); ok && (args[0].Kind == tokIdent || args[0].Kind == tokQuoted) {
+			out.ArgColumn = c.Name
+		}
+	}
+	if out.Distinct {
+		out.Aggregate = "COUNT(DISTINCT " + sql + ")"
+	} else {
+		out.Aggregate = fn + "(" + sql + ")"
+	}
+	return nil
+}
+
+// checkRowExpr refuses in an expression of one source row what would make
+// it something else: an aggregate, a window, a non-deterministic function.
+func checkRowExpr(e *Expr, clause string) *Error {
+	for i, t := range e.toks {
+		if t.Kind != tokIdent || i+1 >= len(e.toks) || e.toks[i+1].Kind != tokPunct || e.toks[i+1].Text != "(" {
+			continue
+		}
+		u := strings.ToUpper(t.Text)
+		switch {
+		case goldAggregates[u] || otherAggregates[u]:
+			return errorf(t.Pos, "%s may not hold an aggregate (%s): it is an expression of one source row", clause, u)
+		case u == "WINDOW" || u == "SESSION_WINDOW" || u == "WINDOW_TIME":
+			return errorf(t.Pos, "%s may not hold %s(...): a window is a GROUP BY item", clause, strings.ToLower(u))
+		case nondeterministic[u]:
+			return errorf(t.Pos, "%s may not call %s: its value is not a function of the row, so the view could not be kept equal to its SELECT", clause, u)
+		}
+	}
+	return nil
+}
+
+// groupable refuses a GROUP BY of a column BigQuery cannot group by.
+func groupable(e *Expr, input schema.Columns) *Error {
+	if len(e.toks) != 1 {
+		return nil
+	}
+	c, ok := input.Lookup(e.toks[0].Text)
+	if !ok {
+		return nil
+	}
+	if c.Repeated || c.Type == schema.Record || !c.Equatable() {
+		return errorf(e.Pos, "GROUP BY %s: BigQuery cannot group by %s: group by a field or a value extracted from it", c.Name, c.SQLType())
+	}
+	return nil
+}
+
+// window parses window(time, 'size'[, 'slide']) and session_window(...).
+func (bg *BoundGold) window(e *Expr) (*GoldWindow, bool, *Error) {
+	t := e.toks
+	if len(t) < 3 || t[0].Kind != tokIdent || t[1].Kind != tokPunct || t[1].Text != "(" {
+		return nil, false, nil
+	}
+	switch fn := strings.ToLower(t[0].Text); fn {
+	case "session_window":
+		return nil, false, errorf(t[0].Pos, "session_window is not supported yet: use window(time, size) or window(time, size, slide)")
+	case "window":
+	default:
+		return nil, false, nil
+	}
+	if last := t[len(t)-1]; last.Kind != tokPunct || last.Text != ")" {
+		return nil, false, errorf(t[0].Pos, "window(...) is a column of its own: it cannot be part of an expression")
+	}
+	args := splitArgs(t[2 : len(t)-1])
+	if len(args) < 2 || len(args) > 3 {
+		return nil, false, errorf(t[0].Pos, "window takes (time column, 'size') or (time column, 'size', 'slide'), as Spark's window function")
+	}
+	if len(args[0]) != 1 || (args[0][0].Kind != tokIdent && args[0][0].Kind != tokQuoted) {
+		return nil, false, errorf(t[2].Pos, "window's first argument is a TIMESTAMP, DATETIME or DATE column")
+	}
+	col, ok := bg.Input.Lookup(args[0][0].Text)
+	if !ok {
+		return nil, false, unknownColumn(args[0][0], "window", bg.Input, sourceRef{f: bg.Source.Flow})
+	}
+	if col.Repeated || (col.Type != schema.Timestamp && col.Type != schema.Datetime && col.Type != schema.Date) {
+		return nil, false, errorf(args[0][0].Pos, "window(%s, ...): %s is %s, not a TIMESTAMP, DATETIME or DATE", col.Name, col.Name, col.Type)
+	}
+	w := &GoldWindow{Time: col, Name: "window"}
+	var err *Error
+	if w.Size, err = windowDuration(args[1], "size"); err != nil {
+		return nil, false, err
+	}
+	w.Slide = w.Size
+	if len(args) == 3 {
+		if w.Slide, err = windowDuration(args[2], "slide"); err != nil {
+			return nil, false, err
+		}
+		if w.Slide > w.Size {
+			return nil, false, errorf(args[2][0].Pos, "the slide (%s) is longer than the window (%s): as in Spark, a window slides by at most its size", w.Slide, w.Size)
+		}
+	}
+	return w, true, nil
+}
+
+// splitArgs splits a call's argument tokens at top-level commas.
+func splitArgs(toks []token) [][]token {
+	var out [][]token
+	depth, start := 0, 0
+	for i, t := range toks {
+		if t.Kind != tokPunct {
+			continue
+		}
+		switch t.Text {
+		case "(":
+			depth++
+		case ")":
+			depth--
+		case ",":
+			if depth == 0 {
+				out = append(out, toks[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, toks[start:])
+}
+
+var durationUnits = map[string]time.Duration{
+	"microsecond": time.Microsecond, "millisecond": time.Millisecond, "second": time.Second,
+	"minute": time.Minute, "hour": time.Hour, "day": 24 * time.Hour, "week": 7 * 24 * time.Hour,
+}
+
+// windowDuration reads a window's size or slide: a string of number-unit
+// pairs as Spark writes them ('5 minutes', '1 hour 30 minutes').
+func windowDuration(toks []token, what string) (time.Duration, *Error) {
+	if len(toks) != 1 || toks[0].Kind != tokString {
+		return 0, errorf(toks[0].Pos, "the window's %s is a string such as '5 minutes'", what)
+	}
+	t := toks[0]
+	f := strings.Fields(strings.ToLower(t.Text))
+	if len(f) > 0 && f[0] == "interval" {
+		f = f[1:]
+	}
+	if len(f) == 0 || len(f)%2 != 0 {
+		return 0, errorf(t.Pos, "window %s %q: write number-unit pairs such as '5 minutes' or '1 hour 30 minutes'", what, t.Text)
+	}
+	var d time.Duration
+	for i := 0; i < len(f); i += 2 {
+		n, err := strconv.ParseInt(f[i], 10, 64)
+		unit, ok := durationUnits[strings.TrimSuffix(f[i+1], "s")]
+		if err != nil || n < 0 || !ok {
+			return 0, errorf(t.Pos, "window %s %q: %q %q is not a count of microseconds, milliseconds, seconds, minutes, hours, days or weeks (months and years have no fixed length)", what, t.Text, f[i], f[i+1])
+		}
+		if n > int64(100*365*24*time.Hour/unit) {
+			return 0, errorf(t.Pos, "window %s %q is longer than a century", what, t.Text)
+		}
+		d += time.Duration(n) * unit
+	}
+	if d <= 0 {
+		return 0, errorf(t.Pos, "window %s %q must be positive", what, t.Text)
+	}
+	return d, nil
+}
+
+func sortedWords(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for _, w := range []string{"COUNT", "SUM", "AVG", "MIN", "MAX", "COUNTIF", "ANY_VALUE", "LOGICAL_AND", "LOGICAL_OR", "APPROX_COUNT_DISTINCT"} {
+		if m[w] {
+			out = append(out, w)
+		}
+	}
+	return out
+}
