@@ -46,11 +46,65 @@ func Golds(ctx context.Context, bq *bigquery.Client, loc catalog.Location, golds
 		if err != nil {
 			return err
 		}
-		if err := ensureView(ctx, bq.Dataset(ds).Table(g.Name.Table), sql, goldDescription(g), rep); err != nil {
+		t := bq.Dataset(ds).Table(g.Name.Table)
+		if err := ensureView(ctx, t, sql, goldDescription(g), rep); err != nil {
+			return err
+		}
+		if err := describeGold(ctx, t, g); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// describeGold gives the view's columns what they are: the grouping, the
+// window's bounds, the aggregate (a view's query cannot carry them).
+func describeGold(ctx context.Context, t *bigquery.Table, g *flow.BoundGold) error {
+	md, err := t.Metadata(ctx)
+	if err != nil {
+		return fmt.Errorf("reading view %s: %w", g.Name, err)
+	}
+	schema, changed := describe(md.Schema, goldColumns(g))
+	if !changed {
+		return nil
+	}
+	if _, err := t.Update(ctx, bigquery.TableMetadataToUpdate{Schema: schema}, md.ETag); err != nil {
+		return fmt.Errorf("describing the columns of view %s: %w", g.Name, err)
+	}
+	return nil
+}
+
+func goldColumns(g *flow.BoundGold) map[string]string {
+	per := make([]string, 0, len(g.Groups)+1)
+	for _, it := range g.Items {
+		if it.Aggregate == "" {
+			per = append(per, it.Name)
+		}
+	}
+	over := g.From.String()
+	if g.IsStream() {
+		over = "the events of " + g.Stream.Name
+	}
+	want := map[string]string{}
+	for _, it := range g.Items {
+		var d string
+		switch {
+		case it.Window && g.Window.Session:
+			d = fmt.Sprintf("Session of %s with a gap of %s: start (its first event, inclusive) and end (its last event plus the gap, exclusive).", g.Window.Time.Name, g.Window.Size)
+		case it.Window:
+			d = fmt.Sprintf("Window of %s, %s long every %s: start (inclusive) and end (exclusive).", g.Window.Time.Name, g.Window.Size, g.Window.Slide)
+		case it.Aggregate != "":
+			d = fmt.Sprintf("%s over the rows of %s", it.Aggregate, over)
+			if len(per) > 0 {
+				d += " per " + strings.Join(per, ", ")
+			}
+			d += "."
+		default:
+			d = fmt.Sprintf("GROUP BY %s.", g.Groups[it.Group])
+		}
+		want[strings.ToLower(it.Name)] = d
+	}
+	return want
 }
 
 func goldDescription(g *flow.BoundGold) string {

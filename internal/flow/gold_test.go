@@ -92,6 +92,8 @@ func TestGoldForms(t *testing.T) {
 			"window 168h0m0s/168h0m0s window"},
 		{"a stream", `CREATE MATERIALIZED VIEW v AS SELECT _cdc_op, COUNT(*) AS events FROM STREAM(shop.orders) GROUP BY _cdc_op;`,
 			"stream groups `_cdc_op`"},
+		{"a session window per region", `CREATE MATERIALIZED VIEW v AS SELECT region, session_window(ordered_at, '30 minutes'), COUNT(*) AS n FROM orders GROUP BY region, 2;`,
+			"window 30m0s/30m0s session_window"},
 		{"a compound duration", `CREATE MATERIALIZED VIEW v AS SELECT window(ordered_at, '1 hour 30 minutes') AS w, COUNT(*) AS n FROM orders GROUP BY 1;`,
 			"window 1h30m0s/1h30m0s w"},
 	} {
@@ -144,7 +146,8 @@ func TestGoldRefusals(t *testing.T) {
 		{"slide beyond size", `CREATE MATERIALIZED VIEW v AS SELECT window(ordered_at, '5 minutes', '10 minutes') AS w FROM orders GROUP BY 1;`, "slides by at most its size"},
 		{"two windows", `CREATE MATERIALIZED VIEW v AS SELECT window(ordered_at, '1 hour') AS w FROM orders GROUP BY window(ordered_at, '1 hour'), window(ordered_at, '1 day');`, "second window"},
 		{"window not grouped", `CREATE MATERIALIZED VIEW v AS SELECT window(ordered_at, '1 hour') AS w, COUNT(*) AS n FROM orders GROUP BY region;`, "does not group by"},
-		{"session windows", `CREATE MATERIALIZED VIEW v AS SELECT session_window(ordered_at, '30 minutes') AS s FROM orders GROUP BY 1;`, "session_window is not supported yet"},
+		{"a session window with a slide", `CREATE MATERIALIZED VIEW v AS SELECT session_window(ordered_at, '30 minutes', '5 minutes') AS s FROM orders GROUP BY 1;`, "session_window takes (time column, 'gap')"},
+		{"a session window and a window", `CREATE MATERIALIZED VIEW v AS SELECT session_window(ordered_at, '30 minutes') AS s FROM orders GROUP BY window(ordered_at, '30 minutes');`, "does not group by"},
 		{"aggregate in having", `CREATE MATERIALIZED VIEW v AS SELECT region, COUNT(*) AS n FROM orders GROUP BY region HAVING COUNT(*) > 1;`, "name the aggregate in the SELECT list"},
 		{"two columns one name", `CREATE MATERIALIZED VIEW v AS SELECT region, COUNT(*) AS region FROM orders GROUP BY region;`, "a second column named region"},
 		{"a bad ordinal", `CREATE MATERIALIZED VIEW v AS SELECT region FROM orders GROUP BY 3;`, "no such SELECT item"},

@@ -35,12 +35,16 @@ func (g *BoundGold) IsStream() bool { return g.Stream.Name != "" }
 
 // GoldWindow is the time window of GROUP BY window(time, size[, slide]):
 // windows [start, start + Size) starting at every multiple of Slide since
-// the Unix epoch (Slide = Size: tumbling), as Spark defines them.
+// the Unix epoch (Slide = Size: tumbling), as Spark defines them; or of
+// session_window(time, gap) (Session): per group, a session starts at an
+// event more than the gap after the one before it and ends at its last
+// event plus the gap (Size holds the gap).
 type GoldWindow struct {
-	Time  schema.Column // the event-time column
-	Size  time.Duration
-	Slide time.Duration
-	Name  string // the window column's name in the view (its alias; "window" when none)
+	Time    schema.Column // the event-time column
+	Size    time.Duration
+	Slide   time.Duration
+	Session bool
+	Name    string // the window column's name in the view (its alias; "window" when none)
 }
 
 // GoldOutput is one column of the view.
@@ -262,10 +266,10 @@ func (bg *BoundGold) item(i int, it GoldItem, groupOf map[string]int, itemGroup 
 	if w, ok, err := bg.window(e); err != nil {
 		return GoldOutput{}, err
 	} else if ok {
-		if bg.Window == nil || w.Time.Name != bg.Window.Time.Name || w.Size != bg.Window.Size || w.Slide != bg.Window.Slide {
+		if bg.Window == nil || w.Time.Name != bg.Window.Time.Name || w.Size != bg.Window.Size || w.Slide != bg.Window.Slide || w.Session != bg.Window.Session {
 			return GoldOutput{}, errorf(e.Pos, "SELECT shows a window the GROUP BY does not group by: group by the same window(...)")
 		}
-		name := "window"
+		name := w.Name
 		if it.Alias.Name != "" {
 			name = it.Alias.Name
 		}
@@ -439,18 +443,18 @@ func (bg *BoundGold) window(e *Expr) (*GoldWindow, bool, *Error) {
 	if len(t) < 3 || t[0].Kind != tokIdent || t[1].Kind != tokPunct || t[1].Text != "(" {
 		return nil, false, nil
 	}
-	switch fn := strings.ToLower(t[0].Text); fn {
-	case "session_window":
-		return nil, false, errorf(t[0].Pos, "session_window is not supported yet: use window(time, size) or window(time, size, slide)")
-	case "window":
-	default:
+	fn := strings.ToLower(t[0].Text)
+	if fn != "window" && fn != "session_window" {
 		return nil, false, nil
 	}
 	if last := t[len(t)-1]; last.Kind != tokPunct || last.Text != ")" {
 		return nil, false, errorf(t[0].Pos, "window(...) is a column of its own: it cannot be part of an expression")
 	}
 	args := splitArgs(t[2 : len(t)-1])
-	if len(args) < 2 || len(args) > 3 {
+	switch {
+	case fn == "session_window" && len(args) != 2:
+		return nil, false, errorf(t[0].Pos, "session_window takes (time column, 'gap'), as Spark's session_window function")
+	case len(args) < 2 || len(args) > 3:
 		return nil, false, errorf(t[0].Pos, "window takes (time column, 'size') or (time column, 'size', 'slide'), as Spark's window function")
 	}
 	if len(args[0]) != 1 || (args[0][0].Kind != tokIdent && args[0][0].Kind != tokQuoted) {
@@ -463,9 +467,13 @@ func (bg *BoundGold) window(e *Expr) (*GoldWindow, bool, *Error) {
 	if col.Repeated || (col.Type != schema.Timestamp && col.Type != schema.Datetime && col.Type != schema.Date) {
 		return nil, false, errorf(args[0][0].Pos, "window(%s, ...): %s is %s, not a TIMESTAMP, DATETIME or DATE", col.Name, col.Name, col.Type)
 	}
-	w := &GoldWindow{Time: col, Name: "window"}
+	w := &GoldWindow{Time: col, Name: "window", Session: fn == "session_window"}
 	var err *Error
-	if w.Size, err = windowDuration(args[1], "size"); err != nil {
+	what := "size"
+	if w.Session {
+		w.Name, what = "session_window", "gap" // Spark's name for the column
+	}
+	if w.Size, err = windowDuration(args[1], what); err != nil {
 		return nil, false, err
 	}
 	w.Slide = w.Size

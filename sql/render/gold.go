@@ -15,9 +15,17 @@ type goldData struct {
 	Stream              bool
 	Where, Having       string
 	Window              *goldWindow
+	Session             *goldSession
+	Groups              []string // the GROUP BY expressions
 	Grouped             []string // the grouped CTE's columns: keys, window, aggregates
 	GroupBy             []string // ordinals of the grouped CTE's keys
 	Items               []string
+}
+
+type goldSession struct {
+	Time string   // the session's time as a TIMESTAMP expression
+	Gap  int64    // microseconds
+	Part []string // the group columns the sessions are per
 }
 
 type goldWindow struct {
@@ -34,6 +42,7 @@ func GoldView(g *flow.BoundGold, loc catalog.Location) (string, error) {
 		Where:   g.Where,
 		Having:  g.Having,
 		Stream:  g.IsStream(),
+		Groups:  g.Groups,
 	}
 	if d.Stream {
 		d.Summary = fmt.Sprintf("materialized view %s over STREAM(%s)", g.Name, g.Stream.Name)
@@ -43,7 +52,11 @@ func GoldView(g *flow.BoundGold, loc catalog.Location) (string, error) {
 		d.Over = "the current rows of " + g.From.String() + " (flow " + g.Source.Name + ")"
 		d.Source = loc.ViewTable(g.Source.Flow)
 	}
+	session := g.Window != nil && g.Window.Session
 	for i, e := range g.Groups {
+		if session {
+			e = fmt.Sprintf("__g%d", i) // computed before the sessions are cut
+		}
 		d.Grouped = append(d.Grouped, fmt.Sprintf("%s AS __g%d", e, i))
 	}
 	keys := len(g.Groups)
@@ -53,12 +66,23 @@ func GoldView(g *flow.BoundGold, loc catalog.Location) (string, error) {
 			t = "TIMESTAMP(" + t + ")" // DATE and DATETIME as UTC, as Spark's window casts them
 		}
 		size, slide := w.Size.Microseconds(), w.Slide.Microseconds()
-		d.Window = &goldWindow{Time: t, Size: size, Slide: slide, Steps: (size+slide-1)/slide - 1}
-		d.Grouped = append(d.Grouped, "__window_start", "__window_end")
-		keys += 2
+		if session {
+			d.Session = &goldSession{Time: t, Gap: size}
+			for i := range g.Groups {
+				d.Session.Part = append(d.Session.Part, fmt.Sprintf("__g%d", i))
+			}
+			d.Grouped = append(d.Grouped, "TIMESTAMP_MICROS(MIN(__t)) AS __window_start", fmt.Sprintf("TIMESTAMP_MICROS(MAX(__t) + %d) AS __window_end", size))
+		} else {
+			d.Window = &goldWindow{Time: t, Size: size, Slide: slide, Steps: (size+slide-1)/slide - 1}
+			d.Grouped = append(d.Grouped, "__window_start", "__window_end")
+			keys += 2
+		}
 	}
 	for i := 1; i <= keys; i++ {
 		d.GroupBy = append(d.GroupBy, strconv.Itoa(i))
+	}
+	if session {
+		d.GroupBy = append(d.GroupBy, "__session")
 	}
 	aggs := 0
 	for _, it := range g.Items {

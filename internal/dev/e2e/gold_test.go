@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,6 +40,10 @@ CREATE MATERIALIZED VIEW g_sliding AS
 SELECT window(ordered_at, '2 hours', '30 minutes') AS w, MAX(ordered_at) AS last, COUNT(*) AS n
 FROM g_orders GROUP BY w;
 
+CREATE MATERIALIZED VIEW g_sessions AS
+SELECT region, session_window(ordered_at, '40 minutes') AS visit, COUNT(*) AS n, MIN(qty) AS smallest
+FROM g_orders GROUP BY region, visit;
+
 CREATE MATERIALIZED VIEW g_events AS
 SELECT region, operation, COUNT(*) AS events, SUM(qty) AS units
 FROM STREAM(` + "`g.orders`" + `) GROUP BY region, operation;
@@ -52,11 +57,25 @@ FROM STREAM(` + "`g.orders`" + `) GROUP BY region, operation;
 func TestGoldViewsEqualTheirSelect(t *testing.T) {
 	e := testenv.New(t, stack, "gold-views")
 	ctx := context.Background()
-	cols := e.CreateSource(t, "g.orders", ordersImage)
-	bound := e.ApplyFlows(t, "g.sql", goldTestFlows, map[string]schema.Columns{"g.orders": cols})
+	changelog := e.CreateSource(t, "g.orders", ordersImage)
+	bound := e.ApplyFlows(t, "g.sql", goldTestFlows, map[string]schema.Columns{"g.orders": changelog})
 	golds := e.ApplyGolds(t, "g.sql", goldTestFlows, bound)
-	if len(golds) != 4 {
-		t.Fatalf("%d materialized views applied, want 4", len(golds))
+	if len(golds) != 5 {
+		t.Fatalf("%d materialized views applied, want 5", len(golds))
+	}
+	// The views say what they are, and so do their columns.
+	md, err := e.BQ.Dataset(e.Loc.DefaultDataset).Table("g_per_hour").Metadata(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols := map[string]string{}
+	for _, f := range md.Schema {
+		cols[f.Name] = f.Description
+	}
+	if !strings.Contains(md.Description, "materialized view (gold flow) g_per_hour") ||
+		cols["units"] != "SUM(`qty`) over the rows of g_orders per hour, region." || cols["region"] != "GROUP BY `region`." ||
+		!strings.HasPrefix(cols["hour"], "Window of ordered_at, 1h0m0s long every 1h0m0s") {
+		t.Errorf("g_per_hour is described %q, its columns %q", md.Description, cols)
 	}
 	rng := rand.New(rand.NewPCG(22, 1))
 	base := time.Now().UTC().Add(-3 * time.Hour).Truncate(time.Hour)

@@ -20,10 +20,14 @@ type GoldSpec struct {
 }
 
 // GoldWindow is window(Column, Size, Slide): windows [s, s+Size) for every
-// s that is a multiple of Slide since the Unix epoch.
+// s that is a multiple of Slide since the Unix epoch; or, with Session,
+// session_window(Column, Size): per group, times in order, a time more
+// than Size after the one before it starts a session, which ends at its
+// last time plus Size.
 type GoldWindow struct {
 	Column      string
 	Size, Slide time.Duration
+	Session     bool
 }
 
 // GoldItem is an output column: a group (Group ≥ 0, its index in Groups),
@@ -58,10 +62,17 @@ func Gold(spec GoldSpec, rows []map[string]any) []map[string]any {
 		}
 		g.rows = append(g.rows, r)
 	}
+	if w := spec.Window; w != nil && w.Session {
+		rows = sessions(spec, rows)
+	}
 	for _, r := range rows {
 		keys := make([]any, len(spec.Groups))
 		for i, c := range spec.Groups {
 			keys[i] = r[c]
+		}
+		if w := spec.Window; w != nil && w.Session {
+			add(keys, r[sessionKey].([2]time.Time), r)
+			continue
 		}
 		if spec.Window == nil {
 			add(keys, [2]time.Time{}, r)
@@ -94,6 +105,57 @@ func Gold(spec GoldSpec, rows []map[string]any) []map[string]any {
 			}
 		}
 		out = append(out, row)
+	}
+	return out
+}
+
+// sessionKey holds, in a copy of each row, the bounds of its session.
+const sessionKey = "\x00session"
+
+// sessions cuts each group's rows into sessions, returning copies of the
+// rows that have a time, each with its session's bounds.
+func sessions(spec GoldSpec, rows []map[string]any) []map[string]any {
+	type timed struct {
+		t time.Time
+		r map[string]any
+	}
+	byGroup := map[string][]timed{}
+	var order []string
+	for _, r := range rows {
+		t, ok := asTime(r[spec.Window.Column])
+		if !ok {
+			continue
+		}
+		keys := make([]any, len(spec.Groups))
+		for i, c := range spec.Groups {
+			keys[i] = r[c]
+		}
+		id := fmt.Sprintf("%#v", keys)
+		if _, seen := byGroup[id]; !seen {
+			order = append(order, id)
+		}
+		byGroup[id] = append(byGroup[id], timed{t, r})
+	}
+	var out []map[string]any
+	for _, id := range order {
+		g := byGroup[id]
+		sort.SliceStable(g, func(i, j int) bool { return g[i].t.Before(g[j].t) })
+		for i := 0; i < len(g); {
+			j := i + 1
+			for j < len(g) && !g[j].t.After(g[j-1].t.Add(spec.Window.Size)) {
+				j++
+			}
+			bounds := [2]time.Time{g[i].t, g[j-1].t.Add(spec.Window.Size)}
+			for _, e := range g[i:j] {
+				c := make(map[string]any, len(e.r)+1)
+				for k, v := range e.r {
+					c[k] = v
+				}
+				c[sessionKey] = bounds
+				out = append(out, c)
+			}
+			i = j
+		}
 	}
 	return out
 }

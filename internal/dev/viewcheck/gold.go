@@ -27,7 +27,7 @@ func GoldSpec(g *flow.BoundGold) (model.GoldSpec, error) {
 		}
 	}
 	if w := g.Window; w != nil {
-		spec.Window = &model.GoldWindow{Column: w.Time.Name, Size: w.Size, Slide: w.Slide}
+		spec.Window = &model.GoldWindow{Column: w.Time.Name, Size: w.Size, Slide: w.Slide, Session: w.Session}
 	}
 	for _, it := range g.Items {
 		if it.Arg != "" && it.ArgColumn == "" {

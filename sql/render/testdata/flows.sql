@@ -91,3 +91,8 @@ CREATE MATERIALIZED VIEW user_events AS
 SELECT operation, window(_cdc_ingested_at, '10 minutes', '5 minutes'), COUNT(*) AS events, COUNTIF(name IS NULL) AS unnamed
 FROM STREAM(users)
 GROUP BY 1, 2;
+
+CREATE MATERIALIZED VIEW user_sessions AS
+SELECT city, session_window(_cdc_ingested_at, '30 minutes') AS visit, COUNT(*) AS users
+FROM users_current
+GROUP BY city, visit;
