@@ -104,28 +104,33 @@ func BindGold(g *Gold, flows []*Bound, defaultDataset string) (*BoundGold, error
 	// GROUP BY: expressions of one row, a window, an alias or an ordinal.
 	groupOf := map[string]int{} // rendered SQL -> index in Groups
 	itemGroup := map[int]int{}  // SELECT item (by ordinal or alias) -> group
+	// groupWindow takes expr (at pos in GROUP BY) as the view's window if
+	// it is one.
+	groupWindow := func(expr *Expr, pos Pos) (bool, *Error) {
+		w, ok, err := bg.window(expr)
+		if err != nil || !ok {
+			return false, err
+		}
+		if bg.Window != nil {
+			return false, errorf(pos, "GROUP BY holds a second window: group by one window(...) at most")
+		}
+		bg.Window = w
+		return true, nil
+	}
 	for _, e := range g.GroupBy {
 		refItem := -1
-		if w, ok, err := bg.window(e); err != nil {
+		if ok, err := groupWindow(e, e.Pos); err != nil {
 			return fail(err)
 		} else if ok {
-			if bg.Window != nil {
-				return fail(errorf(e.Pos, "GROUP BY holds a second window: group by one window(...) at most"))
-			}
-			bg.Window = w
 			continue
 		}
 		if i, ok := g.itemRef(e, bg.Input); ok {
 			if i < 0 {
 				return fail(errorf(e.Pos, "GROUP BY %s: there is no such SELECT item", e.toks[0].Text))
 			}
-			if w, ok, err := bg.window(g.Items[i].Expr); err != nil {
+			if ok, err := groupWindow(g.Items[i].Expr, e.Pos); err != nil {
 				return fail(err)
 			} else if ok {
-				if bg.Window != nil {
-					return fail(errorf(e.Pos, "GROUP BY holds a second window: group by one window(...) at most"))
-				}
-				bg.Window = w
 				continue
 			}
 			e = g.Items[i].Expr
