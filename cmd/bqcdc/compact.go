@@ -75,7 +75,8 @@ func runCompact(ctx context.Context, args []string) error {
 	opts := compact.Options{VisibilityLag: *lag, Ledger: *ledger,
 		TombstoneRetention: time.Duration(*tombstones) * 24 * time.Hour,
 		ChangelogRetention: time.Duration(*retention) * 24 * time.Hour,
-		Concurrency:        *concurrency, Budget: *budget, SnapshotSettle: *settle, MaintainEvery: *maintainEvery, ChangeFeedEvery: *changeFeedEvery}
+		Concurrency:        *concurrency, Budget: *budget, SnapshotSettle: *settle, MaintainEvery: *maintainEvery, ChangeFeedEvery: *changeFeedEvery,
+		Golds: t.golds}
 	if *dry {
 		est, label, err := estimator(ctx, t, bq, loc)
 		if err != nil {

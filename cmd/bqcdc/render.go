@@ -108,6 +108,25 @@ func runRender(ctx context.Context, args []string) error {
 			return err
 		}
 		sql = fmt.Sprintf("-- materialized view %s.%s\nCREATE OR REPLACE VIEW %s AS\n%s;\n\n", loc.GoldDataset(g.Gold), g.Name.Table, loc.GoldView(g.Gold), sql)
+		if g.Refreshable() == nil {
+			// Its state (as apply creates it), the refresh each compaction
+			// run of the source executes, and the refreshed view.
+			create, err := render.GoldRefresh(g, loc, render.Epoch, render.Epoch, true)
+			if err != nil {
+				return err
+			}
+			refresh, err := render.GoldRefresh(g, loc, render.Epoch, render.Epoch, false)
+			if err != nil {
+				return err
+			}
+			view, err := render.GoldRefreshedView(g, loc)
+			if err != nil {
+				return err
+			}
+			sql += fmt.Sprintf("-- table %s.%s (made by bqcdc apply)\n%s;\n\n-- its refresh, as a compaction run executes it (from and to the run's positions)\n%s;\n\n-- view %s.%s\nCREATE OR REPLACE VIEW %s AS\n%s;\n\n",
+				loc.GoldDataset(g.Gold), catalog.GoldStateName(g.Gold), create, refresh,
+				loc.GoldDataset(g.Gold), catalog.GoldRefreshedName(g.Gold), loc.GoldRefreshed(g.Gold), view)
+		}
 		if *out == "" {
 			fmt.Print(sql)
 			continue

@@ -47,7 +47,8 @@ func Register(builtin fs.FS) {
 // on first use.
 func fromEnv(builtin fs.FS) http.HandlerFunc {
 	fn := config.NewLazy(func(ctx context.Context, cfg config.Config) (*Function, error) {
-		flows, refused := flow.Load(cfg.FlowsDir, builtin)
+		d, refused := flow.LoadAll(cfg.FlowsDir, builtin)
+		flows := d.Flows
 		if len(flows) == 0 {
 			return nil, fmt.Errorf("no flow loads: %w", errors.Join(refused...))
 		}
@@ -57,7 +58,7 @@ func fromEnv(builtin fs.FS) http.HandlerFunc {
 		if err != nil {
 			return nil, fmt.Errorf("starting metrics: %w", err)
 		}
-		return New(ctx, cfg, Options{Flows: flows, Refused: refused, Log: log, Metrics: mp})
+		return New(ctx, cfg, Options{Flows: flows, Golds: d.Golds, Refused: refused, Log: log, Metrics: mp})
 	})
 	return func(w http.ResponseWriter, r *http.Request) {
 		f, err := fn.Get(r.Context())
@@ -72,6 +73,9 @@ func fromEnv(builtin fs.FS) http.HandlerFunc {
 // Options are what New needs besides the configuration.
 type Options struct {
 	Flows []*flow.Flow // the flows deployed
+	// Golds are the materialized views deployed: a flow's run refreshes
+	// the state of those over it (compact.Options.Golds).
+	Golds []*flow.Gold
 	// Refused are the deployed flows that did not load (file:line:column):
 	// every run answers 500 naming them, after compacting the others.
 	Refused []error
@@ -142,6 +146,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Function, error) {
 		Concurrency:        cfg.CompactConcurrency,
 		Budget:             cfg.CompactBudget,
 		ChangeFeedEvery:    cfg.ChangeFeedEvery,
+		Golds:              o.Golds,
 		Reports:            bqwrite.NewWriter(bq, mw, cfg.BigQuery.Project, cfg.Dataset),
 		Log:                o.Log,
 		Metrics:            o.Metrics.Recorder(),

@@ -273,3 +273,22 @@ func (l Location) GoldDataset(g *flow.Gold) string {
 
 // GoldView is the quoted view of a materialized view, for SQL.
 func (l Location) GoldView(g *flow.Gold) string { return l.table(l.GoldDataset(g), g.Name.Table) }
+
+// A materialized view that compaction can refresh keeps its aggregate as of
+// the source's watermark in <name>__state, shown by the view
+// <name>_refreshed.
+const GoldRefreshedSuffix = "_refreshed"
+
+// GoldStateName and GoldRefreshedName are the ids of a materialized view's
+// state table and refreshed view.
+func GoldStateName(g *flow.Gold) string { return g.Name.Table + StateSuffix }
+
+func GoldRefreshedName(g *flow.Gold) string { return g.Name.Table + GoldRefreshedSuffix }
+
+// GoldState and GoldRefreshed are the quoted state table and refreshed
+// view, for SQL.
+func (l Location) GoldState(g *flow.Gold) string { return l.table(l.GoldDataset(g), GoldStateName(g)) }
+
+func (l Location) GoldRefreshed(g *flow.Gold) string {
+	return l.table(l.GoldDataset(g), GoldRefreshedName(g))
+}

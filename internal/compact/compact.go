@@ -118,6 +118,7 @@ import (
 const (
 	StepFold    = "fold"    // the INSERT of the new level: the commit point
 	StepChanges = "changes" // the INSERT of the change feed's rows
+	StepGold    = "gold"    // refreshing a materialized view's state from the change feed (after StepChanges)
 	StepGC      = "gc"      // maintenance (levels folded into one, what it folded deleted); snapshot flows: deleting superseded rows
 	StepView    = "view"    // moving the view's partition-pruning bound
 )
@@ -208,6 +209,9 @@ type Options struct {
 	Backoff  time.Duration
 	// Log receives one line per flow and run (its outcome); nil discards.
 	Log *slog.Logger
+	// Golds are the deployment's materialized views: a run of a flow
+	// refreshes the state of those over it that retraction keeps (gold.go).
+	Golds []*flow.Gold
 	// Metrics records each flow's run (outcome, duration, events, jobs,
 	// bytes billed, watermark age); nil records nothing.
 	Metrics *metrics.Recorder
@@ -309,11 +313,12 @@ type Report struct {
 	WatermarkBefore time.Time     `json:"watermark_before"`
 	WatermarkAfter  time.Time     `json:"watermark_after"`
 	Generation      time.Time     `json:"generation,omitempty"`
-	Maintained      bool          `json:"maintained,omitempty"`  // the run folded the state's levels into one
-	Plan            []Statement   `json:"plan,omitempty"`        // a dry run: the statements the run would execute, priced
-	LedgerIdle      bool          `json:"ledger_idle,omitempty"` // idle from the listing and the append ledger: not a table of the flow was read
-	Jobs            int           `json:"jobs"`                  // query jobs this flow's run started
-	BytesBilled     int64         `json:"bytes_billed"`          // by those jobs (the emulator reports 0)
+	Maintained      bool          `json:"maintained,omitempty"`      // the run folded the state's levels into one
+	Golds           int           `json:"golds_refreshed,omitempty"` // materialized views over the flow whose state the run refreshed
+	Plan            []Statement   `json:"plan,omitempty"`            // a dry run: the statements the run would execute, priced
+	LedgerIdle      bool          `json:"ledger_idle,omitempty"`     // idle from the listing and the append ledger: not a table of the flow was read
+	Jobs            int           `json:"jobs"`                      // query jobs this flow's run started
+	BytesBilled     int64         `json:"bytes_billed"`              // by those jobs (the emulator reports 0)
 	Duration        time.Duration `json:"duration_ns"`
 	Error           string        `json:"error,omitempty"`
 

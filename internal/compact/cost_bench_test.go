@@ -47,6 +47,13 @@ func BenchmarkCompactionCost(b *testing.B) {
 			})
 		}
 	}
+	// A materialized view's refresh (gold): the same fixed delta of 100
+	// touched keys at 10k to 1M keys of source, 1,000 groups.
+	for _, keys := range []int{10_000, 100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("gold/keys%dk/touched100", keys/1000), func(b *testing.B) {
+			benchGold(b, flows["scd1"], keys, 100, 1_000)
+		})
+	}
 	// The change feed's read side: <target>_changes(from, NULL) with from a
 	// few minutes before the end, at 30 and 300 days of history.
 	for _, kind := range []string{"scd1", "scd2"} {
@@ -298,4 +305,75 @@ func benchFeedRead(b *testing.B, bd *flow.Bound, days int) {
 	b.ReportMetric(float64(scanned), "feed-bytes/read")
 	b.ReportMetric(float64(billed), "billed-bytes/read")
 	b.ReportMetric(float64(changes.Bytes()), "change-table-bytes")
+}
+
+// benchGold prices the refresh of a materialized view over an SCD 1 flow
+// (sql/render/testdata's users_per_hour: COUNT, SUM, AVG, COUNTIF per city
+// and hour) after a run that touched keys: it reads the view's state (one
+// row per group) and the change rows of the run's range, never the
+// source's state. Reported: gold-state-bytes/run, change-bytes/run,
+// source-state-bytes/run (what the refresh reads of the flow's state: 0),
+// billed-bytes/run; and for comparison, read-bytes/refreshed (a read of
+// <name>_refreshed) and source-state-bytes (what the exact view, which
+// recomputes over the target, reads at least of the source's state: its
+// referenced columns).
+func benchGold(b *testing.B, bd *flow.Bound, keys, touched, groups int) {
+	d, errs := flow.ParseDirAll("../../sql/render/testdata")
+	if len(errs) > 0 {
+		b.Fatal(errs)
+	}
+	var g *flow.BoundGold
+	for _, decl := range d.Golds {
+		if decl.Name.Table == "users_per_hour" {
+			var err error
+			if g, err = flow.BindGold(decl, []*flow.Bound{bd}, costLoc.DefaultDataset); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if g == nil || g.Refreshable() != nil {
+		b.Fatal("users_per_hour is not a refreshable materialized view of users_scd1")
+	}
+	r := newCostRun(keys, touched)
+	m, _, state, changes := costModel(b, bd, keys, r)
+	// The view's state: one row per group, its keys and partial sums.
+	goldCols := schema.Columns{{Name: "__g0", Type: schema.String}, {Name: "__window_start", Type: schema.Timestamp}, {Name: "__window_end", Type: schema.Timestamp},
+		{Name: catalog.ColStateOp, Type: schema.String}, {Name: catalog.ColStateWatermark, Type: schema.Timestamp}}
+	for _, p := range []string{"__group_rows", "__n1", "__n2", "__s2", "__n3", "__s3", "__c4"} {
+		goldCols = append(goldCols, schema.Column{Name: p, Type: schema.Int64})
+	}
+	gold := cost.NewTable(cost.Name(costLoc.GoldState(g.Gold)), cost.Columns(goldCols, costShapes, costShape), "", "")
+	if err := gold.AddSpan(cost.Partition{}, cost.Null, cost.Null, int64(groups), 0); err != nil {
+		b.Fatal(err)
+	}
+	m.Tables[gold.Name] = gold
+	// The run's change rows: an update's two images per touched key.
+	if err := changes.AddTimeRange(r.params.Watermark.Add(time.Microsecond), r.params.NewWatermark, int64(touched)*changeRowsPerEvent(bd), 0); err != nil {
+		b.Fatal(err)
+	}
+	var goldBytes, changeBytes, stateBytes, billed, readBytes int64
+	for b.Loop() {
+		sql, err := render.GoldRefresh(g, costLoc, r.params.Watermark, r.params.NewWatermark, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		e, err := m.Estimate(sql)
+		if err != nil {
+			b.Fatal(err)
+		}
+		goldBytes, changeBytes, stateBytes, billed = e.Scanned(gold.Name), e.Scanned(changes.Name), e.Scanned(state.Name), e.Billed
+		if sql, err = render.GoldRefreshedView(g, costLoc); err != nil {
+			b.Fatal(err)
+		}
+		if e, err = m.Estimate(sql); err != nil {
+			b.Fatal(err)
+		}
+		readBytes = e.Scanned(gold.Name)
+	}
+	b.ReportMetric(float64(goldBytes), "gold-state-bytes/run")
+	b.ReportMetric(float64(changeBytes), "change-bytes/run")
+	b.ReportMetric(float64(stateBytes), "source-state-bytes/run")
+	b.ReportMetric(float64(billed), "billed-bytes/run")
+	b.ReportMetric(float64(readBytes), "read-bytes/refreshed")
+	b.ReportMetric(float64(state.Bytes()), "source-state-bytes")
 }

@@ -127,6 +127,8 @@ func kindOfSQL(sql string) string {
 		return "expire"
 	case strings.Contains(sql, "-- bqcdc append ledger"):
 		return "ledger"
+	case strings.Contains(sql, "Refresh of a materialized view's state"):
+		return "gold"
 	}
 	return "other"
 }

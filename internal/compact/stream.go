@@ -36,8 +36,10 @@ type streamRun struct {
 	changes   bool // materialize the change feed of (st.changesUntil, watermark]
 	// changesBehind: the run left part of that range for the next one.
 	changesBehind bool
-	maintained    bool
-	nextLabels    labels
+	// changesReached: the position the change feed is materialized to.
+	changesReached time.Time
+	maintained     bool
+	nextLabels     labels
 }
 
 type streamStats struct {
@@ -191,6 +193,9 @@ func (s *streamRun) after(ctx context.Context) error {
 		if err := s.materializeChanges(ctx); err != nil {
 			return err
 		}
+		if err := s.refreshGolds(ctx, s.changesReached); err != nil {
+			return err
+		}
 	}
 	// Maintenance folds what runs before this one folded: nothing on a
 	// flow's first run.
@@ -257,6 +262,7 @@ func (s *streamRun) materializeChanges(ctx context.Context) error {
 		from = to
 	}
 	s.changesBehind = from.Before(s.watermark)
+	s.changesReached = from
 	return nil
 }
 

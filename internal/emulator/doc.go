@@ -84,6 +84,12 @@
 //     materialized view's window is such a STRUCT: the tests and the demo
 //     read its bounds as UNIX_MICROS (viewcheck.Gold); the view itself is
 //     unchanged.
+//  16. CREATE OR REPLACE TABLE t AS <query> of an existing t fails ("table
+//     is already created"), and a query reading t would find it dropped;
+//     BigQuery replaces t atomically, reading it first (a materialized
+//     view's refresh reads its state to write it). The REST shim
+//     (replace.go) writes the result aside, drops t, creates t from it and
+//     drops the copy, keeping t's labels.
 //
 // Choices that suit both and are therefore not concessions: NUMERIC,
 // BIGNUMERIC, DATETIME and TIME are appended as strings (package bqwrite),

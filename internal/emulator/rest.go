@@ -181,6 +181,9 @@ type schemaJSON struct {
 }
 
 func (s *schemaShim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.replaceTable(w, r) {
+		return
+	}
 	method := methodOf(r)
 	m := tablePath.FindStringSubmatch(r.URL.Path)
 	if m == nil || (method != http.MethodPatch && method != http.MethodPut) {

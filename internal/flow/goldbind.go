@@ -562,3 +562,37 @@ func sortedWords(m map[string]bool) []string {
 	}
 	return out
 }
+
+// Refreshable reports why compaction cannot keep the view's refreshed
+// table (the aggregate as of the source's compaction watermark, folded
+// from the source's change feed by retraction); nil when it can. Only
+// aggregates a deleted row can be taken out of exactly qualify: COUNT(*),
+// COUNT(column), COUNTIF, and SUM and AVG of an integer or NUMERIC column
+// (a FLOAT64 sum drifts when values are added and taken out again); MIN,
+// MAX and distinct counts would need every value kept, a session can be
+// split by a delete.
+func (g *BoundGold) Refreshable() error {
+	if g.IsStream() {
+		return fmt.Errorf("%s reads a stream: its view costs the changelog read, and has no change feed to fold", g.Name)
+	}
+	if g.Window != nil && g.Window.Session {
+		return fmt.Errorf("%s has session windows, which a delete can split", g.Name)
+	}
+	for _, it := range g.Items {
+		switch {
+		case it.Aggregate == "" || it.Aggregate == "COUNT(*)" || it.Func == "COUNTIF":
+		case it.Func == "COUNT" && !it.Distinct && it.ArgColumn != "":
+		case (it.Func == "SUM" || it.Func == "AVG") && it.ArgColumn != "":
+			c, _ := g.Input.Lookup(it.ArgColumn)
+			if c.Type != schema.Int64 && c.Type != schema.Numeric && c.Type != schema.BigNumeric {
+				return fmt.Errorf("%s: %s of %s (%s) would drift under retraction", g.Name, it.Func, c.Name, c.Type)
+			}
+		default:
+			return fmt.Errorf("%s: %s is not kept by retraction (COUNT, COUNTIF, and SUM and AVG of integer or NUMERIC columns are)", g.Name, it.Aggregate)
+		}
+	}
+	if g.Source.IsSnapshot() {
+		return fmt.Errorf("%s: its source %s is a snapshot flow, which has no change feed", g.Name, g.Source.Name)
+	}
+	return nil
+}

@@ -129,15 +129,21 @@ func ParseFilesAll(names []string, srcs map[string]string) (Declarations, []erro
 // (the deployable root package embeds sql/flows), named sql/flows/<file> in
 // errors. Its results are those of ParseDir.
 func Load(dir string, builtin fs.FS) ([]*Flow, []error) {
+	d, errs := LoadAll(dir, builtin)
+	return d.Flows, errs
+}
+
+// LoadAll is Load with the materialized views.
+func LoadAll(dir string, builtin fs.FS) (Declarations, []error) {
 	if dir != "" {
-		return ParseDir(dir)
+		return ParseDirAll(dir)
 	}
 	if builtin == nil {
-		return nil, []error{fmt.Errorf("no flows: set BQCDC_FLOWS_DIR or deploy from the repository root (which builds sql/flows in)")}
+		return Declarations{}, []error{fmt.Errorf("no flows: set BQCDC_FLOWS_DIR or deploy from the repository root (which builds sql/flows in)")}
 	}
 	names, err := fs.Glob(builtin, "*.sql")
 	if err != nil {
-		return nil, []error{fmt.Errorf("listing built-in flows: %w", err)}
+		return Declarations{}, []error{fmt.Errorf("listing built-in flows: %w", err)}
 	}
 	sort.Strings(names)
 	srcs := map[string]string{}
@@ -153,8 +159,8 @@ func Load(dir string, builtin fs.FS) ([]*Flow, []error) {
 		files = append(files, file)
 		srcs[file] = string(b)
 	}
-	flows, parseErrs := ParseFiles(files, srcs)
-	return flows, append(errs, parseErrs...)
+	d, parseErrs := ParseFilesAll(files, srcs)
+	return d, append(errs, parseErrs...)
 }
 
 // Sources lists the distinct source topics of flows, in first-use order

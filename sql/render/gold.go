@@ -36,6 +36,18 @@ type goldWindow struct {
 
 // GoldView renders the view of a materialized view (gold flow).
 func GoldView(g *flow.BoundGold, loc catalog.Location) (string, error) {
+	d, err := goldViewData(g, loc)
+	if err != nil {
+		return "", err
+	}
+	buf := newSQLBuilder()
+	if err := templates.ExecuteTemplate(buf, "gold.sql.tmpl", d); err != nil {
+		return "", fmt.Errorf("rendering materialized view %s: %w", g.Name, err)
+	}
+	return buf.String(), nil
+}
+
+func goldViewData(g *flow.BoundGold, loc catalog.Location) (goldData, error) {
 	d := goldData{
 		Summary: fmt.Sprintf("materialized view %s over %s", g.Name, g.From),
 		File:    g.Pos.File,
@@ -97,9 +109,5 @@ func GoldView(g *flow.BoundGold, loc catalog.Location) (string, error) {
 			d.Items = append(d.Items, fmt.Sprintf("__g%d AS %s", it.Group, q(it.Name)))
 		}
 	}
-	buf := newSQLBuilder()
-	if err := templates.ExecuteTemplate(buf, "gold.sql.tmpl", d); err != nil {
-		return "", fmt.Errorf("rendering materialized view %s: %w", g.Name, err)
-	}
-	return buf.String(), nil
+	return d, nil
 }

@@ -325,6 +325,20 @@ func TestGoldGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			got += ";\n"
+			if bg.Refreshable() == nil {
+				at := time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
+				for _, f := range []func() (string, error){
+					func() (string, error) { return GoldRefresh(bg, loc, Epoch, Epoch, true) },
+					func() (string, error) { return GoldRefresh(bg, loc, at, at.Add(time.Hour), false) },
+					func() (string, error) { return GoldRefreshedView(bg, loc) },
+				} {
+					sql, err := f()
+					if err != nil {
+						t.Fatal(err)
+					}
+					got += "\n" + sql + ";\n"
+				}
+			}
 			path := filepath.Join("testdata", "golden", "gold_"+g.Name.Table+".sql")
 			if *update {
 				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/schema"
+	"github.com/bqcdc/bqcdc/sql/render"
 )
 
 var ordersImage = schema.Columns{
@@ -40,6 +41,10 @@ CREATE MATERIALIZED VIEW g_sliding AS
 SELECT window(ordered_at, '2 hours', '30 minutes') AS w, MAX(ordered_at) AS last, COUNT(*) AS n
 FROM g_orders GROUP BY w;
 
+CREATE MATERIALIZED VIEW g_sliding_counts AS
+SELECT window(ordered_at, '2 hours', '30 minutes') AS w, region, COUNT(*) AS n, COUNT(qty) AS with_qty, SUM(qty) AS units, AVG(qty) AS mean
+FROM g_orders GROUP BY 1, 2;
+
 CREATE MATERIALIZED VIEW g_sessions AS
 SELECT region, session_window(ordered_at, '40 minutes') AS visit, COUNT(*) AS n, MIN(qty) AS smallest
 FROM g_orders GROUP BY region, visit;
@@ -60,8 +65,8 @@ func TestGoldViewsEqualTheirSelect(t *testing.T) {
 	changelog := e.CreateSource(t, "g.orders", ordersImage)
 	bound := e.ApplyFlows(t, "g.sql", goldTestFlows, map[string]schema.Columns{"g.orders": changelog})
 	golds := e.ApplyGolds(t, "g.sql", goldTestFlows, bound)
-	if len(golds) != 5 {
-		t.Fatalf("%d materialized views applied, want 5", len(golds))
+	if len(golds) != 6 {
+		t.Fatalf("%d materialized views applied, want 6", len(golds))
 	}
 	// The views say what they are, and so do their columns.
 	md, err := e.BQ.Dataset(e.Loc.DefaultDataset).Table("g_per_hour").Metadata(ctx)
@@ -134,18 +139,67 @@ func TestGoldViewsEqualTheirSelect(t *testing.T) {
 			}
 		}
 	}
+	// The views compaction refreshes: their <name>_refreshed equals the
+	// SELECT once the change feed is materialized past every change.
+	var refreshed []*flow.BoundGold
+	var decls []*flow.Gold
+	for _, g := range golds {
+		decls = append(decls, g.Gold)
+		if g.Refreshable() == nil {
+			refreshed = append(refreshed, g)
+		}
+	}
+	if len(refreshed) != 2 {
+		t.Fatalf("%d refreshable views, want g_per_hour and g_sliding_counts", len(refreshed))
+	}
+	checkRefreshed := func(when string) {
+		t.Helper()
+		for _, g := range refreshed {
+			diff, err := viewcheck.CheckGoldRefreshed(ctx, e.BQ, g, e.Loc)
+			if err != nil {
+				t.Fatalf("%s: checking %s_refreshed: %v", when, g.Name, err)
+			}
+			if diff != "" {
+				t.Errorf("%s: %s_refreshed differs from its SELECT over the source:\n%s", when, g.Name, diff)
+			}
+		}
+	}
 	now := time.Now().UTC()
 	history(40, now.Add(-20*time.Minute))
 	check("before compaction")
-	opts := compact.Options{VisibilityLag: time.Minute, Now: func() time.Time { return now }, Backoff: 20 * time.Millisecond, Reports: e.W}
-	for _, r := range compact.New(e.BQ, e.Loc, opts).Run(ctx, bound) {
-		if r.Error != "" {
-			t.Fatalf("compaction: %+v", r)
+	opts := compact.Options{VisibilityLag: time.Minute, Now: func() time.Time { return now }, Backoff: 20 * time.Millisecond, Reports: e.W, Golds: decls}
+	compactAll := func(when string) {
+		t.Helper()
+		for _, r := range compact.New(e.BQ, e.Loc, opts).Run(ctx, bound) {
+			if r.Error != "" {
+				t.Fatalf("%s: compaction: %+v", when, r)
+			}
+			if r.Flow == "g_orders" && r.Golds != 2 {
+				t.Errorf("%s: the run of g_orders refreshed %d materialized views, want 2", when, r.Golds)
+			}
 		}
 	}
+	compactAll("first compaction")
 	check("after compaction")
+	checkRefreshed("after compaction")
 	history(40, now.Add(-30*time.Second))
 	check("after more changes")
+	now = now.Add(2 * time.Minute) // the watermark passes every change
+	compactAll("second compaction")
+	check("after the second compaction")
+	checkRefreshed("after the second compaction")
+	// A refresh repeated (a run that crashed before its label) from an
+	// older position adds nothing twice: the state carries its own.
+	for _, g := range refreshed {
+		sql, err := render.GoldRefresh(g, e.Loc, render.Epoch, now, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Query(sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkRefreshed("after a repeated refresh")
 }
 
 func mustSpec(t *testing.T, g *flow.BoundGold) model.GoldSpec {

@@ -248,7 +248,7 @@ func (s *Stack) startFunctions(ctx context.Context) error {
 	if s.Ingest, err = ingestfn.New(ctx, cfg, ingestfn.Options{Flows: s.Flows, Log: s.Log, Metrics: s.Metrics}); err != nil {
 		return err
 	}
-	if s.Compactor, err = compactfn.New(ctx, cfg, compactfn.Options{Flows: s.Flows, Log: s.Log, Metrics: s.Metrics, LedgerSettle: s.LedgerSettle}); err != nil {
+	if s.Compactor, err = compactfn.New(ctx, cfg, compactfn.Options{Flows: s.Flows, Golds: s.Golds, Log: s.Log, Metrics: s.Metrics, LedgerSettle: s.LedgerSettle}); err != nil {
 		return err
 	}
 	if err := funcframework.RegisterHTTPFunctionContext(ctx, "/metrics", s.Metrics.Handler().ServeHTTP); err != nil {

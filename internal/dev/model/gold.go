@@ -225,7 +225,11 @@ func aggregate(it GoldItem, rows []map[string]any) any {
 			sum.Add(sum, rat(v))
 		}
 		if it.Func == "AVG" {
-			f, _ := new(big.Rat).Quo(sum, big.NewRat(int64(len(vals)), 1)).Float64()
+			avg := new(big.Rat).Quo(sum, big.NewRat(int64(len(vals)), 1))
+			if _, isRat := vals[0].(*big.Rat); isRat {
+				return roundScale9(avg) // AVG of NUMERIC is NUMERIC: 9 decimal places
+			}
+			f, _ := avg.Float64()
 			return f
 		}
 		if _, isInt := vals[0].(int64); isInt {
@@ -234,6 +238,17 @@ func aggregate(it GoldItem, rows []map[string]any) any {
 		return sum
 	}
 	panic("model.Gold: aggregate " + it.Func)
+}
+
+// roundScale9 rounds r to 9 decimal places, half away from zero, as
+// BigQuery rounds a NUMERIC result.
+func roundScale9(r *big.Rat) *big.Rat {
+	scaled := new(big.Rat).Mul(r, big.NewRat(1_000_000_000, 1))
+	q, m := new(big.Int).QuoRem(scaled.Num(), scaled.Denom(), new(big.Int))
+	if new(big.Int).Mul(new(big.Int).Abs(m), big.NewInt(2)).Cmp(scaled.Denom()) >= 0 {
+		q.Add(q, big.NewInt(int64(scaled.Sign())))
+	}
+	return new(big.Rat).SetFrac(q, big.NewInt(1_000_000_000))
 }
 
 func rat(v any) *big.Rat {

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"math/big"
 	"strings"
 	"testing"
 	"time"
@@ -50,5 +51,15 @@ func TestGoldWindows(t *testing.T) {
 				t.Errorf("got\n  %s\nwant\n  %s", strings.ReplaceAll(g, "|", "\n  "), strings.ReplaceAll(tt.want, "|", "\n  "))
 			}
 		})
+	}
+}
+
+func TestGoldAverageOfNumeric(t *testing.T) {
+	rows := []map[string]any{{"x": big.NewRat(28049, 100)}, {"x": big.NewRat(0, 1)}, {"x": big.NewRat(0, 1)}}
+	spec := GoldSpec{Items: []GoldItem{{Name: "a", Group: -1, Func: "AVG", Column: "x"}}}
+	got := Gold(spec, rows)
+	// 280.49 / 3 = 93.4966666...: NUMERIC keeps 9 decimal places, rounded.
+	if len(got) != 1 || got[0]["a"].(*big.Rat).RatString() != "93496666667/1000000000" {
+		t.Errorf("AVG = %v", got)
 	}
 }

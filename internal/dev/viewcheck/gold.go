@@ -71,12 +71,22 @@ func GoldSource(ctx context.Context, bq *bigquery.Client, g *flow.BoundGold, loc
 // Gold lines the rows of a materialized view as the reference renders
 // them.
 func Gold(ctx context.Context, bq *bigquery.Client, g *flow.BoundGold, loc catalog.Location, spec model.GoldSpec) ([]string, error) {
-	sql := "SELECT * FROM " + loc.GoldView(g.Gold)
+	return goldRows(ctx, bq, g, loc.GoldView(g.Gold), spec)
+}
+
+// GoldRefreshed lines the rows of a materialized view's refreshed view
+// (<name>_refreshed) as the reference renders them.
+func GoldRefreshed(ctx context.Context, bq *bigquery.Client, g *flow.BoundGold, loc catalog.Location, spec model.GoldSpec) ([]string, error) {
+	return goldRows(ctx, bq, g, loc.GoldRefreshed(g.Gold), spec)
+}
+
+func goldRows(ctx context.Context, bq *bigquery.Client, g *flow.BoundGold, view string, spec model.GoldSpec) ([]string, error) {
+	sql := "SELECT * FROM " + view
 	if w := g.Window; w != nil {
 		// The emulator returns TIMESTAMP fields of a STRUCT as text, which
 		// the client cannot read (internal/emulator, concession 15).
 		n := flow.QuoteIdent(w.Name)
-		sql = fmt.Sprintf("SELECT * EXCEPT (%s), STRUCT(UNIX_MICROS(%s.start) AS `start`, UNIX_MICROS(%s.`end`) AS `end`) AS %s FROM %s", n, n, n, n, loc.GoldView(g.Gold))
+		sql = fmt.Sprintf("SELECT * EXCEPT (%s), STRUCT(UNIX_MICROS(%s.start) AS `start`, UNIX_MICROS(%s.`end`) AS `end`) AS %s FROM %s", n, n, n, n, view)
 	}
 	rows, err := query(ctx, bq, sql)
 	if err != nil {
@@ -104,6 +114,18 @@ func Gold(ctx context.Context, bq *bigquery.Client, g *flow.BoundGold, loc catal
 // CheckGold compares a materialized view with its SELECT evaluated by the
 // reference over what it reads now; "" when they are equal.
 func CheckGold(ctx context.Context, bq *bigquery.Client, g *flow.BoundGold, loc catalog.Location) (string, error) {
+	return checkGold(ctx, bq, g, loc, Gold)
+}
+
+// CheckGoldRefreshed compares a materialized view's refreshed view with
+// its SELECT evaluated by the reference over the target's rows now: equal
+// once compaction has materialized the change feed past every change.
+func CheckGoldRefreshed(ctx context.Context, bq *bigquery.Client, g *flow.BoundGold, loc catalog.Location) (string, error) {
+	return checkGold(ctx, bq, g, loc, GoldRefreshed)
+}
+
+func checkGold(ctx context.Context, bq *bigquery.Client, g *flow.BoundGold, loc catalog.Location,
+	read func(context.Context, *bigquery.Client, *flow.BoundGold, catalog.Location, model.GoldSpec) ([]string, error)) (string, error) {
 	spec, err := GoldSpec(g)
 	if err != nil {
 		return "", err
@@ -117,7 +139,7 @@ func CheckGold(ctx context.Context, bq *bigquery.Client, g *flow.BoundGold, loc 
 		want = append(want, model.GoldRow(spec, r))
 	}
 	sort.Strings(want)
-	got, err := Gold(ctx, bq, g, loc, spec)
+	got, err := read(ctx, bq, g, loc, spec)
 	if err != nil {
 		return "", err
 	}

@@ -96,3 +96,12 @@ CREATE MATERIALIZED VIEW user_sessions AS
 SELECT city, session_window(_cdc_ingested_at, '30 minutes') AS visit, COUNT(*) AS users
 FROM users_current
 GROUP BY city, visit;
+
+-- Refreshable by compaction: every aggregate is kept by retraction.
+CREATE MATERIALIZED VIEW users_per_hour AS
+SELECT window(_cdc_ingested_at, '1 hour') AS hour, city, COUNT(*) AS users, COUNT(name) AS named,
+  SUM(userId) AS ids, AVG(userId) AS mean_id, COUNTIF(name IS NULL) AS unnamed
+FROM users_current
+WHERE city != 'x'
+GROUP BY 1, 2
+HAVING users > 0;

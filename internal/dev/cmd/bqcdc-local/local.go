@@ -15,6 +15,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/dev/demo"
 	"github.com/bqcdc/bqcdc/internal/dev/localopts"
 	"github.com/bqcdc/bqcdc/internal/dev/localstack"
+	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/sql/render"
 )
@@ -101,24 +102,36 @@ func playDemo(ctx context.Context, st *localstack.Stack) error {
 // internal/emulator, concession 15).
 func printGolds(ctx context.Context, st *localstack.Stack) error {
 	for _, g := range st.BoundGolds {
-		view := st.Location().GoldView(g.Gold)
-		sql := "SELECT * FROM " + view
-		var cols []string
-		for _, it := range g.Items {
-			if it.Window {
-				n := flow.QuoteIdent(it.Name)
-				sql = fmt.Sprintf("SELECT * EXCEPT (%s), %s.start AS %s, %s.`end` AS %s FROM %s", n, n, flow.QuoteIdent(it.Name+"_start"), n, flow.QuoteIdent(it.Name+"_end"), view)
-				cols = append(cols, it.Name+"_start", it.Name+"_end")
-				continue
+		views := []string{st.Location().GoldView(g.Gold)}
+		if g.Refreshable() == nil {
+			views = append(views, st.Location().GoldRefreshed(g.Gold))
+		}
+		for _, view := range views {
+			if err := printGold(ctx, st, g, view); err != nil {
+				return err
 			}
-			cols = append(cols, it.Name)
 		}
-		rows, err := demo.Query(ctx, st.BigQuery, sql+" ORDER BY 1")
-		if err != nil {
-			return err
-		}
-		demo.PrintTable(os.Stdout, fmt.Sprintf("materialized view %s (gold flow over %s)", g.Name, g.From), cols, rows)
 	}
+	return nil
+}
+
+func printGold(ctx context.Context, st *localstack.Stack, g *flow.BoundGold, view string) error {
+	sql := "SELECT * FROM " + view
+	var cols []string
+	for _, it := range g.Items {
+		if it.Window {
+			n := flow.QuoteIdent(it.Name)
+			sql = fmt.Sprintf("SELECT * EXCEPT (%s), %s.start AS %s, %s.`end` AS %s FROM %s", n, n, flow.QuoteIdent(it.Name+"_start"), n, flow.QuoteIdent(it.Name+"_end"), view)
+			cols = append(cols, it.Name+"_start", it.Name+"_end")
+			continue
+		}
+		cols = append(cols, it.Name)
+	}
+	rows, err := demo.Query(ctx, st.BigQuery, sql+" ORDER BY 1")
+	if err != nil {
+		return err
+	}
+	demo.PrintTable(os.Stdout, fmt.Sprintf("materialized view %s (gold flow over %s)", strings.ReplaceAll(view, "`", ""), g.From), cols, rows)
 	return nil
 }
 
@@ -196,6 +209,21 @@ func compactDemo(ctx context.Context, st *localstack.Stack, sent []demo.Publishe
 	}
 	if _, err := checkDemo(ctx, st, sent, "views changed after compaction"); err != nil {
 		return err
+	}
+	// The refreshed materialized views are exact as of the change feed,
+	// which the run materialized past every change.
+	for _, g := range st.BoundGolds {
+		if g.Refreshable() != nil {
+			continue
+		}
+		diff, err := viewcheck.CheckGoldRefreshed(ctx, st.BigQuery, g, st.Location())
+		if err != nil {
+			return err
+		}
+		if diff != "" {
+			return fmt.Errorf("%s_refreshed differs from its SELECT after compaction:\n%s", g.Name, diff)
+		}
+		fmt.Printf("check: %s_refreshed equals its SELECT\n", g.Name)
 	}
 	reports, err = st.Compact(ctx, nil)
 	printCompaction("compaction again, nothing new", reports, err)
