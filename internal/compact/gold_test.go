@@ -77,4 +77,6 @@ CREATE MATERIALIZED VIEW other AS SELECT v, COUNT(*) AS n FROM t1 GROUP BY v;
 	}
 }
 
-func lit(t time.Time) string { return "TIMESTAMP '" + t.UTC().Format("2006-01-02 15:04:05.999999") + "+00:00'" }
+func lit(t time.Time) string {
+	return "TIMESTAMP '" + t.UTC().Format("2006-01-02 15:04:05.999999") + "+00:00'"
+}
