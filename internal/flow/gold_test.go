@@ -15,6 +15,7 @@ var ordersChangelog = schema.Columns{
 	{Name: "tags", Type: schema.String, Repeated: true}, {Name: "meta", Type: schema.JSON},
 	{Name: "_cdc_op", Type: schema.String}, {Name: "_cdc_sequence", Type: schema.String},
 	{Name: "_cdc_message_id", Type: schema.String}, {Name: "_cdc_ingested_at", Type: schema.Timestamp},
+	{Name: "from", Type: schema.Timestamp},
 }
 
 const goldFlows = `
@@ -94,6 +95,8 @@ func TestGoldForms(t *testing.T) {
 			"stream groups `_cdc_op`"},
 		{"a session window per region", `CREATE MATERIALIZED VIEW v AS SELECT region, session_window(ordered_at, '30 minutes'), COUNT(*) AS n FROM orders GROUP BY region, 2;`,
 			"window 30m0s/30m0s session_window"},
+		{"a column named like a reserved word", `CREATE MATERIALIZED VIEW v AS SELECT ` + "`from`" + `, MAX(from) AS last, COUNT(*) AS n FROM orders GROUP BY from;`,
+			"groups `from`"},
 		{"a compound duration", `CREATE MATERIALIZED VIEW v AS SELECT window(ordered_at, '1 hour 30 minutes') AS w, COUNT(*) AS n FROM orders GROUP BY 1;`,
 			"window 1h30m0s/1h30m0s w"},
 	} {

@@ -139,7 +139,7 @@ func BindGold(g *Gold, flows []*Bound, defaultDataset string) (*BoundGold, error
 		if err := checkRowExpr(e, "GROUP BY"); err != nil {
 			return fail(err)
 		}
-		sql, err := renderExpr(e, "GROUP BY", bg.Input, src, refs)
+		sql, err := bg.rowExpr(e, "GROUP BY", src, refs)
 		if err != nil {
 			return fail(err)
 		}
@@ -297,7 +297,7 @@ func (bg *BoundGold) item(i int, it GoldItem, groupOf map[string]int, itemGroup 
 		}
 		return GoldOutput{}, err
 	}
-	sql, err := renderExpr(e, "SELECT", bg.Input, src, refs)
+	sql, err := bg.rowExpr(e, "SELECT", src, refs)
 	if err != nil {
 		return GoldOutput{}, err
 	}
@@ -389,22 +389,43 @@ func (bg *BoundGold) aggregate(e *Expr, args []token, out *GoldOutput, src sourc
 	if err := checkRowExpr(arg, fn); err != nil {
 		return err
 	}
-	sql, err := renderExpr(arg, fn, bg.Input, src, refs)
-	if err != nil {
-		return err
-	}
-	out.Arg = sql
-	if len(args) == 1 {
-		if c, ok := bg.Input.Lookup(args[0].Text); ok && (args[0].Kind == tokIdent || args[0].Kind == tokQuoted) {
-			out.ArgColumn = c.Name
+	var sql string
+	if c, ok := soleColumn(args, bg.Input); ok {
+		// One column, even one named like a reserved word (at, from):
+		// nothing else can be meant.
+		sql, out.ArgColumn = QuoteIdent(c.Name), c.Name
+		refs[c.Name] = true
+	} else {
+		var err *Error
+		if sql, err = renderExpr(arg, fn, bg.Input, src, refs); err != nil {
+			return err
 		}
 	}
+	out.Arg = sql
 	if out.Distinct {
 		out.Aggregate = "COUNT(DISTINCT " + sql + ")"
 	} else {
 		out.Aggregate = fn + "(" + sql + ")"
 	}
 	return nil
+}
+
+// rowExpr renders an expression of one source row: one column quoted as
+// it is, whatever its name, else by the rules of conditions.
+func (bg *BoundGold) rowExpr(e *Expr, clause string, src sourceRef, refs map[string]bool) (string, *Error) {
+	if c, ok := soleColumn(e.toks, bg.Input); ok {
+		refs[c.Name] = true
+		return QuoteIdent(c.Name), nil
+	}
+	return renderExpr(e, clause, bg.Input, src, refs)
+}
+
+// soleColumn reports whether toks are one column of cols.
+func soleColumn(toks []token, cols schema.Columns) (schema.Column, bool) {
+	if len(toks) != 1 || (toks[0].Kind != tokIdent && toks[0].Kind != tokQuoted) {
+		return schema.Column{}, false
+	}
+	return cols.Lookup(toks[0].Text)
 }
 
 // checkRowExpr refuses in an expression of one source row what would make

@@ -10,6 +10,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/dev/model"
 	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/sql/render"
 )
 
 // GoldSpec is the reference's form of a materialized view. The reference
@@ -51,7 +52,7 @@ func GoldSource(ctx context.Context, bq *bigquery.Client, g *flow.BoundGold, loc
 		return nil, err
 	}
 	seen := map[bigquery.Value]bool{}
-	var out []map[string]any
+	var kept []map[string]bigquery.Value
 	for _, r := range rows {
 		if id := r[catalog.ColMessageID]; g.IsStream() && id != nil {
 			if seen[id] {
@@ -59,13 +60,9 @@ func GoldSource(ctx context.Context, bq *bigquery.Client, g *flow.BoundGold, loc
 			}
 			seen[id] = true
 		}
-		m := make(map[string]any, len(r))
-		for k, v := range r {
-			m[k] = v
-		}
-		out = append(out, m)
+		kept = append(kept, r)
 	}
-	return out, nil
+	return plainRows(kept), nil
 }
 
 // Gold lines the rows of a materialized view as the reference renders
@@ -114,25 +111,57 @@ func goldRows(ctx context.Context, bq *bigquery.Client, g *flow.BoundGold, view 
 // CheckGold compares a materialized view with its SELECT evaluated by the
 // reference over what it reads now; "" when they are equal.
 func CheckGold(ctx context.Context, bq *bigquery.Client, g *flow.BoundGold, loc catalog.Location) (string, error) {
-	return checkGold(ctx, bq, g, loc, Gold)
+	return checkGold(ctx, bq, g, loc, Gold, nil)
+}
+
+// plainRows copies BigQuery rows into plain maps.
+func plainRows(rows []map[string]bigquery.Value) []map[string]any {
+	out := make([]map[string]any, 0, len(rows))
+	for _, r := range rows {
+		m := make(map[string]any, len(r))
+		for k, v := range r {
+			m[k] = v
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 // CheckGoldRefreshed compares a materialized view's refreshed view with
-// its SELECT evaluated by the reference over the target's rows now: equal
-// once compaction has materialized the change feed past every change.
+// its SELECT evaluated by the reference over the target as of the state's
+// own position (<target>_at of it, run as its body, which CheckAt compares
+// with the model).
 func CheckGoldRefreshed(ctx context.Context, bq *bigquery.Client, g *flow.BoundGold, loc catalog.Location) (string, error) {
-	return checkGold(ctx, bq, g, loc, GoldRefreshed)
+	rows, err := query(ctx, bq, fmt.Sprintf("SELECT MAX(%s) AS w FROM %s", catalog.ColStateWatermark, loc.GoldState(g.Gold)))
+	if err != nil {
+		return "", err
+	}
+	w, ok := rows[0]["w"].(time.Time)
+	if !ok {
+		return "", fmt.Errorf("the state of %s holds no position", g.Name)
+	}
+	sql, err := render.AtQuery(g.Source, loc, w)
+	if err != nil {
+		return "", err
+	}
+	at, err := query(ctx, bq, sql)
+	if err != nil {
+		return "", err
+	}
+	return checkGold(ctx, bq, g, loc, GoldRefreshed, plainRows(at))
 }
 
 func checkGold(ctx context.Context, bq *bigquery.Client, g *flow.BoundGold, loc catalog.Location,
-	read func(context.Context, *bigquery.Client, *flow.BoundGold, catalog.Location, model.GoldSpec) ([]string, error)) (string, error) {
+	read func(context.Context, *bigquery.Client, *flow.BoundGold, catalog.Location, model.GoldSpec) ([]string, error),
+	src []map[string]any) (string, error) {
 	spec, err := GoldSpec(g)
 	if err != nil {
 		return "", err
 	}
-	src, err := GoldSource(ctx, bq, g, loc)
-	if err != nil {
-		return "", err
+	if src == nil {
+		if src, err = GoldSource(ctx, bq, g, loc); err != nil {
+			return "", err
+		}
 	}
 	var want []string
 	for _, r := range model.Gold(spec, src) {

@@ -1,0 +1,251 @@
+package goldprop
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bqcdc/bqcdc/internal/catalog"
+	"github.com/bqcdc/bqcdc/internal/compact"
+	"github.com/bqcdc/bqcdc/internal/dev/testenv"
+	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
+	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/schema"
+)
+
+var (
+	goldSeeds = flag.Int("gold.seeds", 3, "random histories (more for a longer search)")
+	goldSeed  = flag.Int64("gold.seed", 0, "run only this seed (reproduce a failure)")
+)
+
+var image = schema.Columns{
+	{Name: "k1", Type: schema.Int64}, {Name: "k2", Type: schema.String},
+	{Name: "s1", Type: schema.Int64}, {Name: "op", Type: schema.String},
+	{Name: "region", Type: schema.String}, {Name: "qty", Type: schema.Int64},
+	{Name: "amount", Type: schema.Numeric, Precision: 10, Scale: 2},
+	{Name: "placed_at", Type: schema.Timestamp}, {Name: "flag", Type: schema.Bool},
+}
+
+// flows: an SCD 1 flow with deletes and truncates, and materialized views
+// over it of every kind: exact ones with every aggregate, windows of each
+// kind and a stream, and two compaction refreshes.
+func flows(source, p string) string {
+	meta := strings.Join(catalog.MetadataColumns().Names(), ", ")
+	return fmt.Sprintf(`
+CREATE FLOW %[2]s AS AUTO CDC INTO %[2]s FROM STREAM(`+"`%[1]s`"+`)
+KEYS (k1, k2) APPLY AS DELETE WHEN op = 'D' APPLY AS TRUNCATE WHEN op = 'T'
+SEQUENCE BY s1 COLUMNS * EXCEPT (op, %[3]s) STORED AS SCD TYPE 1;
+
+CREATE MATERIALIZED VIEW %[2]s_all AS
+SELECT region, COUNT(*) AS n, COUNT(qty) AS with_qty, SUM(qty) AS units, AVG(amount) AS mean, MIN(placed_at) AS first_at,
+  MAX(qty) AS largest, COUNT(DISTINCT qty) AS sizes, COUNTIF(flag) AS flagged, LOGICAL_OR(flag) AS any_flag
+FROM %[2]s GROUP BY region;
+
+CREATE MATERIALIZED VIEW %[2]s_hourly AS
+SELECT window(placed_at, '1 hour') AS hour, region, COUNT(*) AS n, COUNT(qty) AS with_qty, SUM(qty) AS units,
+  AVG(amount) AS mean, SUM(amount) AS total, COUNTIF(flag) AS flagged
+FROM %[2]s GROUP BY 1, 2;
+
+CREATE MATERIALIZED VIEW %[2]s_sliding AS
+SELECT window(placed_at, '90 minutes', '30 minutes') AS w, COUNT(*) AS n, AVG(qty) AS mean
+FROM %[2]s GROUP BY w;
+
+CREATE MATERIALIZED VIEW %[2]s_sessions AS
+SELECT k2, session_window(placed_at, '45 minutes') AS visit, COUNT(*) AS n, MAX(amount) AS largest
+FROM %[2]s GROUP BY k2, visit;
+
+CREATE MATERIALIZED VIEW %[2]s_events AS
+SELECT op, COUNT(*) AS events, SUM(qty) AS units
+FROM STREAM(`+"`%[1]s`"+`) GROUP BY op;
+`, source, p, meta)
+}
+
+func pick[T any](r *rand.Rand, xs ...T) T { return xs[r.Intn(len(xs))] }
+
+func maybe(r *rand.Rand, v any) any {
+	if r.Intn(10) < 3 {
+		return nil
+	}
+	return v
+}
+
+// history: events of 6 keys (composite, a NULL k2 among them), updates
+// that move rows between regions and times, deletes, truncates, NULL
+// sequences, 20 % duplicates, shuffled; times at a few on window
+// boundaries.
+func history(r *rand.Rand, base time.Time) []map[string]any {
+	n := 20 + r.Intn(25)
+	used := map[string]bool{}
+	msg := func() string {
+		for {
+			m := fmt.Sprintf("m%06d", r.Intn(1_000_000))
+			if !used[m] {
+				used[m] = true
+				return m
+			}
+		}
+	}
+	var events []map[string]any
+	for i := 0; i < n; i++ {
+		e := map[string]any{
+			"k1": int64(1 + r.Intn(3)), "k2": maybe(r, pick(r, "a", "b")), "s1": int64(1 + r.Intn(10)),
+			"op": pick(r, "I", "U", "U"), "region": maybe(r, pick(r, "north", "south")),
+			"qty": maybe(r, int64(r.Intn(5))), "amount": maybe(r, pick(r, "1.50", "2.25", "-3.00", "0.01")),
+			"placed_at": maybe(r, base.Add(time.Duration(pick(r, 0, 30, 60, 75, 90, 150, 200))*time.Minute).UnixMicro()),
+			"flag":      maybe(r, pick(r, true, false)), catalog.ColMessageID: msg(),
+		}
+		switch x := r.Intn(100); {
+		case x < 18:
+			e["op"] = "D"
+		case x < 22:
+			e["op"], e["k1"], e["k2"] = "T", nil, nil
+		case x < 25:
+			delete(e, "s1")
+		}
+		events = append(events, e)
+	}
+	for _, e := range append([]map[string]any(nil), events...) {
+		if r.Intn(5) == 0 {
+			dup := map[string]any{}
+			for k, v := range e {
+				dup[k] = v
+			}
+			events = append(events, dup) // redelivered: the same message id
+		}
+	}
+	r.Shuffle(len(events), func(i, j int) { events[i], events[j] = events[j], events[i] })
+	return events
+}
+
+func seeds() []int64 {
+	if *goldSeed != 0 {
+		return []int64{*goldSeed}
+	}
+	out := make([]int64, *goldSeeds)
+	for i := range out {
+		out[i] = int64(2000 + i)
+	}
+	return out
+}
+
+// TestGoldMatchesSelect appends random histories in three batches and,
+// after every batch, every compaction step and every crash, compares each
+// materialized view with its SELECT evaluated by the reference over the
+// target's rows now, and each refreshed one (<name>_refreshed) with its
+// SELECT over the target as of the state's own position. Compaction runs
+// at random points, crashes after a random step (the refresh included)
+// and is re-run; some runs see rows appended while they run.
+func TestGoldMatchesSelect(t *testing.T) {
+	const lag = 20 * time.Second
+	for _, seed := range seeds() {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			r := rand.New(rand.NewSource(seed))
+			e := testenv.New(t, stack, testenv.Project("gold", seed))
+			source := fmt.Sprintf("gold.s%d", seed)
+			cols := e.CreateSource(t, source, image)
+			text := flows(source, fmt.Sprintf("g%d", seed))
+			bound := e.ApplyFlows(t, "gold.sql", text, map[string]schema.Columns{source: cols})
+			golds := e.ApplyGolds(t, "gold.sql", text, bound)
+			var decls []*flow.Gold
+			refreshed := 0
+			for _, g := range golds {
+				decls = append(decls, g.Gold)
+				if g.Refreshable() == nil {
+					refreshed++
+				}
+			}
+			if len(golds) != 5 || refreshed != 2 {
+				t.Fatalf("%d views, %d refreshable; want 5 and 2 (hourly and sliding)", len(golds), refreshed)
+			}
+			check := func(when string) {
+				t.Helper()
+				e.CheckViews(t, bound, when)
+				for _, g := range golds {
+					diff, err := viewcheck.CheckGold(context.Background(), e.BQ, g, e.Loc)
+					if err != nil {
+						t.Fatalf("%s: %s: %v", when, g.Name, err)
+					}
+					if diff != "" {
+						t.Errorf("%s: %s differs from its SELECT:\n%s", when, g.Name, diff)
+					}
+					if g.Refreshable() != nil {
+						continue
+					}
+					if diff, err = viewcheck.CheckGoldRefreshed(context.Background(), e.BQ, g, e.Loc); err != nil {
+						t.Fatalf("%s: %s_refreshed: %v", when, g.Name, err)
+					}
+					if diff != "" {
+						t.Errorf("%s: %s_refreshed differs from its SELECT at its position:\n%s", when, g.Name, diff)
+					}
+				}
+			}
+			base := time.Now().Add(-time.Hour).Truncate(time.Hour)
+			rows := history(r, base.Add(-2*time.Hour))
+			cuts := []int{len(rows) / 3, 2 * len(rows) / 3, len(rows)}
+			from := 0
+			for bi, to := range cuts {
+				start := base.Add(time.Duration(bi) * time.Minute)
+				for i, row := range rows[from:to] {
+					row[catalog.ColIngestedAt] = start.Add(time.Duration(i) * time.Millisecond).UnixMicro()
+				}
+				e.AppendRows(t, source, rows[from:to])
+				from = to
+				when := fmt.Sprintf("seed %d, after batch %d", seed, bi+1)
+				check(when)
+				if r.Intn(10) < 8 {
+					compactRandomly(t, e, r, bound, decls, source, start.Add(50*time.Second), lag, when, check)
+				}
+			}
+		})
+	}
+}
+
+func compactRandomly(t *testing.T, e *testenv.Env, r *rand.Rand, bound []*flow.Bound, golds []*flow.Gold, source string,
+	now time.Time, lag time.Duration, when string, check func(string)) {
+	t.Helper()
+	crashAt := ""
+	if r.Intn(10) < 4 {
+		crashAt = pick(r, compact.StepFold, compact.StepChanges, compact.StepGold, compact.StepView)
+	}
+	late := r.Intn(10) < 4
+	opts := compact.Options{VisibilityLag: lag, Now: func() time.Time { return now }, Backoff: 20 * time.Millisecond, Concurrency: 1,
+		MaintainEvery: -1, Golds: golds,
+		AfterStep: func(flowName, name string) error {
+			if late && name == compact.StepFold {
+				// Appended after the run read the changelog, stamped
+				// between the new watermark and now.
+				e.AppendRows(t, source, []map[string]any{{"k1": int64(1), "k2": "a", "s1": int64(11), "op": "U",
+					"region": "late", "qty": int64(9), "placed_at": now.UnixMicro(), catalog.ColMessageID: fmt.Sprintf("late%06d", r.Intn(1_000_000)),
+					catalog.ColIngestedAt: now.Add(-lag / 2).UnixMicro()}})
+				late = false
+			}
+			if r.Intn(2) == 0 {
+				check(fmt.Sprintf("%s, compaction after step %s", when, name))
+			}
+			if name == crashAt {
+				return errors.New("injected crash")
+			}
+			return nil
+		}}
+	for _, rep := range compact.New(e.BQ, e.Loc, opts).Run(context.Background(), bound) {
+		if rep.Outcome == compact.Failed && !strings.Contains(rep.Error, "injected crash") {
+			t.Fatalf("%s: compaction of %s failed: %s", when, rep.Flow, rep.Error)
+		}
+	}
+	check(fmt.Sprintf("%s, after compaction (crash after %q)", when, crashAt))
+	if crashAt != "" {
+		opts.AfterStep = nil
+		opts.Now = func() time.Time { return now.Add(time.Second) }
+		for _, rep := range compact.New(e.BQ, e.Loc, opts).Run(context.Background(), bound) {
+			if rep.Outcome == compact.Failed {
+				t.Fatalf("%s: re-run after the crash failed: %s", when, rep.Error)
+			}
+		}
+		check(fmt.Sprintf("%s, after re-running the crashed compaction", when))
+	}
+}
