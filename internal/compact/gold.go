@@ -11,8 +11,9 @@ import (
 	"github.com/bqcdc/bqcdc/sql/render"
 )
 
-// Materialized views (gold flows) whose aggregates retraction keeps
-// (flow.BoundGold.Refreshable) have a state table, one row per group,
+// Materialized views (gold flows) compaction can refresh
+// (flow.BoundGold.Refreshable) have a state table, a row per group (and
+// per distinct value of the aggregates kept by value),
 // which a run of their source flow refreshes right after it materializes
 // the source's change feed: one statement reading the state and the feed's
 // new rows (a constant range of the change table), never the source's

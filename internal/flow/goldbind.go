@@ -61,6 +61,10 @@ type GoldOutput struct {
 	Aggregate, Func, Arg string
 	Distinct             bool
 	ArgColumn            string
+	// Float: the argument is a FLOAT64 column, or an expression (whose
+	// type bqcdc does not know: a sum of it is kept by value, exact for
+	// every type).
+	Float bool
 }
 
 // Aggregates a materialized view may compute.
@@ -402,6 +406,9 @@ func (bg *BoundGold) aggregate(e *Expr, args []token, out *GoldOutput, src sourc
 		}
 	}
 	out.Arg = sql
+	if c, ok := bg.Input.Lookup(out.ArgColumn); !ok || c.Type == schema.Float64 {
+		out.Float = true
+	}
 	if out.Distinct {
 		out.Aggregate = "COUNT(DISTINCT " + sql + ")"
 	} else {
@@ -585,13 +592,14 @@ func sortedWords(m map[string]bool) []string {
 }
 
 // Refreshable reports why compaction cannot keep the view's refreshed
-// table (the aggregate as of the source's compaction watermark, folded
-// from the source's change feed by retraction); nil when it can. Only
-// aggregates a deleted row can be taken out of exactly qualify: COUNT(*),
-// COUNT(column), COUNTIF, and SUM and AVG of an integer or NUMERIC column
-// (a FLOAT64 sum drifts when values are added and taken out again); MIN,
-// MAX and distinct counts would need every value kept, a session can be
-// split by a delete.
+// table (the aggregate as of the source's change feed position, folded from
+// the feed's pre- and post-images); nil when it can. A group keeps
+// partial sums for COUNT, COUNTIF, and SUM and AVG of integer and NUMERIC
+// arguments (taken out exactly when a row leaves), and counts of each
+// distinct value for the others (MIN, MAX, ANY_VALUE, LOGICAL_AND/OR,
+// distinct counts, FLOAT64 sums, which would drift under subtraction), so
+// a value leaves with its last row. Not kept: session windows (a delete can
+// split a session), streams (no change feed), snapshot sources.
 func (g *BoundGold) Refreshable() error {
 	if g.IsStream() {
 		return fmt.Errorf("%s reads a stream: its view costs the changelog read, and has no change feed to fold", g.Name)
@@ -599,21 +607,32 @@ func (g *BoundGold) Refreshable() error {
 	if g.Window != nil && g.Window.Session {
 		return fmt.Errorf("%s has session windows, which a delete can split", g.Name)
 	}
-	for _, it := range g.Items {
-		switch {
-		case it.Aggregate == "" || it.Aggregate == "COUNT(*)" || it.Func == "COUNTIF":
-		case it.Func == "COUNT" && !it.Distinct && it.ArgColumn != "":
-		case (it.Func == "SUM" || it.Func == "AVG") && it.ArgColumn != "":
-			c, _ := g.Input.Lookup(it.ArgColumn)
-			if c.Type != schema.Int64 && c.Type != schema.Numeric && c.Type != schema.BigNumeric {
-				return fmt.Errorf("%s: %s of %s (%s) would drift under retraction", g.Name, it.Func, c.Name, c.Type)
-			}
-		default:
-			return fmt.Errorf("%s: %s is not kept by retraction (COUNT, COUNTIF, and SUM and AVG of integer or NUMERIC columns are)", g.Name, it.Aggregate)
-		}
-	}
 	if g.Source.IsSnapshot() {
 		return fmt.Errorf("%s: its source %s is a snapshot flow, which has no change feed", g.Name, g.Source.Name)
 	}
+	for _, it := range g.Items {
+		if !it.ByValue() || it.ArgColumn == "" {
+			continue
+		}
+		// Values are grouped by: BigQuery groups no ARRAY, STRUCT, JSON or
+		// GEOGRAPHY.
+		if c, _ := g.Input.Lookup(it.ArgColumn); c.Repeated || c.Type == schema.Record || !c.Equatable() {
+			return fmt.Errorf("%s: %s of %s (%s) cannot be kept by value", g.Name, it.Func, c.Name, c.SQLType())
+		}
+	}
 	return nil
+}
+
+// ByValue reports whether the refreshed table keeps the aggregate as counts
+// of each distinct value of its argument rather than as partial sums.
+func (o GoldOutput) ByValue() bool {
+	switch {
+	case o.Aggregate == "":
+		return false
+	case o.Aggregate == "COUNT(*)" || o.Func == "COUNTIF" || o.Func == "COUNT" && !o.Distinct:
+		return false
+	case (o.Func == "SUM" || o.Func == "AVG") && !o.Float:
+		return false
+	}
+	return true
 }

@@ -1,5 +1,6 @@
 -- Gold flows: aggregates over the current state of a flow's target, exact
--- whenever they are read.
+-- whenever they are read; compaction also keeps <name>_refreshed, as of the
+-- change feed, read from a small table (docs/gold-flows.md).
 
 -- Orders, units and distinct customers per order day.
 CREATE MATERIALIZED VIEW orders_per_day COMMENT 'orders, units and customers per order day' AS
@@ -8,9 +9,7 @@ FROM orders
 GROUP BY window(order_date, '1 day');
 
 -- Customers per tier: a tier change moves a customer between groups, a
--- delete leaves them. Every aggregate is one retraction keeps, so
--- compaction also refreshes customers_per_tier_refreshed, read from a
--- table of one row per tier.
+-- delete leaves them.
 CREATE MATERIALIZED VIEW customers_per_tier COMMENT 'customers and balances per tier' AS
 SELECT tier, COUNT(*) AS customers, SUM(balance) AS balance, AVG(balance) AS mean_balance
 FROM customers

@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/bqcdc/bqcdc/internal/catalog"
@@ -17,19 +18,18 @@ type goldStateData struct {
 	Changes     string
 	ChangeTable string
 	To          string   // the feed position the refresh reaches, as a literal
-	Delta       []string // the delta CTE's columns: keys, then partial sums
+	Delta       []string // the delta CTE's SELECTs: partial sums, then each aggregate's values
 	Merge       []string // the merged CTE's columns
-	Columns     []string // the state's key and partial columns, in order
+	MergeBy     []string // and what it groups by
+	Columns     []string // the state's columns (but the position), in order
+	Keys        []string // the group's key columns
 }
 
-// partial names the partial sums of the i-th aggregate.
-func partials(it flow.GoldOutput, i int) (count, sum, countif string) {
-	return fmt.Sprintf("__n%d", i), fmt.Sprintf("__s%d", i), fmt.Sprintf("__c%d", i)
-}
-
-// newGoldState lays out the state: the group keys (and window bounds),
-// __group_rows (the rows of the group), and per aggregate what it is computed
-// from.
+// newGoldState lays out the state: per group (and window) a row of kind A
+// with __group_rows and the partial sums of the aggregates kept that way
+// (__n<i> non-NULL count, __s<i> sum, __c<i> COUNTIF count), and for each
+// aggregate kept by value (flow.GoldOutput.ByValue) a row of kind V per
+// distinct value: __agg its index, __v<i> the value, __vcount its rows.
 func newGoldState(g *flow.BoundGold, loc catalog.Location) (goldStateData, error) {
 	if err := g.Refreshable(); err != nil {
 		return goldStateData{}, err
@@ -40,25 +40,21 @@ func newGoldState(g *flow.BoundGold, loc catalog.Location) (goldStateData, error
 	}
 	d := goldStateData{goldData: view, State: loc.GoldState(g.Gold)}
 	d.Summary = fmt.Sprintf("state of materialized view %s over %s", g.Name, g.From)
-	var keys []string
 	for i := range g.Groups {
-		keys = append(keys, fmt.Sprintf("__g%d", i))
+		d.Keys = append(d.Keys, fmt.Sprintf("__g%d", i))
 	}
 	if g.Window != nil {
-		keys = append(keys, "__window_start", "__window_end")
+		d.Keys = append(d.Keys, "__window_start", "__window_end")
 	}
-	d.Delta = append(d.Delta, d.Grouped[:len(keys)]...)
-	d.Merge = append(d.Merge, keys...)
-	d.Columns = append(d.Columns, keys...)
-	add := func(name, delta string) {
-		d.Delta = append(d.Delta, delta+" AS "+name)
-		d.Merge = append(d.Merge, "SUM("+name+") AS "+name)
-		d.Columns = append(d.Columns, name)
-	}
-	add("__group_rows", "SUM(__sign)")
+	keyExprs := d.Grouped[:len(d.Keys)] // "<expr> AS __g0", ..., the window's bounds
+
+	// The columns: kind, keys, partial sums, value columns, value count.
+	type col struct{ name, partial, value string } // partial: its delta in an A row; value: in a V row
+	var partials, values []col
+	partials = append(partials, col{name: "__group_rows", partial: "SUM(__sign)"})
+	var valueAgg []int // the aggregate index of each value column
 	d.Items = d.Items[:0]
-	aggs := 0
-	for _, it := range g.Items {
+	for ai, it := range g.Items {
 		switch {
 		case it.Window:
 			d.Items = append(d.Items, "STRUCT(__window_start AS `start`, __window_end AS `end`) AS "+q(it.Name))
@@ -67,28 +63,114 @@ func newGoldState(g *flow.BoundGold, loc catalog.Location) (goldStateData, error
 			d.Items = append(d.Items, fmt.Sprintf("__g%d AS %s", it.Group, q(it.Name)))
 			continue
 		}
-		n, s, c := partials(it, aggs)
-		aggs++
+		n, sum, c, v := fmt.Sprintf("__n%d", ai), fmt.Sprintf("__s%d", ai), fmt.Sprintf("__c%d", ai), fmt.Sprintf("__v%d", ai)
+		of := func(x string) string { return fmt.Sprintf("IF(__agg = %d, %s, NULL)", ai, x) }
+		var out string
 		switch {
 		case it.Aggregate == "COUNT(*)":
-			d.Items = append(d.Items, "__group_rows AS "+q(it.Name))
+			out = "SUM(__group_rows)"
 		case it.Func == "COUNTIF":
-			add(c, fmt.Sprintf("SUM(IF(%s, __sign, 0))", it.Arg))
-			d.Items = append(d.Items, c+" AS "+q(it.Name))
-		case it.Func == "COUNT":
-			add(n, fmt.Sprintf("SUM(IF(%s IS NULL, 0, __sign))", it.Arg))
-			d.Items = append(d.Items, n+" AS "+q(it.Name))
-		case it.Func == "SUM" || it.Func == "AVG":
-			add(n, fmt.Sprintf("SUM(IF(%s IS NULL, 0, __sign))", it.Arg))
-			add(s, fmt.Sprintf("SUM(__sign * %s)", it.Arg))
+			partials = append(partials, col{name: c, partial: fmt.Sprintf("SUM(IF(%s, __sign, 0))", it.Arg)})
+			out = "SUM(" + c + ")"
+		case it.Func == "COUNT" && !it.Distinct:
+			partials = append(partials, col{name: n, partial: fmt.Sprintf("SUM(IF(%s IS NULL, 0, __sign))", it.Arg)})
+			out = "SUM(" + n + ")"
+		case !it.ByValue(): // SUM, AVG of integers and NUMERIC
+			partials = append(partials, col{name: n, partial: fmt.Sprintf("SUM(IF(%s IS NULL, 0, __sign))", it.Arg)},
+				col{name: sum, partial: fmt.Sprintf("SUM(__sign * %s)", it.Arg)})
 			// SUM of no values is NULL; AVG divides as BigQuery's AVG
 			// types its result (INT64 / INT64 is FLOAT64, NUMERIC stays).
-			if it.Func == "SUM" {
-				d.Items = append(d.Items, fmt.Sprintf("IF(%s = 0, NULL, %s) AS %s", n, s, q(it.Name)))
-			} else {
-				d.Items = append(d.Items, fmt.Sprintf("IF(%s = 0, NULL, %s / %s) AS %s", n, s, n, q(it.Name)))
+			out = fmt.Sprintf("IF(SUM(%s) = 0, NULL, SUM(%s))", n, sum)
+			if it.Func == "AVG" {
+				out = fmt.Sprintf("IF(SUM(%s) = 0, NULL, SUM(%s) / SUM(%s))", n, sum, n)
+			}
+		default:
+			values = append(values, col{name: v, value: it.Arg})
+			valueAgg = append(valueAgg, ai)
+			switch it.Func {
+			case "MIN", "ANY_VALUE": // any value is one: the least
+				out = "MIN(" + of(v) + ")"
+			case "MAX":
+				out = "MAX(" + of(v) + ")"
+			case "LOGICAL_AND", "LOGICAL_OR":
+				out = it.Func + "(" + of(v) + ")"
+			case "COUNT", "APPROX_COUNT_DISTINCT": // distinct values: exact
+				out = fmt.Sprintf("COUNTIF(__agg = %d)", ai)
+			case "SUM":
+				out = "SUM(" + of(v+" * __vcount") + ")"
+			case "AVG":
+				out = fmt.Sprintf("SUM(%s) / SUM(%s)", of(v+" * __vcount"), of("__vcount"))
 			}
 		}
+		d.Items = append(d.Items, out+" AS "+q(it.Name))
+	}
+	op := catalog.ColStateOp
+	d.Columns = append([]string{op}, d.Keys...)
+	for _, p := range partials {
+		d.Columns = append(d.Columns, p.name)
+	}
+	d.Columns = append(d.Columns, "__agg")
+	for _, v := range values {
+		d.Columns = append(d.Columns, v.name)
+	}
+	d.Columns = append(d.Columns, "__vcount")
+
+	// The delta: one SELECT of partial sums, one per value aggregate.
+	from := "source_rows"
+	if g.Window != nil {
+		from = "windowed"
+	}
+	ordinals := func(n int) string {
+		var o []string
+		for i := 2; i < 2+n; i++ {
+			o = append(o, fmt.Sprint(i))
+		}
+		return strings.Join(o, ", ")
+	}
+	sel := []string{"'A' AS " + op}
+	sel = append(sel, keyExprs...)
+	for _, p := range partials {
+		sel = append(sel, p.partial+" AS "+p.name)
+	}
+	sel = append(sel, "CAST(NULL AS INT64) AS __agg")
+	for _, v := range values {
+		sel = append(sel, "NULL AS "+v.name)
+	}
+	sel = append(sel, "CAST(NULL AS INT64) AS __vcount")
+	d.Delta = append(d.Delta, fmt.Sprintf("SELECT %s\n    FROM %s\n    GROUP BY %s", strings.Join(sel, ", "), from, ordinals(len(d.Keys))))
+	for vi, v := range values {
+		sel := []string{"'V' AS " + op}
+		sel = append(sel, keyExprs...)
+		for _, p := range partials {
+			sel = append(sel, "NULL AS "+p.name)
+		}
+		sel = append(sel, fmt.Sprintf("%d AS __agg", valueAgg[vi]))
+		for vj, w := range values {
+			if vj == vi {
+				sel = append(sel, w.value+" AS "+w.name)
+			} else {
+				sel = append(sel, "NULL AS "+w.name)
+			}
+		}
+		sel = append(sel, "SUM(__sign) AS __vcount")
+		d.Delta = append(d.Delta, fmt.Sprintf("SELECT %s\n    FROM %s\n    WHERE %s IS NOT NULL\n    GROUP BY %s, %d",
+			strings.Join(sel, ", "), from, v.value, ordinals(len(d.Keys)), 2+len(d.Keys)+len(partials)+1+vi))
+	}
+	// Merged: the same columns, grouped by kind, keys and value.
+	d.Merge = append(d.Merge, op)
+	d.Merge = append(d.Merge, d.Keys...)
+	for _, p := range partials {
+		d.Merge = append(d.Merge, "SUM("+p.name+") AS "+p.name)
+	}
+	d.Merge = append(d.Merge, "__agg")
+	for _, v := range values {
+		d.Merge = append(d.Merge, v.name)
+	}
+	d.Merge = append(d.Merge, "SUM(__vcount) AS __vcount")
+	d.MergeBy = append([]string{op}, d.Keys...)
+	d.MergeBy = append(d.MergeBy, "__agg")
+	for _, v := range values {
+		d.MergeBy = append(d.MergeBy, v.name)
 	}
 	return d, nil
 }

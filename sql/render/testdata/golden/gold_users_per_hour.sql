@@ -142,44 +142,41 @@ WHERE UNIX_MICROS(__gen) = __newest
     )
     WHERE __start + 3600000000 > __t
   ),
+  -- Each group's partial sums (kind A) and, for the aggregates kept by
+  -- value, the count of each distinct value (kind V, one aggregate per
+  -- row: __agg), signed.
   delta AS (
-    SELECT
-      `city` AS __g0,
-      __window_start,
-      __window_end,
-      SUM(__sign) AS __group_rows,
-      SUM(IF(`name` IS NULL, 0, __sign)) AS __n1,
-      SUM(IF(`userId` IS NULL, 0, __sign)) AS __n2,
-      SUM(__sign * `userId`) AS __s2,
-      SUM(IF(`userId` IS NULL, 0, __sign)) AS __n3,
-      SUM(__sign * `userId`) AS __s3,
-      SUM(IF(`name` IS NULL, __sign, 0)) AS __c4
+    SELECT 'A' AS __op, `city` AS __g0, __window_start, __window_end, SUM(__sign) AS __group_rows, SUM(IF(`name` IS NULL, 0, __sign)) AS __n3, SUM(IF(`userId` IS NULL, 0, __sign)) AS __n4, SUM(__sign * `userId`) AS __s4, SUM(IF(`userId` IS NULL, 0, __sign)) AS __n5, SUM(__sign * `userId`) AS __s5, SUM(IF(`name` IS NULL, __sign, 0)) AS __c6, CAST(NULL AS INT64) AS __agg, CAST(NULL AS INT64) AS __vcount
     FROM windowed
-    GROUP BY 1, 2, 3
+    GROUP BY 2, 3, 4
   ),
   merged AS (
     SELECT
+      __op,
       __g0,
       __window_start,
       __window_end,
       SUM(__group_rows) AS __group_rows,
-      SUM(__n1) AS __n1,
-      SUM(__n2) AS __n2,
-      SUM(__s2) AS __s2,
       SUM(__n3) AS __n3,
-      SUM(__s3) AS __s3,
-      SUM(__c4) AS __c4
+      SUM(__n4) AS __n4,
+      SUM(__s4) AS __s4,
+      SUM(__n5) AS __n5,
+      SUM(__s5) AS __s5,
+      SUM(__c6) AS __c6,
+      __agg,
+      SUM(__vcount) AS __vcount
     FROM (
       SELECT * FROM delta
     )
-    GROUP BY 1, 2, 3
+    GROUP BY __op, __g0, __window_start, __window_end, __agg
   ),
+  -- A group with no row left, and a value no row holds, go.
   live AS (
-    SELECT * FROM merged WHERE __group_rows != 0
+    SELECT * FROM merged WHERE (__op = 'A' AND __group_rows != 0) OR (__op = 'V' AND __vcount != 0)
   )
--- Every row carries the position; with no group left, one row of NULLs
+-- Every row carries the position; with nothing left, one row of NULLs
 -- (__op 'W') keeps it.
-SELECT IF(live.__group_rows IS NULL, 'W', 'A') AS __op, live.*, GREATEST(reached.__wg, LEAST(TIMESTAMP '9999-12-31 00:00:00+00:00', feed_until.__until)) AS __watermark
+SELECT IFNULL(live.__op, 'W') AS __op, live.* EXCEPT (__op), GREATEST(reached.__wg, LEAST(TIMESTAMP '9999-12-31 00:00:00+00:00', feed_until.__until)) AS __watermark
 FROM reached
 CROSS JOIN feed_until
 LEFT JOIN live ON TRUE
@@ -278,46 +275,43 @@ WHERE UNIX_MICROS(__gen) = __newest
     )
     WHERE __start + 3600000000 > __t
   ),
+  -- Each group's partial sums (kind A) and, for the aggregates kept by
+  -- value, the count of each distinct value (kind V, one aggregate per
+  -- row: __agg), signed.
   delta AS (
-    SELECT
-      `city` AS __g0,
-      __window_start,
-      __window_end,
-      SUM(__sign) AS __group_rows,
-      SUM(IF(`name` IS NULL, 0, __sign)) AS __n1,
-      SUM(IF(`userId` IS NULL, 0, __sign)) AS __n2,
-      SUM(__sign * `userId`) AS __s2,
-      SUM(IF(`userId` IS NULL, 0, __sign)) AS __n3,
-      SUM(__sign * `userId`) AS __s3,
-      SUM(IF(`name` IS NULL, __sign, 0)) AS __c4
+    SELECT 'A' AS __op, `city` AS __g0, __window_start, __window_end, SUM(__sign) AS __group_rows, SUM(IF(`name` IS NULL, 0, __sign)) AS __n3, SUM(IF(`userId` IS NULL, 0, __sign)) AS __n4, SUM(__sign * `userId`) AS __s4, SUM(IF(`userId` IS NULL, 0, __sign)) AS __n5, SUM(__sign * `userId`) AS __s5, SUM(IF(`name` IS NULL, __sign, 0)) AS __c6, CAST(NULL AS INT64) AS __agg, CAST(NULL AS INT64) AS __vcount
     FROM windowed
-    GROUP BY 1, 2, 3
+    GROUP BY 2, 3, 4
   ),
   merged AS (
     SELECT
+      __op,
       __g0,
       __window_start,
       __window_end,
       SUM(__group_rows) AS __group_rows,
-      SUM(__n1) AS __n1,
-      SUM(__n2) AS __n2,
-      SUM(__s2) AS __s2,
       SUM(__n3) AS __n3,
-      SUM(__s3) AS __s3,
-      SUM(__c4) AS __c4
+      SUM(__n4) AS __n4,
+      SUM(__s4) AS __s4,
+      SUM(__n5) AS __n5,
+      SUM(__s5) AS __s5,
+      SUM(__c6) AS __c6,
+      __agg,
+      SUM(__vcount) AS __vcount
     FROM (
-      SELECT __g0, __window_start, __window_end, __group_rows, __n1, __n2, __s2, __n3, __s3, __c4 FROM base WHERE __op = 'A'
+      SELECT __op, __g0, __window_start, __window_end, __group_rows, __n3, __n4, __s4, __n5, __s5, __c6, __agg, __vcount FROM base WHERE __op IN ('A', 'V')
       UNION ALL
       SELECT * FROM delta
     )
-    GROUP BY 1, 2, 3
+    GROUP BY __op, __g0, __window_start, __window_end, __agg
   ),
+  -- A group with no row left, and a value no row holds, go.
   live AS (
-    SELECT * FROM merged WHERE __group_rows != 0
+    SELECT * FROM merged WHERE (__op = 'A' AND __group_rows != 0) OR (__op = 'V' AND __vcount != 0)
   )
--- Every row carries the position; with no group left, one row of NULLs
+-- Every row carries the position; with nothing left, one row of NULLs
 -- (__op 'W') keeps it.
-SELECT IF(live.__group_rows IS NULL, 'W', 'A') AS __op, live.*, GREATEST(reached.__wg, LEAST(TIMESTAMP '2026-11-30 08:00:00+00:00', feed_until.__until)) AS __watermark
+SELECT IFNULL(live.__op, 'W') AS __op, live.* EXCEPT (__op), GREATEST(reached.__wg, LEAST(TIMESTAMP '2026-11-30 08:00:00+00:00', feed_until.__until)) AS __watermark
 FROM reached
 CROSS JOIN feed_until
 LEFT JOIN live ON TRUE
@@ -334,13 +328,15 @@ SELECT * FROM (
 SELECT
   STRUCT(__window_start AS `start`, __window_end AS `end`) AS `hour`,
   __g0 AS `city`,
-  __group_rows AS `users`,
-  __n1 AS `named`,
-  IF(__n2 = 0, NULL, __s2) AS `ids`,
-  IF(__n3 = 0, NULL, __s3 / __n3) AS `mean_id`,
-  __c4 AS `unnamed`
+  SUM(__group_rows) AS `users`,
+  SUM(__n3) AS `named`,
+  IF(SUM(__n4) = 0, NULL, SUM(__s4)) AS `ids`,
+  IF(SUM(__n5) = 0, NULL, SUM(__s5) / SUM(__n5)) AS `mean_id`,
+  SUM(__c6) AS `unnamed`
 FROM `my-project`.`cdc`.`users_per_hour__state`
-WHERE __op = 'A'
+WHERE __op IN ('A', 'V')
+GROUP BY __g0, __window_start, __window_end
+HAVING SUM(__group_rows) > 0
 )
 WHERE `users` > 0
 ;
