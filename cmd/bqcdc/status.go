@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/bqcdc/bqcdc/internal/catalog"
@@ -47,7 +48,7 @@ func runStatus(ctx context.Context, args []string) error {
 		return err
 	}
 	start := time.Now()
-	rep, err := status.GatherWith(ctx, bq, catalog.Location{Project: t.bq.Project, DefaultDataset: t.dataset}, flows, status.Options{Lister: lister})
+	rep, err := status.GatherWith(ctx, bq, catalog.Location{Project: t.bq.Project, DefaultDataset: t.dataset}, flows, status.Options{Lister: lister, Golds: goldsOf(t.golds, flows)})
 	if err != nil {
 		return err
 	}
@@ -106,4 +107,19 @@ func selectFlows(flows []*flow.Flow, byName, bySource []string) ([]*flow.Flow, e
 		}
 	}
 	return out, nil
+}
+
+// goldsOf keeps the materialized views over the selected flows' targets
+// and topics.
+func goldsOf(golds []*flow.Gold, flows []*flow.Flow) []*flow.Gold {
+	var out []*flow.Gold
+	for _, g := range golds {
+		for _, f := range flows {
+			if strings.EqualFold(f.Target.Table, g.From.Table) && strings.EqualFold(f.Target.Dataset, g.From.Dataset) || !f.IsSnapshot() && g.Stream.Name == f.Source.Name {
+				out = append(out, g)
+				break
+			}
+		}
+	}
+	return out
 }

@@ -36,6 +36,20 @@ func Write(w io.Writer, r Report) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", f.Flow, f.Source, clock(f.NewestSourceTS), lag, ago(r.At, f.LastIngestedAt),
 			tail, run, events, jobs, billed, ago(r.At, f.LastCompactedAt), dead)
 	}
+	if len(r.Golds) > 0 {
+		fmt.Fprintln(tw)
+		fmt.Fprintln(tw, "MATERIALIZED VIEW\tREADS\tEXACT NOW\tREFRESHED (<view>_refreshed)")
+		for _, g := range r.Golds {
+			refreshed := "no (not kept by compaction)"
+			switch {
+			case g.Refreshed && g.RefreshedTo.IsZero():
+				refreshed = "not yet refreshed by compaction"
+			case g.Refreshed:
+				refreshed = fmt.Sprintf("to %s (%s behind)", clock(g.RefreshedTo), Age(r.At.Sub(g.RefreshedTo)))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", g.View, g.Source, "yes", refreshed)
+		}
+	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "SOURCE\tCHANGELOG\tROWS\tSIZE\tSTREAMING\tLAST APPEND")
 	for _, s := range r.Sources {

@@ -17,6 +17,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -101,6 +102,19 @@ type Options struct {
 	// ReadSources: up to this many sources are read one by one (0:
 	// DefaultReadSources).
 	ReadSources int
+	// Golds are the materialized views to report (one metadata read each).
+	Golds []*flow.Gold
+}
+
+// Gold is the status of a materialized view: exact now by construction,
+// its refreshed table as of the position its label records.
+type Gold struct {
+	View   string `json:"view"`
+	Source string `json:"source"` // the target or STREAM(topic) it reads
+	// Refreshed: compaction keeps <view>_refreshed; RefreshedTo is the
+	// change feed position its last refresh reached (zero: never).
+	Refreshed   bool      `json:"refreshed"`
+	RefreshedTo time.Time `json:"refreshed_to,omitempty"`
 }
 
 // DefaultReadSources is Options.ReadSources' default.
@@ -121,6 +135,7 @@ type Report struct {
 	Dataset     string        `json:"dataset"`
 	At          time.Time     `json:"at"`
 	Flows       []Flow        `json:"flows"`
+	Golds       []Gold        `json:"materialized_views,omitempty"`
 	Sources     []Source      `json:"sources"`
 	DeadLetters []DeadLetters `json:"dead_letters_1d"`
 	Problems    []Problem     `json:"problems"`
@@ -185,7 +200,28 @@ func GatherWith(ctx context.Context, bq *bigquery.Client, loc catalog.Location, 
 	if rep.DeadLetters, err = deadLetters(ctx, bq, loc); err != nil {
 		return rep, err
 	}
+	for _, g := range o.Golds {
+		rep.Golds = append(rep.Golds, gold(ctx, bq, loc, g))
+	}
 	return rep, nil
+}
+
+// gold reads a materialized view's state table's label: a refreshed view
+// has one (bqcdc apply makes it).
+func gold(ctx context.Context, bq *bigquery.Client, loc catalog.Location, g *flow.Gold) Gold {
+	out := Gold{View: g.Name.String(), Source: g.From.String()}
+	if g.Stream.Name != "" {
+		out.Source = "STREAM(" + g.Stream.Name + ")"
+	}
+	md, err := bq.Dataset(loc.GoldDataset(g)).Table(catalog.GoldStateName(g)).Metadata(ctx)
+	if err != nil {
+		return out // not refreshed by compaction (or not applied yet)
+	}
+	out.Refreshed = true
+	if us, err := strconv.ParseInt(md.Labels[catalog.LabelWatermark], 10, 64); err == nil {
+		out.RefreshedTo = time.UnixMicro(us).UTC()
+	}
+	return out
 }
 
 func read(ctx context.Context, bq *bigquery.Client, sql string) ([]map[string]bigquery.Value, error) {

@@ -133,3 +133,29 @@ func TestAgeAndBytes(t *testing.T) {
 		}
 	}
 }
+
+// Materialized views are listed with what they read and how far their
+// refreshed table is.
+func TestWriteGolds(t *testing.T) {
+	r := sample()
+	r.Golds = []Gold{
+		{View: "orders_per_day", Source: "orders", Refreshed: true, RefreshedTo: r.At.Add(-3 * time.Minute)},
+		{View: "sessions", Source: "orders"},
+		{View: "events", Source: "STREAM(db.a)", Refreshed: true},
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		"MATERIALIZED VIEW  READS         EXACT NOW  REFRESHED (<view>_refreshed)",
+		"orders_per_day     orders        yes        to 2026-05-01 11:57:00 (3m00s behind)",
+		"sessions           orders        yes        no (not kept by compaction)",
+		"events             STREAM(db.a)  yes        not yet refreshed by compaction",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
