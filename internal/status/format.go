@@ -45,7 +45,7 @@ func Write(w io.Writer, r Report) error {
 			case g.Refreshed && g.RefreshedTo.IsZero():
 				refreshed = "not yet refreshed by compaction"
 			case g.Refreshed:
-				refreshed = fmt.Sprintf("to %s (%s behind)", clock(g.RefreshedTo), Age(r.At.Sub(g.RefreshedTo)))
+				refreshed = fmt.Sprintf("to %s (%s ago)", clock(g.RefreshedTo), Age(r.At.Sub(g.RefreshedTo)))
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", g.View, g.Source, "yes", refreshed)
 		}

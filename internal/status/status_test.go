@@ -150,7 +150,7 @@ func TestWriteGolds(t *testing.T) {
 	out := buf.String()
 	for _, want := range []string{
 		"MATERIALIZED VIEW  READS         EXACT NOW  REFRESHED (<view>_refreshed)",
-		"orders_per_day     orders        yes        to 2026-05-01 11:57:00 (3m00s behind)",
+		"orders_per_day     orders        yes        to 2026-05-01 11:57:00 (3m00s ago)",
 		"sessions           orders        yes        no (not kept by compaction)",
 		"events             STREAM(db.a)  yes        not yet refreshed by compaction",
 	} {
