@@ -70,17 +70,37 @@ func Golds(ctx context.Context, bq *bigquery.Client, loc catalog.Location, golds
 func goldState(ctx context.Context, bq *bigquery.Client, loc catalog.Location, g *flow.BoundGold, rep *Report) error {
 	ds := loc.GoldDataset(g.Gold)
 	st := bq.Dataset(ds).Table(catalog.GoldStateName(g.Gold))
-	if _, err := st.Metadata(ctx); bqerror.NotFound(err) {
-		ddl, err := render.GoldRefresh(g, loc, render.Epoch, render.Epoch, true)
-		if err != nil {
-			return err
-		}
-		if err := runDDL(ctx, bq, ddl); err != nil {
-			return fmt.Errorf("creating the state of materialized view %s: %w", g.Name, err)
-		}
-		rep.add("table %s: created (the state of materialized view %s)", catalog.GoldStateName(g.Gold), g.Name)
-	} else if err != nil {
+	ddl, err := render.GoldRefresh(g, loc, render.Epoch, render.Epoch, true)
+	if err != nil {
+		return err
+	}
+	// The state's layout follows the view's definition: the label is the
+	// hash of the statement that makes it, and a state made for another
+	// definition is made again, from the whole change feed.
+	spec, err := render.GoldStateSpec(g, loc)
+	if err != nil {
+		return err
+	}
+	md, err := st.Metadata(ctx)
+	switch {
+	case err != nil && !bqerror.NotFound(err):
 		return fmt.Errorf("reading the state of materialized view %s: %w", g.Name, err)
+	case err == nil && md.Labels[catalog.SpecLabel] == spec:
+		rep.add("table %s: unchanged", catalog.GoldStateName(g.Gold))
+	default:
+		if err := runDDL(ctx, bq, ddl); err != nil {
+			return fmt.Errorf("making the state of materialized view %s: %w", g.Name, err)
+		}
+		var upd bigquery.TableMetadataToUpdate
+		upd.SetLabel(catalog.SpecLabel, spec)
+		if _, err := st.Update(ctx, upd, ""); err != nil {
+			return fmt.Errorf("labelling the state of materialized view %s: %w", g.Name, err)
+		}
+		what := "created"
+		if md != nil {
+			what = "made again for the view's new definition"
+		}
+		rep.add("table %s: %s (the state of materialized view %s, from the whole change feed)", catalog.GoldStateName(g.Gold), what, g.Name)
 	}
 	sql, err := render.GoldRefreshedView(g, loc)
 	if err != nil {

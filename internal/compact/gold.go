@@ -59,7 +59,14 @@ func (s *streamRun) refreshGolds(ctx context.Context, reached time.Time) error {
 			return err
 		}
 		if s.c.opts.DryRun == nil {
-			if err := s.c.wh.SetLabels(ctx, ds, table, map[string]string{catalog.LabelWatermark: strconv.FormatInt(reached.UnixMicro(), 10)}); err != nil {
+			// The replaced table lost its labels (BigQuery keeps none
+			// through CREATE OR REPLACE): the position, and the spec apply
+			// checks the layout by.
+			spec, err := render.GoldStateSpec(bg, s.c.loc)
+			if err != nil {
+				return err
+			}
+			if err := s.c.wh.SetLabels(ctx, ds, table, map[string]string{catalog.LabelWatermark: strconv.FormatInt(reached.UnixMicro(), 10), catalog.SpecLabel: spec}); err != nil {
 				return fmt.Errorf("labelling the state of materialized view %s: %w", g.Name, err)
 			}
 		}

@@ -1,6 +1,8 @@
 package render
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"time"
@@ -180,8 +182,8 @@ func newGoldState(g *flow.BoundGold, loc catalog.Location) (goldStateData, error
 // the state is known to hold (its label; the state's own is read in the
 // statement): it bounds the feed's read by a constant, so BigQuery prunes
 // the change table's older partitions. init renders the statement that
-// creates the state when it does not exist, from everything the feed
-// holds. The state reaches to, or where the feed is materialized if that
+// makes the state from everything the feed holds (apply runs it when the
+// state is missing or was laid out for another definition). The state reaches to, or where the feed is materialized if that
 // is sooner.
 func GoldRefresh(g *flow.BoundGold, loc catalog.Location, from, to time.Time, init bool) (string, error) {
 	d, err := newGoldState(g, loc)
@@ -202,6 +204,19 @@ func GoldRefresh(g *flow.BoundGold, loc catalog.Location, from, to time.Time, in
 		return "", fmt.Errorf("rendering the refresh of materialized view %s: %w", g.Name, err)
 	}
 	return buf.String(), nil
+}
+
+// GoldStateSpec is the value of catalog.SpecLabel on a materialized view's
+// state: a hash of the statement that makes it, so a state laid out for
+// another definition is told apart. A refresh replaces the table, which
+// drops its labels in BigQuery: compaction writes them again after it.
+func GoldStateSpec(g *flow.BoundGold, loc catalog.Location) (string, error) {
+	ddl, err := GoldRefresh(g, loc, Epoch, Epoch, true)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(ddl))
+	return hex.EncodeToString(sum[:16]), nil
 }
 
 // GoldRefreshedView renders <name>_refreshed: the materialized view as

@@ -200,6 +200,22 @@ func TestGoldViewsEqualTheirSelect(t *testing.T) {
 		}
 	}
 	checkRefreshed("after a repeated refresh")
+
+	// A changed definition: bqcdc apply makes its state again, from the
+	// whole change feed, and the refreshed view follows it at once.
+	old := "COUNT(*) AS n, SUM(qty) AS units\nFROM g_orders GROUP BY 1, 2;"
+	if !strings.Contains(goldTestFlows, old) {
+		t.Fatal("the test's g_per_hour moved")
+	}
+	changedText := strings.Replace(goldTestFlows, old, "COUNT(*) AS n, SUM(qty) AS units, COUNT(qty) AS with_qty\nFROM g_orders GROUP BY 1, 2;", 1)
+	for _, g := range e.ApplyGolds(t, "g.sql", changedText, bound) {
+		if g.Name.Table != "g_per_hour" {
+			continue
+		}
+		if diff, err := viewcheck.CheckGoldRefreshed(ctx, e.BQ, g, e.Loc); err != nil || diff != "" {
+			t.Errorf("g_per_hour_refreshed after its definition changed: %v\n%s", err, diff)
+		}
+	}
 }
 
 func mustSpec(t *testing.T, g *flow.BoundGold) model.GoldSpec {

@@ -58,7 +58,7 @@ WHERE `users` > 1
 -- BigQuery replaces the table whole or not at all, and it carries its own
 -- position, so a refresh repeated (after a crash) adds nothing twice, and
 -- of two at once the later leaves a state exact as of its position.
-CREATE TABLE IF NOT EXISTS `my-project`.`analytics`.`users_per_city__state`
+CREATE OR REPLACE TABLE `my-project`.`analytics`.`users_per_city__state`
 AS
 WITH
   reached AS (SELECT TIMESTAMP '1970-01-01 00:00:00+00' AS __wg),
