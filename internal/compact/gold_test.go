@@ -10,6 +10,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/api/googleapi"
 )
 
 // A run of a flow refreshes, right after its change feed, the state of
@@ -79,4 +80,35 @@ CREATE MATERIALIZED VIEW other AS SELECT v, COUNT(*) AS n FROM t1 GROUP BY v;
 
 func lit(t time.Time) string {
 	return "TIMESTAMP '" + t.UTC().Format("2006-01-02 15:04:05.999999") + "+00:00'"
+}
+
+// A view that cannot be refreshed (a permission, a definition BigQuery
+// refuses) does not hold its source flow back: the run is compacted and
+// labelled, the view stays where it was and the report says why.
+func TestRefreshFailureDoesNotFailTheFlow(t *testing.T) {
+	fake := newFake()
+	bound := testFlows(t, fake, 1, 1)
+	_, golds, err := flow.ParseAll("gold.sql", "CREATE MATERIALIZED VIEW per_v AS SELECT v, COUNT(*) AS n FROM t0 GROUP BY v;")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake.tables["cdc.per_v__state"] = &bigquery.TableMetadata{Labels: map[string]string{}}
+	fake.fail["per_v__state"] = failure{err: &googleapi.Error{Code: 403, Message: "Access Denied: Table p:cdc.per_v__state"}, times: -1}
+	now := t0
+	c := compactor(fake, &now, Options{Golds: golds})
+	changed(fake, "src0_changelog", 3, t0.Add(-time.Minute), 1, 2)
+	fake.first = t0.Add(-time.Minute)
+	rep := c.Run(context.Background(), bound)[0]
+	if rep.Outcome != Compacted || rep.Golds != 0 || len(rep.GoldErrors) != 1 || !strings.Contains(rep.GoldErrors[0], "Access Denied") {
+		t.Fatalf("%+v", rep)
+	}
+	if l := fake.labels("cdc.t0__state"); l[catalog.LabelWatermark] != us(t0.Add(-10*time.Second)) {
+		t.Errorf("the flow's labels: %v", l)
+	}
+	if l := fake.labels("cdc.per_v__state"); l[catalog.LabelWatermark] != "" {
+		t.Errorf("the view's state was labelled: %v", l)
+	}
+	if !strings.Contains(rep.Line(), "materialized view not refreshed: per_v: ") {
+		t.Errorf("line: %s", rep.Line())
+	}
 }

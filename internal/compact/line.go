@@ -13,8 +13,14 @@ func (r Report) Line() string {
 	s := fmt.Sprintf("%-22s %-11s read %d events (%d without sequence), %d keys, wrote %d rows, watermark %s -> %s, %d jobs, %d bytes billed, %s",
 		r.Flow, r.Outcome, r.EventsRead, r.WithoutSequence, r.KeysTouched, r.RowsWritten,
 		clock(r.WatermarkBefore), clock(r.WatermarkAfter), r.Jobs, r.BytesBilled, r.Duration.Round(time.Millisecond))
+	if r.Golds > 0 {
+		s += fmt.Sprintf(", %d materialized views refreshed", r.Golds)
+	}
 	if r.Error != "" {
 		s += "\n    error: " + r.Error
+	}
+	for _, e := range r.GoldErrors {
+		s += "\n    materialized view not refreshed: " + e
 	}
 	return s
 }
