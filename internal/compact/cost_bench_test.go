@@ -337,10 +337,22 @@ func benchGold(b *testing.B, bd *flow.Bound, keys, touched, groups int) {
 	r := newCostRun(keys, touched)
 	m, _, state, changes := costModel(b, bd, keys, r)
 	// The view's state: one row per group, its keys and partial sums.
-	goldCols := schema.Columns{{Name: "__g0", Type: schema.String}, {Name: "__window_start", Type: schema.Timestamp}, {Name: "__window_end", Type: schema.Timestamp},
-		{Name: catalog.ColStateOp, Type: schema.String}, {Name: catalog.ColStateWatermark, Type: schema.Timestamp}}
-	for _, p := range []string{"__group_rows", "__n1", "__n2", "__s2", "__n3", "__s3", "__c4"} {
-		goldCols = append(goldCols, schema.Column{Name: p, Type: schema.Int64})
+	// Its columns as the renderer lays them out: the group (a city), the
+	// window's bounds, the kind and position, and INT64 partial sums.
+	names, err := render.GoldStateColumns(g, costLoc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var goldCols schema.Columns
+	for _, n := range names {
+		c := schema.Column{Name: n, Type: schema.Int64}
+		switch {
+		case n == "__g0" || n == catalog.ColStateOp:
+			c.Type = schema.String
+		case n == "__window_start" || n == "__window_end" || n == catalog.ColStateWatermark:
+			c.Type = schema.Timestamp
+		}
+		goldCols = append(goldCols, c)
 	}
 	gold := cost.NewTable(cost.Name(costLoc.GoldState(g.Gold)), cost.Columns(goldCols, costShapes, costShape), "", "")
 	if err := gold.AddSpan(cost.Partition{}, cost.Null, cost.Null, int64(groups), 0); err != nil {

@@ -206,6 +206,16 @@ func GoldRefresh(g *flow.BoundGold, loc catalog.Location, from, to time.Time, in
 	return buf.String(), nil
 }
 
+// GoldStateColumns names the columns of a materialized view's state, in
+// order (the position last), for the cost model and tests.
+func GoldStateColumns(g *flow.BoundGold, loc catalog.Location) ([]string, error) {
+	d, err := newGoldState(g, loc)
+	if err != nil {
+		return nil, err
+	}
+	return append(d.Columns, catalog.ColStateWatermark), nil
+}
+
 // GoldStateSpec is the value of catalog.SpecLabel on a materialized view's
 // state: a hash of the statement that makes it, so a state laid out for
 // another definition is told apart. A refresh replaces the table, which
