@@ -72,7 +72,9 @@
 //     table functions: with compaction materializing change feeds (a large
 //     statement per flow and run) the e2e binary passed 2 GiB again, the
 //     same crash. The tests of what views and feeds fold to run in a binary
-//     of their own (internal/dev/e2e/folds), each with its own heap.
+//     of their own (internal/dev/e2e/folds), and those of materialized
+//     views in two more (internal/dev/e2e/goldprop and goldviews, after they took the e2e
+//     binary past 2 GiB once more), each with its own heap.
 //  14. A UNION ALL whose second operand gives another column a name the
 //     first operand uses was evaluated with the first operand's
 //     expressions (the bitemporal view's one-pass path got the wrong

@@ -1,7 +1,8 @@
 // Package goldprop holds the property test of materialized views (gold
 // flows) against the reference: random histories, compaction at random
-// points with crashes after every kind of step. It is its own test binary
-// (its own 10-minute go test budget) with its own local stack.
+// points with crashes after every kind of step. It is its own test binary,
+// with its own local stack, 10-minute go test budget and emulator analyzer
+// heap (internal/emulator, concession 13).
 package goldprop
 
 import (
