@@ -70,6 +70,12 @@ func QuoteString(s string) string {
 // renderExpr resolves and re-renders a condition. cols are the changelog
 // columns; refs collects the columns the condition reads.
 func renderExpr(e *Expr, clause string, cols schema.Columns, source sourceRef, refs map[string]bool) (string, *Error) {
+	// An expression that is one column is that column, even one named like
+	// a reserved word (at, from): nothing else can be meant.
+	if c, ok := soleColumn(e.toks, cols); ok {
+		refs[c.Name] = true
+		return QuoteIdent(c.Name), nil
+	}
 	var out []string
 	var fnStack []string // the function (or "") owning each open parenthesis
 	toks := e.toks

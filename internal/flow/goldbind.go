@@ -143,7 +143,7 @@ func BindGold(g *Gold, flows []*Bound, defaultDataset string) (*BoundGold, error
 		if err := checkRowExpr(e, "GROUP BY"); err != nil {
 			return fail(err)
 		}
-		sql, err := bg.rowExpr(e, "GROUP BY", src, refs)
+		sql, err := renderExpr(e, "GROUP BY", bg.Input, src, refs)
 		if err != nil {
 			return fail(err)
 		}
@@ -301,7 +301,7 @@ func (bg *BoundGold) item(i int, it GoldItem, groupOf map[string]int, itemGroup 
 		}
 		return GoldOutput{}, err
 	}
-	sql, err := bg.rowExpr(e, "SELECT", src, refs)
+	sql, err := renderExpr(e, "SELECT", bg.Input, src, refs)
 	if err != nil {
 		return GoldOutput{}, err
 	}
@@ -393,17 +393,12 @@ func (bg *BoundGold) aggregate(e *Expr, args []token, out *GoldOutput, src sourc
 	if err := checkRowExpr(arg, fn); err != nil {
 		return err
 	}
-	var sql string
+	sql, err := renderExpr(arg, fn, bg.Input, src, refs)
+	if err != nil {
+		return err
+	}
 	if c, ok := soleColumn(args, bg.Input); ok {
-		// One column, even one named like a reserved word (at, from):
-		// nothing else can be meant.
-		sql, out.ArgColumn = QuoteIdent(c.Name), c.Name
-		refs[c.Name] = true
-	} else {
-		var err *Error
-		if sql, err = renderExpr(arg, fn, bg.Input, src, refs); err != nil {
-			return err
-		}
+		out.ArgColumn = c.Name
 	}
 	out.Arg = sql
 	if c, ok := bg.Input.Lookup(out.ArgColumn); !ok || c.Type == schema.Float64 {
@@ -415,16 +410,6 @@ func (bg *BoundGold) aggregate(e *Expr, args []token, out *GoldOutput, src sourc
 		out.Aggregate = fn + "(" + sql + ")"
 	}
 	return nil
-}
-
-// rowExpr renders an expression of one source row: one column quoted as
-// it is, whatever its name, else by the rules of conditions.
-func (bg *BoundGold) rowExpr(e *Expr, clause string, src sourceRef, refs map[string]bool) (string, *Error) {
-	if c, ok := soleColumn(e.toks, bg.Input); ok {
-		refs[c.Name] = true
-		return QuoteIdent(c.Name), nil
-	}
-	return renderExpr(e, clause, bg.Input, src, refs)
 }
 
 // soleColumn reports whether toks are one column of cols.
