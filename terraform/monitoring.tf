@@ -27,6 +27,7 @@ locals {
     "bqcdc.compaction.bytes_billed"          = { kind = "CUMULATIVE", value = "INT64", unit = "By", labels = ["flow"], description = "Bytes BigQuery billed for compaction's jobs." }
     "bqcdc.compaction.unfolded_age"          = { kind = "GAUGE", value = "DOUBLE", unit = "s", labels = ["flow"], description = "After each run of a flow, how long changes may have waited to be folded (0 when nothing waits)." }
     "bqcdc.compaction.snapshot_rows_skipped" = { kind = "GAUGE", value = "INT64", unit = "{row}", labels = ["flow"], description = "Snapshot flows: rows of the snapshot table never applied (a late or NULL version), after each run that read it." }
+    "bqcdc.compaction.gold_age"              = { kind = "GAUGE", value = "DOUBLE", unit = "s", labels = ["view"], description = "After each run of a flow, for each materialized view over it that compaction refreshes: how far the position its _refreshed view holds trails the clock." }
   }
 
   ingest_subscriptions = "resource.type = \"pubsub_subscription\" AND resource.label.subscription_id = ends_with(\".bqcdc-ingest\")"
@@ -344,6 +345,7 @@ locals {
     ["Compaction duration p99 by flow (s)", "metric.type = \"workload.googleapis.com/bqcdc.compaction.duration\"", "ALIGN_DELTA", "REDUCE_PERCENTILE_99", ["metric.label.flow"], "LINE"],
     ["Unfolded age by flow (s)", "metric.type = \"workload.googleapis.com/bqcdc.compaction.unfolded_age\"", "ALIGN_MAX", "REDUCE_MAX", ["metric.label.flow"], "LINE"],
     ["Snapshot rows never applied by flow", "metric.type = \"workload.googleapis.com/bqcdc.compaction.snapshot_rows_skipped\"", "ALIGN_MAX", "REDUCE_MAX", ["metric.label.flow"], "LINE"],
+    ["Materialized views: refreshed age (s)", "metric.type = \"workload.googleapis.com/bqcdc.compaction.gold_age\"", "ALIGN_MAX", "REDUCE_MAX", ["metric.label.view"], "LINE"],
     ["Events compacted by flow", "metric.type = \"workload.googleapis.com/bqcdc.compaction.events\"", "ALIGN_DELTA", "REDUCE_SUM", ["metric.label.flow"], "STACKED_BAR"],
     ["Compaction query jobs by flow", "metric.type = \"workload.googleapis.com/bqcdc.compaction.jobs\"", "ALIGN_DELTA", "REDUCE_SUM", ["metric.label.flow"], "STACKED_BAR"],
     ["Bytes billed by compaction", "metric.type = \"workload.googleapis.com/bqcdc.compaction.bytes_billed\"", "ALIGN_DELTA", "REDUCE_SUM", ["metric.label.flow"], "STACKED_BAR"],

@@ -111,11 +111,19 @@ func runRender(ctx context.Context, args []string) error {
 		if g.Refreshable() == nil {
 			// Its state (as apply creates it), the refresh each compaction
 			// run of the source executes, and the refreshed view.
-			create, err := render.GoldRefresh(g, loc, render.Epoch, render.Epoch, true)
+			create, err := render.GoldRefresh(g, loc, render.GoldRange{Init: true, Run: "0"})
 			if err != nil {
 				return err
 			}
-			refresh, err := render.GoldRefresh(g, loc, render.Epoch, render.Epoch, false)
+			refresh, err := render.GoldRefresh(g, loc, render.GoldRange{From: render.Epoch, To: render.Epoch, Run: "0"})
+			if err != nil {
+				return err
+			}
+			maintain, err := render.GoldMaintain(g, loc, render.Epoch)
+			if err != nil {
+				return err
+			}
+			feed, err := render.GoldChangesFunction(g, loc)
 			if err != nil {
 				return err
 			}
@@ -123,9 +131,12 @@ func runRender(ctx context.Context, args []string) error {
 			if err != nil {
 				return err
 			}
-			sql += fmt.Sprintf("-- table %s.%s (made by bqcdc apply)\n%s;\n\n-- its refresh, as a compaction run executes it (from and to the run's positions)\n%s;\n\n-- view %s.%s\nCREATE OR REPLACE VIEW %s AS\n%s;\n\n",
-				loc.GoldDataset(g.Gold), catalog.GoldStateName(g.Gold), create, refresh,
-				loc.GoldDataset(g.Gold), catalog.GoldRefreshedName(g.Gold), loc.GoldRefreshed(g.Gold), view)
+			sql += fmt.Sprintf("-- table %s.%s (made by bqcdc apply)\n%s;\n\n"+
+				"-- its refresh, as a compaction run executes it (from and to the run's positions; a run with a large state first reads the touched groups and filters by them)\n%s;\n\n"+
+				"-- its maintenance, once a day (the horizon: the run's time less the change feed's retention)\n%s;\n\n-- view %s.%s\nCREATE OR REPLACE VIEW %s AS\n%s;\n\n-- table function %s.%s\n%s;\n\n",
+				loc.GoldDataset(g.Gold), catalog.GoldStateName(g.Gold), create, refresh, maintain,
+				loc.GoldDataset(g.Gold), catalog.GoldRefreshedName(g.Gold), loc.GoldRefreshed(g.Gold), view,
+				loc.GoldDataset(g.Gold), catalog.GoldChangesName(g.Gold), feed)
 		}
 		if *out == "" {
 			fmt.Print(sql)

@@ -2,6 +2,8 @@ package apply
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -32,8 +34,10 @@ func BindGolds(golds []*flow.Gold, bound []*flow.Bound, defaultDataset string) (
 
 // Golds creates or updates the view of every materialized view, after the
 // flows' objects (BigQuery checks a view's query against the views it
-// reads when it is created).
-func Golds(ctx context.Context, bq *bigquery.Client, loc catalog.Location, golds []*flow.BoundGold, rep *Report) error {
+// reads when it is created), and for those compaction refreshes their
+// state, <name>_refreshed and (unless opts.SkipTableFunctions) the change
+// feed <name>_changes.
+func Golds(ctx context.Context, bq *bigquery.Client, loc catalog.Location, golds []*flow.BoundGold, opts Options, rep *Report) error {
 	made := map[string]bool{}
 	for _, g := range golds {
 		ds := loc.GoldDataset(g.Gold)
@@ -57,7 +61,7 @@ func Golds(ctx context.Context, bq *bigquery.Client, loc catalog.Location, golds
 		if g.Refreshable() != nil {
 			continue
 		}
-		if err := goldState(ctx, bq, loc, g, rep); err != nil {
+		if err := goldState(ctx, bq, loc, g, opts, rep); err != nil {
 			return err
 		}
 	}
@@ -66,11 +70,12 @@ func Golds(ctx context.Context, bq *bigquery.Client, loc catalog.Location, golds
 
 // goldState creates the state of a materialized view that compaction
 // refreshes (from everything the source's change feed holds, so a view
-// added to a deployment is complete at once) and its <name>_refreshed view.
-func goldState(ctx context.Context, bq *bigquery.Client, loc catalog.Location, g *flow.BoundGold, rep *Report) error {
+// added to a deployment is complete at once), its <name>_refreshed view and
+// its change feed.
+func goldState(ctx context.Context, bq *bigquery.Client, loc catalog.Location, g *flow.BoundGold, opts Options, rep *Report) error {
 	ds := loc.GoldDataset(g.Gold)
 	st := bq.Dataset(ds).Table(catalog.GoldStateName(g.Gold))
-	ddl, err := render.GoldRefresh(g, loc, render.Epoch, render.Epoch, true)
+	ddl, err := render.GoldRefresh(g, loc, render.GoldRange{Init: true, Run: render.NewRun()})
 	if err != nil {
 		return err
 	}
@@ -101,6 +106,12 @@ func goldState(ctx context.Context, bq *bigquery.Client, loc catalog.Location, g
 			what = "made again for the view's new definition"
 		}
 		rep.add("table %s: %s (the state of materialized view %s, from the whole change feed)", catalog.GoldStateName(g.Gold), what, g.Name)
+		md = nil // its labels are gone
+	}
+	if !opts.SkipTableFunctions {
+		if err := goldChanges(ctx, bq, loc, g, st, md, rep); err != nil {
+			return err
+		}
 	}
 	sql, err := render.GoldRefreshedView(g, loc)
 	if err != nil {
@@ -112,6 +123,33 @@ func goldState(ctx context.Context, bq *bigquery.Client, loc catalog.Location, g
 		return err
 	}
 	return describeGold(ctx, t, g)
+}
+
+// goldChanges creates or replaces <name>_changes (DDL costs nothing),
+// unless the state's label says this DDL was applied (the emulator does not
+// implement routines.get: see Functions).
+func goldChanges(ctx context.Context, bq *bigquery.Client, loc catalog.Location, g *flow.BoundGold, st *bigquery.Table, md *bigquery.TableMetadata, rep *Report) error {
+	ddl, err := render.GoldChangesFunction(g, loc)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256([]byte(ddl))
+	hash := hex.EncodeToString(sum[:16])
+	name := catalog.GoldChangesName(g.Gold)
+	if md != nil && md.Labels[catalog.ViewFunctionsLabel] == hash {
+		rep.add("table function %s: unchanged", name)
+		return nil
+	}
+	if err := runDDL(ctx, bq, ddl); err != nil {
+		return fmt.Errorf("creating table function %s: %w", name, err)
+	}
+	var upd bigquery.TableMetadataToUpdate
+	upd.SetLabel(catalog.ViewFunctionsLabel, hash)
+	if _, err := st.Update(ctx, upd, ""); err != nil {
+		return fmt.Errorf("labelling the state of materialized view %s: %w", g.Name, err)
+	}
+	rep.add("table function %s: created or replaced (the change feed of materialized view %s)", name, g.Name)
+	return nil
 }
 
 // describeGold gives the view's columns what they are: the grouping, the

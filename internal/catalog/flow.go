@@ -279,6 +279,16 @@ func (l Location) GoldView(g *flow.Gold) string { return l.table(l.GoldDataset(g
 // <name>_refreshed.
 const GoldRefreshedSuffix = "_refreshed"
 
+// The columns of a materialized view's state that name its groups and
+// versions (the partial sums are the renderer's own: sql/render's
+// goldstate.go). A refresh appends a version of each group it touches;
+// per group only the newest version counts.
+const (
+	ColGoldGroup   = "__group"   // the group (its keys and window) as JSON text, computed by the statements (not stored)
+	ColGoldHash    = "__gkey"    // FARM_FINGERPRINT of __group, the clustering column of a view without a window: NULL on markers
+	ColGoldVersion = "__version" // the position the version is exact at (20 digits of microseconds), "-", the refresh's run
+)
+
 // GoldStateName and GoldRefreshedName are the ids of a materialized view's
 // state table and refreshed view.
 func GoldStateName(g *flow.Gold) string { return g.Name.Table + StateSuffix }
@@ -291,4 +301,13 @@ func (l Location) GoldState(g *flow.Gold) string { return l.table(l.GoldDataset(
 
 func (l Location) GoldRefreshed(g *flow.Gold) string {
 	return l.table(l.GoldDataset(g), GoldRefreshedName(g))
+}
+
+// GoldChangesName is the id of a materialized view's change feed, a table
+// function: <name>_changes.
+func GoldChangesName(g *flow.Gold) string { return g.Name.Table + ChangesSuffix }
+
+// GoldChanges is the quoted change feed of a materialized view, for SQL.
+func (l Location) GoldChanges(g *flow.Gold) string {
+	return l.table(l.GoldDataset(g), GoldChangesName(g))
 }

@@ -212,6 +212,16 @@ type Options struct {
 	// Golds are the deployment's materialized views: a run of a flow
 	// refreshes the state of those over it that retraction keeps (gold.go).
 	Golds []*flow.Gold
+	// GoldTouchedAbove: the refresh of a materialized view whose state
+	// holds more bytes than this first reads which groups the run touches,
+	// so that it reads those groups' blocks of the state only (default
+	// DefaultGoldTouchedAbove; negative: always). Below it, one statement
+	// reading the whole state costs less than two.
+	GoldTouchedAbove int64
+	// GoldFeedRetention is how far back a materialized view's change feed
+	// (<name>_changes) reaches: maintenance keeps the versions it compares
+	// for this long (default DefaultGoldFeedRetention; negative: none).
+	GoldFeedRetention time.Duration
 	// Metrics records each flow's run (outcome, duration, events, jobs,
 	// bytes billed, watermark age); nil records nothing.
 	Metrics *metrics.Recorder
@@ -248,6 +258,13 @@ func New(bq *bigquery.Client, loc catalog.Location, opts Options) *Compactor {
 const (
 	DefaultMaintainEvery  = 24 * time.Hour
 	DefaultMaintainMargin = time.Hour
+	// DefaultGoldTouchedAbove is where a state's blocks outweigh the 10 MB
+	// BigQuery bills at least for the touched groups' query (the cost
+	// benchmark's gold sub-benchmarks: a filtered refresh costs three 10 MB
+	// minimums, an unfiltered one two and the state).
+	DefaultGoldTouchedAbove = 32 << 20
+	// DefaultGoldFeedRetention: a week of a materialized view's changes.
+	DefaultGoldFeedRetention = 7 * 24 * time.Hour
 	// DefaultChangeSlice: a day of positions per statement.
 	DefaultChangeSlice = 24 * time.Hour
 	// DefaultLedgerSettle: longer than a deployment of the ingest function
@@ -284,6 +301,12 @@ func NewWith(wh Warehouse, objs Objects, loc catalog.Location, opts Options) *Co
 	}
 	if opts.MaintainMargin == 0 {
 		opts.MaintainMargin = DefaultMaintainMargin
+	}
+	if opts.GoldTouchedAbove == 0 {
+		opts.GoldTouchedAbove = DefaultGoldTouchedAbove
+	}
+	if opts.GoldFeedRetention == 0 {
+		opts.GoldFeedRetention = DefaultGoldFeedRetention
 	}
 	if opts.ChangeSlice == 0 {
 		opts.ChangeSlice = DefaultChangeSlice

@@ -2,6 +2,7 @@ package compact
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -47,12 +48,20 @@ func BenchmarkCompactionCost(b *testing.B) {
 			})
 		}
 	}
-	// A materialized view's refresh (gold): the same fixed delta of 100
-	// touched keys at 10k to 1M keys of source, 1,000 groups.
-	for _, keys := range []int{10_000, 100_000, 1_000_000} {
-		b.Run(fmt.Sprintf("gold/keys%dk/touched100", keys/1000), func(b *testing.B) {
-			benchGold(b, flows["scd1"], keys, 100, 1_000)
-		})
+	// A materialized view's refresh (gold): a fixed delta of 100 touched
+	// keys of a source of 1M keys, at 10k, 100k and 1M groups of the view's
+	// state, with the touched groups' filter the run reads first (past
+	// Options.GoldTouchedAbove) and without it.
+	// Two spreads of the touched groups: "recent", a window over a time
+	// that an update keeps (an order's date: the pre-image's window is the
+	// post-image's), and "scattered", a window over the time of the row's
+	// last change, whose pre-images fall anywhere in the history.
+	for _, groups := range []int{10_000, 100_000, 1_000_000} {
+		for _, spread := range []string{"recent", "scattered", "unfiltered"} {
+			b.Run(fmt.Sprintf("gold/groups%dk/touched100/%s", groups/1000, spread), func(b *testing.B) {
+				benchGold(b, flows["scd1"], 1_000_000, 100, groups, spread)
+			})
+		}
 	}
 	// The change feed's read side: <target>_changes(from, NULL) with from a
 	// few minutes before the end, at 30 and 300 days of history.
@@ -309,15 +318,23 @@ func benchFeedRead(b *testing.B, bd *flow.Bound, days int) {
 
 // benchGold prices the refresh of a materialized view over an SCD 1 flow
 // (sql/render/testdata's users_per_hour: COUNT, SUM, AVG, COUNTIF per city
-// and hour) after a run that touched keys: it reads the view's state (one
-// row per group) and the change rows of the run's range, never the
-// source's state. Reported: gold-state-bytes/run, change-bytes/run,
-// source-state-bytes/run (what the refresh reads of the flow's state: 0),
-// billed-bytes/run; and for comparison, read-bytes/refreshed (a read of
-// <name>_refreshed) and source-state-bytes (what the exact view, which
-// recomputes over the target, reads at least of the source's state: its
-// referenced columns).
-func benchGold(b *testing.B, bd *flow.Bound, keys, touched, groups int) {
+// and hour of _cdc_ingested_at) after a run that touched keys. Its state
+// holds a version per group, clustered by the window's start, the groups
+// spread over the history's hours; the run's change rows touch the current
+// hour (post-images) and, per touched key, the hour of its row before
+// (pre-images): that hour too ("recent"), or anywhere in the history
+// ("scattered", and "unfiltered", which reads every block, as a state
+// under Options.GoldTouchedAbove does). The refresh reads the state's
+// markers, the touched groups' blocks (by the literals of their window
+// starts, as compaction writes them in after asking) and the change rows
+// of the run's range, never the source's state. Reported: gold-state-bytes/run, change-bytes/run,
+// source-state-bytes/run (0), billed-bytes/run, touched-windows/run; and
+// gold-state-bytes (the whole state, which the refresh before versions
+// read and rewrote every run), read-bytes/refreshed (a read of
+// <name>_refreshed), maintain-bytes/day (the daily DELETE, billed for
+// every column of the state), feed-bytes/read (<name>_changes of the last
+// run's positions: the state's versions, whatever the range).
+func benchGold(b *testing.B, bd *flow.Bound, keys, touched, groups int, spread string) {
 	d, errs := flow.ParseDirAll("../../sql/render/testdata")
 	if len(errs) > 0 {
 		b.Fatal(errs)
@@ -336,36 +353,63 @@ func benchGold(b *testing.B, bd *flow.Bound, keys, touched, groups int) {
 	}
 	r := newCostRun(keys, touched)
 	m, _, state, changes := costModel(b, bd, keys, r)
-	// The view's state: one row per group, its keys and partial sums.
-	// Its columns as the renderer lays them out: the group (a city), the
-	// window's bounds, the kind and position, and INT64 partial sums.
+	// The view's state: its columns as the renderer lays them out (the
+	// group, its JSON, the window's bounds, the kind, position and
+	// version, and INT64 partial sums).
 	names, err := render.GoldStateColumns(g, costLoc)
 	if err != nil {
 		b.Fatal(err)
 	}
 	var goldCols schema.Columns
+	shapes := maps.Clone(costShapes)
+	shapes[catalog.ColGoldVersion] = cost.Shape{Len: 37} // 20 digits, "-", 16 hex digits
+	shapes[catalog.ColStateWatermark] = cost.Shape{}
 	for _, n := range names {
 		c := schema.Column{Name: n, Type: schema.Int64}
 		switch {
-		case n == "__g0" || n == catalog.ColStateOp:
+		case n == "__g0" || n == catalog.ColStateOp || n == catalog.ColGoldVersion:
 			c.Type = schema.String
 		case n == "__window_start" || n == "__window_end" || n == catalog.ColStateWatermark:
 			c.Type = schema.Timestamp
 		}
 		goldCols = append(goldCols, c)
 	}
-	gold := cost.NewTable(cost.Name(costLoc.GoldState(g.Gold)), cost.Columns(goldCols, costShapes, costShape), "", "")
-	if err := gold.AddSpan(cost.Partition{}, cost.Null, cost.Null, int64(groups), 0); err != nil {
-		b.Fatal(err)
+	gold := cost.NewTable(cost.Name(costLoc.GoldState(g.Gold)), cost.Columns(goldCols, shapes, costShape), "", "__window_start")
+	hours := int64(costHistoryDays * 24)
+	first := costNow.AddDate(0, 0, -costHistoryDays).Truncate(time.Hour)
+	must := func(err error) {
+		if err != nil {
+			b.Fatal(err)
+		}
 	}
+	must(gold.AddSpan(cost.Partition{}, cost.Null, cost.Null, 1, 0)) // the marker
+	must(gold.AddSpan(cost.Partition{}, cost.Timestamp(first), cost.Timestamp(first.Add(time.Duration(hours-1)*time.Hour)), int64(groups), 0))
 	m.Tables[gold.Name] = gold
 	// The run's change rows: an update's two images per touched key.
-	if err := changes.AddTimeRange(r.params.Watermark.Add(time.Microsecond), r.params.NewWatermark, int64(touched)*changeRowsPerEvent(bd), 0); err != nil {
-		b.Fatal(err)
+	must(changes.AddTimeRange(r.params.Watermark.Add(time.Microsecond), r.params.NewWatermark, int64(touched)*changeRowsPerEvent(bd), 0))
+	// The windows they touch: the current hour, and each touched key's
+	// hour before.
+	rng := rand.New(rand.NewPCG(3, 4))
+	seen := map[time.Time]bool{r.params.NewWatermark.Truncate(time.Hour): true}
+	if spread != "recent" {
+		for range touched {
+			seen[first.Add(time.Duration(rng.Int64N(hours))*time.Hour)] = true
+		}
 	}
-	var goldBytes, changeBytes, stateBytes, billed, readBytes int64
+	var windows []any
+	for w := range seen {
+		windows = append(windows, w)
+	}
+	slices.SortFunc(windows, func(a, b any) int { return a.(time.Time).Compare(b.(time.Time)) })
+	filter, filtered := "", spread != "unfiltered"
+	if filtered {
+		if filter, err = render.GoldTouchedFilter(g, windows); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var goldBytes, changeBytes, stateBytes, billed, readBytes, maintain, feedRead int64
 	for b.Loop() {
-		sql, err := render.GoldRefresh(g, costLoc, r.params.Watermark, r.params.NewWatermark, false)
+		sql, err := render.GoldRefresh(g, costLoc, render.GoldRange{From: r.params.Watermark, To: r.params.NewWatermark, Run: "bench", Touched: filter})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -374,6 +418,21 @@ func benchGold(b *testing.B, bd *flow.Bound, keys, touched, groups int) {
 			b.Fatal(err)
 		}
 		goldBytes, changeBytes, stateBytes, billed = e.Scanned(gold.Name), e.Scanned(changes.Name), e.Scanned(state.Name), e.Billed
+		if filtered {
+			// The question before: the change rows only.
+			sql, err := render.GoldTouched(g, costLoc, r.params.Watermark, r.params.NewWatermark)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if e, err = m.Estimate(sql); err != nil {
+				b.Fatal(err)
+			}
+			if e.Scanned(gold.Name) != 0 || e.Scanned(state.Name) != 0 {
+				b.Fatalf("the touched groups' query reads a state: %+v", e)
+			}
+			changeBytes += e.Scanned(changes.Name)
+			billed += e.Billed
+		}
 		if sql, err = render.GoldRefreshedView(g, costLoc); err != nil {
 			b.Fatal(err)
 		}
@@ -381,11 +440,28 @@ func benchGold(b *testing.B, bd *flow.Bound, keys, touched, groups int) {
 			b.Fatal(err)
 		}
 		readBytes = e.Scanned(gold.Name)
+		if sql, err = render.GoldMaintain(g, costLoc, costNow.Add(-DefaultGoldFeedRetention)); err != nil {
+			b.Fatal(err)
+		}
+		if e, err = m.Estimate(sql); err != nil {
+			b.Fatal(err)
+		}
+		maintain = e.Billed
+		if sql, err = render.GoldChangesQuery(g, costLoc, r.params.Watermark, time.Time{}); err != nil {
+			b.Fatal(err)
+		}
+		if e, err = m.Estimate(sql); err != nil {
+			b.Fatal(err)
+		}
+		feedRead = e.Scanned(gold.Name)
 	}
 	b.ReportMetric(float64(goldBytes), "gold-state-bytes/run")
 	b.ReportMetric(float64(changeBytes), "change-bytes/run")
 	b.ReportMetric(float64(stateBytes), "source-state-bytes/run")
 	b.ReportMetric(float64(billed), "billed-bytes/run")
+	b.ReportMetric(float64(len(windows)), "touched-windows/run")
+	b.ReportMetric(gold.Bytes(), "gold-state-bytes")
 	b.ReportMetric(float64(readBytes), "read-bytes/refreshed")
-	b.ReportMetric(float64(state.Bytes()), "source-state-bytes")
+	b.ReportMetric(float64(maintain), "maintain-bytes/day")
+	b.ReportMetric(float64(feedRead), "feed-bytes/read")
 }

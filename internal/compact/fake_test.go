@@ -31,6 +31,8 @@ type fakeBQ struct {
 	marker map[string]map[string]bigquery.Value
 	// first answers the query of a flow's first position (nil: none).
 	first bigquery.Value
+	// touched answers the query of the groups a refresh touches.
+	touched []bigquery.Value
 	// fail makes statements whose text holds the key fail with the error,
 	// the given number of times (-1: always).
 	fail map[string]failure
@@ -79,6 +81,12 @@ func (f *fakeBQ) Query(_ context.Context, sql string) (Result, error) {
 		return Result{Rows: []map[string]bigquery.Value{{}}}, nil
 	case "first":
 		return Result{Rows: []map[string]bigquery.Value{{"first_position": f.first}}}, nil
+	case "gold_touched":
+		var rows []map[string]bigquery.Value
+		for _, v := range f.touched {
+			rows = append(rows, map[string]bigquery.Value{"__cluster": v})
+		}
+		return Result{Rows: rows}, nil
 	case "ledger":
 		var rows []map[string]bigquery.Value
 		for src, until := range f.ledger {
@@ -129,6 +137,10 @@ func kindOfSQL(sql string) string {
 		return "ledger"
 	case strings.Contains(sql, "Refresh of a materialized view's state"):
 		return "gold"
+	case strings.Contains(sql, "The groups a refresh of the state would touch"):
+		return "gold_touched"
+	case strings.Contains(sql, "Maintenance of a materialized view's state"):
+		return "gold_maintain"
 	}
 	return "other"
 }

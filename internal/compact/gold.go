@@ -12,18 +12,26 @@ import (
 )
 
 // Materialized views (gold flows) compaction can refresh
-// (flow.BoundGold.Refreshable) have a state table, a row per group (and
-// per distinct value of the aggregates kept by value),
-// which a run of their source flow refreshes right after it materializes
-// the source's change feed: one statement reading the state and the feed's
-// new rows (a constant range of the change table), never the source's
-// state. The statement carries its own position (the state's rows hold
-// it), so a repeated run adds nothing twice; the label is only the
-// constant that prunes the change table, and lags the rows, never leads.
+// (flow.BoundGold.Refreshable) have a state table of versions: per group
+// (and per distinct value of the aggregates kept by value) the partial
+// sums as of a position of the source's change feed. A run of the source
+// flow, right after it materializes the change feed, appends a version of
+// each group the feed's new rows touch (one INSERT reading the feed's new
+// rows by a constant range, the state's markers and the touched groups'
+// rows, never the source's state); per group only the newest version
+// counts, and every version is exact as of its position, so a repeated or
+// concurrent refresh adds nothing twice. The label is only the constant
+// that prunes the change table: it lags the state, never leads it. A state
+// past Options.GoldTouchedAbove is first asked which groups the run
+// touches, so that the refresh reads only their blocks. Once a day, with
+// the flow's maintenance, the versions that no longer count are deleted,
+// but those the view's change feed compares within its retention
+// (Options.GoldFeedRetention).
 
 // refreshGolds refreshes the state of every refreshable materialized view
-// over the run's flow to the position its change feed reached.
-func (s *streamRun) refreshGolds(ctx context.Context, reached time.Time) error {
+// over the run's flow to the position its change feed reached, and
+// maintains it when maintain is set.
+func (s *streamRun) refreshGolds(ctx context.Context, reached time.Time, maintain bool) error {
 	for _, g := range s.c.opts.Golds {
 		bg, err := flow.BindGold(g, []*flow.Bound{s.t.b}, s.c.loc.DefaultDataset)
 		if err != nil || bg.Refreshable() != nil {
@@ -44,39 +52,77 @@ func (s *streamRun) refreshGolds(ctx context.Context, reached time.Time) error {
 		if us, err := strconv.ParseInt(md.Labels[catalog.LabelWatermark], 10, 64); err == nil {
 			from = time.UnixMicro(us).UTC()
 		}
-		if !reached.After(from) {
-			continue
+		at := from // the position the state holds after this run, as far as the label tells
+		if reached.After(from) {
+			if err := s.refreshGold(ctx, bg, md.NumBytes, from, reached); err != nil {
+				// After the flow's commit point: a view that cannot be
+				// refreshed (no permission on its dataset, a definition
+				// BigQuery refuses) must not hold its source flow back.
+				// It stays at its position, which bqcdc status shows.
+				s.c.opts.Log.Error("materialized view not refreshed", "event", "gold_refresh_failed", "view", g.Name.String(), "flow", s.t.b.Name, "error", err.Error())
+				s.rep.GoldErrors = append(s.rep.GoldErrors, fmt.Sprintf("%s: %v", g.Name, err))
+				if at.After(render.Epoch) {
+					s.c.opts.Metrics.GoldRefreshed(ctx, g.Name.String(), s.now.Sub(at))
+				}
+				continue
+			}
+			at = reached
+			if err := s.step(StepGold); err != nil {
+				return err
+			}
+			if s.c.opts.DryRun == nil {
+				if err := s.c.wh.SetLabels(ctx, ds, table, map[string]string{catalog.LabelWatermark: strconv.FormatInt(reached.UnixMicro(), 10)}); err != nil {
+					return fmt.Errorf("labelling the state of materialized view %s: %w", g.Name, err)
+				}
+			}
+			s.rep.Golds++
 		}
-		sql, err := render.GoldRefresh(bg, s.c.loc, from, reached, false)
-		if err != nil {
-			return err
+		if s.c.opts.DryRun == nil && at.After(render.Epoch) {
+			s.c.opts.Metrics.GoldRefreshed(ctx, g.Name.String(), s.now.Sub(at))
 		}
-		if _, err := s.c.exec(ctx, StepGold, sql, s.acct); err != nil {
-			// After the flow's commit point: a view that cannot be
-			// refreshed (no permission on its dataset, a definition
-			// BigQuery refuses) must not hold its source flow back. It
-			// stays at its position, which bqcdc status shows.
-			s.c.opts.Log.Error("materialized view not refreshed", "event", "gold_refresh_failed", "view", g.Name.String(), "flow", s.t.b.Name, "error", err.Error())
-			s.rep.GoldErrors = append(s.rep.GoldErrors, fmt.Sprintf("%s: %v", g.Name, err))
-			continue
-		}
-
-		if err := s.step(StepGold); err != nil {
-			return err
-		}
-		if s.c.opts.DryRun == nil {
-			// The replaced table lost its labels (BigQuery keeps none
-			// through CREATE OR REPLACE): the position, and the spec apply
-			// checks the layout by.
-			spec, err := render.GoldStateSpec(bg, s.c.loc)
+		if maintain {
+			sql, err := render.GoldMaintain(bg, s.c.loc, s.now.Add(-max(s.c.opts.GoldFeedRetention, 0)))
 			if err != nil {
 				return err
 			}
-			if err := s.c.wh.SetLabels(ctx, ds, table, map[string]string{catalog.LabelWatermark: strconv.FormatInt(reached.UnixMicro(), 10), catalog.SpecLabel: spec}); err != nil {
-				return fmt.Errorf("labelling the state of materialized view %s: %w", g.Name, err)
+			if _, err := s.c.exec(ctx, StepGC, sql, s.acct); err != nil {
+				// Versions that no longer count stay until the next day:
+				// the views read them the same.
+				s.c.opts.Log.Error("materialized view not maintained", "event", "gold_maintain_failed", "view", g.Name.String(), "flow", s.t.b.Name, "error", err.Error())
+				s.rep.GoldErrors = append(s.rep.GoldErrors, fmt.Sprintf("%s: maintenance: %v", g.Name, err))
 			}
 		}
-		s.rep.Golds++
 	}
 	return nil
+}
+
+// refreshGold appends the versions of the groups the feed's rows in (from,
+// to] touch. A state of more than Options.GoldTouchedAbove bytes is first
+// asked which groups those are (their clustering values), so the refresh
+// reads their blocks only.
+func (s *streamRun) refreshGold(ctx context.Context, g *flow.BoundGold, stateBytes int64, from, to time.Time) error {
+	r := render.GoldRange{From: from, To: to, Run: render.NewRun()}
+	if above := s.c.opts.GoldTouchedAbove; above < 0 || stateBytes > above {
+		sql, err := render.GoldTouched(g, s.c.loc, from, to)
+		if err != nil {
+			return err
+		}
+		res, err := s.c.query(ctx, sql, s.acct)
+		if err != nil {
+			return fmt.Errorf("reading the groups the refresh touches: %w", err)
+		}
+		values := make([]any, 0, len(res.Rows))
+		for _, row := range res.Rows {
+			values = append(values, row["__cluster"])
+		}
+		if r.Touched, err = render.GoldTouchedFilter(g, values); err != nil {
+			return err
+		}
+	}
+	sql, err := render.GoldRefresh(g, s.c.loc, r)
+	if err != nil {
+		return err
+	}
+	_, err = s.c.exec(ctx, StepGold, sql, s.acct)
+	return err
 }

@@ -2,6 +2,7 @@ package compact
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,13 +15,14 @@ import (
 )
 
 // A run of a flow refreshes, right after its change feed, the state of
-// each materialized view over it that retraction keeps: one statement
-// reading the feed from the state's label (a constant that prunes the
-// change table) to the position the feed reached, then the label. A view
+// each materialized view over it that retraction keeps: one INSERT of the
+// touched groups' new versions, reading the feed from the state's label (a
+// constant that prunes the change table) to the position the feed reached,
+// then the label. A view
 // compaction does not refresh, one over another flow, and one whose state
 // apply has not made yet are left alone; a crash after the refresh leaves
-// the label, so the next run refreshes from where it did (the statement
-// reads the state's own position, so nothing is counted twice).
+// the label, so the next run refreshes from where it did (a group's new
+// rows are those after its newest version, so nothing is counted twice).
 func TestRunRefreshesMaterializedViews(t *testing.T) {
 	fake := newFake()
 	bound := testFlows(t, fake, 2, 1)
@@ -54,7 +56,7 @@ CREATE MATERIALIZED VIEW other AS SELECT v, COUNT(*) AS n FROM t1 GROUP BY v;
 	}
 	refresh := fake.queries[4]
 	w := t0.Add(-10 * time.Second)
-	for _, want := range []string{"CREATE OR REPLACE TABLE `p`.`cdc`.`per_v__state`",
+	for _, want := range []string{"INSERT INTO `p`.`cdc`.`per_v__state`",
 		"`_commit_position` > IFNULL(" + lit(feedBefore), "`_commit_position` <= " + lit(w), "LEAST(" + lit(w)} {
 		if !strings.Contains(refresh, want) {
 			t.Errorf("the refresh lacks %q:\n%s", want, refresh)
@@ -110,5 +112,54 @@ func TestRefreshFailureDoesNotFailTheFlow(t *testing.T) {
 	}
 	if !strings.Contains(rep.Line(), "materialized view not refreshed: per_v: ") {
 		t.Errorf("line: %s", rep.Line())
+	}
+}
+
+// The refresh of a large state first asks which groups the run touches
+// (their clustering values), and reads only their blocks: a constant filter
+// in the refresh. A small state is read whole, in one statement. Once a
+// day, with the flow's maintenance, the versions that no longer count go.
+func TestRefreshOfALargeStateReadsTheTouchedGroups(t *testing.T) {
+	fake := newFake()
+	bound := testFlows(t, fake, 1, 1)
+	_, golds, err := flow.ParseAll("gold.sql", "CREATE MATERIALIZED VIEW per_v AS SELECT v, COUNT(*) AS n FROM t0 GROUP BY v;")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake.tables["cdc.per_v__state"] = &bigquery.TableMetadata{NumBytes: 1 << 30, Labels: map[string]string{}}
+	fake.touched = []bigquery.Value{int64(-5), int64(9)}
+	now := t0
+	c := compactor(fake, &now, Options{Golds: golds})
+	changed(fake, "src0_changelog", 3, t0.Add(-time.Minute), 1, 2)
+	fake.first = t0.Add(-time.Minute)
+	if rep := c.Run(context.Background(), bound)[0]; rep.Outcome != Compacted || rep.Golds != 1 {
+		t.Fatalf("%+v", rep)
+	}
+	k := fake.kinds()
+	if d := cmp.Diff([]string{"gold_touched", "gold"}, k[len(k)-2:]); d != "" {
+		t.Fatalf("statements %v (-want +got):\n%s", k, d)
+	}
+	if refresh := fake.queries[len(k)-1]; !strings.Contains(refresh, "AND __gkey IN (-5, 9)") {
+		t.Errorf("the refresh does not filter by the touched groups:\n%s", refresh)
+	}
+
+	// A small state: no question first, every group's newest version read.
+	fake.reset()
+	fake.tables["cdc.per_v__state"].NumBytes = 1 << 20
+	now = now.Add(10 * time.Minute)
+	changed(fake, "src0_changelog", 3, now.Add(-time.Minute), 3, 4)
+	if rep := c.Run(context.Background(), bound)[0]; rep.Outcome != Compacted || rep.Golds != 1 {
+		t.Fatalf("%+v", rep)
+	}
+	k = fake.kinds()
+	at := slices.Index(k, "gold")
+	if at < 1 || slices.Contains(k, "gold_touched") {
+		t.Fatalf("statements: %v", k)
+	}
+	if refresh := fake.queries[at]; strings.Contains(refresh, "__gkey IN") {
+		t.Errorf("a small state filtered:\n%s", refresh)
+	}
+	if !slices.Contains(k, "gold_maintain") {
+		t.Errorf("the run maintained the flow but not the view's state: %v", k)
 	}
 }

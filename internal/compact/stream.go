@@ -189,17 +189,18 @@ func (s *streamRun) fold(ctx context.Context) error {
 }
 
 func (s *streamRun) after(ctx context.Context) error {
+	// Maintenance folds what runs before this one folded: nothing on a
+	// flow's first run.
+	due := s.c.maintenanceDue(s.t.labels, s.now, s.t.b.SCDType) && s.from.After(render.Epoch)
 	if s.changes {
 		if err := s.materializeChanges(ctx); err != nil {
 			return err
 		}
-		if err := s.refreshGolds(ctx, s.changesReached); err != nil {
+		if err := s.refreshGolds(ctx, s.changesReached, due); err != nil {
 			return err
 		}
 	}
-	// Maintenance folds what runs before this one folded: nothing on a
-	// flow's first run.
-	if s.c.maintenanceDue(s.t.labels, s.now, s.t.b.SCDType) && s.from.After(render.Epoch) {
+	if due {
 		if err := s.maintain(ctx); err != nil {
 			return err
 		}

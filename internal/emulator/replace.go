@@ -17,10 +17,11 @@ import (
 // would drop t before reading it. So the shim writes the query's result
 // aside, drops t, creates t from it and drops the copy, then lets the
 // original request through as a query of nothing, so the client gets the
-// job it waits for. Not atomic: a crash in between loses t, which only a
+// job it waits for. A CLUSTER BY clause is dropped (the emulator does not
+// cluster). Not atomic: a crash in between loses t, which only a
 // test could see.
 var createOrReplace = regexp.MustCompile(`(?is)^\s*(?:--[^\n]*\n\s*)*CREATE\s+OR\s+REPLACE\s+TABLE\s+` +
-	"`([^`]+)`\\.`([^`]+)`\\.`([^`]+)`" + `\s+AS\s+(.*)$`)
+	"`([^`]+)`\\.`([^`]+)`\\.`([^`]+)`" + `(?:\s+CLUSTER\s+BY\s+[^\n]+?)?\s+AS\s+(.*)$`)
 
 var queryPath = regexp.MustCompile(`^(?:/bigquery/v2)?/projects/([^/]+)/(queries|jobs)$`)
 

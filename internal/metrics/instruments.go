@@ -36,5 +36,6 @@ func Instruments() []Instrument {
 		{CompactionBytesBilled, "CUMULATIVE", "INT64", "By", []string{AttrFlow}},
 		{CompactionUnfoldedAge, "GAUGE", "DOUBLE", "s", []string{AttrFlow}},
 		{CompactionSnapshotRowsSkipped, "GAUGE", "INT64", "{row}", []string{AttrFlow}},
+		{CompactionGoldAge, "GAUGE", "DOUBLE", "s", []string{AttrView}},
 	}
 }

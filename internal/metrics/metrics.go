@@ -62,13 +62,19 @@ const (
 	// with a version at or before one already applied, or with a NULL
 	// version) (attribute flow).
 	CompactionSnapshotRowsSkipped = "bqcdc.compaction.snapshot_rows_skipped"
+	// CompactionGoldAge is, after each run of a flow, how far each
+	// materialized view over it that compaction refreshes trails the
+	// clock, seconds (attribute view): the position its <view>_refreshed
+	// holds (the source's change feed, a compaction period behind at best;
+	// growing while its refreshes fail).
+	CompactionGoldAge = "bqcdc.compaction.gold_age"
 )
 
 // Names lists every instrument, in the order above.
 func Names() []string {
 	return []string{IngestMessages, IngestLag, IngestDecodeTime, AppendDuration, AppendRows,
 		CompactionRuns, CompactionDuration, CompactionEvents, CompactionJobs, CompactionBytesBilled, CompactionUnfoldedAge,
-		CompactionSnapshotRowsSkipped}
+		CompactionSnapshotRowsSkipped, CompactionGoldAge}
 }
 
 // Attribute keys.
@@ -78,6 +84,7 @@ const (
 	AttrStage   = "stage"
 	AttrPath    = "path"
 	AttrFlow    = "flow"
+	AttrView    = "view"
 )
 
 // Message outcomes (attribute outcome of IngestMessages).
@@ -121,6 +128,7 @@ type Recorder struct {
 	bytesBilled   metric.Int64Counter
 	unfoldedAge   metric.Float64Gauge
 	rowsSkipped   metric.Int64Gauge
+	goldAge       metric.Float64Gauge
 	compiled      []metric.RecordOption
 	generic       []metric.RecordOption
 	appendOutcome map[string][]metric.RecordOption
@@ -180,6 +188,9 @@ func New(mp metric.MeterProvider) (*Recorder, error) {
 	check(err)
 	r.rowsSkipped, err = m.Int64Gauge(CompactionSnapshotRowsSkipped, metric.WithUnit("{row}"),
 		metric.WithDescription("Snapshot flows, after each run that read the table: its rows never applied (a snapshot loaded with a version at or before one already applied, or a NULL version)."))
+	check(err)
+	r.goldAge, err = m.Float64Gauge(CompactionGoldAge, metric.WithUnit("s"),
+		metric.WithDescription("After each run of a flow, for each materialized view over it that compaction refreshes: how far the position its <view>_refreshed holds trails the clock."))
 	check(err)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("creating the metric instruments: %v", errs)
@@ -276,6 +287,16 @@ type Compaction struct {
 	// recorded then only.
 	Snapshot            bool
 	SnapshotRowsSkipped int64
+}
+
+// GoldRefreshed records how far a materialized view's refreshed state
+// trails the clock after a run of its source flow (age: now less the
+// position it holds).
+func (r *Recorder) GoldRefreshed(ctx context.Context, view string, age time.Duration) {
+	if r == nil {
+		return
+	}
+	r.goldAge.Record(ctx, age.Seconds(), metric.WithAttributeSet(attribute.NewSet(attribute.String(AttrView, view))))
 }
 
 // Compacted records one flow's run.

@@ -165,6 +165,7 @@ func TestNamesAreUniqueAndPrefixed(t *testing.T) {
 	r.Decoded(ctx, false, time.Microsecond)
 	r.AppendCall(ctx, 1, time.Millisecond, AppendOK)
 	r.Compacted(ctx, Compaction{Flow: "f", Outcome: "idle", UnfoldedAge: time.Second, Snapshot: true})
+	r.GoldRefreshed(ctx, "v", time.Minute)
 	series, _ := p.Snapshot(ctx)
 	emitted := map[string]bool{}
 	for _, s := range series {
@@ -194,6 +195,7 @@ func TestInstrumentsDescribeWhatIsEmitted(t *testing.T) {
 	r.AppendCall(ctx, 1, time.Millisecond, AppendOK)
 	r.Compacted(ctx, Compaction{Flow: "f", Outcome: "idle", UnfoldedAge: time.Second})
 	r.Compacted(ctx, Compaction{Flow: "s", Outcome: "up to date", Snapshot: true, SnapshotRowsSkipped: 2})
+	r.GoldRefreshed(ctx, "v", time.Minute)
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(ctx, &rm); err != nil {
 		t.Fatal(err)

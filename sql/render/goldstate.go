@@ -1,30 +1,51 @@
 package render
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/schema"
 )
 
-// goldStateData is what gold_refresh.sql.tmpl and gold_refreshed.sql.tmpl
-// render.
+// goldStateData is what the templates of a materialized view's state
+// render (gold_refresh, gold_refreshed, gold_maintain, gold_changes).
 type goldStateData struct {
 	goldData
-	Init        bool
-	State       string
-	Changes     string
-	ChangeTable string
-	To          string   // the feed position the refresh reaches, as a literal
-	Delta       []string // the delta CTE's SELECTs: partial sums, then each aggregate's values
-	Merge       []string // the merged CTE's columns
-	MergeBy     []string // and what it groups by
-	Columns     []string // the state's columns (but the position), in order
-	Keys        []string // the group's key columns
+	Name          string // the view's, for errors
+	Init          bool   // make the state (CREATE OR REPLACE TABLE) from the whole feed
+	Touched       bool   // render the query of the touched groups' clustering values instead
+	TouchedLimit  int    // at most this many of them (one more: too many to filter by)
+	State         string // the quoted state table
+	Changes       string
+	ChangeTable   string
+	To            string   // the feed position the refresh reaches, as a literal
+	Run           string   // the refresh's run id, part of the versions it writes
+	Filter        string   // the constant filter on the clustering column of the touched groups' rows ("" reads all)
+	Cluster       string   // the state's clustering column
+	ClusterExpr   string   // it, computed in the keyed CTE
+	GroupExprs    []string // "<GROUP BY expression> AS __g<i>"
+	Delta         []string // the delta CTE's SELECTs: partial sums, then each aggregate's values
+	Merge         []string // the merged CTE's columns
+	MergeBy       []string // and what it groups by
+	Columns       []string // the merged columns: kind, keys, group, partial sums, values
+	HeldColumns   []string // them, of the held rows (h.)
+	LiveColumns   []string // them, of the live rows, and the hash when the state is clustered by it
+	MarkerColumns []string // a marker row's columns but the position and version
+	StateColumns  []string // the state's columns, in order
+	Keys          []string // the group's key columns
+	FeedGroups    []string // the change feed's group columns (the view's, quoted)
+	FeedAggs      []string // and its aggregates
+	DDL           bool     // the change feed as CREATE TABLE FUNCTION, else its body as a query
+	Func          string   // the feed's table function
+	Args          args
+	Horizon       string // maintenance keeps the versions the feed needs from this position on, a literal
 }
 
 // newGoldState lays out the state: per group (and window) a row of kind A
@@ -40,7 +61,7 @@ func newGoldState(g *flow.BoundGold, loc catalog.Location) (goldStateData, error
 	if err != nil {
 		return goldStateData{}, err
 	}
-	d := goldStateData{goldData: view, State: loc.GoldState(g.Gold)}
+	d := goldStateData{goldData: view, Name: g.Name.String(), State: loc.GoldState(g.Gold)}
 	d.Summary = fmt.Sprintf("state of materialized view %s over %s", g.Name, g.From)
 	for i := range g.Groups {
 		d.Keys = append(d.Keys, fmt.Sprintf("__g%d", i))
@@ -48,7 +69,15 @@ func newGoldState(g *flow.BoundGold, loc catalog.Location) (goldStateData, error
 	if g.Window != nil {
 		d.Keys = append(d.Keys, "__window_start", "__window_end")
 	}
-	keyExprs := d.Grouped[:len(d.Keys)] // "<expr> AS __g0", ..., the window's bounds
+	d.GroupExprs = d.Grouped[:len(g.Groups)] // "<expr> AS __g0", ...
+	group := catalog.ColGoldGroup
+	if g.Window != nil {
+		// Windows are mostly recent: the touched groups of a run sit in
+		// few blocks.
+		d.Cluster, d.ClusterExpr = "__window_start", "__window_start"
+	} else {
+		d.Cluster, d.ClusterExpr = catalog.ColGoldHash, "FARM_FINGERPRINT("+group+")"
+	}
 
 	// The columns: kind, keys, partial sums, value columns, value count.
 	type col struct{ name, partial, value string } // partial: its delta in an A row; value: in a V row
@@ -60,11 +89,14 @@ func newGoldState(g *flow.BoundGold, loc catalog.Location) (goldStateData, error
 		switch {
 		case it.Window:
 			d.Items = append(d.Items, "STRUCT(__window_start AS `start`, __window_end AS `end`) AS "+q(it.Name))
+			d.FeedGroups = append(d.FeedGroups, q(it.Name))
 			continue
 		case it.Aggregate == "":
 			d.Items = append(d.Items, fmt.Sprintf("__g%d AS %s", it.Group, q(it.Name)))
+			d.FeedGroups = append(d.FeedGroups, q(it.Name))
 			continue
 		}
+		d.FeedAggs = append(d.FeedAggs, q(it.Name))
 		n, sum, c, v := fmt.Sprintf("__n%d", ai), fmt.Sprintf("__s%d", ai), fmt.Sprintf("__c%d", ai), fmt.Sprintf("__v%d", ai)
 		of := func(x string) string { return fmt.Sprintf("IF(__agg = %d, %s, NULL)", ai, x) }
 		var out string
@@ -108,6 +140,7 @@ func newGoldState(g *flow.BoundGold, loc catalog.Location) (goldStateData, error
 	}
 	op := catalog.ColStateOp
 	d.Columns = append([]string{op}, d.Keys...)
+	d.Columns = append(d.Columns, group)
 	for _, p := range partials {
 		d.Columns = append(d.Columns, p.name)
 	}
@@ -117,11 +150,28 @@ func newGoldState(g *flow.BoundGold, loc catalog.Location) (goldStateData, error
 	}
 	d.Columns = append(d.Columns, "__vcount")
 
-	// The delta: one SELECT of partial sums, one per value aggregate.
-	from := "source_rows"
-	if g.Window != nil {
-		from = "windowed"
+	// The group's JSON is computed where it is needed, not stored: a read
+	// of the state is billed for the columns it references.
+	for _, c := range d.Columns {
+		d.HeldColumns = append(d.HeldColumns, "h."+c)
+		if c == group {
+			continue
+		}
+		d.LiveColumns = append(d.LiveColumns, "live."+c)
+		d.MarkerColumns = append(d.MarkerColumns, "NULL")
+		d.StateColumns = append(d.StateColumns, c)
 	}
+	d.MarkerColumns[0] = "'W'"
+	if g.Window == nil {
+		d.LiveColumns = append(d.LiveColumns, "FARM_FINGERPRINT(live."+group+") AS "+catalog.ColGoldHash)
+		d.MarkerColumns = append(d.MarkerColumns, "NULL")
+		d.StateColumns = append(d.StateColumns, catalog.ColGoldHash)
+	}
+	d.StateColumns = append(d.StateColumns, catalog.ColStateWatermark, catalog.ColGoldVersion)
+
+	// The delta: one SELECT of partial sums, one per value aggregate, of
+	// the keyed rows (fresh: those after their group's newest version).
+	from := "fresh"
 	ordinals := func(n int) string {
 		var o []string
 		for i := 2; i < 2+n; i++ {
@@ -129,8 +179,9 @@ func newGoldState(g *flow.BoundGold, loc catalog.Location) (goldStateData, error
 		}
 		return strings.Join(o, ", ")
 	}
+	keyCols := append(append([]string{}, d.Keys...), group)
 	sel := []string{"'A' AS " + op}
-	sel = append(sel, keyExprs...)
+	sel = append(sel, keyCols...)
 	for _, p := range partials {
 		sel = append(sel, p.partial+" AS "+p.name)
 	}
@@ -139,10 +190,10 @@ func newGoldState(g *flow.BoundGold, loc catalog.Location) (goldStateData, error
 		sel = append(sel, "NULL AS "+v.name)
 	}
 	sel = append(sel, "CAST(NULL AS INT64) AS __vcount")
-	d.Delta = append(d.Delta, fmt.Sprintf("SELECT %s\n    FROM %s\n    GROUP BY %s", strings.Join(sel, ", "), from, ordinals(len(d.Keys))))
+	d.Delta = append(d.Delta, fmt.Sprintf("SELECT %s\n    FROM %s\n    GROUP BY %s", strings.Join(sel, ", "), from, ordinals(len(keyCols))))
 	for vi, v := range values {
 		sel := []string{"'V' AS " + op}
-		sel = append(sel, keyExprs...)
+		sel = append(sel, keyCols...)
 		for _, p := range partials {
 			sel = append(sel, "NULL AS "+p.name)
 		}
@@ -156,11 +207,11 @@ func newGoldState(g *flow.BoundGold, loc catalog.Location) (goldStateData, error
 		}
 		sel = append(sel, "SUM(__sign) AS __vcount")
 		d.Delta = append(d.Delta, fmt.Sprintf("SELECT %s\n    FROM %s\n    WHERE %s IS NOT NULL\n    GROUP BY %s, %d",
-			strings.Join(sel, ", "), from, v.value, ordinals(len(d.Keys)), 2+len(d.Keys)+len(partials)+1+vi))
+			strings.Join(sel, ", "), from, v.value, ordinals(len(keyCols)), 2+len(keyCols)+len(partials)+1+vi))
 	}
 	// Merged: the same columns, grouped by kind, keys and value.
 	d.Merge = append(d.Merge, op)
-	d.Merge = append(d.Merge, d.Keys...)
+	d.Merge = append(d.Merge, keyCols...)
 	for _, p := range partials {
 		d.Merge = append(d.Merge, "SUM("+p.name+") AS "+p.name)
 	}
@@ -169,7 +220,7 @@ func newGoldState(g *flow.BoundGold, loc catalog.Location) (goldStateData, error
 		d.Merge = append(d.Merge, v.name)
 	}
 	d.Merge = append(d.Merge, "SUM(__vcount) AS __vcount")
-	d.MergeBy = append([]string{op}, d.Keys...)
+	d.MergeBy = append([]string{op}, keyCols...)
 	d.MergeBy = append(d.MergeBy, "__agg")
 	for _, v := range values {
 		d.MergeBy = append(d.MergeBy, v.name)
@@ -177,33 +228,154 @@ func newGoldState(g *flow.BoundGold, loc catalog.Location) (goldStateData, error
 	return d, nil
 }
 
+// GoldRange is what a refresh of a materialized view's state covers.
+type GoldRange struct {
+	// From is a position the state is known to hold (its label; the
+	// state's own is read in the statement): it bounds the feed's read by
+	// a constant, so BigQuery prunes the change table's older partitions.
+	// To is where the source's change feed reached: the state reaches it,
+	// or where the feed is materialized if that is sooner.
+	From, To time.Time
+	// Init renders the statement that makes the state from everything the
+	// feed holds (apply runs it when the state is missing or was laid out
+	// for another definition).
+	Init bool
+	// Run tells this refresh's versions from another's at the same
+	// position: lower-case letters and digits.
+	Run string
+	// Touched is the constant filter on the state's clustering column
+	// that selects (a superset of) the groups the range touches
+	// (GoldTouchedFilter); "" reads every group's newest version.
+	Touched string
+}
+
+var goldRun = regexp.MustCompile(`^[0-9a-z]{1,40}$`)
+
 // GoldRefresh renders the statement that brings a materialized view's
-// state to position to of its source's change feed. from is a position
-// the state is known to hold (its label; the state's own is read in the
-// statement): it bounds the feed's read by a constant, so BigQuery prunes
-// the change table's older partitions. init renders the statement that
-// makes the state from everything the feed holds (apply runs it when the
-// state is missing or was laid out for another definition). The state reaches to, or where the feed is materialized if that
-// is sooner.
-func GoldRefresh(g *flow.BoundGold, loc catalog.Location, from, to time.Time, init bool) (string, error) {
+// state to r.To: it appends a version of each group the feed's rows in
+// the range touch.
+func GoldRefresh(g *flow.BoundGold, loc catalog.Location, r GoldRange) (string, error) {
 	d, err := newGoldState(g, loc)
 	if err != nil {
 		return "", err
 	}
-	if init {
+	if !goldRun.MatchString(r.Run) {
+		return "", fmt.Errorf("refresh of materialized view %s: run id %q is not 1 to 40 lower-case letters and digits", g.Name, r.Run)
+	}
+	if r.Init {
 		// Everything the feed holds: the refresh stops where it is
 		// materialized.
-		from, to = Epoch, time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+		r.From, r.To, r.Touched = Epoch, time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC), ""
 	}
-	d.Init, d.To, d.ChangeTable = init, Literal(to), loc.ChangesTable(g.Source.Flow)
+	d.Init, d.To, d.ChangeTable, d.Run, d.Filter = r.Init, Literal(r.To), loc.ChangesTable(g.Source.Flow), r.Run, r.Touched
+	if d.Changes, err = ChangesQuery(g.Source, loc, r.From, r.To); err != nil {
+		return "", err
+	}
+	return d.execute("gold_refresh.sql.tmpl", "the refresh of ")
+}
+
+func (d goldStateData) execute(tmpl, what string) (string, error) {
+	buf := newSQLBuilder()
+	if err := templates.ExecuteTemplate(buf, tmpl, d); err != nil {
+		return "", fmt.Errorf("rendering %smaterialized view %s: %w", what, d.Name, err)
+	}
+	return buf.String(), nil
+}
+
+// GoldTouchedLimit bounds the touched groups' clustering values a
+// refresh filters by: past it, the refresh reads every group.
+const GoldTouchedLimit = 10_000
+
+// goldFilterRanges bounds the ranges of the filter: each value while they
+// are fewer, else runs of neighbouring values.
+const goldFilterRanges = 256
+
+// GoldTouched renders the query of the clustering values of the groups
+// the feed's rows in (from, to] touch (at most GoldTouchedLimit + 1 rows,
+// one column, ordered), for GoldTouchedFilter.
+func GoldTouched(g *flow.BoundGold, loc catalog.Location, from, to time.Time) (string, error) {
+	d, err := newGoldState(g, loc)
+	if err != nil {
+		return "", err
+	}
+	d.Touched, d.TouchedLimit, d.To, d.ChangeTable = true, GoldTouchedLimit+1, Literal(to), loc.ChangesTable(g.Source.Flow)
+	d.Summary = fmt.Sprintf("the groups a refresh of materialized view %s would touch", g.Name)
 	if d.Changes, err = ChangesQuery(g.Source, loc, from, to); err != nil {
 		return "", err
 	}
-	buf := newSQLBuilder()
-	if err := templates.ExecuteTemplate(buf, "gold_refresh.sql.tmpl", d); err != nil {
-		return "", fmt.Errorf("rendering the refresh of materialized view %s: %w", g.Name, err)
+	return d.execute("gold_refresh.sql.tmpl", "the touched groups of ")
+}
+
+// GoldTouchedFilter renders the filter on the state's clustering column
+// that selects the groups of values (GoldTouched's rows, as the BigQuery
+// client returns them): "" when they are too many to filter by. Values of
+// another type are refused rather than formatted.
+func GoldTouchedFilter(g *flow.BoundGold, values []any) (string, error) {
+	if len(values) > GoldTouchedLimit {
+		return "", nil
 	}
-	return buf.String(), nil
+	col := schema.Column{Name: catalog.ColGoldHash, Type: schema.Int64}
+	if g.Window != nil {
+		col = schema.Column{Name: "__window_start", Type: schema.Timestamp}
+	}
+	if len(values) == 0 {
+		return "FALSE", nil
+	}
+	lits := make([]string, len(values))
+	for i, v := range values {
+		l, err := keyLiteral(col, v)
+		if err != nil {
+			return "", fmt.Errorf("touched groups of materialized view %s: %w", g.Name, err)
+		}
+		lits[i] = l
+	}
+	if len(lits) <= goldFilterRanges {
+		return fmt.Sprintf("%s IN (%s)", col.Name, strings.Join(lits, ", ")), nil
+	}
+	// The values come ordered: consecutive runs of them, as ranges.
+	var parts []string
+	per := (len(lits) + goldFilterRanges - 1) / goldFilterRanges
+	for i := 0; i < len(lits); i += per {
+		j := min(i+per, len(lits)) - 1
+		parts = append(parts, fmt.Sprintf("%s BETWEEN %s AND %s", col.Name, lits[i], lits[j]))
+	}
+	return "(" + strings.Join(parts, " OR ") + ")", nil
+}
+
+// GoldChangesFunction renders the DDL of a materialized view's change
+// feed, <name>_changes(from_position, to_position) (update mode): the
+// groups whose row changed at each position of its state.
+func GoldChangesFunction(g *flow.BoundGold, loc catalog.Location) (string, error) {
+	return goldChanges(g, loc, true, functionParams)
+}
+
+// GoldChangesQuery is the body of <name>_changes as a query, the positions
+// bound as literals (a zero time as NULL); see AtQuery.
+func GoldChangesQuery(g *flow.BoundGold, loc catalog.Location, from, to time.Time) (string, error) {
+	return goldChanges(g, loc, false, args{From: nullableLiteral(from), To: nullableLiteral(to)})
+}
+
+func goldChanges(g *flow.BoundGold, loc catalog.Location, ddl bool, a args) (string, error) {
+	d, err := newGoldState(g, loc)
+	if err != nil {
+		return "", err
+	}
+	d.Summary = fmt.Sprintf("change feed of materialized view %s over %s", g.Name, g.From)
+	d.DDL, d.Args, d.Func = ddl, a, loc.GoldChanges(g.Gold)
+	return d.execute("gold_changes.sql.tmpl", "the change feed of ")
+}
+
+// GoldMaintain renders the statement that drops the versions of a
+// materialized view's state that no longer count (run once a day), but
+// those the change feed needs from horizon on.
+func GoldMaintain(g *flow.BoundGold, loc catalog.Location, horizon time.Time) (string, error) {
+	d, err := newGoldState(g, loc)
+	if err != nil {
+		return "", err
+	}
+	d.Horizon = Literal(horizon)
+	d.Summary = fmt.Sprintf("maintenance of the state of materialized view %s", g.Name)
+	return d.execute("gold_maintain.sql.tmpl", "the maintenance of ")
 }
 
 // GoldStateColumns names the columns of a materialized view's state, in
@@ -213,7 +385,7 @@ func GoldStateColumns(g *flow.BoundGold, loc catalog.Location) ([]string, error)
 	if err != nil {
 		return nil, err
 	}
-	return append(d.Columns, catalog.ColStateWatermark), nil
+	return d.StateColumns, nil
 }
 
 // GoldStateSpec is the value of catalog.SpecLabel on a materialized view's
@@ -221,7 +393,7 @@ func GoldStateColumns(g *flow.BoundGold, loc catalog.Location) ([]string, error)
 // another definition is told apart. A refresh replaces the table, which
 // drops its labels in BigQuery: compaction writes them again after it.
 func GoldStateSpec(g *flow.BoundGold, loc catalog.Location) (string, error) {
-	ddl, err := GoldRefresh(g, loc, Epoch, Epoch, true)
+	ddl, err := GoldRefresh(g, loc, GoldRange{Init: true, Run: "0"})
 	if err != nil {
 		return "", err
 	}
@@ -237,9 +409,15 @@ func GoldRefreshedView(g *flow.BoundGold, loc catalog.Location) (string, error) 
 		return "", err
 	}
 	d.Summary = fmt.Sprintf("materialized view %s over %s, as last refreshed", g.Name, g.From)
-	buf := newSQLBuilder()
-	if err := templates.ExecuteTemplate(buf, "gold_refreshed.sql.tmpl", d); err != nil {
-		return "", fmt.Errorf("rendering materialized view %s: %w", g.Name, err)
+	return d.execute("gold_refreshed.sql.tmpl", "")
+}
+
+// NewRun returns a run id for GoldRange.Run: 16 random lower-case hex
+// digits.
+func NewRun() string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
 	}
-	return buf.String(), nil
+	return hex.EncodeToString(b[:])
 }

@@ -81,6 +81,7 @@ var columns = map[string]string{
 	"StateOp": catalog.ColStateOp, "StateGen": catalog.ColStateGen, "StateWatermark": catalog.ColStateWatermark,
 	"StateVersion": catalog.ColStateVersion, "StateVersionEnd": catalog.ColStateVersionEnd, "StateRows": catalog.ColStateRows,
 	"CommitPosition": catalog.ColCommitPosition, "ChangeType": catalog.ColChangeType,
+	"GoldGroup": catalog.ColGoldGroup, "GoldHash": catalog.ColGoldHash, "GoldVersion": catalog.ColGoldVersion,
 }
 
 // column is the name a {{col "Name"}} stands for.
@@ -685,13 +686,15 @@ func ChangesFunction(b *flow.Bound, loc catalog.Location) (string, error) {
 // ChangesQuery is the body of <target>_changes(from, to) as a query, the
 // positions bound as literals (a zero time as NULL); see AtQuery.
 func ChangesQuery(b *flow.Bound, loc catalog.Location, from, to time.Time) (string, error) {
-	lit := func(t time.Time) string {
-		if t.IsZero() {
-			return "CAST(NULL AS TIMESTAMP)"
-		}
-		return Literal(t)
+	return changes(b, loc, false, args{From: nullableLiteral(from), To: nullableLiteral(to)})
+}
+
+// nullableLiteral is t as a TIMESTAMP literal, a zero t as NULL.
+func nullableLiteral(t time.Time) string {
+	if t.IsZero() {
+		return "CAST(NULL AS TIMESTAMP)"
 	}
-	return changes(b, loc, false, args{From: lit(from), To: lit(to)})
+	return Literal(t)
 }
 
 func changes(b *flow.Bound, loc catalog.Location, ddl bool, a args) (string, error) {

@@ -328,9 +328,25 @@ func TestGoldGolden(t *testing.T) {
 			if bg.Refreshable() == nil {
 				at := time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
 				for _, f := range []func() (string, error){
-					func() (string, error) { return GoldRefresh(bg, loc, Epoch, Epoch, true) },
-					func() (string, error) { return GoldRefresh(bg, loc, at, at.Add(time.Hour), false) },
+					func() (string, error) { return GoldRefresh(bg, loc, GoldRange{Init: true, Run: "0"}) },
+					func() (string, error) { return GoldTouched(bg, loc, at, at.Add(time.Hour)) },
+					func() (string, error) {
+						// The touched groups' filter, as compaction writes it in.
+						var touched []any
+						if bg.Window != nil {
+							touched = []any{at, at.Add(time.Hour)}
+						} else {
+							touched = []any{int64(-3), int64(7)}
+						}
+						f, err := GoldTouchedFilter(bg, touched)
+						if err != nil {
+							return "", err
+						}
+						return GoldRefresh(bg, loc, GoldRange{From: at, To: at.Add(time.Hour), Run: "r1", Touched: f})
+					},
 					func() (string, error) { return GoldRefreshedView(bg, loc) },
+					func() (string, error) { return GoldMaintain(bg, loc, at) },
+					func() (string, error) { return GoldChangesFunction(bg, loc) },
 				} {
 					sql, err := f()
 					if err != nil {

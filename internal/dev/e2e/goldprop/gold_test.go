@@ -136,8 +136,9 @@ func seeds() []int64 {
 // TestGoldMatchesSelect appends random histories in three batches and,
 // after every batch, every compaction step and every crash, compares each
 // materialized view with its SELECT evaluated by the reference over the
-// target's rows now, and each refreshed one (<name>_refreshed) with its
-// SELECT over the target as of the state's own position. Compaction runs
+// target's rows now, each refreshed one (<name>_refreshed) with its
+// SELECT over the target as of the state's own position, and the replay of
+// its change feed (<name>_changes) with <name>_refreshed. Compaction runs
 // at random points, crashes after a random step (the refresh included)
 // and is re-run; some runs see rows appended while they run.
 func TestGoldMatchesSelect(t *testing.T) {
@@ -182,6 +183,12 @@ func TestGoldMatchesSelect(t *testing.T) {
 					if diff != "" {
 						t.Errorf("%s: %s_refreshed differs from its SELECT at its position:\n%s", when, g.Name, diff)
 					}
+					if diff, err = viewcheck.CheckGoldFeed(context.Background(), e.BQ, g, e.Loc); err != nil {
+						t.Fatalf("%s: %s_changes: %v", when, g.Name, err)
+					}
+					if diff != "" {
+						t.Errorf("%s: %s_changes, replayed:\n%s", when, g.Name, diff)
+					}
 				}
 			}
 			base := time.Now().Add(-time.Hour).Truncate(time.Hour)
@@ -210,11 +217,26 @@ func compactRandomly(t *testing.T, e *testenv.Env, r *rand.Rand, bound []*flow.B
 	t.Helper()
 	crashAt := ""
 	if r.Intn(10) < 4 {
-		crashAt = pick(r, compact.StepFold, compact.StepChanges, compact.StepGold, compact.StepView)
+		crashAt = pick(r, compact.StepFold, compact.StepChanges, compact.StepGold, compact.StepGC, compact.StepView)
 	}
 	late := r.Intn(10) < 4
+	// Half the runs ask which groups they touch first (as a large state's
+	// do) and read only those; a third maintain (the flow's levels, and
+	// the views' versions that no longer count).
+	// Maintenance keeps the versions the feed compares for a week, or (on
+	// half of them) none: a replay of the whole feed gives the same.
+	touched, maintain, retention := int64(-1), time.Duration(-1), time.Duration(0)
+	if r.Intn(2) == 0 {
+		touched = 0
+	}
+	if r.Intn(3) == 0 {
+		maintain = time.Nanosecond
+	}
+	if r.Intn(2) == 0 {
+		retention = -1
+	}
 	opts := compact.Options{VisibilityLag: lag, Now: func() time.Time { return now }, Backoff: 20 * time.Millisecond, Concurrency: 1,
-		MaintainEvery: -1, Golds: golds,
+		MaintainEvery: maintain, MaintainMargin: time.Second, MaintainGranularity: time.Nanosecond, GoldTouchedAbove: touched, GoldFeedRetention: retention, Golds: golds,
 		AfterStep: func(flowName, name string) error {
 			if late && name == compact.StepFold {
 				// Appended after the run read the changelog, stamped
