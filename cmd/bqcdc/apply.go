@@ -132,7 +132,7 @@ func runApply(ctx context.Context, args []string) error {
 	if len(t.golds) > 0 && (err == nil || errors.As(err, new(*flow.Error))) {
 		// Materialized views read the flows' views: they come after them.
 		golds, refused := apply.BindGolds(t.golds, bound, t.dataset)
-		err = errors.Join(err, refused, apply.Golds(ctx, bq, catalog.Location{Project: t.bq.Project, DefaultDataset: t.dataset}, golds, opts, &rep))
+		err = errors.Join(err, refused, apply.Golds(ctx, bq, catalog.Location{Project: t.bq.Project, DefaultDataset: t.dataset}, bound, golds, opts, &rep))
 	}
 	meter.Finish()
 	for _, line := range rep {

@@ -123,9 +123,11 @@ func runRender(ctx context.Context, args []string) error {
 			if err != nil {
 				return err
 			}
-			feed, err := render.GoldChangesFunction(g, loc)
-			if err != nil {
-				return err
+			feed := "-- (no change feed: a session view's state holds times, not sessions)"
+			if render.GoldHasChanges(g) {
+				if feed, err = render.GoldChangesFunction(g, loc); err != nil {
+					return err
+				}
 			}
 			view, err := render.GoldRefreshedView(g, loc)
 			if err != nil {

@@ -36,8 +36,9 @@ func BindGolds(golds []*flow.Gold, bound []*flow.Bound, defaultDataset string) (
 // flows' objects (BigQuery checks a view's query against the views it
 // reads when it is created), and for those compaction refreshes their
 // state, <name>_refreshed and (unless opts.SkipTableFunctions) the change
-// feed <name>_changes.
-func Golds(ctx context.Context, bq *bigquery.Client, loc catalog.Location, golds []*flow.BoundGold, opts Options, rep *Report) error {
+// feed <name>_changes; then the status view gets their rows beside the
+// flows' (bound: the deployment's flows, as AllWith returned them).
+func Golds(ctx context.Context, bq *bigquery.Client, loc catalog.Location, bound []*flow.Bound, golds []*flow.BoundGold, opts Options, rep *Report) error {
 	made := map[string]bool{}
 	for _, g := range golds {
 		ds := loc.GoldDataset(g.Gold)
@@ -65,7 +66,18 @@ func Golds(ctx context.Context, bq *bigquery.Client, loc catalog.Location, golds
 			return err
 		}
 	}
-	return nil
+	if len(bound) == 0 {
+		return nil
+	}
+	// The status view AllWith made (with the tables it reads) gets the
+	// views' rows; without one (only the flows' objects applied) there is
+	// nothing to add them to.
+	if _, err := bq.Dataset(loc.DefaultDataset).Table(catalog.StatusView).Metadata(ctx); bqerror.NotFound(err) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("reading view %s: %w", catalog.StatusView, err)
+	}
+	return StatusWith(ctx, bq, loc, boundFlows(bound), golds, rep)
 }
 
 // goldState creates the state of a materialized view that compaction
@@ -108,7 +120,7 @@ func goldState(ctx context.Context, bq *bigquery.Client, loc catalog.Location, g
 		rep.add("table %s: %s (the state of materialized view %s, from the whole change feed)", catalog.GoldStateName(g.Gold), what, g.Name)
 		md = nil // its labels are gone
 	}
-	if !opts.SkipTableFunctions {
+	if !opts.SkipTableFunctions && render.GoldHasChanges(g) {
 		if err := goldChanges(ctx, bq, loc, g, st, md, rep); err != nil {
 			return err
 		}

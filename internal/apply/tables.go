@@ -186,7 +186,13 @@ var StatusDescription = fmt.Sprintf("bqcdc status: one row per flow: the newest 
 // and, for more flows than its query can list, the table of flows it reads
 // (catalog.FlowsTable).
 func Status(ctx context.Context, bq *bigquery.Client, loc catalog.Location, flows []*flow.Flow, rep *Report) error {
-	sql, table, err := render.StatusQuery(flows, loc)
+	return StatusWith(ctx, bq, loc, flows, nil, rep)
+}
+
+// StatusWith is Status with a row for each materialized view of golds that
+// compaction refreshes (their state tables must exist: Golds calls it).
+func StatusWith(ctx context.Context, bq *bigquery.Client, loc catalog.Location, flows []*flow.Flow, golds []*flow.BoundGold, rep *Report) error {
+	sql, table, err := render.StatusQueryWith(flows, golds, loc)
 	if err != nil {
 		return err
 	}

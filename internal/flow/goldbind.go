@@ -589,9 +589,6 @@ func (g *BoundGold) Refreshable() error {
 	if g.IsStream() {
 		return fmt.Errorf("%s reads a stream: its view costs the changelog read, and has no change feed to fold", g.Name)
 	}
-	if g.Window != nil && g.Window.Session {
-		return fmt.Errorf("%s has session windows, which a delete can split", g.Name)
-	}
 	if g.Source.IsSnapshot() {
 		return fmt.Errorf("%s: its source %s is a snapshot flow, which has no change feed", g.Name, g.Source.Name)
 	}

@@ -45,7 +45,8 @@ type goldStateData struct {
 	DDL           bool     // the change feed as CREATE TABLE FUNCTION, else its body as a query
 	Func          string   // the feed's table function
 	Args          args
-	Horizon       string // maintenance keeps the versions the feed needs from this position on, a literal
+	Horizon       string   // maintenance keeps the versions the feed needs from this position on, a literal
+	Parts         []string // a session view's group keys (its sessions' partition); its Window is then of a microsecond
 }
 
 // newGoldState lays out the state: per group (and window) a row of kind A
@@ -69,7 +70,18 @@ func newGoldState(g *flow.BoundGold, loc catalog.Location) (goldStateData, error
 	if g.Window != nil {
 		d.Keys = append(d.Keys, "__window_start", "__window_end")
 	}
-	d.GroupExprs = d.Grouped[:len(g.Groups)] // "<expr> AS __g0", ...
+	for i, e := range g.Groups {
+		d.GroupExprs = append(d.GroupExprs, fmt.Sprintf("%s AS __g%d", e, i))
+	}
+	if d.Session != nil {
+		// A session view's state is the same view's with windows of one
+		// microsecond: per group (its partition) and time, the partial
+		// sums and value counts. Sessions are cut when it is read
+		// (gold_refreshed), so a delete that splits one costs nothing
+		// more.
+		d.Parts = d.Keys[:len(g.Groups)]
+		d.Window = &goldWindow{Time: d.Session.Time, Size: 1, Slide: 1}
+	}
 	group := catalog.ColGoldGroup
 	if g.Window != nil {
 		// Windows are mostly recent: the touched groups of a run sit in
@@ -87,6 +99,9 @@ func newGoldState(g *flow.BoundGold, loc catalog.Location) (goldStateData, error
 	d.Items = d.Items[:0]
 	for ai, it := range g.Items {
 		switch {
+		case it.Window && d.Session != nil:
+			d.Items = append(d.Items, fmt.Sprintf("STRUCT(TIMESTAMP_MICROS(MIN(__t)) AS `start`, TIMESTAMP_MICROS(MAX(__t) + %d) AS `end`) AS %s", d.Session.Gap, q(it.Name)))
+			continue
 		case it.Window:
 			d.Items = append(d.Items, "STRUCT(__window_start AS `start`, __window_end AS `end`) AS "+q(it.Name))
 			d.FeedGroups = append(d.FeedGroups, q(it.Name))
@@ -130,6 +145,9 @@ func newGoldState(g *flow.BoundGold, loc catalog.Location) (goldStateData, error
 				out = it.Func + "(" + of(v) + ")"
 			case "COUNT", "APPROX_COUNT_DISTINCT": // distinct values: exact
 				out = fmt.Sprintf("COUNTIF(__agg = %d)", ai)
+				if d.Session != nil { // a value has a row per time
+					out = fmt.Sprintf("COUNT(DISTINCT %s)", of(v))
+				}
 			case "SUM":
 				out = "SUM(" + of(v+" * __vcount") + ")"
 			case "AVG":
@@ -342,6 +360,13 @@ func GoldTouchedFilter(g *flow.BoundGold, values []any) (string, error) {
 	return "(" + strings.Join(parts, " OR ") + ")", nil
 }
 
+// GoldHasChanges reports whether a materialized view has a change feed
+// (<name>_changes): those compaction refreshes, but session views (whose
+// state holds times, not sessions).
+func GoldHasChanges(g *flow.BoundGold) bool {
+	return g.Refreshable() == nil && (g.Window == nil || !g.Window.Session)
+}
+
 // GoldChangesFunction renders the DDL of a materialized view's change
 // feed, <name>_changes(from_position, to_position) (update mode): the
 // groups whose row changed at each position of its state.
@@ -356,6 +381,9 @@ func GoldChangesQuery(g *flow.BoundGold, loc catalog.Location, from, to time.Tim
 }
 
 func goldChanges(g *flow.BoundGold, loc catalog.Location, ddl bool, a args) (string, error) {
+	if !GoldHasChanges(g) {
+		return "", fmt.Errorf("materialized view %s has no change feed: only refreshed views without session windows have one", g.Name)
+	}
 	d, err := newGoldState(g, loc)
 	if err != nil {
 		return "", err

@@ -48,6 +48,15 @@ func Status(flows []*flow.Flow, loc catalog.Location) (string, error) {
 // from catalog.FlowsTable (which FlowsTable's statements write): when
 // listing them would make it longer than StatusMaxView.
 func StatusQuery(flows []*flow.Flow, loc catalog.Location) (sql string, table bool, err error) {
+	return StatusQueryWith(flows, nil, loc)
+}
+
+// StatusQueryWith is StatusQuery with a row for each materialized view of
+// golds that compaction refreshes (kind 'materialized view'): the position
+// its <name>_refreshed holds (watermark) and how far that trails the clock
+// (lag_seconds), beside its source flow's last run. It reads the state's
+// markers only (the blocks where its clustering column is NULL).
+func StatusQueryWith(flows []*flow.Flow, golds []*flow.BoundGold, loc catalog.Location) (sql string, table bool, err error) {
 	if len(flows) == 0 {
 		return "", false, fmt.Errorf("rendering the status view: no flow")
 	}
@@ -55,6 +64,18 @@ func StatusQuery(flows []*flow.Flow, loc catalog.Location) (sql string, table bo
 		Days:        StatusDays,
 		Runs:        q(loc.Project) + "." + q(loc.DefaultDataset) + "." + q(catalog.CompactionRunsTable),
 		DeadLetters: q(loc.Project) + "." + q(loc.DefaultDataset) + "." + q(catalog.DeadLetterTable),
+	}
+	for _, g := range golds {
+		if g.Refreshable() != nil {
+			continue
+		}
+		st, err := newGoldState(g, loc)
+		if err != nil {
+			return "", false, err
+		}
+		d.Golds = append(d.Golds, statusGold{Name: flow.QuoteString(loc.GoldDataset(g.Gold) + "." + g.Name.Table),
+			Target: flow.QuoteString(loc.GoldDataset(g.Gold) + "." + catalog.GoldRefreshedName(g.Gold)),
+			Source: flow.QuoteString(g.From.String()), Flow: flow.QuoteString(g.Source.Name), State: st.State, Cluster: st.Cluster})
 	}
 	for _, f := range flows {
 		sf := statusFlowOf(f, loc)
@@ -85,8 +106,15 @@ type statusData struct {
 	Days              int
 	Runs, DeadLetters string
 	Flows, Snapshots  []statusFlow
+	Golds             []statusGold
 	FromRuns          bool
 	FlowsTable        string // quoted; "": the flows are listed in the query
+}
+
+// statusGold is a row of a materialized view compaction refreshes.
+type statusGold struct {
+	Name, Target, Source, Flow string // string literals: the view, its refreshed view, the source target, the source flow
+	State, Cluster             string // the quoted state table, its clustering column (NULL on markers)
 }
 
 func statusFlowOf(f *flow.Flow, loc catalog.Location) statusFlow {

@@ -18,12 +18,27 @@ func TestStatusGolden(t *testing.T) {
 	for _, b := range boundTestFlows(t) {
 		flows = append(flows, b.Flow)
 	}
-	got, err := Status(flows, loc)
+	d, errs := flow.ParseDirAll("testdata")
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	var golds []*flow.BoundGold
+	for _, g := range d.Golds {
+		bg, err := flow.BindGold(g, boundTestFlows(t), loc.DefaultDataset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		golds = append(golds, bg)
+	}
+	got, _, err := StatusQueryWith(flows, golds, loc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again, _ := Status(flows, loc); again != got {
+	if again, _, _ := StatusQueryWith(flows, golds, loc); again != got {
 		t.Fatal("rendering twice gave different SQL")
+	}
+	if !strings.Contains(got, "'materialized view'") {
+		t.Error("no row of a materialized view")
 	}
 	path := filepath.Join("testdata", "golden", "_status.sql")
 	if *update {

@@ -304,7 +304,7 @@ func (s *Stack) Apply(ctx context.Context) error {
 		golds, refused := apply.BindGolds(s.Golds, bound, s.Dataset)
 		s.BoundGolds = golds
 		err = errors.Join(err, refused)
-		if gerr := apply.Golds(ctx, s.BigQuery, s.Location(), golds, opts, &rep); gerr != nil {
+		if gerr := apply.Golds(ctx, s.BigQuery, s.Location(), bound, golds, opts, &rep); gerr != nil {
 			return gerr
 		}
 	}

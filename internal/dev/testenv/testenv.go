@@ -210,7 +210,7 @@ func (e *Env) ApplyGolds(t testing.TB, file, text string, bound []*flow.Bound) [
 		t.Fatal(err)
 	}
 	var rep apply.Report
-	if err := apply.Golds(context.Background(), e.BQ, e.Loc, bg, e.Apply, &rep); err != nil {
+	if err := apply.Golds(context.Background(), e.BQ, e.Loc, bound, bg, e.Apply, &rep); err != nil {
 		t.Fatal(err)
 	}
 	return bg

@@ -111,7 +111,7 @@ func printGolds(ctx context.Context, st *localstack.Stack) error {
 				return err
 			}
 		}
-		if g.Refreshable() == nil {
+		if render.GoldHasChanges(g) {
 			// Its change feed, run as the function's body (the emulator
 			// cannot call table functions: internal/emulator).
 			sql, err := render.GoldChangesQuery(g, st.Location(), time.Time{}, time.Time{})
@@ -240,6 +240,9 @@ func compactDemo(ctx context.Context, st *localstack.Stack, sent []demo.Publishe
 			return fmt.Errorf("%s_refreshed differs from its SELECT after compaction:\n%s", g.Name, diff)
 		}
 		fmt.Printf("check: %s_refreshed equals its SELECT\n", g.Name)
+		if !render.GoldHasChanges(g) {
+			continue
+		}
 		if diff, err = viewcheck.CheckGoldFeed(ctx, st.BigQuery, g, st.Location()); err != nil {
 			return err
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/schema"
+	"github.com/bqcdc/bqcdc/sql/render"
 )
 
 var (
@@ -160,8 +161,8 @@ func TestGoldMatchesSelect(t *testing.T) {
 					refreshed++
 				}
 			}
-			if len(golds) != 5 || refreshed != 3 {
-				t.Fatalf("%d views, %d refreshable; want 5 and 3 (all but the sessions and the stream)", len(golds), refreshed)
+			if len(golds) != 5 || refreshed != 4 {
+				t.Fatalf("%d views, %d refreshable; want 5 and 4 (all but the stream)", len(golds), refreshed)
 			}
 			check := func(when string) {
 				t.Helper()
@@ -182,6 +183,9 @@ func TestGoldMatchesSelect(t *testing.T) {
 					}
 					if diff != "" {
 						t.Errorf("%s: %s_refreshed differs from its SELECT at its position:\n%s", when, g.Name, diff)
+					}
+					if !render.GoldHasChanges(g) {
+						continue
 					}
 					if diff, err = viewcheck.CheckGoldFeed(context.Background(), e.BQ, g, e.Loc); err != nil {
 						t.Fatalf("%s: %s_changes: %v", when, g.Name, err)

@@ -149,8 +149,8 @@ func TestGoldViewsEqualTheirSelect(t *testing.T) {
 			refreshed = append(refreshed, g)
 		}
 	}
-	if len(refreshed) != 4 {
-		t.Fatalf("%d refreshable views, want all but the sessions and the stream", len(refreshed))
+	if len(refreshed) != 5 {
+		t.Fatalf("%d refreshable views, want all but the stream", len(refreshed))
 	}
 	checkRefreshed := func(when string) {
 		t.Helper()
@@ -161,6 +161,9 @@ func TestGoldViewsEqualTheirSelect(t *testing.T) {
 			}
 			if diff != "" {
 				t.Errorf("%s: %s_refreshed differs from its SELECT over the source:\n%s", when, g.Name, diff)
+			}
+			if !render.GoldHasChanges(g) {
+				continue
 			}
 			if diff, err = viewcheck.CheckGoldFeed(ctx, e.BQ, g, e.Loc); err != nil {
 				t.Fatalf("%s: checking %s_changes: %v", when, g.Name, err)
@@ -181,8 +184,8 @@ func TestGoldViewsEqualTheirSelect(t *testing.T) {
 			if r.Error != "" {
 				t.Fatalf("%s: compaction: %+v", when, r)
 			}
-			if r.Flow == "g_orders" && r.Golds != 4 {
-				t.Errorf("%s: the run of g_orders refreshed %d materialized views, want 4", when, r.Golds)
+			if r.Flow == "g_orders" && r.Golds != 5 {
+				t.Errorf("%s: the run of g_orders refreshed %d materialized views, want 5", when, r.Golds)
 			}
 		}
 	}
