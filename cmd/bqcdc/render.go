@@ -139,6 +139,23 @@ func runRender(ctx context.Context, args []string) error {
 				loc.GoldDataset(g.Gold), catalog.GoldStateName(g.Gold), create, refresh, maintain,
 				loc.GoldDataset(g.Gold), catalog.GoldRefreshedName(g.Gold), loc.GoldRefreshed(g.Gold), view,
 				loc.GoldDataset(g.Gold), catalog.GoldChangesName(g.Gold), feed)
+			if g.Watermark != nil {
+				create, err := render.GoldFinal(g, loc, true)
+				if err != nil {
+					return err
+				}
+				emit, err := render.GoldFinal(g, loc, false)
+				if err != nil {
+					return err
+				}
+				view, err := render.GoldFinalView(g, loc)
+				if err != nil {
+					return err
+				}
+				sql += fmt.Sprintf("-- table %s.%s (made by bqcdc apply)\n%s;\n\n-- the windows a compaction run appends after the refresh\n%s;\n\n-- view %s.%s\nCREATE OR REPLACE VIEW %s AS\n%s;\n\n",
+					loc.GoldDataset(g.Gold), catalog.GoldFinalName(g.Gold), create, emit,
+					loc.GoldDataset(g.Gold), catalog.GoldFinalViewName(g.Gold), loc.GoldFinalView(g.Gold), view)
+			}
 		}
 		if *out == "" {
 			fmt.Print(sql)

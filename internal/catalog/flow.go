@@ -287,7 +287,24 @@ const (
 	ColGoldGroup   = "__group"   // the group (its keys and window) as JSON text, computed by the statements (not stored)
 	ColGoldHash    = "__gkey"    // FARM_FINGERPRINT of __group, the clustering column of a view without a window: NULL on markers
 	ColGoldVersion = "__version" // the position the version is exact at (20 digits of microseconds), "-", the refresh's run
+	// ColGoldEventMax, on the markers of a view with a WATERMARK: the newest
+	// time of its window's column seen up to the marker's position.
+	ColGoldEventMax = "__event_max"
 )
+
+// GoldFinalName and GoldFinalViewName are the ids of a materialized view's
+// final windows (WATERMARK: append mode): the table compaction appends
+// them to, and the view that reads it.
+func GoldFinalName(g *flow.Gold) string { return g.Name.Table + "__final" }
+
+func GoldFinalViewName(g *flow.Gold) string { return g.Name.Table + "_final" }
+
+// GoldFinal and GoldFinalView are them quoted, for SQL.
+func (l Location) GoldFinal(g *flow.Gold) string { return l.table(l.GoldDataset(g), GoldFinalName(g)) }
+
+func (l Location) GoldFinalView(g *flow.Gold) string {
+	return l.table(l.GoldDataset(g), GoldFinalViewName(g))
+}
 
 // GoldStateName and GoldRefreshedName are the ids of a materialized view's
 // state table and refreshed view.

@@ -67,6 +67,14 @@ func (s *streamRun) refreshGolds(ctx context.Context, reached time.Time, maintai
 				continue
 			}
 			at = reached
+			if bg.Watermark != nil {
+				if err := s.finalize(ctx, bg); err != nil {
+					// The refresh counts; the windows are appended by the
+					// next run that finalizes.
+					s.c.opts.Log.Error("materialized view's final windows not appended", "event", "gold_final_failed", "view", g.Name.String(), "flow", s.t.b.Name, "error", err.Error())
+					s.rep.GoldErrors = append(s.rep.GoldErrors, fmt.Sprintf("%s: final windows: %v", g.Name, err))
+				}
+			}
 			if err := s.step(StepGold); err != nil {
 				return err
 			}
@@ -120,6 +128,17 @@ func (s *streamRun) refreshGold(ctx context.Context, g *flow.BoundGold, stateByt
 		}
 	}
 	sql, err := render.GoldRefresh(g, s.c.loc, r)
+	if err != nil {
+		return err
+	}
+	_, err = s.c.exec(ctx, StepGold, sql, s.acct)
+	return err
+}
+
+// finalize appends the windows of a view with a WATERMARK that became final
+// (compared with what the table holds, so a repeat appends nothing).
+func (s *streamRun) finalize(ctx context.Context, g *flow.BoundGold) error {
+	sql, err := render.GoldFinal(g, s.c.loc, false)
 	if err != nil {
 		return err
 	}

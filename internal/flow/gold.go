@@ -10,7 +10,7 @@ import (
 //
 //	CREATE MATERIALIZED VIEW orders_per_day COMMENT '...' AS
 //	SELECT window(order_date, '1 day') AS day, COUNT(*) AS orders, SUM(quantity) AS units
-//	FROM orders
+//	FROM orders [WATERMARK order_date DELAY OF INTERVAL 1 DAY]
 //	WHERE quantity > 0
 //	GROUP BY window(order_date, '1 day')
 //	HAVING orders > 1;
@@ -27,10 +27,23 @@ type Gold struct {
 	From   Target
 	Stream Ident
 
+	// Watermark is FROM source WATERMARK column DELAY OF INTERVAL ...
+	// (nil when absent): the view's final windows, append mode.
+	Watermark *GoldWatermarkClause
+
 	Items   []GoldItem
 	Where   *Expr
 	GroupBy []*Expr
 	Having  *Expr
+}
+
+// GoldWatermarkClause is WATERMARK column DELAY OF INTERVAL delay, as
+// written: delay's tokens are a string ('10 minutes') or a number and a
+// unit (10 MINUTES).
+type GoldWatermarkClause struct {
+	Pos    Pos
+	Column Ident
+	Delay  []token
 }
 
 // GoldItem is one SELECT item: an expression and its alias (Alias.Name ""
@@ -147,6 +160,26 @@ func (p *parser) goldSource(g *Gold) *Error {
 			return err
 		}
 		g.From = from
+	}
+	if t := p.peek(); t.is("WATERMARK") {
+		p.next()
+		col, err := p.name("the watermark's time column")
+		if err != nil {
+			return err
+		}
+		if err := p.keywords("DELAY", "OF", "INTERVAL"); err != nil {
+			return err
+		}
+		w := &GoldWatermarkClause{Pos: t.Pos, Column: col}
+		switch d := p.peek(); {
+		case d.Kind == tokString:
+			w.Delay = []token{p.next()}
+		case d.Kind == tokNumber && p.peekN(1).Kind == tokIdent:
+			w.Delay = []token{p.next(), p.next()}
+		default:
+			return errorf(d.Pos, "expected the watermark's delay (INTERVAL 10 MINUTES or INTERVAL '10 minutes'), found %s", d.describe())
+		}
+		g.Watermark = w
 	}
 	switch t := p.peek(); {
 	case t.is("JOIN") || t.is("LEFT") || t.is("RIGHT") || t.is("INNER") || t.is("FULL") || t.is("CROSS") || t.Kind == tokPunct && t.Text == ",":

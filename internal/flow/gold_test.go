@@ -156,6 +156,12 @@ func TestGoldRefusals(t *testing.T) {
 		{"a bad ordinal", `CREATE MATERIALIZED VIEW v AS SELECT region FROM orders GROUP BY 3;`, "no such SELECT item"},
 		{"an unknown column", `CREATE MATERIALIZED VIEW v AS SELECT regoin FROM orders GROUP BY regoin;`, "did you mean region?"},
 		{"a view named like a target", `CREATE MATERIALIZED VIEW orders AS SELECT region FROM orders GROUP BY region;`, "already the target of flow orders_current"},
+		{"a watermark without a window", `CREATE MATERIALIZED VIEW v AS SELECT region, COUNT(*) AS n FROM orders WATERMARK ordered_at DELAY OF INTERVAL 1 HOUR GROUP BY region;`, "needs a window(time, size[, slide])"},
+		{"a watermark of another column", `CREATE MATERIALIZED VIEW v AS SELECT window(ordered_at, '1 hour') AS w, COUNT(*) AS n FROM orders WATERMARK day DELAY OF INTERVAL 1 HOUR GROUP BY 1;`, "must be the window's time column, ordered_at"},
+		{"a watermark of a session", `CREATE MATERIALIZED VIEW v AS SELECT session_window(ordered_at, '1 hour') AS s, COUNT(*) AS n FROM orders WATERMARK ordered_at DELAY OF INTERVAL 1 HOUR GROUP BY 1;`, "needs a window(time, size[, slide])"},
+		{"a watermark of a month", `CREATE MATERIALIZED VIEW v AS SELECT window(ordered_at, '1 hour') AS w, COUNT(*) AS n FROM orders WATERMARK ordered_at DELAY OF INTERVAL 30 DAYS GROUP BY 1;`, "not shorter than four weeks"},
+		{"a watermark without a delay", `CREATE MATERIALIZED VIEW v AS SELECT window(ordered_at, '1 hour') AS w, COUNT(*) AS n FROM orders WATERMARK ordered_at GROUP BY 1;`, "expected DELAY OF INTERVAL"},
+		{"a watermark of a stream", `CREATE MATERIALIZED VIEW v AS SELECT window(ordered_at, '1 hour') AS w, COUNT(*) AS n FROM STREAM(shop.orders) WATERMARK ordered_at DELAY OF INTERVAL 1 HOUR GROUP BY 1;`, "needs a view compaction refreshes"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := bindGold(t, tt.view)
@@ -173,5 +179,19 @@ func TestGoldRefusals(t *testing.T) {
 	_, errs := ParseFilesAll([]string{"g.sql"}, map[string]string{"g.sql": goldFlows + `CREATE MATERIALIZED VIEW orders AS SELECT region FROM orders GROUP BY region;`})
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "already the target of flow orders_current") {
 		t.Errorf("a view named like a target: %v", errs)
+	}
+}
+
+// WATERMARK column DELAY OF INTERVAL, in both of Databricks' spellings of
+// the interval.
+func TestGoldWatermark(t *testing.T) {
+	for _, delay := range []string{"INTERVAL 90 MINUTES", "INTERVAL '1 hour 30 minutes'"} {
+		g, err := bindGold(t, `CREATE MATERIALIZED VIEW v AS SELECT window(ordered_at, '1 hour') AS w, COUNT(*) AS n FROM orders WATERMARK ordered_at DELAY OF `+delay+` GROUP BY 1;`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.Watermark == nil || g.Watermark.Delay != 90*time.Minute {
+			t.Errorf("%s: watermark %+v", delay, g.Watermark)
+		}
 	}
 }

@@ -27,6 +27,14 @@ type BoundGold struct {
 	Window       *GoldWindow // nil without a window
 	Items        []GoldOutput
 	Having       string // over the output columns; "" when absent
+	// Watermark marks the windows that end before the newest time seen less
+	// its delay as final (append mode): nil without one.
+	Watermark *GoldWatermark
+}
+
+// GoldWatermark is a view's WATERMARK over its window's time column.
+type GoldWatermark struct {
+	Delay time.Duration
 }
 
 // IsStream reports whether the view aggregates the change events of a
@@ -197,7 +205,45 @@ func BindGold(g *Gold, flows []*Bound, defaultDataset string) (*BoundGold, error
 		}
 		bg.Having = h
 	}
+	if w := g.Watermark; w != nil {
+		wm, err := bg.bindWatermark(w)
+		if err != nil {
+			return fail(err)
+		}
+		bg.Watermark = wm
+	}
 	return bg, nil
+}
+
+// maxWatermarkDelay: Databricks allows a delay shorter than a month.
+const maxWatermarkDelay = 28 * 24 * time.Hour
+
+// bindWatermark checks WATERMARK column DELAY OF INTERVAL delay: the column
+// is the time of the view's tumbling or sliding window, and compaction
+// refreshes the view (its final windows are taken from the refreshed
+// state).
+func (g *BoundGold) bindWatermark(w *GoldWatermarkClause) (*GoldWatermark, *Error) {
+	if g.Window == nil || g.Window.Session {
+		return nil, errorf(w.Pos, "WATERMARK marks windows final: the view needs a window(time, size[, slide]) in GROUP BY")
+	}
+	if !strings.EqualFold(w.Column.Name, g.Window.Time.Name) {
+		return nil, errorf(w.Column.Pos, "WATERMARK %s: it must be the window's time column, %s (a window is final once the watermark passes its end)", w.Column.Name, g.Window.Time.Name)
+	}
+	if err := g.Refreshable(); err != nil {
+		return nil, errorf(w.Pos, "WATERMARK needs a view compaction refreshes (its final windows come from the refreshed state): %v", err)
+	}
+	text := w.Delay[0]
+	if len(w.Delay) == 2 {
+		text = token{Kind: tokString, Text: w.Delay[0].Text + " " + w.Delay[1].Text, Pos: w.Delay[0].Pos}
+	}
+	d, err := windowDuration([]token{text}, "watermark delay")
+	if err != nil {
+		return nil, err
+	}
+	if d >= maxWatermarkDelay {
+		return nil, errorf(text.Pos, "the watermark's delay %s is not shorter than four weeks (Databricks allows less than a month)", d)
+	}
+	return &GoldWatermark{Delay: d}, nil
 }
 
 // bindSource finds what the view reads.
@@ -583,8 +629,8 @@ func sortedWords(m map[string]bool) []string {
 // arguments (taken out exactly when a row leaves), and counts of each
 // distinct value for the others (MIN, MAX, ANY_VALUE, LOGICAL_AND/OR,
 // distinct counts, FLOAT64 sums, which would drift under subtraction), so
-// a value leaves with its last row. Not kept: session windows (a delete can
-// split a session), streams (no change feed), snapshot sources.
+// a value leaves with its last row; session views keep them per time.
+// Not kept: streams (no change feed), snapshot sources.
 func (g *BoundGold) Refreshable() error {
 	if g.IsStream() {
 		return fmt.Errorf("%s reads a stream: its view costs the changelog read, and has no change feed to fold", g.Name)

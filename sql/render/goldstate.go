@@ -47,6 +47,20 @@ type goldStateData struct {
 	Args          args
 	Horizon       string   // maintenance keeps the versions the feed needs from this position on, a literal
 	Parts         []string // a session view's group keys (its sessions' partition); its Window is then of a microsecond
+	Watermark     bool     // the markers keep the newest time seen (WATERMARK)
+
+	// The final windows (WATERMARK; gold_final.sql.tmpl).
+	FinalView, FinalMake bool
+	Final                string   // the quoted table of final windows
+	Refreshed            string   // <name>_refreshed's query
+	WindowCol            string   // the quoted window column of the view
+	WindowTime           string   // its time column, for comments
+	Delay                int64    // the watermark's delay, microseconds
+	DelayText            string   // and as text
+	FinalColumns         []string // the table's columns: the view's, the window as its bounds, the position
+	FinalKeys            []string // a final row's group: the view's group columns and the window's start
+	FinalCandidateKeys   []string // the same, of a candidate row (c.)
+	FinalItems           []string // the final view's columns, in the view's order
 }
 
 // newGoldState lays out the state: per group (and window) a row of kind A
@@ -184,6 +198,14 @@ func newGoldState(g *flow.BoundGold, loc catalog.Location) (goldStateData, error
 		d.LiveColumns = append(d.LiveColumns, "FARM_FINGERPRINT(live."+group+") AS "+catalog.ColGoldHash)
 		d.MarkerColumns = append(d.MarkerColumns, "NULL")
 		d.StateColumns = append(d.StateColumns, catalog.ColGoldHash)
+	}
+	if g.Watermark != nil {
+		// The newest time seen, on the markers (the watermark is it less
+		// the delay).
+		d.Watermark = true
+		d.LiveColumns = append(d.LiveColumns, "CAST(NULL AS TIMESTAMP) AS "+catalog.ColGoldEventMax)
+		d.MarkerColumns = append(d.MarkerColumns, "(SELECT __seen FROM seen)")
+		d.StateColumns = append(d.StateColumns, catalog.ColGoldEventMax)
 	}
 	d.StateColumns = append(d.StateColumns, catalog.ColStateWatermark, catalog.ColGoldVersion)
 
@@ -391,6 +413,63 @@ func goldChanges(g *flow.BoundGold, loc catalog.Location, ddl bool, a args) (str
 	d.Summary = fmt.Sprintf("change feed of materialized view %s over %s", g.Name, g.From)
 	d.DDL, d.Args, d.Func = ddl, a, loc.GoldChanges(g.Gold)
 	return d.execute("gold_changes.sql.tmpl", "the change feed of ")
+}
+
+// GoldFinal renders the statements of a materialized view's final windows
+// (WATERMARK, append mode): create renders the empty table of them
+// (catalog.GoldFinalName), else the statement compaction runs after each
+// refresh, appending the windows that became final.
+func GoldFinal(g *flow.BoundGold, loc catalog.Location, create bool) (string, error) {
+	d, err := goldFinalData(g, loc)
+	if err != nil {
+		return "", err
+	}
+	d.FinalMake = create
+	d.Summary = fmt.Sprintf("final windows of materialized view %s", g.Name)
+	return d.execute("gold_final.sql.tmpl", "the final windows of ")
+}
+
+// GoldFinalView renders <name>_final: each final window once.
+func GoldFinalView(g *flow.BoundGold, loc catalog.Location) (string, error) {
+	d, err := goldFinalData(g, loc)
+	if err != nil {
+		return "", err
+	}
+	d.FinalView = true
+	d.Summary = fmt.Sprintf("materialized view %s, final windows (append mode)", g.Name)
+	return d.execute("gold_final.sql.tmpl", "the final windows of ")
+}
+
+func goldFinalData(g *flow.BoundGold, loc catalog.Location) (goldStateData, error) {
+	if g.Watermark == nil {
+		return goldStateData{}, fmt.Errorf("materialized view %s has no WATERMARK: no final windows", g.Name)
+	}
+	d, err := newGoldState(g, loc)
+	if err != nil {
+		return goldStateData{}, err
+	}
+	if d.Refreshed, err = GoldRefreshedView(g, loc); err != nil {
+		return goldStateData{}, err
+	}
+	d.Final, d.WindowCol, d.WindowTime = loc.GoldFinal(g.Gold), q(g.Window.Name), g.Window.Time.Name
+	d.Delay, d.DelayText = g.Watermark.Delay.Microseconds(), g.Watermark.Delay.String()
+	for _, it := range g.Items {
+		switch {
+		case it.Window:
+			d.FinalItems = append(d.FinalItems, "STRUCT(__window_start AS `start`, __window_end AS `end`) AS "+q(it.Name))
+		default:
+			d.FinalItems = append(d.FinalItems, q(it.Name))
+			d.FinalColumns = append(d.FinalColumns, q(it.Name))
+			if it.Aggregate == "" {
+				d.FinalKeys = append(d.FinalKeys, q(it.Name))
+				d.FinalCandidateKeys = append(d.FinalCandidateKeys, "c."+q(it.Name))
+			}
+		}
+	}
+	d.FinalColumns = append(d.FinalColumns, "__window_start", "__window_end", "`"+catalog.ColCommitPosition+"`")
+	d.FinalKeys = append(d.FinalKeys, "__window_start")
+	d.FinalCandidateKeys = append(d.FinalCandidateKeys, "c.__window_start")
+	return d, nil
 }
 
 // GoldMaintain renders the statement that drops the versions of a

@@ -82,6 +82,7 @@ var columns = map[string]string{
 	"StateVersion": catalog.ColStateVersion, "StateVersionEnd": catalog.ColStateVersionEnd, "StateRows": catalog.ColStateRows,
 	"CommitPosition": catalog.ColCommitPosition, "ChangeType": catalog.ColChangeType,
 	"GoldGroup": catalog.ColGoldGroup, "GoldHash": catalog.ColGoldHash, "GoldVersion": catalog.ColGoldVersion,
+	"GoldEventMax": catalog.ColGoldEventMax,
 }
 
 // column is the name a {{col "Name"}} stands for.

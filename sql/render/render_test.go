@@ -347,6 +347,21 @@ func TestGoldGolden(t *testing.T) {
 					func() (string, error) { return GoldRefreshedView(bg, loc) },
 					func() (string, error) { return GoldMaintain(bg, loc, at) },
 					func() (string, error) {
+						if bg.Watermark == nil {
+							return "-- no final windows", nil
+						}
+						create, err := GoldFinal(bg, loc, true)
+						if err != nil {
+							return "", err
+						}
+						emit, err := GoldFinal(bg, loc, false)
+						if err != nil {
+							return "", err
+						}
+						view, err := GoldFinalView(bg, loc)
+						return create + ";\n\n" + emit + ";\n\n" + view, err
+					},
+					func() (string, error) {
 						if !GoldHasChanges(bg) {
 							return "-- no change feed", nil
 						}

@@ -105,3 +105,10 @@ FROM users_current
 WHERE city != 'x'
 GROUP BY 1, 2
 HAVING users > 0;
+
+-- Final windows (append mode): an hour is final once the newest ingestion
+-- time seen is ten minutes past its end.
+CREATE MATERIALIZED VIEW users_final_hours AS
+SELECT window(_cdc_ingested_at, '1 hour') AS hour, city, COUNT(*) AS users, MAX(userId) AS top_id
+FROM users_current WATERMARK _cdc_ingested_at DELAY OF INTERVAL 10 MINUTES
+GROUP BY 1, city;

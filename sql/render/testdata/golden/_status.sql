@@ -141,3 +141,13 @@ SELECT 'cdc.users_per_hour', 'cdc.users_per_hour_refreshed', 'users_current', 'm
 FROM (SELECT MAX(__watermark) AS refreshed_to FROM `my-project`.`cdc`.`users_per_hour__state` WHERE __window_start IS NULL AND __op = 'W') AS g
 LEFT JOIN last_run AS r ON r.flow = 'users_scd1'
 LEFT JOIN folds AS w ON w.flow = 'users_scd1'
+-- A materialized view: the position its refreshed view holds (its state's
+-- newest marker), beside its source flow's last run.
+UNION ALL
+SELECT 'cdc.users_final_hours', 'cdc.users_final_hours_refreshed', 'users_current', 'materialized view',
+  NULL, TIMESTAMP_DIFF(CURRENT_TIMESTAMP(), g.refreshed_to, SECOND), NULL, NULL,
+  r.run_at, r.outcome, NULL, NULL, NULL, r.error,
+  w.last_compacted_at, g.refreshed_to, 0, NULL, NULL, NULL
+FROM (SELECT MAX(__watermark) AS refreshed_to FROM `my-project`.`cdc`.`users_final_hours__state` WHERE __window_start IS NULL AND __op = 'W') AS g
+LEFT JOIN last_run AS r ON r.flow = 'users_scd1'
+LEFT JOIN folds AS w ON w.flow = 'users_scd1'

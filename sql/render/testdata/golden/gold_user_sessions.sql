@@ -556,4 +556,6 @@ WHERE (__op = 'W' AND __watermark < (
     WHERE a.__version < s.__settled OR (a.__version = s.__settled AND a.__group_rows = 0)))
 ;
 
+-- no final windows;
+
 -- no change feed;
