@@ -123,7 +123,10 @@ func runApply(ctx context.Context, args []string) error {
 	opts := apply.Options{Concurrency: *concurrency, Progress: meter, ReadWatermarks: *readWatermarks, Lister: lister, Verify: *verify,
 		// An emulator cannot call table functions, and creating them grows
 		// its analyzer's memory (internal/emulator, concession 11).
-		SkipTableFunctions: t.bq.Emulated()}
+		SkipTableFunctions: t.bq.Emulated(),
+		// Materialized views' rows join the status view once their
+		// states exist.
+		StatusWithGolds: len(t.golds) > 0}
 	schemas, err := t.schemaSource()
 	if err != nil {
 		return err

@@ -36,8 +36,9 @@ func BindGolds(golds []*flow.Gold, bound []*flow.Bound, defaultDataset string) (
 // flows' objects (BigQuery checks a view's query against the views it
 // reads when it is created), and for those compaction refreshes their
 // state, <name>_refreshed and (unless opts.SkipTableFunctions) the change
-// feed <name>_changes; then the status view gets their rows beside the
-// flows' (bound: the deployment's flows, as AllWith returned them).
+// feed <name>_changes; then, with opts.StatusWithGolds, the status view
+// with their rows beside the flows' (bound: the deployment's flows, as
+// AllWith returned them).
 func Golds(ctx context.Context, bq *bigquery.Client, loc catalog.Location, bound []*flow.Bound, golds []*flow.BoundGold, opts Options, rep *Report) error {
 	made := map[string]bool{}
 	for _, g := range golds {
@@ -66,16 +67,8 @@ func Golds(ctx context.Context, bq *bigquery.Client, loc catalog.Location, bound
 			return err
 		}
 	}
-	if len(bound) == 0 {
+	if !opts.StatusWithGolds || len(bound) == 0 {
 		return nil
-	}
-	// The status view AllWith made (with the tables it reads) gets the
-	// views' rows; without one (only the flows' objects applied) there is
-	// nothing to add them to.
-	if _, err := bq.Dataset(loc.DefaultDataset).Table(catalog.StatusView).Metadata(ctx); bqerror.NotFound(err) {
-		return nil
-	} else if err != nil {
-		return fmt.Errorf("reading view %s: %w", catalog.StatusView, err)
 	}
 	return StatusWith(ctx, bq, loc, boundFlows(bound), golds, rep)
 }

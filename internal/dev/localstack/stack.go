@@ -297,6 +297,7 @@ func (s *Stack) Apply(ctx context.Context) error {
 	}
 	opts := ApplyOptions
 	opts.Lister = lister
+	opts.StatusWithGolds = len(s.Golds) > 0
 	bound, err := apply.AllWith(ctx, s.BigQuery, apply.Target{Project: s.Project, Dataset: s.Dataset}, s.Flows,
 		apply.Schemas{Dir: s.SchemasDir, Registry: reg}, opts, &rep)
 	s.Bound = bound

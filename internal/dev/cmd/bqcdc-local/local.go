@@ -251,6 +251,27 @@ func compactDemo(ctx context.Context, st *localstack.Stack, sent []demo.Publishe
 		}
 		fmt.Printf("check: %s_changes, replayed, equals %s_refreshed\n", g.Name, g.Name)
 	}
+	// The status view shows each refreshed view's position.
+	refreshed := 0
+	for _, g := range st.BoundGolds {
+		if g.Refreshable() == nil {
+			refreshed++
+		}
+	}
+	rows, err := demo.Query(ctx, st.BigQuery, fmt.Sprintf("SELECT flow, watermark, lag_seconds FROM `%s`.`%s`.`%s` WHERE kind = 'materialized view'",
+		st.Project, st.Dataset, catalog.StatusView))
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if r["watermark"] == nil || r["lag_seconds"] == nil {
+			return fmt.Errorf("%s shows materialized view %v with no refreshed position: %v", catalog.StatusView, r["flow"], r)
+		}
+	}
+	if len(rows) != refreshed {
+		return fmt.Errorf("%s shows %d materialized views, want the %d compaction refreshes: %v", catalog.StatusView, len(rows), refreshed, rows)
+	}
+	fmt.Printf("check: %s shows the %d refreshed materialized views' positions\n", catalog.StatusView, len(rows))
 	reports, err = st.Compact(ctx, nil)
 	printCompaction("compaction again, nothing new", reports, err)
 	for _, r := range reports {
