@@ -3,6 +3,7 @@ package goldviews
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -60,19 +61,7 @@ func TestGoldFinalWindows(t *testing.T) {
 			}
 		}
 	}
-	rows := func(sql string) []string {
-		t.Helper()
-		got, err := e.Query(sql)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, r := range got {
-			out = append(out, fmt.Sprint(r["r"]))
-		}
-		sort.Strings(out)
-		return out
-	}
+	rows := func(sql string) []string { return sortedColumn(t, e, sql, "r") }
 	row := "SELECT TO_JSON_STRING(STRUCT(UNIX_MICROS(hour.start) AS h, region, n, units)) AS r FROM "
 	final := func() []string { return rows(row + e.Loc.GoldFinalView(g.Gold)) }
 	// The refreshed rows of the windows that end at or before the watermark.
@@ -104,7 +93,7 @@ func TestGoldFinalWindows(t *testing.T) {
 	var wantNow []string
 	wantNow = append(wantNow, want...) // hour 0 as first appended
 	for _, r := range hour1 {
-		if !contains(rows(row+e.Loc.GoldRefreshed(g.Gold)+fmt.Sprintf(" WHERE UNIX_MICROS(hour.`end`) <= %d", base.Add(time.Hour).UnixMicro())), r) {
+		if !slices.Contains(rows(row+e.Loc.GoldRefreshed(g.Gold)+fmt.Sprintf(" WHERE UNIX_MICROS(hour.`end`) <= %d", base.Add(time.Hour).UnixMicro())), r) {
 			wantNow = append(wantNow, r)
 		}
 	}
@@ -126,13 +115,4 @@ func TestGoldFinalWindows(t *testing.T) {
 	if err != nil || n[0]["n"] != int64(len(got)) {
 		t.Errorf("the final windows' table holds %v rows (%v), the view %d", n, err, len(got))
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

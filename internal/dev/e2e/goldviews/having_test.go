@@ -45,17 +45,7 @@ func TestGoldWhereHavingAndFeed(t *testing.T) {
 	}
 	g := golds[0]
 	rows := func(view string) []string {
-		t.Helper()
-		got, err := e.Query("SELECT TO_JSON_STRING(STRUCT(region, n, units, largest)) AS r FROM " + view)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, r := range got {
-			out = append(out, fmt.Sprint(r["r"]))
-		}
-		sort.Strings(out)
-		return out
+		return sortedColumn(t, e, "SELECT TO_JSON_STRING(STRUCT(region, n, units, largest)) AS r FROM "+view, "r")
 	}
 	rng := rand.New(rand.NewPCG(23, 2))
 	seq := map[int64]int64{}
@@ -109,4 +99,20 @@ func TestGoldWhereHavingAndFeed(t *testing.T) {
 	if len(shown) < 2 {
 		t.Errorf("the history showed %d groups past HAVING: it should show several", len(shown))
 	}
+}
+
+// sortedColumn runs sql and returns column col of its rows, as text,
+// sorted.
+func sortedColumn(t *testing.T, e *testenv.Env, sql, col string) []string {
+	t.Helper()
+	got, err := e.Query(sql)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]string, 0, len(got))
+	for _, r := range got {
+		out = append(out, fmt.Sprint(r[col]))
+	}
+	sort.Strings(out)
+	return out
 }
