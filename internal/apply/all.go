@@ -35,17 +35,8 @@ func BindAll(flows []*flow.Flow, sources map[string]SourceSchema) ([]*flow.Bound
 	for src, s := range sources {
 		changelogs[src] = s.Columns
 	}
-	var named []*flow.Flow
-	var refused []error
-	for _, f := range flows {
-		if err := catalog.CheckNames(f); err != nil {
-			refused = append(refused, err)
-			continue
-		}
-		named = append(named, f)
-	}
-	bound, unbound := flow.BindAll(named, changelogs)
-	return bound, errors.Join(append(refused, unbound...)...)
+	bound, unbound := flow.BindAll(flows, changelogs)
+	return bound, errors.Join(unbound...)
 }
 
 // LookupSources resolves the changelog layout of every flow source,

@@ -355,12 +355,12 @@ func columnDescriptions(b *flow.Bound) map[string]string {
 		want[strings.ToLower(k.Name)] = strings.TrimSpace("Key. " + k.Description)
 	}
 	seq := sequenceText(b.Flow)
-	want[strings.ToLower(flow.StartAt)] = "Sequence (" + seq + ") at which this version became current (inclusive)."
-	want[strings.ToLower(flow.EndAt)] = "Sequence (" + seq + ") at which this version stopped being current (exclusive); NULL for the current version."
+	want[strings.ToLower(catalog.StartAt)] = "Sequence (" + seq + ") at which this version became current (inclusive)."
+	want[strings.ToLower(catalog.EndAt)] = "Sequence (" + seq + ") at which this version stopped being current (exclusive); NULL for the current version."
 	if b.Bitemporal {
 		sys := b.SystemSequence.Name
-		want[strings.ToLower(flow.SystemStartAt)] = "System sequence (" + sys + ") from which this row was believed (inclusive)."
-		want[strings.ToLower(flow.SystemEndAt)] = "System sequence (" + sys + ") at which this row stopped being believed (exclusive); NULL while it still is."
+		want[strings.ToLower(catalog.SystemStartAt)] = "System sequence (" + sys + ") from which this row was believed (inclusive)."
+		want[strings.ToLower(catalog.SystemEndAt)] = "System sequence (" + sys + ") at which this row stopped being believed (exclusive); NULL while it still is."
 	}
 	return want
 }

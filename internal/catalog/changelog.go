@@ -8,6 +8,9 @@
 //   - deadletter.go: the dead-letter table;
 //   - flow.go: a flow's view and state table (names, event and state
 //     columns) and where they live (Location);
+//   - object.go: what catalog needs to know of a flow or a materialized
+//     view, as interfaces their types implement (catalog sits below
+//     package flow, so flow can take its names from here);
 //   - report.go: the compaction report table.
 //
 // The SQL that reads and writes them is rendered from the templates in
@@ -24,7 +27,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/bqcdc/bqcdc/internal/cdc"
-	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/limits"
 	"github.com/bqcdc/bqcdc/internal/schema"
 )
@@ -67,7 +69,7 @@ func MetadataColumns() schema.Columns {
 
 // MetadataPrefix starts the name of every column bqcdc adds to a changelog
 // (package flow spells it too, as it sits below this package).
-const MetadataPrefix = flow.MetadataPrefix
+const MetadataPrefix = "_cdc_"
 
 // IsMetadata reports whether a column name is one of bqcdc's (the prefix
 // compares case-insensitively, as BigQuery column names do).

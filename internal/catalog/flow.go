@@ -1,7 +1,6 @@
 package catalog
 
 import (
-	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/schema"
 )
 
@@ -22,15 +21,15 @@ type Location struct {
 }
 
 // Dataset is the dataset of the flow's view and state table.
-func (l Location) Dataset(f *flow.Flow) string {
-	if f.Target.Dataset != "" {
-		return f.Target.Dataset
+func (l Location) Dataset(f Flow) string {
+	if ds, _ := f.TargetName(); ds != "" {
+		return ds
 	}
 	return l.DefaultDataset
 }
 
 // ViewName is the view's table id (the flow's target).
-func ViewName(f *flow.Flow) string { return f.Target.Table }
+func ViewName(f Flow) string { return targetTable(f) }
 
 // Suffixes of a flow's table functions.
 const (
@@ -39,49 +38,50 @@ const (
 )
 
 // AtFunctionName is the id of the point-in-time table function.
-func AtFunctionName(f *flow.Flow) string { return f.Target.Table + AtSuffix }
+func AtFunctionName(f Flow) string { return targetTable(f) + AtSuffix }
 
 // AsOfSuffix ends the name of a bitemporal flow's as-of table function.
 const AsOfSuffix = "_as_of"
 
 // AsOfFunctionName is the id of a bitemporal flow's
 // <target>_as_of(business_time, system_time).
-func AsOfFunctionName(f *flow.Flow) string { return f.Target.Table + AsOfSuffix }
+func AsOfFunctionName(f Flow) string { return targetTable(f) + AsOfSuffix }
 
 // ViewTable is the quoted view of the flow, for SQL.
-func (l Location) ViewTable(f *flow.Flow) string { return l.table(l.Dataset(f), ViewName(f)) }
+func (l Location) ViewTable(f Flow) string { return l.table(l.Dataset(f), ViewName(f)) }
 
 // ChangesFunctionName is the id of the change-feed table function.
-func ChangesFunctionName(f *flow.Flow) string { return f.Target.Table + ChangesSuffix }
+func ChangesFunctionName(f Flow) string { return targetTable(f) + ChangesSuffix }
 
 // Routine is a quoted table function of the flow, for SQL.
-func (l Location) Routine(f *flow.Flow, name string) string { return l.table(l.Dataset(f), name) }
+func (l Location) Routine(f Flow, name string) string { return l.table(l.Dataset(f), name) }
 
 // Columns the change feed adds to the target's columns.
 const (
-	ColChangeType     = flow.ChangeType     // insert, update_preimage, update_postimage, delete
-	ColCommitPosition = flow.CommitPosition // the _cdc_ingested_at at which the change was committed
+	ColChangeType     = "_change_type"     // insert, update_preimage, update_postimage, delete (Delta's change data feed calls it the same)
+	ColCommitPosition = "_commit_position" // the _cdc_ingested_at at which the change was committed
 )
 
 // StateName is the state table's id.
-func StateName(f *flow.Flow) string { return f.Target.Table + StateSuffix }
+func StateName(f Flow) string { return targetTable(f) + StateSuffix }
 
 func (l Location) table(dataset, table string) string {
-	return flow.QuoteIdent(l.Project) + "." + flow.QuoteIdent(dataset) + "." + flow.QuoteIdent(table)
+	return QuoteIdent(l.Project) + "." + QuoteIdent(dataset) + "." + QuoteIdent(table)
 }
 
 // ChangelogTable is the quoted changelog of the flow's source, for SQL.
-func (l Location) ChangelogTable(f *flow.Flow) string {
-	return l.table(l.DefaultDataset, TableName(f.Source.Name))
+func (l Location) ChangelogTable(f Flow) string {
+	return l.table(l.DefaultDataset, TableName(f.SourceTopic()))
 }
 
 // StateTable is the quoted state table of the flow, for SQL.
-func (l Location) StateTable(f *flow.Flow) string { return l.table(l.Dataset(f), StateName(f)) }
+func (l Location) StateTable(f Flow) string { return l.table(l.Dataset(f), StateName(f)) }
 
 // EventColumns are the changelog columns a flow's events carry, in changelog
 // order: keys, sequence (and system sequence), output columns, and the
 // message id and ingestion time used to count a redelivered message once.
-func EventColumns(b *flow.Bound) schema.Columns {
+func EventColumns(f Shaped) schema.Columns {
+	b := f.Shape()
 	need := map[string]bool{ColMessageID: true, ColIngestedAt: true}
 	for _, c := range b.Keys {
 		need[c.Name] = true
@@ -117,11 +117,12 @@ const (
 // the flow (keys, sequence, output, message id, ingestion time) plus the op
 // and the generation. A snapshot flow's state has its own layout
 // (SnapshotStateColumns).
-func StateColumns(b *flow.Bound) schema.Columns {
-	if b.IsSnapshot() {
-		return SnapshotStateColumns(b)
+func StateColumns(f Shaped) schema.Columns {
+	b := f.Shape()
+	if b.Snapshot {
+		return SnapshotStateColumns(f)
 	}
-	cols := append(schema.Columns{}, EventColumns(b)...)
+	cols := append(schema.Columns{}, EventColumns(f)...)
 	for i := range cols {
 		cols[i].Required = false
 	}
@@ -135,8 +136,9 @@ func StateColumns(b *flow.Bound) schema.Columns {
 
 // SnapshotTable is the quoted table a snapshot flow reads, for SQL: its
 // dataset.table in the deployment's project.
-func (l Location) SnapshotTable(f *flow.Flow) string {
-	return l.table(f.Snapshot.Dataset, f.Snapshot.Table)
+func (l Location) SnapshotTable(f Flow) string {
+	ds, t := f.SnapshotName()
+	return l.table(ds, t)
 }
 
 // Columns of a snapshot flow's state table beyond the target's columns and
@@ -169,7 +171,8 @@ func VersionKeyType(version schema.Column) string {
 // SnapshotStateColumns is the schema of a snapshot flow's state table: the
 // target's columns, the version interval as version keys, and the key,
 // op, generation and (on markers) the rows processed.
-func SnapshotStateColumns(b *flow.Bound) schema.Columns {
+func SnapshotStateColumns(f Shaped) schema.Columns {
+	b := f.Shape()
 	cols := append(schema.Columns{}, b.Output...)
 	for i := range cols {
 		cols[i].Required = false
@@ -191,10 +194,10 @@ func SnapshotStateColumns(b *flow.Bound) schema.Columns {
 const ChangeTableSuffix = "__changes"
 
 // ChangesName is the change table's id.
-func ChangesName(f *flow.Flow) string { return f.Target.Table + ChangeTableSuffix }
+func ChangesName(f Flow) string { return targetTable(f) + ChangeTableSuffix }
 
 // ChangesTable is the quoted change table of the flow, for SQL.
-func (l Location) ChangesTable(f *flow.Flow) string { return l.table(l.Dataset(f), ChangesName(f)) }
+func (l Location) ChangesTable(f Flow) string { return l.table(l.Dataset(f), ChangesName(f)) }
 
 // Columns of a change table beyond the target's columns (and an SCD 2
 // target's interval) and the feed's ColChangeType and ColCommitPosition.
@@ -207,7 +210,8 @@ const (
 
 // IntervalType is the BigQuery type of an SCD 2 target's __START_AT and
 // __END_AT: the sequence column's, or a STRUCT of SEQUENCE BY STRUCT(...)'s.
-func IntervalType(b *flow.Bound) string {
+func IntervalType(f Shaped) string {
+	b := f.Shape()
 	if !b.SequenceStruct {
 		return b.Sequence[0].SQLType()
 	}
@@ -220,13 +224,14 @@ func IntervalType(b *flow.Bound) string {
 // wrote it, and (on markers) the position up to which the feed is final.
 // It is partitioned by day of ColCommitPosition and clustered by it, so a
 // read of a range of positions is billed for those days.
-func ChangesColumns(b *flow.Bound) schema.Columns {
+func ChangesColumns(f Shaped) schema.Columns {
+	b := f.Shape()
 	cols := append(schema.Columns{}, b.Output...)
 	for i := range cols {
 		cols[i].Required = false
 	}
 	if b.SCDType == 2 {
-		for _, name := range []string{flow.StartAt, flow.EndAt} {
+		for _, name := range []string{StartAt, EndAt} {
 			c := schema.Column{Name: name, Description: "The version's interval, as the target shows it."}
 			if b.SequenceStruct {
 				c.Type, c.Fields = schema.Record, append(schema.Columns{}, b.Sequence...)
@@ -264,15 +269,15 @@ const (
 
 // GoldDataset is the dataset of a materialized view (gold flow): the one
 // its name gives, else the default dataset.
-func (l Location) GoldDataset(g *flow.Gold) string {
-	if g.Name.Dataset != "" {
-		return g.Name.Dataset
+func (l Location) GoldDataset(g Gold) string {
+	if ds, _ := g.GoldName(); ds != "" {
+		return ds
 	}
 	return l.DefaultDataset
 }
 
 // GoldView is the quoted view of a materialized view, for SQL.
-func (l Location) GoldView(g *flow.Gold) string { return l.table(l.GoldDataset(g), g.Name.Table) }
+func (l Location) GoldView(g Gold) string { return l.table(l.GoldDataset(g), goldTable(g)) }
 
 // A materialized view that compaction can refresh keeps its aggregate as of
 // the source's watermark in <name>__state, shown by the view
@@ -295,36 +300,36 @@ const (
 // GoldFinalName and GoldFinalViewName are the ids of a materialized view's
 // final windows (WATERMARK: append mode): the table compaction appends
 // them to, and the view that reads it.
-func GoldFinalName(g *flow.Gold) string { return g.Name.Table + "__final" }
+func GoldFinalName(g Gold) string { return goldTable(g) + "__final" }
 
-func GoldFinalViewName(g *flow.Gold) string { return g.Name.Table + "_final" }
+func GoldFinalViewName(g Gold) string { return goldTable(g) + "_final" }
 
 // GoldFinal and GoldFinalView are them quoted, for SQL.
-func (l Location) GoldFinal(g *flow.Gold) string { return l.table(l.GoldDataset(g), GoldFinalName(g)) }
+func (l Location) GoldFinal(g Gold) string { return l.table(l.GoldDataset(g), GoldFinalName(g)) }
 
-func (l Location) GoldFinalView(g *flow.Gold) string {
+func (l Location) GoldFinalView(g Gold) string {
 	return l.table(l.GoldDataset(g), GoldFinalViewName(g))
 }
 
 // GoldStateName and GoldRefreshedName are the ids of a materialized view's
 // state table and refreshed view.
-func GoldStateName(g *flow.Gold) string { return g.Name.Table + StateSuffix }
+func GoldStateName(g Gold) string { return goldTable(g) + StateSuffix }
 
-func GoldRefreshedName(g *flow.Gold) string { return g.Name.Table + GoldRefreshedSuffix }
+func GoldRefreshedName(g Gold) string { return goldTable(g) + GoldRefreshedSuffix }
 
 // GoldState and GoldRefreshed are the quoted state table and refreshed
 // view, for SQL.
-func (l Location) GoldState(g *flow.Gold) string { return l.table(l.GoldDataset(g), GoldStateName(g)) }
+func (l Location) GoldState(g Gold) string { return l.table(l.GoldDataset(g), GoldStateName(g)) }
 
-func (l Location) GoldRefreshed(g *flow.Gold) string {
+func (l Location) GoldRefreshed(g Gold) string {
 	return l.table(l.GoldDataset(g), GoldRefreshedName(g))
 }
 
 // GoldChangesName is the id of a materialized view's change feed, a table
 // function: <name>_changes.
-func GoldChangesName(g *flow.Gold) string { return g.Name.Table + ChangesSuffix }
+func GoldChangesName(g Gold) string { return goldTable(g) + ChangesSuffix }
 
 // GoldChanges is the quoted change feed of a materialized view, for SQL.
-func (l Location) GoldChanges(g *flow.Gold) string {
+func (l Location) GoldChanges(g Gold) string {
 	return l.table(l.GoldDataset(g), GoldChangesName(g))
 }

@@ -3,27 +3,8 @@ package flow
 import (
 	"strings"
 
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/schema"
-)
-
-// MetadataPrefix starts the name of every column bqcdc adds to a changelog.
-const MetadataPrefix = "_cdc_"
-
-// Names of the SCD type 2 interval columns, as in Databricks.
-const (
-	StartAt = "__START_AT"
-	EndAt   = "__END_AT"
-
-	// A bitemporal target's system-time interval.
-	SystemStartAt = "__SYSTEM_START_AT"
-	SystemEndAt   = "__SYSTEM_END_AT"
-)
-
-// Columns the change feed adds to a target's (Delta's change data feed
-// calls the first one the same; the position is bqcdc's).
-const (
-	ChangeType     = "_change_type"
-	CommitPosition = "_commit_position"
 )
 
 // Bound is a flow checked against its changelog's columns, with everything
@@ -54,6 +35,9 @@ type Bound struct {
 // and its file:line:column; binding one flow never depends on another, so
 // callers bind each flow and run those that bind (see BindAll).
 func Bind(f *Flow, changelog schema.Columns) (*Bound, error) {
+	if err := CheckNames(f); err != nil {
+		return nil, ErrorList{err}
+	}
 	b := &Bound{Flow: f, Changelog: changelog}
 	var errs ErrorList
 	add := func(err *Error) {
@@ -69,7 +53,7 @@ func Bind(f *Flow, changelog schema.Columns) (*Bound, error) {
 		return nil, ErrorList{err}
 	}
 	for _, c := range changelog {
-		if strings.HasPrefix(c.Name, "__") && !strings.EqualFold(c.Name, StartAt) && !strings.EqualFold(c.Name, EndAt) {
+		if strings.HasPrefix(c.Name, "__") && !strings.EqualFold(c.Name, catalog.StartAt) && !strings.EqualFold(c.Name, catalog.EndAt) {
 			add(errorf(b.sourcePos(), "%s has column %s: names starting with __ are reserved for bqcdc's internal columns; rename the source column", source, c.Name))
 		}
 		if f.Snapshot != nil && strings.EqualFold(c.Name, snapshotTieBreaker) {
@@ -125,7 +109,7 @@ func Bind(f *Flow, changelog schema.Columns) (*Bound, error) {
 
 	b.Output, errs = b.output(errs)
 	if f.SCDType == 2 {
-		for _, name := range []string{StartAt, EndAt} {
+		for _, name := range []string{catalog.StartAt, catalog.EndAt} {
 			if _, clash := b.Output.Lookup(name); clash {
 				add(errorf(f.Pos, "the changelog column %s clashes with the SCD type 2 interval column of the same name: exclude it with COLUMNS * EXCEPT (%s)", name, name))
 			}
@@ -277,7 +261,7 @@ func (b *Bound) defaultSubset(except map[string]bool, nullable bool) []string {
 		// A kept SEQUENCE BY column is tracked by default, as in Databricks
 		// ("all output columns"); it is never NULL-ignored. bqcdc's own
 		// _cdc_ columns are neither.
-		if b.isKey(c.Name) || (nullable && b.isSequence(c.Name)) || strings.HasPrefix(strings.ToLower(c.Name), MetadataPrefix) || except[c.Name] {
+		if b.isKey(c.Name) || (nullable && b.isSequence(c.Name)) || strings.HasPrefix(strings.ToLower(c.Name), catalog.MetadataPrefix) || except[c.Name] {
 			continue
 		}
 		if nullable && c.Repeated {
@@ -351,7 +335,7 @@ func contains(list []string, s string) bool {
 
 // snapshotTieBreaker is the column a snapshot flow's events carry to order
 // two rows of one key in one snapshot (render names it the same).
-const snapshotTieBreaker = "_cdc_message_id"
+const snapshotTieBreaker = catalog.ColMessageID
 
 // sourceRef names what a flow reads in messages. It is text only when an
 // error is formatted: binding a flow that has none builds no string.
@@ -375,7 +359,7 @@ func changeFeedColumns(f *Flow) []string {
 	if f.Snapshot != nil {
 		return nil
 	}
-	return []string{ChangeType, CommitPosition}
+	return []string{catalog.ColChangeType, catalog.ColCommitPosition}
 }
 
 // VersionType reports whether c can be a snapshot flow's VERSION BY column.

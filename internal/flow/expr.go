@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/schema"
 )
 
@@ -46,21 +47,9 @@ var (
 	funcName  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
-// The escapers are built once: a strings.Replacer compiles its lookup
-// table on first use, and the renderer quotes every column of every flow
-// several times (building one per call was most of bqcdc render's time at
-// 1,000 flows). A Replacer is safe for concurrent use.
-var (
-	identEscaper  = strings.NewReplacer("\\", "\\\\", "`", "\\`")
-	stringEscaper = strings.NewReplacer("\\", "\\\\", "'", "\\'", "\n", "\\n", "\r", "\\r", "\t", "\\t")
-)
-
-// QuoteIdent quotes a BigQuery identifier. Names that reach it were checked
-// against the changelog schema or the name grammar, so they cannot hold a
-// backquote; the escape is defence in depth.
-func QuoteIdent(name string) string {
-	return "`" + identEscaper.Replace(name) + "`"
-}
+// The escaper is built once: a strings.Replacer compiles its lookup table
+// on first use (catalog.QuoteIdent's says why that matters).
+var stringEscaper = strings.NewReplacer("\\", "\\\\", "'", "\\'", "\n", "\\n", "\r", "\\r", "\t", "\\t")
 
 // QuoteString renders a BigQuery string literal.
 func QuoteString(s string) string {
@@ -74,7 +63,7 @@ func renderExpr(e *Expr, clause string, cols schema.Columns, source sourceRef, r
 	// a reserved word (at, from): nothing else can be meant.
 	if c, ok := soleColumn(e.toks, cols); ok {
 		refs[c.Name] = true
-		return QuoteIdent(c.Name), nil
+		return catalog.QuoteIdent(c.Name), nil
 	}
 	var out []string
 	var fnStack []string // the function (or "") owning each open parenthesis
@@ -118,7 +107,7 @@ func renderExpr(e *Expr, clause string, cols schema.Columns, source sourceRef, r
 			out = append(out, t.Text)
 		case tokQuoted:
 			if afterDot {
-				out = append(out, QuoteIdent(t.Text)) // a STRUCT field
+				out = append(out, catalog.QuoteIdent(t.Text)) // a STRUCT field
 				continue
 			}
 			c, ok := cols.Lookup(t.Text)
@@ -126,7 +115,7 @@ func renderExpr(e *Expr, clause string, cols schema.Columns, source sourceRef, r
 				return "", unknownColumn(t, clause, cols, source)
 			}
 			refs[c.Name] = true
-			out = append(out, QuoteIdent(c.Name))
+			out = append(out, catalog.QuoteIdent(c.Name))
 		case tokIdent:
 			upper := strings.ToUpper(t.Text)
 			switch {
@@ -137,7 +126,7 @@ func renderExpr(e *Expr, clause string, cols schema.Columns, source sourceRef, r
 					}
 					out = append(out, upper)
 				} else {
-					out = append(out, QuoteIdent(t.Text)) // a STRUCT field
+					out = append(out, catalog.QuoteIdent(t.Text)) // a STRUCT field
 				}
 			case next.Kind == tokPunct && next.Text == "(" && !exprKeywords[upper] || upper == "SAFE" && next.Text == ".":
 				if forbidden[upper] {
@@ -150,7 +139,7 @@ func renderExpr(e *Expr, clause string, cols schema.Columns, source sourceRef, r
 			default:
 				if c, ok := cols.Lookup(t.Text); ok && !reserved[upper] {
 					refs[c.Name] = true
-					out = append(out, QuoteIdent(c.Name))
+					out = append(out, catalog.QuoteIdent(c.Name))
 					continue
 				}
 				if upper == "FROM" && (prev.is("DISTINCT") || insideExtract(fnStack)) {

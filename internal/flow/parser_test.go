@@ -8,6 +8,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -492,7 +493,7 @@ CREATE FLOW also_good AS AUTO CDC INTO t4 FROM STREAM(users_topic) KEYS (userId)
 }
 
 func TestQuoting(t *testing.T) {
-	if got := QuoteIdent("a`b"); got != "`a\\`b`" {
+	if got := catalog.QuoteIdent("a`b"); got != "`a\\`b`" {
 		t.Errorf("QuoteIdent = %s", got)
 	}
 	if got := QuoteString("it's\n\\"); got != `'it\'s\n\\'` {

@@ -253,7 +253,7 @@ func flowOf(r map[string]bigquery.Value) Flow {
 func deadLetters(ctx context.Context, bq *bigquery.Client, loc catalog.Location) ([]DeadLetters, error) {
 	sql := fmt.Sprintf("SELECT IFNULL(topic, '') AS topic, stage, reason, COUNT(*) AS n FROM %s.%s.%s\n"+
 		"WHERE dead_lettered_at >= TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 1 DAY)\nGROUP BY 1, 2, 3\nORDER BY n DESC, topic, stage, reason\nLIMIT 100",
-		flow.QuoteIdent(loc.Project), flow.QuoteIdent(loc.DefaultDataset), flow.QuoteIdent(catalog.DeadLetterTable))
+		catalog.QuoteIdent(loc.Project), catalog.QuoteIdent(loc.DefaultDataset), catalog.QuoteIdent(catalog.DeadLetterTable))
 	rows, err := read(ctx, bq, sql)
 	if err != nil {
 		return nil, fmt.Errorf("reading the last day's dead letters: %w", err)

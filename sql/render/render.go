@@ -256,7 +256,7 @@ const msgPos = "IFNULL(`" + catalog.ColMessageID + "`, '')"
 // deleteRank orders a delete after an upsert at the same position.
 const deleteRank = "IF(__op = 'D', 1, 0)"
 
-func q(name string) string { return flow.QuoteIdent(name) }
+func q(name string) string { return catalog.QuoteIdent(name) }
 
 func newData(b *flow.Bound, loc catalog.Location, hint time.Time) *data {
 	d := &data{
@@ -773,8 +773,8 @@ func EventsQuery(b *flow.Bound, loc catalog.Location) string {
 // 10 MB), whatever the number of sources.
 func AppendsSince(loc catalog.Location, since time.Time) string {
 	return "-- bqcdc append ledger: the sources appended to after " + since.UTC().Format(time.RFC3339Nano) + "\n" +
-		"SELECT " + flow.QuoteIdent(catalog.ColAppendsSource) + " AS `source`, MAX(" + flow.QuoteIdent(catalog.ColAppendsUntil) + ") AS `until`\n" +
-		"FROM " + flow.QuoteIdent(loc.Project) + "." + flow.QuoteIdent(loc.DefaultDataset) + "." + flow.QuoteIdent(catalog.AppendsTable) + "\n" +
-		"WHERE " + flow.QuoteIdent(catalog.ColAppendsUntil) + " > " + Literal(since) + "\n" +
+		"SELECT " + catalog.QuoteIdent(catalog.ColAppendsSource) + " AS `source`, MAX(" + catalog.QuoteIdent(catalog.ColAppendsUntil) + ") AS `until`\n" +
+		"FROM " + catalog.QuoteIdent(loc.Project) + "." + catalog.QuoteIdent(loc.DefaultDataset) + "." + catalog.QuoteIdent(catalog.AppendsTable) + "\n" +
+		"WHERE " + catalog.QuoteIdent(catalog.ColAppendsUntil) + " > " + Literal(since) + "\n" +
 		"GROUP BY 1"
 }

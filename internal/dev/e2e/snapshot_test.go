@@ -153,7 +153,7 @@ func expectedLines(b *flow.Bound, rows []map[string]any, version func(any) bigqu
 			parts = append(parts, c.Name+"="+viewcheck.CanonJSON(r[c.Name]))
 		}
 		if b.SCDType == 2 {
-			parts = append(parts, flow.StartAt+"="+viewcheck.Canon(version(r[flow.StartAt])), flow.EndAt+"="+viewcheck.Canon(version(r[flow.EndAt])))
+			parts = append(parts, catalog.StartAt+"="+viewcheck.Canon(version(r[catalog.StartAt])), catalog.EndAt+"="+viewcheck.Canon(version(r[catalog.EndAt])))
 		}
 		out = append(out, strings.Join(parts, " "))
 	}

@@ -98,7 +98,7 @@ func goldRead(ctx context.Context, bq *bigquery.Client, g *flow.BoundGold, from 
 	if w := g.Window; w != nil {
 		// The emulator returns TIMESTAMP fields of a STRUCT as text, which
 		// the client cannot read (internal/emulator, concession 15).
-		n := flow.QuoteIdent(w.Name)
+		n := catalog.QuoteIdent(w.Name)
 		sql = fmt.Sprintf("SELECT * EXCEPT (%s), STRUCT(UNIX_MICROS(%s.start) AS `start`, UNIX_MICROS(%s.`end`) AS `end`) AS %s FROM %s", n, n, n, n, from)
 	}
 	rows, err := query(ctx, bq, sql)

@@ -103,9 +103,9 @@ func CheckChanges(ctx context.Context, bq *bigquery.Client, b *flow.Bound, loc c
 func ReplayChanges(b *flow.Bound, lines []string) []string {
 	names := b.Output.Names()
 	if b.SCDType == 2 {
-		names = append(names, flow.StartAt, flow.EndAt)
+		names = append(names, catalog.StartAt, catalog.EndAt)
 	}
-	idNames := append(b.Keys.Names(), flow.StartAt)
+	idNames := append(b.Keys.Names(), catalog.StartAt)
 	var changes []model.Change
 	for _, l := range lines {
 		f := fields(l, append(names, catalog.ColChangeType, catalog.ColCommitPosition))

@@ -164,10 +164,10 @@ func Target(b *flow.Bound, events []model.Event) model.Snapshot {
 	switch {
 	case b.Bitemporal:
 		version := func(v model.Version) string {
-			return line(v.Key, v.Values, flow.StartAt+"="+seqText(b, v.Start), flow.EndAt+"="+seqText(b, v.End))
+			return line(v.Key, v.Values, catalog.StartAt+"="+seqText(b, v.Start), catalog.EndAt+"="+seqText(b, v.End))
 		}
 		for _, bl := range model.Bitemporal(events, cfg, version) {
-			l := version(bl.Version) + " " + flow.SystemStartAt + "=" + sysText(bl.SysStart) + " " + flow.SystemEndAt + "=" + sysText(bl.SysEnd)
+			l := version(bl.Version) + " " + catalog.SystemStartAt + "=" + sysText(bl.SysStart) + " " + catalog.SystemEndAt + "=" + sysText(bl.SysEnd)
 			out[l] = l
 		}
 	case b.SCDType == 1:
@@ -177,7 +177,7 @@ func Target(b *flow.Bound, events []model.Event) model.Snapshot {
 	default:
 		for _, v := range model.SCD2(events, cfg) {
 			start := seqText(b, v.Start)
-			out[model.KeyString(v.Key)+" "+start] = line(v.Key, v.Values, flow.StartAt+"="+start, flow.EndAt+"="+seqText(b, v.End))
+			out[model.KeyString(v.Key)+" "+start] = line(v.Key, v.Values, catalog.StartAt+"="+start, catalog.EndAt+"="+seqText(b, v.End))
 		}
 	}
 	return out
@@ -215,7 +215,7 @@ func indexOf(list []string, s string) int {
 
 // Actual reads the flow's view, one canonical line per row, sorted.
 func Actual(ctx context.Context, bq *bigquery.Client, b *flow.Bound, loc catalog.Location) ([]string, error) {
-	return actual(ctx, bq, b, fmt.Sprintf("SELECT * FROM %s.%s.%s", flow.QuoteIdent(loc.Project), flow.QuoteIdent(loc.Dataset(b.Flow)), flow.QuoteIdent(catalog.ViewName(b.Flow))))
+	return actual(ctx, bq, b, fmt.Sprintf("SELECT * FROM %s.%s.%s", catalog.QuoteIdent(loc.Project), catalog.QuoteIdent(loc.Dataset(b.Flow)), catalog.QuoteIdent(catalog.ViewName(b.Flow))))
 }
 
 // actual runs a query returning target rows (with extra columns after
@@ -232,10 +232,10 @@ func actual(ctx context.Context, bq *bigquery.Client, b *flow.Bound, sql string,
 			parts = append(parts, c.Name+"="+Canon(r[c.Name]))
 		}
 		if b.SCDType == 2 {
-			parts = append(parts, flow.StartAt+"="+Canon(r[flow.StartAt]), flow.EndAt+"="+Canon(r[flow.EndAt]))
+			parts = append(parts, catalog.StartAt+"="+Canon(r[catalog.StartAt]), catalog.EndAt+"="+Canon(r[catalog.EndAt]))
 		}
 		if b.Bitemporal {
-			parts = append(parts, flow.SystemStartAt+"="+Canon(r[flow.SystemStartAt]), flow.SystemEndAt+"="+Canon(r[flow.SystemEndAt]))
+			parts = append(parts, catalog.SystemStartAt+"="+Canon(r[catalog.SystemStartAt]), catalog.SystemEndAt+"="+Canon(r[catalog.SystemEndAt]))
 		}
 		for _, x := range extra {
 			parts = append(parts, x+"="+Canon(r[x]))
@@ -330,7 +330,7 @@ func SnapshotExpected(b *flow.Bound, rows []model.SnapshotRow) []string {
 		}
 	} else {
 		for _, v := range model.SnapshotSCD2(rows, cfg) {
-			lines = append(lines, line(v.Key, v.Values, flow.StartAt+"="+seqText(b, v.Start), flow.EndAt+"="+seqText(b, v.End)))
+			lines = append(lines, line(v.Key, v.Values, catalog.StartAt+"="+seqText(b, v.Start), catalog.EndAt+"="+seqText(b, v.End)))
 		}
 	}
 	sort.Strings(lines)

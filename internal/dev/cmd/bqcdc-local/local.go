@@ -131,8 +131,8 @@ func printGold(ctx context.Context, st *localstack.Stack, g *flow.BoundGold, vie
 	var cols []string
 	for _, it := range g.Items {
 		if it.Window {
-			n := flow.QuoteIdent(it.Name)
-			sql = fmt.Sprintf("SELECT * EXCEPT (%s), %s.start AS %s, %s.`end` AS %s FROM %s", n, n, flow.QuoteIdent(it.Name+"_start"), n, flow.QuoteIdent(it.Name+"_end"), view)
+			n := catalog.QuoteIdent(it.Name)
+			sql = fmt.Sprintf("SELECT * EXCEPT (%s), %s.start AS %s, %s.`end` AS %s FROM %s", n, n, catalog.QuoteIdent(it.Name+"_start"), n, catalog.QuoteIdent(it.Name+"_end"), view)
 			cols = append(cols, it.Name+"_start", it.Name+"_end")
 			continue
 		}
@@ -296,11 +296,11 @@ func printViews(ctx context.Context, st *localstack.Stack) error {
 		}
 		cols := b.Output.Names()
 		if b.SCDType == 2 {
-			cols = append(cols, flow.StartAt, flow.EndAt)
+			cols = append(cols, catalog.StartAt, catalog.EndAt)
 		}
 		kind := fmt.Sprintf("SCD type %d", b.SCDType)
 		if b.Bitemporal {
-			cols, kind = append(cols, flow.SystemStartAt, flow.SystemEndAt), "bitemporal"
+			cols, kind = append(cols, catalog.SystemStartAt, catalog.SystemEndAt), "bitemporal"
 		}
 		demo.PrintTable(os.Stdout, fmt.Sprintf("view %s (flow %s, %s)", b.Target, b.Name, kind), cols, rows)
 	}

@@ -141,7 +141,7 @@ func oldLayout(t *testing.T, e *testenv.Env, b *flow.Bound, w, g1, g2 time.Time)
 func quoted(names []string) []string {
 	out := make([]string, len(names))
 	for i, n := range names {
-		out[i] = flow.QuoteIdent(n)
+		out[i] = catalog.QuoteIdent(n)
 	}
 	return out
 }

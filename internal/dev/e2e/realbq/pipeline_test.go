@@ -247,7 +247,7 @@ func checkTableFunctions(t *testing.T, ctx context.Context, bq *bigquery.Client,
 			t.Fatal(err)
 		}
 		if b.Bitemporal {
-			business := fmt.Sprintf("(SELECT MAX(%s) FROM %s)", flow.QuoteIdent(b.Sequence[0].Name), loc.ViewTable(b.Flow))
+			business := fmt.Sprintf("(SELECT MAX(%s) FROM %s)", catalog.QuoteIdent(b.Sequence[0].Name), loc.ViewTable(b.Flow))
 			literal, err := scalarLiteral(ctx, bq, business)
 			if err != nil {
 				t.Fatal(err)
@@ -323,8 +323,8 @@ func scalarLiteral(ctx context.Context, bq *bigquery.Client, sql string) (string
 // compaction, the last run idle, and the customers topic's dead letter.
 func checkStatusView(t *testing.T, ctx context.Context, bq *bigquery.Client, bound []*flow.Bound, loc catalog.Location) {
 	t.Helper()
-	it, err := bq.Query(fmt.Sprintf("SELECT * FROM %s.%s.%s", flow.QuoteIdent(loc.Project), flow.QuoteIdent(loc.DefaultDataset),
-		flow.QuoteIdent(catalog.StatusView))).Read(ctx)
+	it, err := bq.Query(fmt.Sprintf("SELECT * FROM %s.%s.%s", catalog.QuoteIdent(loc.Project), catalog.QuoteIdent(loc.DefaultDataset),
+		catalog.QuoteIdent(catalog.StatusView))).Read(ctx)
 	if err != nil {
 		t.Fatalf("reading %s: %v", catalog.StatusView, err)
 	}

@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/bqcdc/bqcdc/internal/apply"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/compact"
 	"github.com/bqcdc/bqcdc/internal/dev/localstack"
 	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
-	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/loadgen"
 )
 
@@ -40,7 +40,7 @@ func TestCompactionAtScale(t *testing.T) {
 	var hist strings.Builder
 	for i := range s.Tables {
 		fmt.Fprintf(&hist, "CREATE FLOW lg_h%03d AS AUTO CDC INTO lg_h%03d FROM STREAM(%s) KEYS (id) APPLY AS DELETE WHEN _cdc_op = 'd'\nSEQUENCE BY _cdc_sequence COLUMNS (id, lg_run, c000) STORED AS SCD TYPE 2;\n",
-			i, i, flow.QuoteIdent(s.Topic(i)))
+			i, i, catalog.QuoteIdent(s.Topic(i)))
 	}
 	if err := os.WriteFile(filepath.Join(dir, "flows", "history.sql"), []byte(hist.String()), 0o644); err != nil {
 		t.Fatal(err)
