@@ -112,22 +112,21 @@ type tableFunction struct {
 	render func(*flow.Bound, catalog.Location) (string, error)
 }
 
+// routineSQL renders each kind of table function (the flow's kind says
+// which it gets: flow.Kind.Routines).
+var routineSQL = map[string]func(*flow.Bound, catalog.Location) (string, error){
+	catalog.AtSuffix:      render.AtFunction,
+	catalog.ChangesSuffix: render.ChangesFunction,
+	catalog.AsOfSuffix:    render.AsOfFunction,
+}
+
 // tableFunctions lists the table functions flow b gets.
 func tableFunctions(b *flow.Bound) []tableFunction {
-	if b.IsSnapshot() {
-		// Its history is by version, not by ingestion time: no _at, no
-		// _changes (docs/snapshot-flows.md).
-		return nil
+	var out []tableFunction
+	for _, suffix := range b.Kind().Routines() {
+		out = append(out, tableFunction{catalog.RoutineName(b.Flow, suffix), routineSQL[suffix]})
 	}
-	if b.Bitemporal {
-		// A bitemporal target is time travel already: its as-of function
-		// reads both axes.
-		return []tableFunction{{catalog.AsOfFunctionName(b.Flow), render.AsOfFunction}}
-	}
-	return []tableFunction{
-		{catalog.AtFunctionName(b.Flow), render.AtFunction},
-		{catalog.ChangesFunctionName(b.Flow), render.ChangesFunction},
-	}
+	return out
 }
 
 // FunctionDDL renders the DDL of the table functions flow b gets (what

@@ -53,6 +53,10 @@ func (l Location) ViewTable(f Flow) string { return l.table(l.Dataset(f), ViewNa
 // ChangesFunctionName is the id of the change-feed table function.
 func ChangesFunctionName(f Flow) string { return targetTable(f) + ChangesSuffix }
 
+// RoutineName is the id of the flow's table function with the suffix
+// (AtSuffix, ChangesSuffix, AsOfSuffix: the kind says which it has).
+func RoutineName(f Flow, suffix string) string { return targetTable(f) + suffix }
+
 // Routine is a quoted table function of the flow, for SQL.
 func (l Location) Routine(f Flow, name string) string { return l.table(l.Dataset(f), name) }
 

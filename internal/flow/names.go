@@ -52,14 +52,13 @@ func (b *Bound) Shape() catalog.Shape {
 // the flow's other objects were made. Bind checks it first.
 func CheckNames(f *Flow) *Error {
 	tables := []string{catalog.ViewName(f), catalog.StateName(f)}
-	var routines []string
-	switch {
-	case f.IsSnapshot():
-	case f.Bitemporal:
-		routines = append(routines, catalog.AsOfFunctionName(f))
-	default:
+	k := f.Kind()
+	if k.ChangeFeed() {
 		tables = append(tables, catalog.ChangesName(f))
-		routines = append(routines, catalog.AtFunctionName(f), catalog.ChangesFunctionName(f))
+	}
+	var routines []string
+	for _, suffix := range k.Routines() {
+		routines = append(routines, catalog.RoutineName(f, suffix))
 	}
 	for _, t := range tables {
 		if len(t) > limits.MaxTableIDBytes {

@@ -140,19 +140,24 @@ var Epoch = time.Unix(0, 0).UTC()
 // committed to the state table (Epoch if none); it becomes the constant
 // partition filter, so it must never exceed the current watermark.
 func View(b *flow.Bound, loc catalog.Location, hint time.Time) (string, error) {
-	if b.IsSnapshot() {
+	k := b.Kind()
+	if k.Snapshot() {
 		return SnapshotView(b, loc, "")
 	}
 	d := newData(b, loc, hint)
-	name := "scd1.sql.tmpl"
-	switch {
-	case b.Bitemporal:
+	var name string
+	switch k {
+	case flow.SCD1:
+		name = "scd1.sql.tmpl"
+	case flow.SCD2:
+		name = "scd2.sql.tmpl"
+	case flow.Bitemporal:
 		name = "bitemporal.sql.tmpl"
 		d.EventsCTE = "deduped"
 		d.partition(true)
 		d.bitemporalLinear(b)
-	case b.SCDType == 2:
-		name = "scd2.sql.tmpl"
+	default:
+		return "", fmt.Errorf("rendering view of flow %s: no view for kind %s", b.Name, k)
 	}
 	buf := newSQLBuilder()
 	if err := templates.ExecuteTemplate(buf, name, d); err != nil {
@@ -487,7 +492,7 @@ const KeyRanges = 256
 // HasChangeFeed reports whether a flow has a materialized change feed
 // (<target>_changes): change-stream flows of SCD type 1 and 2. A bitemporal
 // target is time travel already; a snapshot flow's history is by version.
-func HasChangeFeed(b *flow.Bound) bool { return !b.IsSnapshot() && !b.Bitemporal }
+func HasChangeFeed(b *flow.Bound) bool { return b.Kind().ChangeFeed() }
 
 // render runs one template with the run's timestamps as literals.
 func (c *Compaction) render(name string, r Run) (string, error) {
