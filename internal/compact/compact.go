@@ -278,48 +278,28 @@ func NewWith(wh Warehouse, objs Objects, loc catalog.Location, opts Options) *Co
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.Attempts == 0 {
-		opts.Attempts = 6
-	}
-	if opts.Backoff == 0 {
-		opts.Backoff = time.Second
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 8
 	}
-	if opts.FullCheckEvery == 0 {
-		opts.FullCheckEvery = 6 * time.Hour
-	}
-	if opts.SnapshotSettle == 0 {
-		opts.SnapshotSettle = DefaultSnapshotSettle
-	}
-	if opts.Log == nil {
-		opts.Log = slog.New(slog.DiscardHandler)
-	}
-	if opts.MaintainEvery == 0 {
-		opts.MaintainEvery = DefaultMaintainEvery
-	}
-	if opts.MaintainMargin == 0 {
-		opts.MaintainMargin = DefaultMaintainMargin
-	}
-	if opts.GoldTouchedAbove == 0 {
-		opts.GoldTouchedAbove = DefaultGoldTouchedAbove
-	}
-	if opts.GoldFeedRetention == 0 {
-		opts.GoldFeedRetention = DefaultGoldFeedRetention
-	}
-	if opts.ChangeSlice == 0 {
-		opts.ChangeSlice = DefaultChangeSlice
-	}
 	if opts.MaxChangeSlices <= 0 {
 		opts.MaxChangeSlices = 24
 	}
-	if opts.MaintainGranularity == 0 {
-		opts.MaintainGranularity = 24 * time.Hour
-	}
-	if opts.LedgerSettle == 0 {
-		opts.LedgerSettle = DefaultLedgerSettle
-	}
+	// Zero is "the default" for the rest (a negative duration or size
+	// means off where the option says so).
+	orDefault(&opts.Attempts, 6)
+	orDefault(&opts.Backoff, time.Second)
+	orDefault(&opts.FullCheckEvery, 6*time.Hour)
+	orDefault(&opts.SnapshotSettle, DefaultSnapshotSettle)
+	orDefault(&opts.MaintainEvery, DefaultMaintainEvery)
+	orDefault(&opts.MaintainMargin, DefaultMaintainMargin)
+	orDefault(&opts.GoldTouchedAbove, DefaultGoldTouchedAbove)
+	orDefault(&opts.GoldFeedRetention, DefaultGoldFeedRetention)
+	orDefault(&opts.ChangeSlice, DefaultChangeSlice)
+	orDefault(&opts.MaintainGranularity, 24*time.Hour)
+	orDefault(&opts.LedgerSettle, DefaultLedgerSettle)
 	return &Compactor{wh: wh, objs: objs, loc: loc, opts: opts}
 }
 
@@ -420,4 +400,12 @@ func (c *Compactor) Flow(ctx context.Context, b *flow.Bound) Report {
 		return Report{Flow: b.Name, Target: b.Target.String(), Source: sourceName(b), Outcome: Failed, Error: err.Error()}
 	}
 	return reports[0]
+}
+
+// orDefault sets an option left at its zero value to its default.
+func orDefault[T comparable](opt *T, def T) {
+	var zero T
+	if *opt == zero {
+		*opt = def
+	}
 }

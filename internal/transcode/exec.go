@@ -438,13 +438,7 @@ func (st *state) text(r *reader, n *node) (val, error) {
 }
 
 func (st *state) binary(r *reader, n *node) (val, error) {
-	var b []byte
-	var err error
-	if n.dec == dFixed {
-		b, err = r.fixed(n.size)
-	} else {
-		b, err = r.bytes()
-	}
+	b, err := r.fixedOrBytes(n)
 	if err != nil {
 		return val{}, err
 	}
@@ -519,13 +513,7 @@ func (st *state) instant(r *reader, n *node) (val, error) {
 }
 
 func (st *state) decimal(r *reader, n *node) (val, error) {
-	var b []byte
-	var err error
-	if n.dec == dFixed {
-		b, err = r.fixed(n.size)
-	} else {
-		b, err = r.bytes()
-	}
+	b, err := r.fixedOrBytes(n)
 	if err != nil {
 		return val{}, err
 	}

@@ -189,6 +189,15 @@ func (r *reader) fixed(n int) ([]byte, error) {
 	return b, nil
 }
 
+// fixedOrBytes reads the bytes of a node that is Avro fixed or bytes (a
+// decimal, a binary column: the same logical type comes as either).
+func (r *reader) fixedOrBytes(n *node) ([]byte, error) {
+	if n.dec == dFixed {
+		return r.fixed(n.size)
+	}
+	return r.bytes()
+}
+
 func (r *reader) float() (float32, error) {
 	b, err := r.fixed(4)
 	if err != nil {
