@@ -76,11 +76,93 @@ WITH
     FROM keyed
     WHERE __key NOT IN (SELECT __key FROM in_order)
   ),
-  -- Each key's events as known at each of its system times.
+  -- Each key's system times in order.
+  ordinals AS (
+    SELECT __key, __asof, ROW_NUMBER() OVER (PARTITION BY __key ORDER BY __asof) AS __n, COUNT(*) OVER (PARTITION BY __key) AS __last_n
+    FROM positions
+  ),
+  -- The others are folded at each of their system times, but only from a
+  -- cut on: with every event before it known, the history before the cut
+  -- is final. At the k-th system time the events not known yet all come at
+  -- or after __m (in sequence order, __i); the cut is the last event before
+  -- __m that is a delete or opens a version (its predecessor is known, so
+  -- it opens for good), and the fold from it on starts as the whole fold
+  -- does at it. The versions before it are read from the fold of all the
+  -- events, at the last system time (the final history), from the system
+  -- time at which they became final on. So a key folds, per system time,
+  -- only its events from the cut on (a few, when late events are not very
+  -- late), not all of them.
+  late_flagged AS (
+    SELECT
+      *,
+      __op = 'D' OR (__op = 'U' AND (
+        LAG(__op) OVER w IS DISTINCT FROM 'U'
+        OR NOT (LAG(`name`) OVER w IS NOT DISTINCT FROM `name`)
+        OR NOT (LAG(`city`) OVER w IS NOT DISTINCT FROM `city`)
+        OR NOT (LAG(`sequenceNum`) OVER w IS NOT DISTINCT FROM `sequenceNum`)
+        OR NOT (TO_JSON_STRING(LAG(`tags`) OVER w) = TO_JSON_STRING(`tags`))
+      )) AS __cuts
+    FROM ordered
+    WHERE __key NOT IN (SELECT __key FROM in_order)
+    WINDOW w AS (PARTITION BY __key ORDER BY __i)
+  ),
+  late AS (
+    SELECT e.__key, e.__i, e.__cuts, n.__n, n.__last_n
+    FROM late_flagged AS e
+    JOIN ordinals AS n ON n.__key = e.__key AND n.__asof = e.__sys
+  ),
+  firsts AS (
+    SELECT __key, __n, MIN(__i) AS __first
+    FROM late
+    GROUP BY __key, __n
+  ),
+  horizons AS (
+    SELECT *, MIN(__first) OVER (PARTITION BY __key ORDER BY __n ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING) AS __m
+    FROM firsts
+  ),
+  -- The cut of each system time but the last (__c, 0: none): the newest
+  -- cutting event before __m, from one pass over the key's events and
+  -- horizons in order.
+  cut_merge AS (
+    SELECT l.__key, l.__n, l.__i, __horizon, IF(__horizon, h.__m, l.__i) AS __v
+    FROM late AS l
+    JOIN horizons AS h ON h.__key = l.__key AND h.__n = l.__n
+    CROSS JOIN UNNEST([FALSE, TRUE]) AS __horizon
+    WHERE IF(__horizon, l.__i = h.__first AND h.__m IS NOT NULL, l.__cuts)
+  ),
+  cuts AS (
+    SELECT __key, __n, IFNULL(__c, 0) AS __c
+    FROM (
+      SELECT *, MAX(IF(__horizon, NULL, __i)) OVER (PARTITION BY __key ORDER BY __v, __horizon DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __c
+      FROM cut_merge
+    )
+    WHERE __horizon
+  ),
+  -- Each event takes part in the folds from its own system time to the
+  -- last one whose cut is not after it (cuts only move on), and in the last.
+  range_merge AS (
+    SELECT l.__key, l.__i, l.__n, l.__last_n, __event, IF(__event, l.__i, c.__c) AS __v
+    FROM late AS l
+    JOIN horizons AS h ON h.__key = l.__key AND h.__n = l.__n
+    LEFT JOIN cuts AS c ON c.__key = l.__key AND c.__n = l.__n
+    CROSS JOIN UNNEST([FALSE, TRUE]) AS __event
+    WHERE __event OR (l.__i = h.__first AND c.__c IS NOT NULL)
+  ),
+  ranges AS (
+    SELECT *
+    FROM (
+      SELECT *, MAX(IF(__event, NULL, __n)) OVER (PARTITION BY __key ORDER BY __v, __event ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __to
+      FROM range_merge
+    )
+    WHERE __event
+  ),
+  -- Each key's events as known at each of its system times, from the cut on.
   events AS (
-    SELECT p.__asof, e.*
-    FROM positions AS p
-    JOIN keyed AS e ON e.__key = p.__key AND UNIX_MICROS(e.`_cdc_ingested_at`) <= p.__asof
+    SELECT p.__asof, e.* EXCEPT (__i, __prev_seq, __prev_sys, __sys)
+    FROM ranges AS r
+    CROSS JOIN UNNEST(ARRAY_CONCAT(GENERATE_ARRAY(r.__n, LEAST(IFNULL(r.__to, 0), r.__last_n - 1)), [r.__last_n])) AS __at
+    JOIN ordinals AS p ON p.__key = r.__key AND p.__n = __at
+    JOIN ordered AS e ON e.__key = r.__key AND e.__i = r.__i
   ),
   -- Per key in sequence order: row number and delete segment (a delete ends
   -- the current version; the next upsert opens a new one).
@@ -146,13 +228,8 @@ FROM versions
 -- Two events at one sequence leave an empty interval: the later one wins.
 WHERE __next0 IS NULL OR NOT (__next0 = __start0)
   ),
-  -- Each key's system times in order.
-  ordinals AS (
-    SELECT __key, __asof, ROW_NUMBER() OVER (PARTITION BY __key ORDER BY __asof) AS __n
-    FROM positions
-  ),
-  known AS (
-    SELECT r.*, o.__n
+  folded AS (
+    SELECT r.*, o.__n, o.__last_n
     FROM (
       SELECT
         *,
@@ -161,6 +238,32 @@ WHERE __next0 IS NULL OR NOT (__next0 = __start0)
       FROM snapshots
     ) AS r
     JOIN ordinals AS o ON o.__key = r.__key AND o.__asof = r.__asof
+  ),
+  -- A version of the final history holds from the first system time whose
+  -- cut is after its start (then it is final) to the end; earlier system
+  -- times that folded it from their cut join it as one island.
+  frozen_merge AS (
+    SELECT __key, `__START_AT` AS __v, TRUE AS __is_row, __row, CAST(NULL AS INT64) AS __k
+    FROM folded
+    WHERE __n = __last_n
+    UNION ALL
+    SELECT c.__key, e.`sequenceNum` AS __v, FALSE AS __is_row, CAST(NULL AS STRING) AS __row, c.__n AS __k
+    FROM cuts AS c
+    LEFT JOIN ordered AS e ON e.__key = c.__key AND e.__i = c.__c
+  ),
+  frozen AS (
+    SELECT __key, __row, IFNULL(__below, 0) + 1 AS __from
+    FROM (
+      SELECT *, MAX(__k) OVER (PARTITION BY __key ORDER BY __v, __is_row ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __below
+      FROM frozen_merge
+    )
+    WHERE __is_row
+  ),
+  known AS (
+    SELECT r.* EXCEPT (__asof, __n), IF(f.__from IS NULL, r.__asof, o.__asof) AS __asof, IFNULL(f.__from, r.__n) AS __n, IF(f.__from IS NULL, r.__n, r.__last_n) AS __end_n
+    FROM folded AS r
+    LEFT JOIN frozen AS f ON r.__n = r.__last_n AND f.__key = r.__key AND f.__row = r.__row
+    LEFT JOIN ordinals AS o ON o.__key = r.__key AND o.__n = f.__from
   ),
   -- Consecutive system times at which a row holds form one island.
   islands AS (
@@ -180,7 +283,7 @@ WHERE __next0 IS NULL OR NOT (__next0 = __start0)
       ANY_VALUE(`__START_AT`) AS `__START_AT`,
       ANY_VALUE(`__END_AT`) AS `__END_AT`,
       MIN(__asof) AS __system_start,
-      MAX(__n) AS __last
+      MAX(__end_n) AS __last
     FROM islands
     GROUP BY __key, __row, __island
   ),
