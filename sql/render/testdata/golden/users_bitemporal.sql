@@ -52,8 +52,8 @@ WITH
   -- time, each at a new value of both (the usual case: changes learnt as
   -- they happen), is known at its i-th system time as its first i events:
   -- its beliefs follow from one pass over its events (in_order_* below,
-  -- linear in them). Only the others are folded at every system time of
-  -- theirs.
+  -- linear in them). The others are folded at each system time of theirs,
+  -- from its cut on (late_flagged below).
   ordered AS (
     SELECT
       *,
@@ -95,6 +95,7 @@ WITH
   late_flagged AS (
     SELECT
       *,
+      DENSE_RANK() OVER (PARTITION BY __key ORDER BY __sys) AS __n,
       __op = 'D' OR (__op = 'U' AND (
         LAG(__op) OVER w IS DISTINCT FROM 'U'
         OR NOT (LAG(`name`) OVER w IS NOT DISTINCT FROM `name`)
@@ -107,9 +108,8 @@ WITH
     WINDOW w AS (PARTITION BY __key ORDER BY __i)
   ),
   late AS (
-    SELECT e.__key, e.__i, e.__cuts, n.__n, n.__last_n
-    FROM late_flagged AS e
-    JOIN ordinals AS n ON n.__key = e.__key AND n.__asof = e.__sys
+    SELECT *, MAX(__n) OVER (PARTITION BY __key) AS __last_n
+    FROM late_flagged
   ),
   firsts AS (
     SELECT __key, __n, MIN(__i) AS __first
@@ -141,7 +141,7 @@ WITH
   -- Each event takes part in the folds from its own system time to the
   -- last one whose cut is not after it (cuts only move on), and in the last.
   range_merge AS (
-    SELECT l.__key, l.__i, l.__n, l.__last_n, __event, IF(__event, l.__i, c.__c) AS __v
+    SELECT l.*, __event, IF(__event, l.__i, c.__c) AS __v
     FROM late AS l
     JOIN horizons AS h ON h.__key = l.__key AND h.__n = l.__n
     LEFT JOIN cuts AS c ON c.__key = l.__key AND c.__n = l.__n
@@ -156,13 +156,18 @@ WITH
     )
     WHERE __event
   ),
-  -- Each key's events as known at each of its system times, from the cut on.
+  -- Each key's events as known at each of its system times, from the cut
+  -- on (the system times by ordinal from one array per key).
+  asofs AS (
+    SELECT __key, ARRAY_AGG(__asof ORDER BY __n) AS __asofs
+    FROM ordinals
+    GROUP BY __key
+  ),
   events AS (
-    SELECT p.__asof, e.* EXCEPT (__i, __prev_seq, __prev_sys, __sys)
+    SELECT a.__asofs[OFFSET(__at - 1)] AS __asof, r.* EXCEPT (__i, __prev_seq, __prev_sys, __sys, __n, __cuts, __last_n, __event, __v, __to)
     FROM ranges AS r
+    JOIN asofs AS a ON a.__key = r.__key
     CROSS JOIN UNNEST(ARRAY_CONCAT(GENERATE_ARRAY(r.__n, LEAST(IFNULL(r.__to, 0), r.__last_n - 1)), [r.__last_n])) AS __at
-    JOIN ordinals AS p ON p.__key = r.__key AND p.__n = __at
-    JOIN ordered AS e ON e.__key = r.__key AND e.__i = r.__i
   ),
   -- Per key in sequence order: row number and delete segment (a delete ends
   -- the current version; the next upsert opens a new one).
