@@ -38,20 +38,20 @@ const (
 )
 
 // AtFunctionName is the id of the point-in-time table function.
-func AtFunctionName(f Flow) string { return targetTable(f) + AtSuffix }
+func AtFunctionName(f Flow) string { return RoutineName(f, AtSuffix) }
 
 // AsOfSuffix ends the name of a bitemporal flow's as-of table function.
 const AsOfSuffix = "_as_of"
 
 // AsOfFunctionName is the id of a bitemporal flow's
 // <target>_as_of(business_time, system_time).
-func AsOfFunctionName(f Flow) string { return targetTable(f) + AsOfSuffix }
+func AsOfFunctionName(f Flow) string { return RoutineName(f, AsOfSuffix) }
 
 // ViewTable is the quoted view of the flow, for SQL.
 func (l Location) ViewTable(f Flow) string { return l.table(l.Dataset(f), ViewName(f)) }
 
 // ChangesFunctionName is the id of the change-feed table function.
-func ChangesFunctionName(f Flow) string { return targetTable(f) + ChangesSuffix }
+func ChangesFunctionName(f Flow) string { return RoutineName(f, ChangesSuffix) }
 
 // RoutineName is the id of the flow's table function with the suffix
 // (AtSuffix, ChangesSuffix, AsOfSuffix: the kind says which it has).
