@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/big"
+	"slices"
 
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/hamba/avro/v2"
@@ -59,7 +61,7 @@ func boolConv(v any) (any, error) {
 }
 
 func intConv(v any) (any, error) {
-	if n, ok := integer(v); ok {
+	if n, ok := Integer(v); ok {
 		return n, nil
 	}
 	return nil, badType("int or long", v)
@@ -179,7 +181,7 @@ func mapConv(val converter) converter {
 		if !ok {
 			return nil, badType("map", v)
 		}
-		keys := sortedKeys(m)
+		keys := slices.Sorted(maps.Keys(m))
 		out := make([]any, 0, len(m))
 		for _, k := range keys {
 			entry := map[string]any{"key": k}

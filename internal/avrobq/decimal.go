@@ -112,7 +112,7 @@ func variableScaleDecimalConv(v any) (any, error) {
 	if !ok {
 		return nil, badType("VariableScaleDecimal record", v)
 	}
-	scale, ok := integer(plain(m["scale"]))
+	scale, ok := Integer(plain(m["scale"]))
 	if !ok {
 		return nil, badType("VariableScaleDecimal scale int", m["scale"])
 	}

@@ -67,7 +67,7 @@ func recordSRID(m map[string]any) error {
 	if s == nil {
 		return nil
 	}
-	srid, ok := integer(s)
+	srid, ok := Integer(s)
 	if !ok {
 		return badType("srid int", s)
 	}

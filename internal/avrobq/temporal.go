@@ -52,7 +52,9 @@ func FloorDiv(a, b int64) int64 {
 	return q
 }
 
-func integer(v any) (int64, bool) {
+// Integer reads a Go integer of the widths decoded Avro and JSON values
+// take (int, int32, int64).
+func Integer(v any) (int64, bool) {
 	switch x := v.(type) {
 	case int:
 		return int64(x), true
@@ -87,7 +89,7 @@ func daysConv(v any) (any, error) {
 	case time.Time:
 		days = FloorDiv(x.Unix(), 86400)
 	default:
-		n, ok := integer(v)
+		n, ok := Integer(v)
 		if !ok {
 			return nil, badType("date (days since 1970-01-01)", v)
 		}
@@ -108,7 +110,7 @@ func microsOf(v any, u Unit) (int64, error) {
 		}
 		return t.UnixMicro(), nil
 	}
-	n, ok := integer(v)
+	n, ok := Integer(v)
 	if !ok {
 		return 0, badType("timestamp", v)
 	}
@@ -178,7 +180,7 @@ func timeConv(u Unit) converter {
 			}
 			return formatTimeOfDay(int64(d / time.Microsecond)), nil
 		}
-		n, ok := integer(v)
+		n, ok := Integer(v)
 		if !ok {
 			return nil, badType("time of day", v)
 		}

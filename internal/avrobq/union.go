@@ -2,7 +2,6 @@ package avrobq
 
 import (
 	"reflect"
-	"sort"
 
 	"github.com/hamba/avro/v2"
 )
@@ -54,15 +53,6 @@ func fixedBytes(v any) ([]byte, bool) {
 	b := make([]byte, rv.Len())
 	reflect.Copy(reflect.ValueOf(b), rv)
 	return b, true
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // plain unwraps a value of a nullable union inside a record that is

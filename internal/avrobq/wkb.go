@@ -166,28 +166,11 @@ func (r *wkbReader) geometry(out *strings.Builder, depth int, want uint32) error
 	case wkbPolygon:
 		return r.polygon(out, want)
 	}
-	n, err := r.count(5)
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		return r.empty(out, want)
-	}
 	member := typ - 3 // MULTIPOINT holds POINTs, and so on
 	if typ == wkbGeometryCollection {
 		member = 0
 	}
-	out.WriteByte('(')
-	for i := range n {
-		if i > 0 {
-			out.WriteString(", ")
-		}
-		if err := r.geometry(out, depth+1, member); err != nil {
-			return err
-		}
-	}
-	out.WriteByte(')')
-	return nil
+	return r.list(out, want, 5, func() error { return r.geometry(out, depth+1, member) })
 }
 
 func (r *wkbReader) empty(out *strings.Builder, want uint32) error {
@@ -200,18 +183,7 @@ func (r *wkbReader) empty(out *strings.Builder, want uint32) error {
 
 // points writes a point list: "(x y, x y)".
 func (r *wkbReader) points(out *strings.Builder, want uint32) error {
-	n, err := r.count(16)
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		return r.empty(out, want)
-	}
-	out.WriteByte('(')
-	for i := range n {
-		if i > 0 {
-			out.WriteString(", ")
-		}
+	return r.list(out, want, 16, func() error {
 		x, err := r.float64()
 		if err != nil {
 			return err
@@ -220,16 +192,18 @@ func (r *wkbReader) points(out *strings.Builder, want uint32) error {
 		if err != nil {
 			return err
 		}
-		if err := writeCoord(out, x, y); err != nil {
-			return err
-		}
-	}
-	out.WriteByte(')')
-	return nil
+		return writeCoord(out, x, y)
+	})
 }
 
 func (r *wkbReader) polygon(out *strings.Builder, want uint32) error {
-	n, err := r.count(4)
+	return r.list(out, want, 4, func() error { return r.points(out, wkbLineString) })
+}
+
+// list writes a counted list of items of at least size bytes each: "(a, b)",
+// or EMPTY when the count is 0.
+func (r *wkbReader) list(out *strings.Builder, want uint32, size int, item func() error) error {
+	n, err := r.count(size)
 	if err != nil {
 		return err
 	}
@@ -241,7 +215,7 @@ func (r *wkbReader) polygon(out *strings.Builder, want uint32) error {
 		if i > 0 {
 			out.WriteString(", ")
 		}
-		if err := r.points(out, wkbLineString); err != nil {
+		if err := item(); err != nil {
 			return err
 		}
 	}

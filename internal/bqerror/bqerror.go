@@ -99,12 +99,16 @@ func classifyGRPC(c codes.Code) Class {
 }
 
 // NotFound reports whether err says the table or dataset does not exist.
-func NotFound(err error) bool {
+func NotFound(err error) bool { return hasCode(err, http.StatusNotFound, codes.NotFound) }
+
+// hasCode reports whether err carries the HTTP status (an error of the REST
+// API) or, when it is not a REST error, the gRPC code (the Storage APIs).
+func hasCode(err error, httpCode int, grpcCode codes.Code) bool {
 	var gerr *googleapi.Error
 	if errors.As(err, &gerr) {
-		return gerr.Code == http.StatusNotFound
+		return gerr.Code == httpCode
 	}
-	return status.Code(err) == codes.NotFound
+	return status.Code(err) == grpcCode
 }
 
 // PreconditionFailed reports whether a conditional update lost a race: the
@@ -115,13 +119,7 @@ func PreconditionFailed(err error) bool {
 }
 
 // AlreadyExists reports whether a create found the resource there already.
-func AlreadyExists(err error) bool {
-	var gerr *googleapi.Error
-	if errors.As(err, &gerr) {
-		return gerr.Code == http.StatusConflict
-	}
-	return status.Code(err) == codes.AlreadyExists
-}
+func AlreadyExists(err error) bool { return hasCode(err, http.StatusConflict, codes.AlreadyExists) }
 
 // RequestRefused reports whether BigQuery's REST API refused a request
 // itself (400 Bad Request: an invalid schema update, a description or name

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/bqcdc/bqcdc/internal/avrobq"
 )
 
 // snapshotKind says whether a change is a snapshot read, and from which kind
@@ -142,13 +144,5 @@ func asString(v any) (string, bool) {
 }
 
 func asInt(v any) (int64, bool) {
-	switch x := unwrapSingle(v).(type) {
-	case int:
-		return int64(x), true
-	case int32:
-		return int64(x), true
-	case int64:
-		return x, true
-	}
-	return 0, false
+	return avrobq.Integer(unwrapSingle(v))
 }

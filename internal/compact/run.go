@@ -61,6 +61,23 @@ func newKind(r *run) kind {
 	return &streamRun{run: r}
 }
 
+// markerRow reads the state's marker with the statement plan renders: its
+// one row, or nil when the state holds no marker. what names it in errors.
+func (r *run) markerRow(ctx context.Context, plan func() (string, error), what string) (map[string]bigquery.Value, error) {
+	sql, err := plan()
+	if err != nil {
+		return nil, err
+	}
+	res, err := r.c.query(ctx, sql, r.acct)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", what, err)
+	}
+	if len(res.Rows) != 1 {
+		return nil, nil
+	}
+	return res.Rows[0], nil
+}
+
 // flow compacts one flow; acct counts its query jobs.
 func (c *Compactor) flow(ctx context.Context, t *task, now time.Time, rep *Report, acct *account) error {
 	if t.err != nil {

@@ -111,25 +111,18 @@ func (s *snapshotRun) read(ctx context.Context) (bool, error) {
 }
 
 func (s *snapshotRun) readMarker(ctx context.Context) error {
-	sql, err := s.plan.Marker()
+	row, err := s.markerRow(ctx, s.plan.Marker, "the applied version")
 	if err != nil {
 		return err
 	}
-	res, err := s.c.query(ctx, sql, s.acct)
-	if err != nil {
-		return fmt.Errorf("reading the applied version: %w", err)
-	}
 	s.marker = snapshotMarker{gen: render.Epoch, newestGen: render.Epoch}
-	if len(res.Rows) != 1 {
-		return nil
-	}
-	v, ok := res.Rows[0]["applied_version"].(string)
+	v, ok := row["applied_version"].(string)
 	if !ok {
-		return nil // a marker of an empty first snapshot has no version
+		return nil // no marker, or one of an empty first snapshot (no version)
 	}
 	s.marker.version, s.marker.found = v, true
-	s.marker.gen = ts(res.Rows[0][catalog.ColStateGen], render.Epoch)
-	s.marker.newestGen = ts(res.Rows[0]["newest_gen"], s.marker.gen)
+	s.marker.gen = ts(row[catalog.ColStateGen], render.Epoch)
+	s.marker.newestGen = ts(row["newest_gen"], s.marker.gen)
 	return nil
 }
 

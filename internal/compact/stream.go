@@ -119,19 +119,12 @@ func (s *streamRun) read(ctx context.Context) (bool, error) {
 }
 
 func (s *streamRun) readMarker(ctx context.Context) error {
-	sql, err := s.plan.Marker()
+	row, err := s.markerRow(ctx, s.plan.Marker, "the watermark")
 	if err != nil {
 		return err
 	}
-	res, err := s.c.query(ctx, sql, s.acct)
-	if err != nil {
-		return fmt.Errorf("reading the watermark: %w", err)
-	}
-	s.from, s.foldedMax = render.Epoch, render.Epoch
-	if len(res.Rows) == 1 {
-		s.from = ts(res.Rows[0][catalog.ColStateWatermark], render.Epoch)
-		s.foldedMax = ts(res.Rows[0]["folded_max"], render.Epoch)
-	}
+	s.from = ts(row[catalog.ColStateWatermark], render.Epoch)
+	s.foldedMax = ts(row["folded_max"], render.Epoch)
 	return nil
 }
 

@@ -270,38 +270,22 @@ func compared(op string, v Value) (set, bool) {
 	return set{}, false
 }
 
-// cmpLo orders lower bounds, cmpHi upper bounds, and loAfterHi tells
-// whether lower bound l lies after upper bound h (the interval is empty).
-func cmpLo(a, b bound) (int, bool) {
-	switch {
-	case a.inf && b.inf:
-		return 0, true
-	case a.inf:
-		return -1, true
-	case b.inf:
-		return 1, true
-	}
-	c, ok := compare(a.v, b.v)
-	if !ok || c != 0 {
-		return c, ok
-	}
-	switch {
-	case a.inc == b.inc:
-		return 0, true
-	case a.inc:
-		return -1, true
-	}
-	return 1, true
-}
+// cmpLo orders lower bounds, cmpHi upper bounds: the same order, mirrored,
+// since an unbounded or inclusive lower bound comes first and an unbounded
+// or inclusive upper bound last.
+func cmpLo(a, b bound) (int, bool) { return cmpBound(a, b, 1) }
 
-func cmpHi(a, b bound) (int, bool) {
+func cmpHi(a, b bound) (int, bool) { return cmpBound(a, b, -1) }
+
+// cmpBound orders bounds of one side: lower (dir 1) or upper (dir -1).
+func cmpBound(a, b bound, dir int) (int, bool) {
 	switch {
 	case a.inf && b.inf:
 		return 0, true
 	case a.inf:
-		return 1, true
+		return -dir, true
 	case b.inf:
-		return -1, true
+		return dir, true
 	}
 	c, ok := compare(a.v, b.v)
 	if !ok || c != 0 {
@@ -311,9 +295,9 @@ func cmpHi(a, b bound) (int, bool) {
 	case a.inc == b.inc:
 		return 0, true
 	case a.inc:
-		return 1, true
+		return -dir, true
 	}
-	return -1, true
+	return dir, true
 }
 
 // empty reports whether no value lies between lower bound lo and upper

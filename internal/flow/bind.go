@@ -61,28 +61,33 @@ func Bind(f *Flow, changelog schema.Columns) (*Bound, error) {
 		}
 	}
 
-	for _, k := range f.Keys {
-		c, err := lookup(k, "KEYS", changelog, source)
-		if err != nil {
-			add(err)
-			continue
+	// lookupAll binds the columns of a clause; check says what is wrong
+	// with a column found (nil: nothing).
+	lookupAll := func(ids []Ident, clause string, check func(Ident, schema.Column) *Error) schema.Columns {
+		var cols schema.Columns
+		for _, id := range ids {
+			c, err := lookup(id, clause, changelog, source)
+			if err != nil {
+				add(err)
+				continue
+			}
+			add(check(id, c))
+			cols = append(cols, c)
 		}
-		if !c.Groupable() {
-			add(errorf(k.Pos, "key column %s is %s, which cannot identify a row: pick columns of an exact scalar type (INT64, STRING, DATE, NUMERIC, ...)", k.Name, c.SQLType()))
-		}
-		b.Keys = append(b.Keys, c)
+		return cols
 	}
-	for _, s := range f.Sequence {
-		c, err := lookup(s, "SEQUENCE BY", changelog, source)
-		if err != nil {
-			add(err)
-			continue
+	b.Keys = lookupAll(f.Keys, "KEYS", func(k Ident, c schema.Column) *Error {
+		if c.Groupable() {
+			return nil
 		}
-		if !c.Orderable() {
-			add(errorf(s.Pos, "sequence column %s is %s, which BigQuery cannot order: use a scalar column, or SEQUENCE BY STRUCT(a, b) to order by several", s.Name, c.SQLType()))
+		return errorf(k.Pos, "key column %s is %s, which cannot identify a row: pick columns of an exact scalar type (INT64, STRING, DATE, NUMERIC, ...)", k.Name, c.SQLType())
+	})
+	b.Sequence = lookupAll(f.Sequence, "SEQUENCE BY", func(s Ident, c schema.Column) *Error {
+		if c.Orderable() {
+			return nil
 		}
-		b.Sequence = append(b.Sequence, c)
-	}
+		return errorf(s.Pos, "sequence column %s is %s, which BigQuery cannot order: use a scalar column, or SEQUENCE BY STRUCT(a, b) to order by several", s.Name, c.SQLType())
+	})
 
 	if f.Version != nil {
 		c, err := lookup(*f.Version, "VERSION BY", changelog, source)

@@ -34,7 +34,6 @@ func ParseDir(dir string) (flows []*Flow, errs []error) {
 
 // ParseDirAll is ParseDir with the materialized views.
 func ParseDirAll(dir string) (Declarations, []error) {
-	var errs []error
 	files, err := filepath.Glob(filepath.Join(dir, "*.sql"))
 	if err != nil {
 		return Declarations{}, []error{fmt.Errorf("listing flows in %s: %w", dir, err)}
@@ -43,19 +42,7 @@ func ParseDirAll(dir string) (Declarations, []error) {
 	if len(files) == 0 {
 		return Declarations{}, []error{fmt.Errorf("no flow files (*.sql) in %s", dir)}
 	}
-	srcs := make(map[string]string, len(files))
-	var readable []string
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			errs = append(errs, &Error{Pos: Pos{File: f}, Msg: fmt.Sprintf("reading flow file: %v", err)})
-			continue
-		}
-		readable = append(readable, f)
-		srcs[f] = string(b)
-	}
-	d, parseErrs := ParseFilesAll(readable, srcs)
-	return d, append(errs, parseErrs...)
+	return parseRead(files, func(f string) string { return f }, os.ReadFile)
 }
 
 // ParseFiles parses the named sources in the given order (used by ParseDir
@@ -146,18 +133,25 @@ func LoadAll(dir string, builtin fs.FS) (Declarations, []error) {
 		return Declarations{}, []error{fmt.Errorf("listing built-in flows: %w", err)}
 	}
 	sort.Strings(names)
-	srcs := map[string]string{}
+	return parseRead(names, func(n string) string { return path.Join("sql/flows", n) }, func(n string) ([]byte, error) { return fs.ReadFile(builtin, n) })
+}
+
+// parseRead reads and parses the flow files names, each shown as file(name)
+// in errors; a file that cannot be read is an error of its own, and the
+// others are still parsed.
+func parseRead(names []string, file func(string) string, read func(string) ([]byte, error)) (Declarations, []error) {
+	srcs := make(map[string]string, len(names))
 	var files []string
 	var errs []error
 	for _, n := range names {
-		file := path.Join("sql/flows", n)
-		b, err := fs.ReadFile(builtin, n)
+		f := file(n)
+		b, err := read(n)
 		if err != nil {
-			errs = append(errs, &Error{Pos: Pos{File: file}, Msg: fmt.Sprintf("reading flow file: %v", err)})
+			errs = append(errs, &Error{Pos: Pos{File: f}, Msg: fmt.Sprintf("reading flow file: %v", err)})
 			continue
 		}
-		files = append(files, file)
-		srcs[file] = string(b)
+		files = append(files, f)
+		srcs[f] = string(b)
 	}
 	d, parseErrs := ParseFilesAll(files, srcs)
 	return d, append(errs, parseErrs...)

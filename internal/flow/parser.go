@@ -556,41 +556,43 @@ func (p *parser) sequenceClause(f *Flow, t token) *Error {
 // systemSequenceClause reads SYSTEM SEQUENCE BY col: the system time of a
 // bitemporal flow (when a fact became known).
 func (p *parser) systemSequenceClause(f *Flow, t token) *Error {
-	if err := p.keywords("SYSTEM", "SEQUENCE", "BY"); err != nil {
-		return err
-	}
-	if err := p.once(f, "SYSTEM SEQUENCE BY", t.Pos); err != nil {
-		return err
-	}
-	if p.peek().is("STRUCT") && p.peekN(1).Kind == tokPunct && p.peekN(1).Text == "(" {
-		return errorf(p.peek().Pos, "SYSTEM SEQUENCE BY takes one column: system time is one sortable value")
-	}
-	n, err := p.name("a system sequence column")
+	n, err := p.oneColumnClause(f, t, "a system sequence column", "system time is one sortable value", "SYSTEM", "SEQUENCE", "BY")
 	if err != nil {
 		return err
 	}
-	f.SystemSequence = &n
+	f.SystemSequence = n
 	return nil
 }
 
 // versionClause reads VERSION BY col: what orders a snapshot flow's
 // snapshots.
 func (p *parser) versionClause(f *Flow, t token) *Error {
-	if err := p.keywords("VERSION", "BY"); err != nil {
-		return err
-	}
-	if err := p.once(f, "VERSION BY", t.Pos); err != nil {
-		return err
-	}
-	if p.peek().is("STRUCT") && p.peekN(1).Kind == tokPunct && p.peekN(1).Text == "(" {
-		return errorf(p.peek().Pos, "VERSION BY takes one column: a snapshot's version is one sortable value")
-	}
-	n, err := p.name("a version column")
+	n, err := p.oneColumnClause(f, t, "a version column", "a snapshot's version is one sortable value", "VERSION", "BY")
 	if err != nil {
 		return err
 	}
-	f.Version = &n
+	f.Version = n
 	return nil
+}
+
+// oneColumnClause reads a clause of keywords kw and one column (what, in
+// errors), given at most once; why says why it takes no STRUCT.
+func (p *parser) oneColumnClause(f *Flow, t token, what, why string, kw ...string) (*Ident, *Error) {
+	clause := strings.Join(kw, " ")
+	if err := p.keywords(kw...); err != nil {
+		return nil, err
+	}
+	if err := p.once(f, clause, t.Pos); err != nil {
+		return nil, err
+	}
+	if p.peek().is("STRUCT") && p.peekN(1).Kind == tokPunct && p.peekN(1).Text == "(" {
+		return nil, errorf(p.peek().Pos, "%s takes one column: %s", clause, why)
+	}
+	n, err := p.name(what)
+	if err != nil {
+		return nil, err
+	}
+	return &n, nil
 }
 
 // columnsClause reads COLUMNS col, ... | COLUMNS * EXCEPT (col, ...).

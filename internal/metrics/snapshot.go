@@ -62,29 +62,13 @@ func flatten(m metricdata.Metrics) []Series {
 	base := func(attrs map[string]string) Series { return Series{Name: m.Name, Unit: m.Unit, Attributes: attrs} }
 	switch d := m.Data.(type) {
 	case metricdata.Sum[int64]:
-		for _, p := range d.DataPoints {
-			s := base(attrsOf(p.Attributes.ToSlice()))
-			s.Value = f(float64(p.Value))
-			out = append(out, s)
-		}
+		out = values(base, d.DataPoints)
 	case metricdata.Sum[float64]:
-		for _, p := range d.DataPoints {
-			s := base(attrsOf(p.Attributes.ToSlice()))
-			s.Value = f(p.Value)
-			out = append(out, s)
-		}
+		out = values(base, d.DataPoints)
 	case metricdata.Gauge[float64]:
-		for _, p := range d.DataPoints {
-			s := base(attrsOf(p.Attributes.ToSlice()))
-			s.Value = f(p.Value)
-			out = append(out, s)
-		}
+		out = values(base, d.DataPoints)
 	case metricdata.Gauge[int64]:
-		for _, p := range d.DataPoints {
-			s := base(attrsOf(p.Attributes.ToSlice()))
-			s.Value = f(float64(p.Value))
-			out = append(out, s)
-		}
+		out = values(base, d.DataPoints)
 	case metricdata.Histogram[float64]:
 		for _, p := range d.DataPoints {
 			out = append(out, histogram(base(attrsOf(p.Attributes.ToSlice())), p.Count, p.Sum, p.Bounds, p.BucketCounts, p.Min, p.Max))
@@ -94,6 +78,17 @@ func flatten(m metricdata.Metrics) []Series {
 			out = append(out, histogram(base(attrsOf(p.Attributes.ToSlice())), p.Count, float64(p.Sum), p.Bounds, p.BucketCounts,
 				extrema(p.Min), extrema(p.Max)))
 		}
+	}
+	return out
+}
+
+// values flattens the points of a sum or a gauge.
+func values[N int64 | float64](base func(map[string]string) Series, points []metricdata.DataPoint[N]) []Series {
+	out := make([]Series, 0, len(points))
+	for _, p := range points {
+		s := base(attrsOf(p.Attributes.ToSlice()))
+		s.Value = f(float64(p.Value))
+		out = append(out, s)
 	}
 	return out
 }

@@ -85,10 +85,27 @@ func (r *reader) chargeScale(scale int64) error {
 
 func (r *reader) left() int { return len(r.b) - r.i }
 
-func (r *reader) long() (int64, error) {
+func (r *reader) long() (int64, error) { return r.varint(10) }
+
+// int reads an int: at most 5 bytes (hamba), and a value that fits in 32
+// bits (the generic path's validator).
+func (r *reader) int() (int32, error) {
+	x, err := r.varint(5)
+	if err != nil {
+		return 0, err
+	}
+	if x < -1<<31 || x > 1<<31-1 {
+		return 0, errVarint
+	}
+	return int32(x), nil
+}
+
+// varint reads a zig-zag varint of at most max bytes (10 for a long, 5 for
+// an int).
+func (r *reader) varint(max int) (int64, error) {
 	var v uint64
 	var s uint
-	for n := 0; n < 10; n++ {
+	for n := 0; n < max; n++ {
 		if r.i >= len(r.b) {
 			return 0, errTruncated
 		}
@@ -100,30 +117,6 @@ func (r *reader) long() (int64, error) {
 		v |= uint64(c&0x7f) << s
 		if c&0x80 == 0 {
 			return int64((v >> 1) ^ -(v & 1)), nil
-		}
-		s += 7
-	}
-	return 0, errVarint
-}
-
-// int reads an int: at most 5 bytes (hamba), and a value that fits in 32
-// bits (the generic path's validator).
-func (r *reader) int() (int32, error) {
-	var v uint64
-	var s uint
-	for n := 0; n < 5; n++ {
-		if r.i >= len(r.b) {
-			return 0, errTruncated
-		}
-		c := r.b[r.i]
-		r.i++
-		v |= uint64(c&0x7f) << s
-		if c&0x80 == 0 {
-			x := int64((v >> 1) ^ -(v & 1))
-			if x < -1<<31 || x > 1<<31-1 {
-				return 0, errVarint
-			}
-			return int32(x), nil
 		}
 		s += 7
 	}
