@@ -73,21 +73,32 @@ target_flag() {
   esac
 }
 
-# check_target: refuses a target with a required flag missing (naming them
-# all) or one of the wrong shape, and makes TFVARS absolute (terraform
-# -chdir resolves -var-file against TF_DIR) and STATE_PREFIX defaulted.
-check_target() {
+# require VAR --flag ...: refuses the flags whose variable is empty, naming
+# them all.
+require() {
   local missing=()
-  [[ -n "$PROJECT" ]] || missing+=("--project")
-  [[ -n "$REGION" ]] || missing+=("--region")
-  [[ -n "$DATASET" ]] || missing+=("--dataset")
-  [[ -n "$TFVARS" ]] || missing+=("--tfvars")
+  while [[ $# -gt 0 ]]; do
+    [[ -n "${!1}" ]] || missing+=("$2")
+    shift 2
+  done
   if [[ ${#missing[@]} -gt 0 ]]; then
     usage >&2
     die "missing required ${missing[*]}"
   fi
+}
+
+# check_project_region: refuses a --project or --region of the wrong shape.
+check_project_region() {
   [[ "$PROJECT" =~ ^[a-z][a-z0-9-]{4,28}[a-z0-9]$ ]] || die "--project '$PROJECT' is not a project id"
   [[ "$REGION" =~ ^[a-z]+-[a-z]+[0-9]+$ ]] || die "--region '$REGION' is not a region such as europe-west1"
+}
+
+# check_target: refuses a target with a required flag missing (naming them
+# all) or one of the wrong shape, and makes TFVARS absolute (terraform
+# -chdir resolves -var-file against TF_DIR) and STATE_PREFIX defaulted.
+check_target() {
+  require PROJECT --project REGION --region DATASET --dataset TFVARS --tfvars
+  check_project_region
   [[ "$DATASET" =~ ^[A-Za-z0-9_]+$ && ${#DATASET} -le 1024 ]] || die "--dataset '$DATASET' may contain only letters, digits and underscores"
   [[ -f "$TFVARS" ]] || die "--tfvars file '$TFVARS' does not exist"
   [[ -d "$ROOT/$TF_DIR" ]] || die "--tf-dir '$TF_DIR' is not a directory of the repository"

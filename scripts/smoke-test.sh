@@ -78,15 +78,8 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
-missing=()
-[[ -n "$PROJECT" ]] || missing+=("--project")
-[[ -n "$REGION" ]] || missing+=("--region")
-if [[ ${#missing[@]} -gt 0 ]]; then
-  usage >&2
-  die "missing required ${missing[*]}"
-fi
-[[ "$PROJECT" =~ ^[a-z][a-z0-9-]{4,28}[a-z0-9]$ ]] || die "--project '$PROJECT' is not a project id"
-[[ "$REGION" =~ ^[a-z]+-[a-z]+[0-9]+$ ]] || die "--region '$REGION' is not a region such as europe-west1"
+require PROJECT --project REGION --region
+check_project_region
 [[ "$LOCATION" =~ ^[A-Za-z0-9-]+$ ]] || die "--location '$LOCATION' is not a BigQuery location"
 for n in TABLES MESSAGES KEYS; do
   [[ "${!n}" =~ ^[0-9]+$ ]] || die "--${n,,} '${!n}' is not a number"

@@ -149,11 +149,7 @@ func (r *wkbReader) geometry(out *strings.Builder, depth int, want uint32) error
 	}
 	switch typ {
 	case wkbPoint:
-		x, err := r.float64()
-		if err != nil {
-			return err
-		}
-		y, err := r.float64()
+		x, y, err := r.coord()
 		if err != nil {
 			return err
 		}
@@ -173,6 +169,15 @@ func (r *wkbReader) geometry(out *strings.Builder, depth int, want uint32) error
 	return r.list(out, want, 5, func() error { return r.geometry(out, depth+1, member) })
 }
 
+// coord reads one coordinate: x, then y.
+func (r *wkbReader) coord() (x, y float64, err error) {
+	if x, err = r.float64(); err != nil {
+		return 0, 0, err
+	}
+	y, err = r.float64()
+	return x, y, err
+}
+
 func (r *wkbReader) empty(out *strings.Builder, want uint32) error {
 	if want == 0 {
 		out.WriteByte(' ')
@@ -184,11 +189,7 @@ func (r *wkbReader) empty(out *strings.Builder, want uint32) error {
 // points writes a point list: "(x y, x y)".
 func (r *wkbReader) points(out *strings.Builder, want uint32) error {
 	return r.list(out, want, 16, func() error {
-		x, err := r.float64()
-		if err != nil {
-			return err
-		}
-		y, err := r.float64()
+		x, y, err := r.coord()
 		if err != nil {
 			return err
 		}
