@@ -119,7 +119,10 @@ func runCompact(ctx context.Context, args []string) error {
 		} else {
 			fmt.Println(r.Line())
 			for _, st := range r.Plan {
-				line := fmt.Sprintf("    would run %-12s %s", st.Step, formatBytes(st.Bytes))
+				line := fmt.Sprintf("    would run %-14s %s", st.Step, formatBytes(st.Bytes))
+				if st.Ran {
+					line = fmt.Sprintf("    ran       %-14s %s billed", st.Step, formatBytes(st.Bytes))
+				}
 				if st.Error != "" {
 					line += " (" + st.Error + ")"
 				}

@@ -115,7 +115,7 @@ func (s *streamRun) refreshGold(ctx context.Context, g *flow.BoundGold, stateByt
 		if err != nil {
 			return err
 		}
-		res, err := s.c.query(ctx, sql, s.acct)
+		res, err := s.c.query(ctx, "gold touched", sql, s.acct)
 		if err != nil {
 			return fmt.Errorf("reading the groups the refresh touches: %w", err)
 		}

@@ -18,10 +18,13 @@ type account struct {
 	plan  []Statement
 }
 
-// Statement is one statement a dry run would have run, and its price.
+// Statement is one statement of a dry run: one it would have run, and its
+// price, or (Ran) a read it ran to know what the run would do, and what
+// BigQuery billed for it.
 type Statement struct {
-	Step  string `json:"step"`  // fold, changes, maintain, ...
-	Bytes int64  `json:"bytes"` // what BigQuery would bill (or the cost model estimates)
+	Step  string `json:"step"`  // fold, changes, maintain, ...; stats, marker, ... (reads)
+	Bytes int64  `json:"bytes"` // what BigQuery would bill (or the cost model estimates), or billed (Ran)
+	Ran   bool   `json:"ran,omitempty"`
 	Error string `json:"error,omitempty"`
 	SQL   string `json:"-"`
 }
@@ -37,7 +40,7 @@ type Estimator interface {
 // and returns no rows.
 func (c *Compactor) exec(ctx context.Context, step, sql string, acct *account) (Result, error) {
 	if c.opts.DryRun == nil {
-		return c.query(ctx, sql, acct)
+		return c.query(ctx, step, sql, acct)
 	}
 	st := Statement{Step: step, SQL: sql}
 	n, err := c.opts.DryRun.Estimate(ctx, sql)
@@ -50,12 +53,12 @@ func (c *Compactor) exec(ctx context.Context, step, sql string, acct *account) (
 	return Result{}, nil
 }
 
-// query runs a statement, retrying transient failures (concurrent DML on
+// query runs a statement (step names it), retrying transient failures (concurrent DML on
 // the same table, rate limits, 5xx) with exponential backoff. Every
 // statement compaction runs is idempotent or is a commit point whose
 // repetition is (a level folded twice counts once), so a retry after an
 // answer lost in transit is safe.
-func (c *Compactor) query(ctx context.Context, sql string, acct *account) (Result, error) {
+func (c *Compactor) query(ctx context.Context, step, sql string, acct *account) (Result, error) {
 	var err error
 	for attempt := 0; attempt < c.opts.Attempts; attempt++ {
 		if attempt > 0 {
@@ -69,6 +72,10 @@ func (c *Compactor) query(ctx context.Context, sql string, acct *account) (Resul
 		var res Result
 		if res, err = c.wh.Query(ctx, sql); err == nil {
 			acct.bytes += res.BytesBilled
+			if c.opts.DryRun != nil {
+				// A dry run lists the reads it ran too: they are billed.
+				acct.plan = append(acct.plan, Statement{Step: step, Bytes: res.BytesBilled, Ran: true, SQL: sql})
+			}
 			return res, nil
 		}
 		if !bqerror.IsTransient(err) {
@@ -79,8 +86,8 @@ func (c *Compactor) query(ctx context.Context, sql string, acct *account) (Resul
 }
 
 // one runs a statement that returns one row.
-func (c *Compactor) one(ctx context.Context, sql string, acct *account) (map[string]bigquery.Value, error) {
-	res, err := c.query(ctx, sql, acct)
+func (c *Compactor) one(ctx context.Context, step, sql string, acct *account) (map[string]bigquery.Value, error) {
+	res, err := c.query(ctx, step, sql, acct)
 	if err != nil {
 		return nil, err
 	}

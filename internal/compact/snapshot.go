@@ -131,7 +131,7 @@ func (s *snapshotRun) readStats(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := s.c.one(ctx, sql, s.acct)
+	r, err := s.c.one(ctx, "stats", sql, s.acct)
 	if err != nil {
 		return fmt.Errorf("reading what to apply: %w", err)
 	}

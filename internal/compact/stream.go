@@ -137,7 +137,7 @@ func (s *streamRun) readStats(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	row, err := s.c.one(ctx, sql, s.acct)
+	row, err := s.c.one(ctx, "stats", sql, s.acct)
 	if err != nil {
 		return fmt.Errorf("reading what to fold: %w", err)
 	}
@@ -267,7 +267,7 @@ func (s *streamRun) firstPosition(ctx context.Context) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	row, err := s.c.one(ctx, sql, s.acct)
+	row, err := s.c.one(ctx, "first position", sql, s.acct)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("reading the flow's first position: %w", err)
 	}
