@@ -326,6 +326,17 @@ func (m *tfModule) refersToExpanding(expr hcl.Expression, target string) bool {
 	return false
 }
 
+// expandLocal returns the definition of local.NAME when expr is exactly that
+// reference, and expr otherwise.
+func (m *tfModule) expandLocal(expr hcl.Expression) hcl.Expression {
+	if e, ok := expr.(*hclsyntax.ScopeTraversalExpr); ok && len(e.Traversal) == 2 && e.Traversal.RootName() == "local" {
+		if a, ok := e.Traversal[1].(hcl.TraverseAttr); ok && m.locals[a.Name] != nil {
+			return m.locals[a.Name].Expr
+		}
+	}
+	return expr
+}
+
 // exprSource is the source text of an expression.
 func exprSource(f *tfFile, expr hcl.Expression) string {
 	return string(expr.Range().SliceBytes(f.src))

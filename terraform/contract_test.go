@@ -318,12 +318,14 @@ func TestIngestCredentialsOnlyFromSecretManager(t *testing.T) {
 			t.Errorf("ingest_function: %s must not be a plain environment variable; use secret_environment_variables", k)
 		}
 	}
-	secrets, ok := objectKeys(attrExpr(ingest.Body, "secret_environment_variables"))
+	// The secrets may be an object literal or a local defined as one.
+	secretEnv := root.expandLocal(attrExpr(ingest.Body, "secret_environment_variables"))
+	secrets, ok := objectKeys(secretEnv)
 	if !ok || !cmp.Equal(secrets, all) {
 		t.Errorf("ingest_function: secret_environment_variables = %v, want exactly %v", secrets, all)
 	}
 	for k, v := range secretVars {
-		item := objectItem(attrExpr(ingest.Body, "secret_environment_variables"), k)
+		item := objectItem(secretEnv, k)
 		if item == nil || !refersTo(objectItem(item, "secret"), v) {
 			t.Errorf("ingest_function: %s must read the secret named by %s", k, v)
 		}
@@ -345,11 +347,23 @@ func TestIngestCredentialsOnlyFromSecretManager(t *testing.T) {
 		t.Error("modules/function must render var.secret_environment_variables as secret_environment_variables blocks")
 	}
 
+	// One secretAccessor grant per secret ingest reads: for_each over the
+	// very map the function gets, so the two cannot drift apart.
 	accessors := root.resourcesOfType("google_secret_manager_secret_iam_member")
-	if len(accessors) != len(all) {
-		t.Errorf("want %d secretAccessor grants (one per registry secret and the replay key), got %d", len(all), len(accessors))
+	if len(accessors) != 1 {
+		t.Errorf("want one google_secret_manager_secret_iam_member, for_each over ingest's secrets, got %v", sortedKeys(accessors))
 	}
 	for name, r := range accessors {
+		fe := references(attrExpr(r.Body, "for_each"))
+		if want := references(attrExpr(ingest.Body, "secret_environment_variables")); len(want) != 1 || !cmp.Equal(fe, want) {
+			t.Errorf("google_secret_manager_secret_iam_member.%s: for_each = %v, want the ingest function's secret_environment_variables %v", name, fe, want)
+		}
+		if !cmp.Equal(references(attrExpr(r.Body, "secret_id")), []string{"each.value.secret"}) {
+			t.Errorf("google_secret_manager_secret_iam_member.%s: secret_id must be each.value.secret", name)
+		}
+		if role, _ := literalString(attrExpr(r.Body, "role")); role != "roles/secretmanager.secretAccessor" {
+			t.Errorf("google_secret_manager_secret_iam_member.%s: role %q, want roles/secretmanager.secretAccessor", name, role)
+		}
 		if !refersTo(attrExpr(r.Body, "member"), "google_service_account.ingest") {
 			t.Errorf("google_secret_manager_secret_iam_member.%s: only the ingest account may read the registry secrets and the replay key", name)
 		}

@@ -116,35 +116,38 @@ resource "google_pubsub_schema_iam_member" "ingest_reads_pubsub_schemas" {
 
 # --- Secret Manager: only the registry secrets and the replay key, only for ingest
 
-resource "google_secret_manager_secret_iam_member" "ingest_registry_url" {
+# One grant per secret of local.ingest_secrets (main.tf): the registry URL,
+# user name and password, and the replay key. The replay key verifies that a
+# message claiming to replay a dead letter was signed by `bqcdc replay`; only
+# ingest verifies, so only ingest reads it (whoever runs replay reads it with
+# their own access).
+resource "google_secret_manager_secret_iam_member" "ingest_reads_secrets" {
+  for_each  = local.ingest_secrets
   project   = var.project_id
-  secret_id = var.registry_url_secret_id
+  secret_id = each.value.secret
   role      = "roles/secretmanager.secretAccessor"
   member    = "serviceAccount:${google_service_account.ingest.email}"
 }
 
-resource "google_secret_manager_secret_iam_member" "ingest_registry_username" {
-  project   = var.project_id
-  secret_id = var.registry_username_secret_id
-  role      = "roles/secretmanager.secretAccessor"
-  member    = "serviceAccount:${google_service_account.ingest.email}"
+# The grants were one resource per secret before.
+moved {
+  from = google_secret_manager_secret_iam_member.ingest_registry_url
+  to   = google_secret_manager_secret_iam_member.ingest_reads_secrets["BQCDC_REGISTRY_URL"]
 }
 
-resource "google_secret_manager_secret_iam_member" "ingest_registry_password" {
-  project   = var.project_id
-  secret_id = var.registry_password_secret_id
-  role      = "roles/secretmanager.secretAccessor"
-  member    = "serviceAccount:${google_service_account.ingest.email}"
+moved {
+  from = google_secret_manager_secret_iam_member.ingest_registry_username
+  to   = google_secret_manager_secret_iam_member.ingest_reads_secrets["BQCDC_REGISTRY_USERNAME"]
 }
 
-# The replay key verifies that a message claiming to replay a dead letter
-# was signed by `bqcdc replay`; only ingest verifies, so only ingest reads it
-# (whoever runs replay reads it with their own access).
-resource "google_secret_manager_secret_iam_member" "ingest_replay_key" {
-  project   = var.project_id
-  secret_id = var.replay_key_secret_id
-  role      = "roles/secretmanager.secretAccessor"
-  member    = "serviceAccount:${google_service_account.ingest.email}"
+moved {
+  from = google_secret_manager_secret_iam_member.ingest_registry_password
+  to   = google_secret_manager_secret_iam_member.ingest_reads_secrets["BQCDC_REGISTRY_PASSWORD"]
+}
+
+moved {
+  from = google_secret_manager_secret_iam_member.ingest_replay_key
+  to   = google_secret_manager_secret_iam_member.ingest_reads_secrets["BQCDC_REPLAY_KEY"]
 }
 
 # --- Invocation: run.invoker on one service each -----------------------------

@@ -115,6 +115,18 @@ resource "google_storage_bucket_object" "source" {
 # Functions
 # ---------------------------------------------------------------------------
 
+locals {
+  # The secrets the ingest function reads, by environment variable: its
+  # secret_environment_variables and, from the same map, its accessor grants
+  # (iam.tf), so every secret it reads is one it may read.
+  ingest_secrets = {
+    BQCDC_REGISTRY_URL      = { secret = var.registry_url_secret_id }
+    BQCDC_REGISTRY_USERNAME = { secret = var.registry_username_secret_id }
+    BQCDC_REGISTRY_PASSWORD = { secret = var.registry_password_secret_id }
+    BQCDC_REPLAY_KEY        = { secret = var.replay_key_secret_id }
+  }
+}
+
 module "ingest_function" {
   source = "./modules/function"
 
@@ -143,20 +155,10 @@ module "ingest_function" {
   }
 
   # Credentials only ever come from Secret Manager.
-  secret_environment_variables = {
-    BQCDC_REGISTRY_URL      = { secret = var.registry_url_secret_id }
-    BQCDC_REGISTRY_USERNAME = { secret = var.registry_username_secret_id }
-    BQCDC_REGISTRY_PASSWORD = { secret = var.registry_password_secret_id }
-    BQCDC_REPLAY_KEY        = { secret = var.replay_key_secret_id }
-  }
+  secret_environment_variables = local.ingest_secrets
 
   # A deployment whose runtime account cannot read the secrets fails.
-  depends_on = [
-    google_secret_manager_secret_iam_member.ingest_registry_url,
-    google_secret_manager_secret_iam_member.ingest_registry_username,
-    google_secret_manager_secret_iam_member.ingest_registry_password,
-    google_secret_manager_secret_iam_member.ingest_replay_key,
-  ]
+  depends_on = [google_secret_manager_secret_iam_member.ingest_reads_secrets]
 }
 
 module "compact_function" {

@@ -43,34 +43,65 @@ func TestProviderSchema(t *testing.T) {
 		}
 	})
 
+	// Versions are pinned in one place, the root module; every module names
+	// the providers it uses (source only), and Terraform applies the root's
+	// constraints to all of them.
 	t.Run("comes from provider versions the modules accept", func(t *testing.T) {
-		checked := 0
+		pinned := 0
 		for _, dir := range cfg.sortedDirs() {
+			declared := map[string]bool{}
 			for _, f := range cfg.modules[dir].files {
 				for _, b := range f.body.Blocks {
 					rp := childBody(b.Body, "required_providers")
 					if b.Type != "terraform" || rp == nil {
 						continue
 					}
+					if dir != "." && b.Body.Attributes["required_version"] != nil {
+						t.Errorf("%s: required_version belongs in the root module's versions.tf only", b.DefRange())
+					}
 					for name, a := range rp.Attributes {
+						declared[name] = true
 						src, _ := literalString(objectItem(a.Expr, "source"))
-						constraint, _ := literalString(objectItem(a.Expr, "version"))
 						p, ok := schema.Providers[name]
 						if !ok || p.Source != "registry.terraform.io/"+src {
 							t.Errorf("%s: provider %s (%s) is not the one provider-schema.json was extracted from (%+v)", a.SrcRange, name, src, p)
 							continue
 						}
-						allowed, err := versionAllowed(p.Version, constraint)
-						if err != nil || !allowed {
-							t.Errorf("%s: provider-schema.json holds %s %s, which %q does not allow (%v)", a.SrcRange, src, p.Version, constraint, err)
+						constraint, hasVersion := literalString(objectItem(a.Expr, "version"))
+						switch {
+						case dir != "." && objectItem(a.Expr, "version") != nil:
+							t.Errorf("%s: provider %s: version constraints belong in the root module's versions.tf only", a.SrcRange, name)
+						case dir == "." && !hasVersion:
+							t.Errorf("%s: the root module must pin a version of provider %s", a.SrcRange, name)
+						case dir == ".":
+							allowed, err := versionAllowed(p.Version, constraint)
+							if err != nil || !allowed {
+								t.Errorf("%s: provider-schema.json holds %s %s, which %q does not allow (%v)", a.SrcRange, src, p.Version, constraint, err)
+							}
+							pinned++
 						}
-						checked++
+					}
+				}
+			}
+			// Each module declares the providers of its resource, data and
+			// provider blocks, and the root pins every provider in use.
+			for _, f := range cfg.modules[dir].files {
+				for _, b := range f.body.Blocks {
+					if metaArgs[b.Type] == nil || len(b.Labels) == 0 {
+						continue
+					}
+					name, _, _ := strings.Cut(b.Labels[0], "_")
+					if !declared[name] {
+						t.Errorf("%s: terraform/%s uses provider %s but does not declare it in required_providers", b.DefRange(), dir, name)
+					}
+					if !cfg.modules["."].declaresProvider(name) {
+						t.Errorf("%s: provider %s is not pinned in the root module's versions.tf", b.DefRange(), name)
 					}
 				}
 			}
 		}
-		if checked < 8 {
-			t.Errorf("checked only %d required_providers entries", checked)
+		if pinned < 2 {
+			t.Errorf("the root module pins only %d providers, want google and archive", pinned)
 		}
 	})
 
@@ -203,4 +234,17 @@ func copyTerraform(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return dst
+}
+
+// declaresProvider reports whether a terraform block of m lists the provider
+// in required_providers.
+func (m *tfModule) declaresProvider(name string) bool {
+	for _, f := range m.files {
+		for _, b := range f.body.Blocks {
+			if rp := childBody(b.Body, "required_providers"); b.Type == "terraform" && rp != nil && rp.Attributes[name] != nil {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -1,3 +1,6 @@
+# The one place Terraform and provider versions are pinned: the modules
+# under modules/ and the configurations under examples/ name only the
+# providers they use, and Terraform applies these constraints to all of them.
 terraform {
   required_version = ">= 1.5.0"
 

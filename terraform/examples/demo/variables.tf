@@ -20,15 +20,11 @@ variable "dataset_id" {
   default     = "bqcdc_demo"
 }
 
+# Passed on whole: the root module's variable of the same name holds the
+# type (the per-source settings and their defaults) and the validations.
 variable "sources" {
-  type = map(object({
-    labels                           = optional(map(string), {})
-    max_delivery_attempts            = optional(number)
-    message_retention_duration       = optional(string, "604800s")
-    topic_message_retention_duration = optional(string)
-    enable_message_ordering          = optional(bool, false)
-  }))
-  description = "Debezium topics to ingest, keyed by topic name (see the root module's variable of the same name)."
+  type        = any
+  description = "Debezium topics to ingest, keyed by topic name, with the settings of each (see the root module's variable of the same name, which types and validates them)."
 }
 
 variable "registry_url_secret_id" {

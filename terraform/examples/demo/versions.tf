@@ -1,14 +1,9 @@
+# Terraform and provider versions are pinned by the bqcdc module it calls
+# (terraform/versions.tf); the demo only names the provider it configures.
 terraform {
-  required_version = ">= 1.5.0"
-
   required_providers {
     google = {
-      source  = "hashicorp/google"
-      version = ">= 6.0, < 8.0"
-    }
-    archive = {
-      source  = "hashicorp/archive"
-      version = ">= 2.4, < 3.0"
+      source = "hashicorp/google"
     }
   }
 

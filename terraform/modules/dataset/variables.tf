@@ -5,12 +5,7 @@ variable "project_id" {
 
 variable "dataset_id" {
   type        = string
-  description = "Dataset id: letters, digits and underscores, at most 1024 characters."
-
-  validation {
-    condition     = can(regex("^[A-Za-z0-9_]+$", var.dataset_id)) && length(var.dataset_id) <= 1024
-    error_message = "dataset_id may contain only letters, digits and underscores (1-1024 characters)."
-  }
+  description = "Dataset id: letters, digits and underscores, at most 1024 characters (the root module's var.dataset_id validates it)."
 }
 
 variable "location" {

@@ -43,7 +43,6 @@ variable "entry_point" {
 variable "runtime" {
   type        = string
   description = "Cloud Run functions runtime id. go125 or newer: the module needs Go 1.25+ language features."
-  default     = "go125"
 
   validation {
     condition     = can(regex("^go1[0-9]{2}$", var.runtime)) && try(tonumber(substr(var.runtime, 2, -1)) >= 125, false)
@@ -75,7 +74,6 @@ variable "build_service_account_email" {
 variable "ingress_settings" {
   type        = string
   description = "Which networks may reach the function. ALLOW_INTERNAL_ONLY still admits Pub/Sub push and Cloud Scheduler from the same project."
-  default     = "ALLOW_INTERNAL_ONLY"
 
   validation {
     condition     = contains(["ALLOW_ALL", "ALLOW_INTERNAL_ONLY", "ALLOW_INTERNAL_AND_GCLB"], var.ingress_settings)

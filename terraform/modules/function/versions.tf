@@ -1,10 +1,9 @@
+# Terraform and provider versions are pinned once, by the root module
+# (terraform/versions.tf); a module only names the providers it uses.
 terraform {
-  required_version = ">= 1.5.0"
-
   required_providers {
     google = {
-      source  = "hashicorp/google"
-      version = ">= 6.0, < 8.0"
+      source = "hashicorp/google"
     }
   }
 }

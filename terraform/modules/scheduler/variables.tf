@@ -27,7 +27,6 @@ variable "description" {
 variable "schedule" {
   type        = string
   description = "Cron schedule (unix-cron format) of the calls."
-  default     = "*/10 * * * *"
 
   validation {
     condition     = length(split(" ", trimspace(var.schedule))) == 5
@@ -38,7 +37,6 @@ variable "schedule" {
 variable "time_zone" {
   type        = string
   description = "IANA time zone the schedule is read in."
-  default     = "Etc/UTC"
 }
 
 variable "paused" {
@@ -75,7 +73,6 @@ variable "service_account_email" {
 variable "attempt_deadline_seconds" {
   type        = number
   description = "Seconds Scheduler waits for a response before it marks the attempt failed (15-1800 for HTTP targets)."
-  default     = 540
 
   validation {
     condition     = var.attempt_deadline_seconds >= 15 && var.attempt_deadline_seconds <= 1800

@@ -57,24 +57,12 @@ variable "dead_letter_table" {
 
 variable "ack_deadline_seconds" {
   type        = number
-  description = "Push request timeout in seconds (10-600). Set it to the ingest function timeout so Pub/Sub does not redeliver a message while its request is still running."
-  default     = 60
-
-  validation {
-    condition     = var.ack_deadline_seconds >= 10 && var.ack_deadline_seconds <= 600
-    error_message = "ack_deadline_seconds must be between 10 and 600."
-  }
+  description = "Push request timeout in seconds (10-600): the ingest function timeout (the root module's var.ingest.timeout_seconds, which it validates), so Pub/Sub does not redeliver a message while its request is still running."
 }
 
 variable "max_delivery_attempts" {
   type        = number
-  description = "Delivery attempts (5-100) before Pub/Sub moves a message to the dead-letter topic. The ingest function acknowledges permanent failures itself (into _bqcdc_dead_letters), so this only bounds retryable failures such as BigQuery outages."
-  default     = 10
-
-  validation {
-    condition     = var.max_delivery_attempts >= 5 && var.max_delivery_attempts <= 100
-    error_message = "max_delivery_attempts must be between 5 and 100."
-  }
+  description = "Delivery attempts (5-100; the root module's var.max_delivery_attempts and sources[*].max_delivery_attempts, which it validates) before Pub/Sub moves a message to the dead-letter topic. The ingest function acknowledges permanent failures itself (into _bqcdc_dead_letters), so this only bounds retryable failures such as BigQuery outages."
 }
 
 variable "minimum_backoff" {
@@ -91,8 +79,7 @@ variable "maximum_backoff" {
 
 variable "message_retention_duration" {
   type        = string
-  description = "How long the subscriptions keep unacknowledged messages (10m to 7d, e.g. \"604800s\"): the time you have to fix an outage before changes are lost."
-  default     = "604800s"
+  description = "How long the subscriptions keep unacknowledged messages (10m to 7d, e.g. \"604800s\", the default of the root module's sources[*].message_retention_duration): the time you have to fix an outage before changes are lost."
 }
 
 variable "topic_message_retention_duration" {
@@ -103,6 +90,5 @@ variable "topic_message_retention_duration" {
 
 variable "enable_message_ordering" {
   type        = bool
-  description = "Deliver messages with the same ordering key in order. Not needed for correctness (compaction orders changes by _cdc_sequence) and it limits push throughput per key, so it is off by default."
-  default     = false
+  description = "Deliver messages with the same ordering key in order. Not needed for correctness (compaction orders changes by _cdc_sequence) and it limits push throughput per key, so the root module's sources[*].enable_message_ordering is off by default."
 }
