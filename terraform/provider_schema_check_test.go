@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bqcdc/bqcdc/internal/spelling"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
@@ -200,13 +201,7 @@ func (c *schemaCheck) checkBody(where string, body *hclsyntax.Body, sb, root *sc
 // hint suggests a near spelling in the same block, or the blocks of the
 // resource where the name belongs (a misplaced argument).
 func hint(sb, root *schemaBlock, name string) string {
-	best, bestDist := "", 3
-	for _, n := range append(sortedKeys(sb.Attributes), sortedKeys(sb.Blocks)...) {
-		if d := editDistance(name, n); d < bestDist {
-			best, bestDist = n, d
-		}
-	}
-	if best != "" {
+	if best := spelling.Nearest(name, append(sortedKeys(sb.Attributes), sortedKeys(sb.Blocks)...)); best != "" {
 		return fmt.Sprintf(" (did you mean %s?)", best)
 	}
 	if at := placesOf(root, name, ""); len(at) > 0 {
@@ -307,27 +302,6 @@ func (c *schemaCheck) checkReference(m *tfModule, tr hcl.Traversal, rng hcl.Rang
 		}
 		sb, what = &nb.schemaBlock, what+" block "+name
 	}
-}
-
-// editDistance is the Levenshtein distance of two names.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 // versionAllowed reports whether version meets a Terraform version

@@ -6,6 +6,7 @@ import (
 
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/schema"
+	"github.com/bqcdc/bqcdc/internal/spelling"
 )
 
 // Conditions are BigQuery boolean expressions over changelog columns. They
@@ -204,32 +205,4 @@ func isOperator(s string) bool {
 }
 
 // suggest returns the closest name by edit distance, if close enough.
-func suggest(name string, names []string) string {
-	best, bestD := "", 3
-	for _, n := range names {
-		if d := editDistance(strings.ToLower(name), strings.ToLower(n)); d < bestD {
-			best, bestD = n, d
-		}
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
-}
+func suggest(name string, names []string) string { return spelling.Nearest(name, names) }
