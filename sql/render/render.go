@@ -356,11 +356,11 @@ func (d *data) partition(asOf bool) {
 // bitemporalLinear fills what the bitemporal view's one-pass path (keys
 // whose events come in order by sequence and by system time) and its cuts
 // (the others, folded per system time from a cut on) need: a single,
-// non-STRUCT sequence column and no IGNORE NULL UPDATES (whose filling
-// reaches back past any cut to the last delete). Without them every key is
-// folded whole at each of its system times.
+// non-STRUCT sequence column. (With IGNORE NULL UPDATES, whose filling
+// reaches back past an opening upsert to the last delete, only deletes
+// cut.) Without it every key is folded whole at each of its system times.
 func (d *data) bitemporalLinear(b *flow.Bound) {
-	if len(b.Sequence) != 1 || b.SequenceStruct || len(b.IgnoreNull) > 0 {
+	if len(b.Sequence) != 1 || b.SequenceStruct {
 		return
 	}
 	d.Linear = true

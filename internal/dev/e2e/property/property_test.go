@@ -40,7 +40,8 @@ var propImage = schema.Columns{
 // propFlows covers SCD 1 (with truncate), SCD 1 with partial updates and a
 // WHERE, SCD 2, SCD 2 with TRACK HISTORY and partial updates, and a
 // bitemporal flow (system time s2: the arrival order is shuffled, the
-// result must not depend on it).
+// result must not depend on it), and one with IGNORE NULL UPDATES (on a
+// tracked and an untracked column).
 func propFlows(source, p string) string {
 	meta := strings.Join(catalog.MetadataColumns().Names(), ", ")
 	return fmt.Sprintf(`
@@ -69,6 +70,13 @@ KEYS (k1, k2) APPLY AS DELETE WHEN op = 'D'
 SEQUENCE BY s1 SYSTEM SEQUENCE BY s2
 COLUMNS (k1, k2, s1, s2, v_str, v_int, v_arr, v_rec) STORED AS BITEMPORAL
 TRACK HISTORY ON (v_str, v_arr);
+
+CREATE FLOW %[2]s_bifill AS AUTO CDC INTO %[2]s_bifill FROM STREAM(`+"`%[1]s`"+`)
+KEYS (k1, k2) APPLY AS DELETE WHEN op = 'D'
+SEQUENCE BY s1 SYSTEM SEQUENCE BY s2
+COLUMNS (k1, k2, s1, s2, v_str, v_int, v_num) STORED AS BITEMPORAL
+TRACK HISTORY ON (v_str)
+IGNORE NULL UPDATES ON (v_str, v_int);
 `, source, p, meta)
 }
 
