@@ -44,6 +44,12 @@ type Env struct {
 
 var projects sync.Map
 
+// UsersImage is the row image of the users sources of several tests.
+var UsersImage = schema.Columns{
+	{Name: "userId", Type: schema.Int64}, {Name: "name", Type: schema.String}, {Name: "city", Type: schema.String},
+	{Name: "operation", Type: schema.String}, {Name: "sequenceNum", Type: schema.Int64},
+}
+
 // New creates project in the stack's emulator, with the stack's dataset and
 // an empty compaction report table; the dataset is dropped when the test ends.
 func New(t testing.TB, st *localstack.Stack, project string) *Env {
@@ -125,6 +131,13 @@ func (e *Env) ApplyFlows(t testing.TB, file, text string, changelogs map[string]
 	return out
 }
 
+// ApplySourceFlows creates the changelog of source for a row image and
+// applies the flows of text, which read that source only.
+func (e *Env) ApplySourceFlows(t testing.TB, file, text, source string, image schema.Columns) []*flow.Bound {
+	t.Helper()
+	return e.ApplyFlows(t, file, text, map[string]schema.Columns{source: e.CreateSource(t, source, image)})
+}
+
 // ApplySnapshotFlows creates table (cols, in the default dataset) and
 // applies the snapshot flows of text that read it, their columns read from
 // BigQuery as bqcdc apply reads them (apply.SnapshotTables).
@@ -164,6 +177,16 @@ func (e *Env) AppendRows(t testing.TB, source string, rows []map[string]any) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// AppendIngested stamps rows as ingested from start on, a millisecond
+// apart, and appends them to source's changelog.
+func (e *Env) AppendIngested(t testing.TB, source string, rows []map[string]any, start time.Time) {
+	t.Helper()
+	for i, row := range rows {
+		row[catalog.ColIngestedAt] = start.Add(time.Duration(i) * time.Millisecond).UnixMicro()
+	}
+	e.AppendRows(t, source, rows)
 }
 
 // Query runs sql in the project.

@@ -13,7 +13,6 @@ import (
 	"github.com/bqcdc/bqcdc/internal/dev/testenv"
 	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
 	"github.com/bqcdc/bqcdc/internal/flow"
-	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/bqcdc/bqcdc/sql/render"
 )
 
@@ -28,8 +27,7 @@ import (
 func TestMigrationFromGenerations(t *testing.T) {
 	e := testenv.New(t, stack, "migration")
 	ctx := context.Background()
-	cols := e.CreateSource(t, "tt.users", usersImage)
-	bound := e.ApplyFlows(t, "tt.sql", timeTravelFlows, map[string]schema.Columns{"tt.users": cols})
+	bound := e.ApplySourceFlows(t, "tt.sql", timeTravelFlows, "tt.users", testenv.UsersImage)
 	base := time.Now().UTC().Add(-time.Hour).Truncate(time.Minute)
 	at := func(minute int) time.Time { return base.Add(time.Duration(minute) * time.Minute) }
 	row := func(id int64, name any, city any, op string, seq int64, msg string, minute int) map[string]any {

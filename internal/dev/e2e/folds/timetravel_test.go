@@ -11,7 +11,6 @@ import (
 	"github.com/bqcdc/bqcdc/internal/dev/testenv"
 	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
 	"github.com/bqcdc/bqcdc/internal/flow"
-	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -35,11 +34,10 @@ SEQUENCE BY sequenceNum COLUMNS (userId, name, city) STORED AS SCD TYPE 2 TRACK 
 func TestTimeTravelFunctions(t *testing.T) {
 	e := testenv.New(t, stack, "timetravel")
 	ctx := context.Background()
-	cols := e.CreateSource(t, "tt.users", usersImage)
 	// The emulator accepts the functions' DDL (it cannot call them): apply
 	// creates them here, unlike the other tests (concession 11).
 	e.Apply.SkipTableFunctions = false
-	bound := e.ApplyFlows(t, "tt.sql", timeTravelFlows, map[string]schema.Columns{"tt.users": cols})
+	bound := e.ApplySourceFlows(t, "tt.sql", timeTravelFlows, "tt.users", testenv.UsersImage)
 	base := time.Now().UTC().Add(-time.Hour).Truncate(time.Minute)
 	at := func(minute int) time.Time { return base.Add(time.Duration(minute) * time.Minute) }
 	row := func(id int64, name any, city any, op string, seq int64, msg string, minute int) map[string]any {

@@ -62,8 +62,7 @@ FROM STREAM(` + "`g.orders`" + `) GROUP BY region, operation;
 func TestGoldViewsEqualTheirSelect(t *testing.T) {
 	e := testenv.New(t, stack, "gold-views")
 	ctx := context.Background()
-	changelog := e.CreateSource(t, "g.orders", ordersImage)
-	bound := e.ApplyFlows(t, "g.sql", goldTestFlows, map[string]schema.Columns{"g.orders": changelog})
+	bound := e.ApplySourceFlows(t, "g.sql", goldTestFlows, "g.orders", ordersImage)
 	golds := e.ApplyGolds(t, "g.sql", goldTestFlows, bound)
 	if len(golds) != 6 {
 		t.Fatalf("%d materialized views applied, want 6", len(golds))
