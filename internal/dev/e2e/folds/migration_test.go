@@ -28,12 +28,7 @@ func TestMigrationFromGenerations(t *testing.T) {
 	e := testenv.New(t, stack, "migration")
 	ctx := context.Background()
 	bound := e.ApplySourceFlows(t, "tt.sql", timeTravelFlows, "tt.users", testenv.UsersImage)
-	base := time.Now().UTC().Add(-time.Hour).Truncate(time.Minute)
-	at := func(minute int) time.Time { return base.Add(time.Duration(minute) * time.Minute) }
-	row := func(id int64, name any, city any, op string, seq int64, msg string, minute int) map[string]any {
-		return map[string]any{"userId": id, "name": name, "city": city, "operation": op, "sequenceNum": seq,
-			"_cdc_message_id": msg, "_cdc_ingested_at": at(minute).UnixMicro()}
-	}
+	at, row := ttClock()
 	e.AppendRows(t, "tt.users", []map[string]any{
 		row(1, "a", "x", "INSERT", 1, "m01", 1),
 		row(2, "b", "y", "INSERT", 1, "m02", 1),
