@@ -27,6 +27,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
+	"github.com/bqcdc/bqcdc/sql/render"
 	"github.com/goccy/bigquery-emulator/server"
 	"github.com/goccy/bigquery-emulator/types"
 )
@@ -216,6 +217,36 @@ func (e *Env) CheckViews(t testing.TB, bound []*flow.Bound, when string) {
 			for _, r := range rows {
 				t.Logf("  state: %v", r)
 			}
+		}
+	}
+}
+
+// CheckRefreshedGolds compares each refreshed materialized view of golds
+// (<name>_refreshed) with its SELECT over the target as of the state's own
+// position and, where it keeps a change feed, the replay of <name>_changes
+// with <name>_refreshed. Views compaction does not refresh are passed over.
+func (e *Env) CheckRefreshedGolds(t testing.TB, golds []*flow.BoundGold, when string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, g := range golds {
+		if g.Refreshable() != nil {
+			continue
+		}
+		diff, err := viewcheck.CheckGoldRefreshed(ctx, e.BQ, g, e.Loc)
+		if err != nil {
+			t.Fatalf("%s: checking %s_refreshed: %v", when, g.Name, err)
+		}
+		if diff != "" {
+			t.Errorf("%s: %s_refreshed differs from its SELECT at its position:\n%s", when, g.Name, diff)
+		}
+		if !render.GoldHasChanges(g) {
+			continue
+		}
+		if diff, err = viewcheck.CheckGoldFeed(ctx, e.BQ, g, e.Loc); err != nil {
+			t.Fatalf("%s: checking %s_changes: %v", when, g.Name, err)
+		}
+		if diff != "" {
+			t.Errorf("%s: %s_changes, replayed:\n%s", when, g.Name, diff)
 		}
 	}
 }
