@@ -69,9 +69,7 @@ COLUMNS userId, region, name, city;
 
 func TestParseErrors(t *testing.T) {
 	head := "CREATE FLOW f AS AUTO CDC INTO t FROM STREAM(`topic.x`)\n"
-	tests := []struct {
-		name, src, want string
-	}{
+	checkParseErrors(t, []parseErrorCase{
 		{"no keys", head + "SEQUENCE BY s;", "f.sql:1:1: flow f: no KEYS"},
 		{"no sequence", head + "KEYS (id);", "f.sql:1:1: flow f: no SEQUENCE BY"},
 		{"track history with scd1", head + "KEYS (id) SEQUENCE BY s\nTRACK HISTORY ON (a);", "f.sql:3:1: flow f: TRACK HISTORY ON needs STORED AS SCD TYPE 2"},
@@ -111,7 +109,17 @@ func TestParseErrors(t *testing.T) {
 		{"flow comment not a string", "CREATE FLOW f COMMENT x AS AUTO CDC INTO t FROM STREAM(abc) KEYS(id) SEQUENCE BY s;", "f.sql:1:23: flow f: COMMENT expects a string"},
 		{"unterminated declaration", "CREATE STREAMING TABLE t (id INT)", "f.sql:1:34: CREATE STREAMING TABLE t is not terminated"},
 		{"unterminated comment", "/* the flows\nCREATE FLOW f AS AUTO CDC INTO t FROM STREAM(abc) KEYS(id) SEQUENCE BY s;", "f.sql:1:1: unterminated /* comment"},
-	}
+	})
+}
+
+// parseErrorCase is a source f.sql that Parse refuses with one error, whose
+// text starts with want.
+type parseErrorCase struct{ name, src, want string }
+
+// checkParseErrors parses each case's source: it must give one error,
+// with the case's prefix, and no flow.
+func checkParseErrors(t *testing.T, tests []parseErrorCase) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			flows, err := Parse("f.sql", tt.src)

@@ -17,6 +17,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/formats"
 	"github.com/bqcdc/bqcdc/internal/registry"
+	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
 	"github.com/hamba/avro/v2"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -38,18 +39,7 @@ type generic struct {
 
 func newGeneric(t testing.TB, w avro.Schema, table bigquery.Schema, defaults map[string]any) *generic {
 	t.Helper()
-	shape, err := cdc.ShapeOf(w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fields, err := avrobq.FromRecord(shape.Image)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cols, err := catalog.Schema(fields.Columns())
-	if err != nil {
-		t.Fatal(err)
-	}
+	shape, fields, cols := changelogOf(t, w)
 	fitter, err := evolve.NewFitter(bqschema.FromBigQuery(table), cols)
 	if err != nil {
 		t.Fatal(err)
@@ -121,6 +111,14 @@ func loadSchema(t testing.TB, path string) avro.Schema {
 // tableFor is the changelog `bqcdc apply` creates for writer schema s.
 func tableFor(t testing.TB, s avro.Schema) bigquery.Schema {
 	t.Helper()
+	_, _, cols := changelogOf(t, s)
+	return bqschema.ToBigQuery(cols)
+}
+
+// changelogOf is the envelope shape of writer schema s, its row image's
+// fields and the changelog columns `bqcdc apply` derives from them.
+func changelogOf(t testing.TB, s avro.Schema) (cdc.Shape, avrobq.Fields, schema.Columns) {
+	t.Helper()
 	shape, err := cdc.ShapeOf(s)
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +131,7 @@ func tableFor(t testing.TB, s avro.Schema) bigquery.Schema {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return bqschema.ToBigQuery(cols)
+	return shape, fields, cols
 }
 
 // pair is a compiled plan and its reference.

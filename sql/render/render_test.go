@@ -120,6 +120,25 @@ func testKeyFilter(b *flow.Bound) *KeyFilter {
 	return nil
 }
 
+// checkGolden compares got with testdata/golden/name, which -update
+// rewrites first.
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./sql/render -update to create it)", err)
+	}
+	if d := cmp.Diff(string(want), got); d != "" {
+		t.Errorf("SQL differs from %s (-want +got; go test ./sql/render -update rewrites it):\n%s", path, d)
+	}
+}
+
 var emptyItem = regexp.MustCompile(`,\s*,|\(\s*,|,\s*\)`)
 
 func TestSQLGolden(t *testing.T) {
@@ -129,19 +148,7 @@ func TestSQLGolden(t *testing.T) {
 			if again := renderAll(t, b); again != got {
 				t.Fatal("rendering twice gave different SQL")
 			}
-			path := filepath.Join("testdata", "golden", b.Name+".sql")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test ./sql/render -update to create it)", err)
-			}
-			if d := cmp.Diff(string(want), got); d != "" {
-				t.Errorf("SQL differs from %s (-want +got; go test ./sql/render -update rewrites it):\n%s", path, d)
-			}
+			checkGolden(t, b.Name+".sql", got)
 			// An empty list spliced between two others leaves ", ,": a
 			// syntax error BigQuery reports only when the SQL runs.
 			if m := emptyItem.FindStringIndex(got); m != nil {
@@ -375,19 +382,7 @@ func TestGoldGolden(t *testing.T) {
 					got += "\n" + sql + ";\n"
 				}
 			}
-			path := filepath.Join("testdata", "golden", "gold_"+g.Name.Table+".sql")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test ./sql/render -update to create it)", err)
-			}
-			if d := cmp.Diff(string(want), got); d != "" {
-				t.Errorf("SQL differs from %s (-want +got; go test ./sql/render -update rewrites it):\n%s", path, d)
-			}
+			checkGolden(t, "gold_"+g.Name.Table+".sql", got)
 			if m := emptyItem.FindStringIndex(got); m != nil {
 				t.Errorf("an empty list item: %q", got[m[0]:m[1]])
 			}

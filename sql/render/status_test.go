@@ -2,14 +2,11 @@ package render
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/bqcdc/bqcdc/internal/flow"
-	"github.com/google/go-cmp/cmp"
 )
 
 // The status view of the test flows, against a golden copy.
@@ -40,19 +37,7 @@ func TestStatusGolden(t *testing.T) {
 	if !strings.Contains(got, "'materialized view'") {
 		t.Error("no row of a materialized view")
 	}
-	path := filepath.Join("testdata", "golden", "_status.sql")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./sql/render -update to create it)", err)
-	}
-	if d := cmp.Diff(string(want), got); d != "" {
-		t.Errorf("SQL differs from %s (-want +got; go test ./sql/render -update rewrites it):\n%s", path, d)
-	}
+	checkGolden(t, "_status.sql", got)
 	if _, err := Status(nil, loc); err == nil {
 		t.Error("a status view of no flow rendered")
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/compact"
 	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
-	"github.com/bqcdc/bqcdc/internal/schema"
 )
 
 const compactFlows = `
@@ -47,8 +46,7 @@ func stateRows(t *testing.T, e *testenv.Env, table string) []map[string]bigquery
 func TestCompactionIsIdempotentAndBounded(t *testing.T) {
 	e := testenv.New(t, stack, "compaction-basics")
 	ctx := context.Background()
-	cols := e.CreateSource(t, "c.users", usersImage)
-	bound := e.ApplyFlows(t, "c.sql", compactFlows, map[string]schema.Columns{"c.users": cols})
+	bound := e.ApplySourceFlows(t, "c.sql", compactFlows, "c.users", testenv.UsersImage)
 	day := time.Now().UTC().Truncate(24 * time.Hour)
 	old := day.Add(-72 * time.Hour) // three days ago
 	e.AppendRows(t, "c.users", []map[string]any{
@@ -165,8 +163,7 @@ func TestCompactionIsIdempotentAndBounded(t *testing.T) {
 func TestCompactingSomeFlowsKeepsDaysOthersNeed(t *testing.T) {
 	e := testenv.New(t, stack, "compaction-selected")
 	ctx := context.Background()
-	cols := e.CreateSource(t, "c.users", usersImage)
-	bound := e.ApplyFlows(t, "c.sql", compactFlows, map[string]schema.Columns{"c.users": cols})
+	bound := e.ApplySourceFlows(t, "c.sql", compactFlows, "c.users", testenv.UsersImage)
 	day := time.Now().UTC().Truncate(24 * time.Hour)
 	e.AppendRows(t, "c.users", []map[string]any{
 		userRow(1, "a", "INSERT", 1, "m01", day.Add(-72*time.Hour)),

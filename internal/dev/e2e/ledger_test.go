@@ -11,7 +11,6 @@ import (
 	"github.com/bqcdc/bqcdc/internal/compact"
 	"github.com/bqcdc/bqcdc/internal/dev/testenv"
 	"github.com/bqcdc/bqcdc/internal/flow"
-	"github.com/bqcdc/bqcdc/internal/schema"
 )
 
 // TestLedgerTellsIdleFlows runs the append ledger end to end on the
@@ -23,8 +22,7 @@ import (
 func TestLedgerTellsIdleFlows(t *testing.T) {
 	e := testenv.New(t, stack, "ledger")
 	ctx := context.Background()
-	cols := e.CreateSource(t, "c.users", usersImage)
-	bound := e.ApplyFlows(t, "c.sql", compactFlows, map[string]schema.Columns{"c.users": cols})
+	bound := e.ApplySourceFlows(t, "c.sql", compactFlows, "c.users", testenv.UsersImage)
 	var rep apply.Report
 	if err := apply.Appends(ctx, e.BQ, e.Loc.DefaultDataset, &rep); err != nil {
 		t.Fatal(err)

@@ -26,8 +26,7 @@ func TestReservedWordColumns(t *testing.T) {
 		{Name: "from", Type: schema.Date}, {Name: "where", Type: schema.String}, {Name: "by", Type: schema.Timestamp},
 		{Name: "Window", Type: schema.Int64},
 	}
-	cols := e.CreateSource(t, "odd.names", image)
-	bound := e.ApplyFlows(t, "odd.sql", `
+	bound := e.ApplySourceFlows(t, "odd.sql", `
 CREATE FLOW odd_current AS AUTO CDC INTO `+"`odd_current`"+` FROM STREAM(`+"`odd.names`"+`)
 KEYS (`+"`order`, `group`"+`) APPLY AS DELETE WHEN `+"`select`"+` = 'x' SEQUENCE BY STRUCT(`+"`Window`, `select`"+`)
 WHERE `+"`where`"+` IS NULL OR `+"`where`"+` != 'skip'
@@ -36,7 +35,7 @@ IGNORE NULL UPDATES ON (`+"`from`"+`);
 CREATE FLOW odd_history AS AUTO CDC INTO odd_history FROM STREAM(`+"`odd.names`"+`)
 KEYS (`+"`order`, `group`"+`) APPLY AS DELETE WHEN `+"`select`"+` = 'x' SEQUENCE BY `+"`by`"+`
 STORED AS SCD TYPE 2 TRACK HISTORY ON (`+"`from`, `where`"+`);
-`, map[string]schema.Columns{"odd.names": cols})
+`, "odd.names", image)
 	at := time.Now().Add(-time.Hour)
 	row := func(i int, order int64, group, sel string, from any, where any, window int64) map[string]any {
 		return map[string]any{"order": order, "group": group, "select": sel, "from": from, "where": where,

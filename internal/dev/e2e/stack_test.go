@@ -16,7 +16,6 @@ import (
 	"github.com/bqcdc/bqcdc/internal/dev/demo"
 	"github.com/bqcdc/bqcdc/internal/dev/localstack"
 	"github.com/bqcdc/bqcdc/internal/dev/testenv"
-	"github.com/bqcdc/bqcdc/internal/schema"
 )
 
 var stack *localstack.Stack
@@ -80,10 +79,4 @@ func readTestdata(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-// usersImage is the row image of the users sources of several tests.
-var usersImage = schema.Columns{
-	{Name: "userId", Type: schema.Int64}, {Name: "name", Type: schema.String}, {Name: "city", Type: schema.String},
-	{Name: "operation", Type: schema.String}, {Name: "sequenceNum", Type: schema.Int64},
 }

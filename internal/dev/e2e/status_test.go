@@ -15,7 +15,6 @@ import (
 	"github.com/bqcdc/bqcdc/internal/dev/testenv"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/metrics"
-	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/bqcdc/bqcdc/internal/status"
 	"github.com/bqcdc/bqcdc/sql/render"
 )
@@ -30,8 +29,7 @@ var statusFlows = strings.NewReplacer("c.users", "s.users", "FLOW c_", "FLOW s_"
 func TestStatusOfFlows(t *testing.T) {
 	e := testenv.New(t, stack, "status")
 	ctx := context.Background()
-	cols := e.CreateSource(t, "s.users", usersImage)
-	bound := e.ApplyFlows(t, "s.sql", statusFlows, map[string]schema.Columns{"s.users": cols})
+	bound := e.ApplySourceFlows(t, "s.sql", statusFlows, "s.users", testenv.UsersImage)
 	flows := []*flow.Flow{bound[0].Flow, bound[1].Flow}
 	var rep apply.Report
 	if err := apply.DeadLetters(ctx, e.BQ, e.Loc.DefaultDataset, 0, &rep); err != nil {

@@ -109,12 +109,8 @@ func (s *Server) insertTable(w http.ResponseWriter, r *http.Request, project, da
 	}
 	spec := Table{Labels: body.Labels, Description: body.Description}
 	if body.Schema != nil {
-		fields, err := json.Marshal(body.Schema.Fields)
-		if err == nil {
-			spec.Schema, err = bigquery.SchemaFromJSON(fields)
-		}
-		if err != nil {
-			writeError(w, http.StatusBadRequest, "invalid", "fakebq: reading the schema: "+err.Error())
+		var ok bool
+		if spec.Schema, ok = readSchema(w, body.Schema); !ok {
 			return
 		}
 	}

@@ -80,6 +80,21 @@ func (h restHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// readSchema converts a request body's table schema; on an invalid one it
+// writes a 400 and reports false.
+func readSchema(w http.ResponseWriter, ts *bq.TableSchema) (bigquery.Schema, bool) {
+	fields, err := json.Marshal(ts.Fields)
+	var schema bigquery.Schema
+	if err == nil {
+		schema, err = bigquery.SchemaFromJSON(fields)
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid", "fakebq: reading the schema: "+err.Error())
+		return nil, false
+	}
+	return schema, true
+}
+
 // patch applies a tables.patch body: schema (replaced), description,
 // labels (merged; a null value deletes the label). An If-Match header that
 // is not the current etag fails with 412, as BigQuery's does.
@@ -107,12 +122,8 @@ func (t *table) patch(w http.ResponseWriter, r *http.Request) {
 	spec := t.spec
 	t.mu.Unlock()
 	if body.Schema != nil {
-		fields, err := json.Marshal(body.Schema.Fields)
-		if err == nil {
-			spec.Schema, err = bigquery.SchemaFromJSON(fields)
-		}
-		if err != nil {
-			writeError(w, http.StatusBadRequest, "invalid", "fakebq: reading the schema: "+err.Error())
+		var ok bool
+		if spec.Schema, ok = readSchema(w, body.Schema); !ok {
 			return
 		}
 		spec.Columns = nil

@@ -107,33 +107,30 @@ func Compare(a, b any) int {
 	}
 	switch x := a.(type) {
 	case int64:
-		y := b.(int64)
-		switch {
-		case x < y:
-			return -1
-		case x > y:
-			return 1
-		}
-		return 0
+		return compareNumbers(x, b.(int64))
 	case string:
 		return strings.Compare(x, b.(string))
 	case time.Time:
 		return x.Compare(b.(time.Time))
 	case float64:
-		y := b.(float64)
-		switch {
-		case x < y:
-			return -1
-		case x > y:
-			return 1
-		}
-		return 0
+		return compareNumbers(x, b.(float64))
 	case *big.Rat:
 		return x.Cmp(b.(*big.Rat))
 	case civil.Date:
 		return x.Compare(b.(civil.Date))
 	}
 	panic(fmt.Sprintf("model: cannot order %T", a))
+}
+
+// compareNumbers orders two numbers by < and > (a NaN equals everything).
+func compareNumbers[N int64 | float64](x, y N) int {
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
 }
 
 // before reports whether a is positioned before b: by sequence; at one

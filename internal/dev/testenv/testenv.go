@@ -27,6 +27,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
+	"github.com/bqcdc/bqcdc/sql/render"
 	"github.com/goccy/bigquery-emulator/server"
 	"github.com/goccy/bigquery-emulator/types"
 )
@@ -43,6 +44,12 @@ type Env struct {
 }
 
 var projects sync.Map
+
+// UsersImage is the row image of the users sources of several tests.
+var UsersImage = schema.Columns{
+	{Name: "userId", Type: schema.Int64}, {Name: "name", Type: schema.String}, {Name: "city", Type: schema.String},
+	{Name: "operation", Type: schema.String}, {Name: "sequenceNum", Type: schema.Int64},
+}
 
 // New creates project in the stack's emulator, with the stack's dataset and
 // an empty compaction report table; the dataset is dropped when the test ends.
@@ -125,6 +132,13 @@ func (e *Env) ApplyFlows(t testing.TB, file, text string, changelogs map[string]
 	return out
 }
 
+// ApplySourceFlows creates the changelog of source for a row image and
+// applies the flows of text, which read that source only.
+func (e *Env) ApplySourceFlows(t testing.TB, file, text, source string, image schema.Columns) []*flow.Bound {
+	t.Helper()
+	return e.ApplyFlows(t, file, text, map[string]schema.Columns{source: e.CreateSource(t, source, image)})
+}
+
 // ApplySnapshotFlows creates table (cols, in the default dataset) and
 // applies the snapshot flows of text that read it, their columns read from
 // BigQuery as bqcdc apply reads them (apply.SnapshotTables).
@@ -166,6 +180,16 @@ func (e *Env) AppendRows(t testing.TB, source string, rows []map[string]any) {
 	}
 }
 
+// AppendIngested stamps rows as ingested from start on, a millisecond
+// apart, and appends them to source's changelog.
+func (e *Env) AppendIngested(t testing.TB, source string, rows []map[string]any, start time.Time) {
+	t.Helper()
+	for i, row := range rows {
+		row[catalog.ColIngestedAt] = start.Add(time.Duration(i) * time.Millisecond).UnixMicro()
+	}
+	e.AppendRows(t, source, rows)
+}
+
 // Query runs sql in the project.
 func (e *Env) Query(sql string) ([]map[string]bigquery.Value, error) {
 	it, err := e.BQ.Query(sql).Read(context.Background())
@@ -193,6 +217,36 @@ func (e *Env) CheckViews(t testing.TB, bound []*flow.Bound, when string) {
 			for _, r := range rows {
 				t.Logf("  state: %v", r)
 			}
+		}
+	}
+}
+
+// CheckRefreshedGolds compares each refreshed materialized view of golds
+// (<name>_refreshed) with its SELECT over the target as of the state's own
+// position and, where it keeps a change feed, the replay of <name>_changes
+// with <name>_refreshed. Views compaction does not refresh are passed over.
+func (e *Env) CheckRefreshedGolds(t testing.TB, golds []*flow.BoundGold, when string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, g := range golds {
+		if g.Refreshable() != nil {
+			continue
+		}
+		diff, err := viewcheck.CheckGoldRefreshed(ctx, e.BQ, g, e.Loc)
+		if err != nil {
+			t.Fatalf("%s: checking %s_refreshed: %v", when, g.Name, err)
+		}
+		if diff != "" {
+			t.Errorf("%s: %s_refreshed differs from its SELECT at its position:\n%s", when, g.Name, diff)
+		}
+		if !render.GoldHasChanges(g) {
+			continue
+		}
+		if diff, err = viewcheck.CheckGoldFeed(ctx, e.BQ, g, e.Loc); err != nil {
+			t.Fatalf("%s: checking %s_changes: %v", when, g.Name, err)
+		}
+		if diff != "" {
+			t.Errorf("%s: %s_changes, replayed:\n%s", when, g.Name, diff)
 		}
 	}
 }

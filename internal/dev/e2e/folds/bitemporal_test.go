@@ -209,11 +209,10 @@ func TestBitemporalCorrectionsFollowSystemTime(t *testing.T) {
 	var first []string
 	for i, order := range orders {
 		src := fmt.Sprintf("bt.prices%d", i)
-		cols := e.CreateSource(t, src, image)
-		bound := e.ApplyFlows(t, fmt.Sprintf("bt%d.sql", i), fmt.Sprintf(`
+		bound := e.ApplySourceFlows(t, fmt.Sprintf("bt%d.sql", i), fmt.Sprintf(`
 CREATE FLOW prices%[1]d AS AUTO CDC INTO prices%[1]d FROM STREAM(`+"`%[2]s`"+`)
 KEYS (sku) SEQUENCE BY valid_from SYSTEM SEQUENCE BY known_at
-COLUMNS (sku, price, valid_from, known_at) STORED AS BITEMPORAL;`, i, src), map[string]schema.Columns{src: cols})
+COLUMNS (sku, price, valid_from, known_at) STORED AS BITEMPORAL;`, i, src), src, image)
 		base := time.Now().Add(-time.Hour)
 		var rows []map[string]any
 		for j, k := range order {
@@ -258,11 +257,10 @@ func TestBitemporalInOrderKeys(t *testing.T) {
 	ctx := context.Background()
 	image := schema.Columns{{Name: "id", Type: schema.Int64}, {Name: "status", Type: schema.String}, {Name: "note", Type: schema.String},
 		{Name: "op", Type: schema.String}, {Name: "bt", Type: schema.Int64}, {Name: "st", Type: schema.Int64}}
-	cols := e.CreateSource(t, "bt.accounts", image)
-	bound := e.ApplyFlows(t, "bt.sql", `
+	bound := e.ApplySourceFlows(t, "bt.sql", `
 CREATE FLOW accounts AS AUTO CDC INTO accounts FROM STREAM(`+"`bt.accounts`"+`)
 KEYS (id) APPLY AS DELETE WHEN op = 'D' SEQUENCE BY bt SYSTEM SEQUENCE BY st
-COLUMNS (id, status, note, bt, st) STORED AS BITEMPORAL TRACK HISTORY ON (status);`, map[string]schema.Columns{"bt.accounts": cols})
+COLUMNS (id, status, note, bt, st) STORED AS BITEMPORAL TRACK HISTORY ON (status);`, "bt.accounts", image)
 	r := rand.New(rand.NewSource(7))
 	base := time.Now().Add(-time.Hour)
 	var rows []map[string]any
@@ -272,7 +270,7 @@ COLUMNS (id, status, note, bt, st) STORED AS BITEMPORAL TRACK HISTORY ON (status
 		for i := 0; i < 6+r.Intn(8); i++ {
 			bt += 1 + int64(r.Intn(3))
 			st += 1 + int64(r.Intn(3))
-			row := map[string]any{"id": key, "status": pick(r, "open", "open", "frozen"), "note": pick(r, "a", "b"), "op": "U", "bt": bt, "st": st}
+			row := map[string]any{"id": key, "status": testenv.Pick(r, "open", "open", "frozen"), "note": testenv.Pick(r, "a", "b"), "op": "U", "bt": bt, "st": st}
 			if r.Intn(6) == 0 {
 				row["op"] = "D"
 			}
@@ -285,10 +283,7 @@ COLUMNS (id, status, note, bt, st) STORED AS BITEMPORAL TRACK HISTORY ON (status
 		}
 	}
 	r.Shuffle(len(rows), func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
-	for i, row := range rows {
-		row[catalog.ColIngestedAt] = base.Add(time.Duration(i) * time.Millisecond).UnixMicro()
-	}
-	e.AppendRows(t, "bt.accounts", rows)
+	e.AppendIngested(t, "bt.accounts", rows, base)
 	e.CheckViews(t, bound, "before compaction")
 	now := time.Now()
 	opts := compact.Options{VisibilityLag: time.Second, Now: func() time.Time { return now }, Backoff: 20 * time.Millisecond}
@@ -299,5 +294,3 @@ COLUMNS (id, status, note, bt, st) STORED AS BITEMPORAL TRACK HISTORY ON (status
 	}
 	e.CheckViews(t, bound, "after compaction")
 }
-
-func pick[T any](r *rand.Rand, xs ...T) T { return xs[r.Intn(len(xs))] }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
-	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -83,18 +82,12 @@ func metadataNames() []string {
 	return catalog.MetadataColumns().Names()
 }
 
-var usersImage = schema.Columns{
-	{Name: "userId", Type: schema.Int64}, {Name: "name", Type: schema.String}, {Name: "city", Type: schema.String},
-	{Name: "operation", Type: schema.String}, {Name: "sequenceNum", Type: schema.Int64},
-}
-
 func TestDatabricksDocumentedExample(t *testing.T) {
 	for i, c := range loadDatabricksCases(t) {
 		t.Run(c.Name, func(t *testing.T) {
 			e := testenv.New(t, stack, testenv.Project("dbx", int64(i)))
 			source := "dbx." + c.Name
-			cols := e.CreateSource(t, source, usersImage)
-			bound := e.ApplyFlows(t, c.Name+".sql", flowText(c, source), map[string]schema.Columns{source: cols})
+			bound := e.ApplySourceFlows(t, c.Name+".sql", flowText(c, source), source, testenv.UsersImage)
 			var rows []map[string]any
 			start := time.Now().Add(-time.Hour)
 			for i, in := range c.Input {

@@ -13,7 +13,6 @@ import (
 	"github.com/bqcdc/bqcdc/internal/dev/testenv"
 	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
 	"github.com/bqcdc/bqcdc/internal/flow"
-	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/bqcdc/bqcdc/sql/render"
 )
 
@@ -28,14 +27,8 @@ import (
 func TestMigrationFromGenerations(t *testing.T) {
 	e := testenv.New(t, stack, "migration")
 	ctx := context.Background()
-	cols := e.CreateSource(t, "tt.users", usersImage)
-	bound := e.ApplyFlows(t, "tt.sql", timeTravelFlows, map[string]schema.Columns{"tt.users": cols})
-	base := time.Now().UTC().Add(-time.Hour).Truncate(time.Minute)
-	at := func(minute int) time.Time { return base.Add(time.Duration(minute) * time.Minute) }
-	row := func(id int64, name any, city any, op string, seq int64, msg string, minute int) map[string]any {
-		return map[string]any{"userId": id, "name": name, "city": city, "operation": op, "sequenceNum": seq,
-			"_cdc_message_id": msg, "_cdc_ingested_at": at(minute).UnixMicro()}
-	}
+	bound := e.ApplySourceFlows(t, "tt.sql", timeTravelFlows, "tt.users", testenv.UsersImage)
+	at, row := ttClock()
 	e.AppendRows(t, "tt.users", []map[string]any{
 		row(1, "a", "x", "INSERT", 1, "m01", 1),
 		row(2, "b", "y", "INSERT", 1, "m02", 1),

@@ -11,7 +11,6 @@ import (
 	"github.com/bqcdc/bqcdc/internal/dev/testenv"
 	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
 	"github.com/bqcdc/bqcdc/internal/flow"
-	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -27,6 +26,18 @@ WHERE operation IS DISTINCT FROM 'TRUNCATE'
 SEQUENCE BY sequenceNum COLUMNS (userId, name, city) STORED AS SCD TYPE 2 TRACK HISTORY ON (name);
 `
 
+// ttClock gives the minutes of the tt tests, from an hour ago, and a maker of
+// tt.users events ingested at one of them.
+func ttClock() (at func(minute int) time.Time, row func(id int64, name, city any, op string, seq int64, msg string, minute int) map[string]any) {
+	base := time.Now().UTC().Add(-time.Hour).Truncate(time.Minute)
+	at = func(minute int) time.Time { return base.Add(time.Duration(minute) * time.Minute) }
+	row = func(id int64, name, city any, op string, seq int64, msg string, minute int) map[string]any {
+		return map[string]any{"userId": id, "name": name, "city": city, "operation": op, "sequenceNum": seq,
+			"_cdc_message_id": msg, "_cdc_ingested_at": at(minute).UnixMicro()}
+	}
+	return at, row
+}
+
 // TestTimeTravelFunctions: <target>_at(ts) equals the model over the events
 // ingested by ts, and <target>_changes(from, to) equals the model's feed, for
 // an SCD 1 flow (truncate, partial updates) and an SCD 2 flow, before and
@@ -35,17 +46,11 @@ SEQUENCE BY sequenceNum COLUMNS (userId, name, city) STORED AS SCD TYPE 2 TRACK 
 func TestTimeTravelFunctions(t *testing.T) {
 	e := testenv.New(t, stack, "timetravel")
 	ctx := context.Background()
-	cols := e.CreateSource(t, "tt.users", usersImage)
 	// The emulator accepts the functions' DDL (it cannot call them): apply
 	// creates them here, unlike the other tests (concession 11).
 	e.Apply.SkipTableFunctions = false
-	bound := e.ApplyFlows(t, "tt.sql", timeTravelFlows, map[string]schema.Columns{"tt.users": cols})
-	base := time.Now().UTC().Add(-time.Hour).Truncate(time.Minute)
-	at := func(minute int) time.Time { return base.Add(time.Duration(minute) * time.Minute) }
-	row := func(id int64, name any, city any, op string, seq int64, msg string, minute int) map[string]any {
-		return map[string]any{"userId": id, "name": name, "city": city, "operation": op, "sequenceNum": seq,
-			"_cdc_message_id": msg, "_cdc_ingested_at": at(minute).UnixMicro()}
-	}
+	bound := e.ApplySourceFlows(t, "tt.sql", timeTravelFlows, "tt.users", testenv.UsersImage)
+	at, row := ttClock()
 	batches := [][]map[string]any{{
 		row(1, "a", "x", "INSERT", 1, "m01", 1),
 		row(2, "b", "y", "INSERT", 1, "m02", 1),

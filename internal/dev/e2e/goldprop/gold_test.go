@@ -16,7 +16,6 @@ import (
 	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/schema"
-	"github.com/bqcdc/bqcdc/sql/render"
 )
 
 var (
@@ -66,15 +65,6 @@ FROM STREAM(`+"`%[1]s`"+`) GROUP BY op;
 `, source, p, meta)
 }
 
-func pick[T any](r *rand.Rand, xs ...T) T { return xs[r.Intn(len(xs))] }
-
-func maybe(r *rand.Rand, v any) any {
-	if r.Intn(10) < 3 {
-		return nil
-	}
-	return v
-}
-
 // history: events of 6 keys (composite, a NULL k2 among them), updates
 // that move rows between regions and times, deletes, truncates, NULL
 // sequences, 20 % duplicates, shuffled; times at a few on window
@@ -94,11 +84,11 @@ func history(r *rand.Rand, base time.Time) []map[string]any {
 	var events []map[string]any
 	for i := 0; i < n; i++ {
 		e := map[string]any{
-			"k1": int64(1 + r.Intn(3)), "k2": maybe(r, pick(r, "a", "b")), "s1": int64(1 + r.Intn(10)),
-			"op": pick(r, "I", "U", "U"), "region": maybe(r, pick(r, "north", "south")),
-			"qty": maybe(r, int64(r.Intn(5))), "amount": maybe(r, pick(r, "1.50", "2.25", "-3.00", "0.01")),
-			"placed_at": maybe(r, base.Add(time.Duration(pick(r, 0, 30, 60, 75, 90, 150, 200))*time.Minute).UnixMicro()),
-			"flag":      maybe(r, pick(r, true, false)), catalog.ColMessageID: msg(),
+			"k1": int64(1 + r.Intn(3)), "k2": testenv.Maybe(r, testenv.Pick(r, "a", "b")), "s1": int64(1 + r.Intn(10)),
+			"op": testenv.Pick(r, "I", "U", "U"), "region": testenv.Maybe(r, testenv.Pick(r, "north", "south")),
+			"qty": testenv.Maybe(r, int64(r.Intn(5))), "amount": testenv.Maybe(r, testenv.Pick(r, "1.50", "2.25", "-3.00", "0.01")),
+			"placed_at": testenv.Maybe(r, base.Add(time.Duration(testenv.Pick(r, 0, 30, 60, 75, 90, 150, 200))*time.Minute).UnixMicro()),
+			"flag":      testenv.Maybe(r, testenv.Pick(r, true, false)), catalog.ColMessageID: msg(),
 		}
 		switch x := r.Intn(100); {
 		case x < 18:
@@ -123,17 +113,6 @@ func history(r *rand.Rand, base time.Time) []map[string]any {
 	return events
 }
 
-func seeds() []int64 {
-	if *goldSeed != 0 {
-		return []int64{*goldSeed}
-	}
-	out := make([]int64, *goldSeeds)
-	for i := range out {
-		out[i] = int64(2000 + i)
-	}
-	return out
-}
-
 // TestGoldMatchesSelect appends random histories in three batches and,
 // after every batch, every compaction step and every crash, compares each
 // materialized view with its SELECT evaluated by the reference over the
@@ -144,14 +123,13 @@ func seeds() []int64 {
 // and is re-run; some runs see rows appended while they run.
 func TestGoldMatchesSelect(t *testing.T) {
 	const lag = 20 * time.Second
-	for _, seed := range seeds() {
+	for _, seed := range testenv.Seeds(*goldSeed, *goldSeeds, 2000) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			r := rand.New(rand.NewSource(seed))
 			e := testenv.New(t, stack, testenv.Project("gold", seed))
 			source := fmt.Sprintf("gold.s%d", seed)
-			cols := e.CreateSource(t, source, image)
 			text := flows(source, fmt.Sprintf("g%d", seed))
-			bound := e.ApplyFlows(t, "gold.sql", text, map[string]schema.Columns{source: cols})
+			bound := e.ApplySourceFlows(t, "gold.sql", text, source, image)
 			golds := e.ApplyGolds(t, "gold.sql", text, bound)
 			var decls []*flow.Gold
 			refreshed := 0
@@ -175,25 +153,8 @@ func TestGoldMatchesSelect(t *testing.T) {
 					if diff != "" {
 						t.Errorf("%s: %s differs from its SELECT:\n%s", when, g.Name, diff)
 					}
-					if g.Refreshable() != nil {
-						continue
-					}
-					if diff, err = viewcheck.CheckGoldRefreshed(context.Background(), e.BQ, g, e.Loc); err != nil {
-						t.Fatalf("%s: %s_refreshed: %v", when, g.Name, err)
-					}
-					if diff != "" {
-						t.Errorf("%s: %s_refreshed differs from its SELECT at its position:\n%s", when, g.Name, diff)
-					}
-					if !render.GoldHasChanges(g) {
-						continue
-					}
-					if diff, err = viewcheck.CheckGoldFeed(context.Background(), e.BQ, g, e.Loc); err != nil {
-						t.Fatalf("%s: %s_changes: %v", when, g.Name, err)
-					}
-					if diff != "" {
-						t.Errorf("%s: %s_changes, replayed:\n%s", when, g.Name, diff)
-					}
 				}
+				e.CheckRefreshedGolds(t, golds, when)
 			}
 			base := time.Now().Add(-time.Hour).Truncate(time.Hour)
 			rows := history(r, base.Add(-2*time.Hour))
@@ -201,10 +162,7 @@ func TestGoldMatchesSelect(t *testing.T) {
 			from := 0
 			for bi, to := range cuts {
 				start := base.Add(time.Duration(bi) * time.Minute)
-				for i, row := range rows[from:to] {
-					row[catalog.ColIngestedAt] = start.Add(time.Duration(i) * time.Millisecond).UnixMicro()
-				}
-				e.AppendRows(t, source, rows[from:to])
+				e.AppendIngested(t, source, rows[from:to], start)
 				from = to
 				when := fmt.Sprintf("seed %d, after batch %d", seed, bi+1)
 				check(when)
@@ -221,7 +179,7 @@ func compactRandomly(t *testing.T, e *testenv.Env, r *rand.Rand, bound []*flow.B
 	t.Helper()
 	crashAt := ""
 	if r.Intn(10) < 4 {
-		crashAt = pick(r, compact.StepFold, compact.StepChanges, compact.StepGold, compact.StepGC, compact.StepView)
+		crashAt = testenv.Pick(r, compact.StepFold, compact.StepChanges, compact.StepGold, compact.StepGC, compact.StepView)
 	}
 	late := r.Intn(10) < 4
 	// Half the runs ask which groups they touch first (as a large state's
@@ -254,24 +212,9 @@ func compactRandomly(t *testing.T, e *testenv.Env, r *rand.Rand, bound []*flow.B
 				check(fmt.Sprintf("%s, compaction after step %s", when, name))
 			}
 			if name == crashAt {
-				return errors.New("injected crash")
+				return errors.New(testenv.InjectedCrash)
 			}
 			return nil
 		}}
-	for _, rep := range compact.New(e.BQ, e.Loc, opts).Run(context.Background(), bound) {
-		if rep.Outcome == compact.Failed && !strings.Contains(rep.Error, "injected crash") {
-			t.Fatalf("%s: compaction of %s failed: %s", when, rep.Flow, rep.Error)
-		}
-	}
-	check(fmt.Sprintf("%s, after compaction (crash after %q)", when, crashAt))
-	if crashAt != "" {
-		opts.AfterStep = nil
-		opts.Now = func() time.Time { return now.Add(time.Second) }
-		for _, rep := range compact.New(e.BQ, e.Loc, opts).Run(context.Background(), bound) {
-			if rep.Outcome == compact.Failed {
-				t.Fatalf("%s: re-run after the crash failed: %s", when, rep.Error)
-			}
-		}
-		check(fmt.Sprintf("%s, after re-running the crashed compaction", when))
-	}
+	e.CompactCrashing(t, opts, bound, now, crashAt, when, check)
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/bqcdc/bqcdc/internal/dev/testenv"
 	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
 	"github.com/bqcdc/bqcdc/internal/flow"
-	"github.com/bqcdc/bqcdc/internal/schema"
 )
 
 const finalFlows = `
@@ -35,8 +34,7 @@ GROUP BY 1, region;
 func TestGoldFinalWindows(t *testing.T) {
 	e := testenv.New(t, stack, "gold-final")
 	ctx := context.Background()
-	changelog := e.CreateSource(t, "f.orders", ordersImage)
-	bound := e.ApplyFlows(t, "f.sql", finalFlows, map[string]schema.Columns{"f.orders": changelog})
+	bound := e.ApplySourceFlows(t, "f.sql", finalFlows, "f.orders", ordersImage)
 	golds := e.ApplyGolds(t, "f.sql", finalFlows, bound)
 	if len(golds) != 1 || golds[0].Watermark == nil {
 		t.Fatalf("views %v", golds)

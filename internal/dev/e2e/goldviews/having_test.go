@@ -13,7 +13,6 @@ import (
 	"github.com/bqcdc/bqcdc/internal/dev/testenv"
 	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
 	"github.com/bqcdc/bqcdc/internal/flow"
-	"github.com/bqcdc/bqcdc/internal/schema"
 )
 
 const havingFlows = `
@@ -37,8 +36,7 @@ GROUP BY region HAVING n >= 2;
 func TestGoldWhereHavingAndFeed(t *testing.T) {
 	e := testenv.New(t, stack, "gold-having")
 	ctx := context.Background()
-	changelog := e.CreateSource(t, "h.orders", ordersImage)
-	bound := e.ApplyFlows(t, "h.sql", havingFlows, map[string]schema.Columns{"h.orders": changelog})
+	bound := e.ApplySourceFlows(t, "h.sql", havingFlows, "h.orders", ordersImage)
 	golds := e.ApplyGolds(t, "h.sql", havingFlows, bound)
 	if len(golds) != 1 || golds[0].Refreshable() != nil {
 		t.Fatalf("%d views applied, refreshable: %v", len(golds), golds[0].Refreshable())

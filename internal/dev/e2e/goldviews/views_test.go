@@ -62,8 +62,7 @@ FROM STREAM(` + "`g.orders`" + `) GROUP BY region, operation;
 func TestGoldViewsEqualTheirSelect(t *testing.T) {
 	e := testenv.New(t, stack, "gold-views")
 	ctx := context.Background()
-	changelog := e.CreateSource(t, "g.orders", ordersImage)
-	bound := e.ApplyFlows(t, "g.sql", goldTestFlows, map[string]schema.Columns{"g.orders": changelog})
+	bound := e.ApplySourceFlows(t, "g.sql", goldTestFlows, "g.orders", ordersImage)
 	golds := e.ApplyGolds(t, "g.sql", goldTestFlows, bound)
 	if len(golds) != 6 {
 		t.Fatalf("%d materialized views applied, want 6", len(golds))
@@ -152,27 +151,6 @@ func TestGoldViewsEqualTheirSelect(t *testing.T) {
 	if len(refreshed) != 5 {
 		t.Fatalf("%d refreshable views, want all but the stream", len(refreshed))
 	}
-	checkRefreshed := func(when string) {
-		t.Helper()
-		for _, g := range refreshed {
-			diff, err := viewcheck.CheckGoldRefreshed(ctx, e.BQ, g, e.Loc)
-			if err != nil {
-				t.Fatalf("%s: checking %s_refreshed: %v", when, g.Name, err)
-			}
-			if diff != "" {
-				t.Errorf("%s: %s_refreshed differs from its SELECT over the source:\n%s", when, g.Name, diff)
-			}
-			if !render.GoldHasChanges(g) {
-				continue
-			}
-			if diff, err = viewcheck.CheckGoldFeed(ctx, e.BQ, g, e.Loc); err != nil {
-				t.Fatalf("%s: checking %s_changes: %v", when, g.Name, err)
-			}
-			if diff != "" {
-				t.Errorf("%s: %s_changes, replayed:\n%s", when, g.Name, diff)
-			}
-		}
-	}
 	now := time.Now().UTC()
 	history(40, now.Add(-20*time.Minute))
 	check("before compaction")
@@ -191,13 +169,13 @@ func TestGoldViewsEqualTheirSelect(t *testing.T) {
 	}
 	compactAll("first compaction")
 	check("after compaction")
-	checkRefreshed("after compaction")
+	e.CheckRefreshedGolds(t, refreshed, "after compaction")
 	history(40, now.Add(-30*time.Second))
 	check("after more changes")
 	now = now.Add(2 * time.Minute) // the watermark passes every change
 	compactAll("second compaction")
 	check("after the second compaction")
-	checkRefreshed("after the second compaction")
+	e.CheckRefreshedGolds(t, refreshed, "after the second compaction")
 	// A refresh repeated (a run that crashed before its label) from an
 	// older position adds nothing twice: the state carries its own.
 	for _, g := range refreshed {
@@ -209,7 +187,7 @@ func TestGoldViewsEqualTheirSelect(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	checkRefreshed("after a repeated refresh")
+	e.CheckRefreshedGolds(t, refreshed, "after a repeated refresh")
 
 	// A changed definition: bqcdc apply makes its state again, from the
 	// whole change feed, and the refreshed view follows it at once.

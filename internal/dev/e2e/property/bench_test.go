@@ -12,7 +12,6 @@ import (
 	"github.com/bqcdc/bqcdc/internal/compact"
 	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
 	"github.com/bqcdc/bqcdc/internal/flow"
-	"github.com/bqcdc/bqcdc/internal/schema"
 )
 
 // BenchmarkCompaction grows the changelog tenfold at a fixed delta: each
@@ -35,13 +34,12 @@ func benchCompaction(b *testing.B, history, delta int) {
 	src := fmt.Sprintf("bench.h%d", history)
 	e := testenv.New(b, stack, fmt.Sprintf("bench-%d-%d", history, time.Now().UnixNano()))
 	ctx := context.Background()
-	cols := e.CreateSource(t, src, usersImage)
-	bound := e.ApplyFlows(t, "bench.sql", `
+	bound := e.ApplySourceFlows(t, "bench.sql", `
 CREATE FLOW b_current_`+fmt.Sprint(history)+` AS AUTO CDC INTO b_current_`+fmt.Sprint(history)+` FROM STREAM(`+"`"+src+"`"+`)
 KEYS (userId) APPLY AS DELETE WHEN operation = 'DELETE' SEQUENCE BY sequenceNum COLUMNS (userId, name, city);
 CREATE FLOW b_history_`+fmt.Sprint(history)+` AS AUTO CDC INTO b_history_`+fmt.Sprint(history)+` FROM STREAM(`+"`"+src+"`"+`)
 KEYS (userId) APPLY AS DELETE WHEN operation = 'DELETE' SEQUENCE BY sequenceNum COLUMNS (userId, name, city) STORED AS SCD TYPE 2;
-`, map[string]schema.Columns{src: cols})
+`, src, testenv.UsersImage)
 	clock := time.Now().Add(-24 * time.Hour)
 	seq := int64(0)
 	rows := func(n int) []map[string]any {
@@ -159,7 +157,6 @@ func BenchmarkBitemporalReadGrowth(b *testing.B) {
 func readGrowthSetup(b *testing.B, n int, late, history bool) (*testenv.Env, []*flow.Bound, []time.Time) {
 	src := fmt.Sprintf("growth.n%d.%v.%v", n, late, history)
 	e := testenv.New(b, stack, fmt.Sprintf("growth-%d-%v-%d", n, late, time.Now().UnixNano()))
-	cols := e.CreateSource(b, src, usersImage)
 	flows := fmt.Sprintf(`
 CREATE FLOW g_bt_%[1]d_%[3]v AS AUTO CDC INTO g_bt_%[1]d_%[3]v FROM STREAM(`+"`%[2]s`"+`)
 KEYS (userId) APPLY AS DELETE WHEN operation = 'DELETE' SEQUENCE BY sequenceNum SYSTEM SEQUENCE BY _cdc_ingested_at
@@ -171,7 +168,7 @@ CREATE FLOW g_hist_%[1]d_%[3]v AS AUTO CDC INTO g_hist_%[1]d_%[3]v FROM STREAM(`
 KEYS (userId) APPLY AS DELETE WHEN operation = 'DELETE' SEQUENCE BY sequenceNum COLUMNS (userId, name, city) STORED AS SCD TYPE 2;
 `, n, src, late) + flows
 	}
-	bound := e.ApplyFlows(b, "growth.sql", flows, map[string]schema.Columns{src: cols})
+	bound := e.ApplySourceFlows(b, "growth.sql", flows, src, testenv.UsersImage)
 	base := time.Now().Add(-time.Hour).Truncate(time.Second)
 	var rows []map[string]any
 	var positions []time.Time

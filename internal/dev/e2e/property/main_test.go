@@ -9,14 +9,8 @@ import (
 
 	"github.com/bqcdc/bqcdc/internal/dev/localstack"
 	"github.com/bqcdc/bqcdc/internal/dev/testenv"
-	"github.com/bqcdc/bqcdc/internal/schema"
 )
 
 var stack *localstack.Stack
 
 func TestMain(m *testing.M) { testenv.Main(m, "property", "../testdata", &stack) }
-
-var usersImage = schema.Columns{
-	{Name: "userId", Type: schema.Int64}, {Name: "name", Type: schema.String}, {Name: "city", Type: schema.String},
-	{Name: "operation", Type: schema.String}, {Name: "sequenceNum", Type: schema.Int64},
-}

@@ -86,15 +86,6 @@ type history struct {
 	batches []int            // cut points in rows
 }
 
-func pick[T any](r *rand.Rand, xs ...T) T { return xs[r.Intn(len(xs))] }
-
-func maybe(r *rand.Rand, v any) any {
-	if r.Intn(10) < 3 {
-		return nil
-	}
-	return v
-}
-
 func genHistory(r *rand.Rand, _ time.Time) history {
 	n := 15 + r.Intn(26)
 	var events []map[string]any
@@ -110,18 +101,18 @@ func genHistory(r *rand.Rand, _ time.Time) history {
 	}
 	for i := 0; i < n; i++ {
 		e := map[string]any{
-			"k1": int64(1 + r.Intn(3)), "k2": maybeNull(r, pick(r, "a", "b"), 20),
+			"k1": int64(1 + r.Intn(3)), "k2": maybeNull(r, testenv.Pick(r, "a", "b"), 20),
 			"s1": int64(1 + r.Intn(8)), "s2": int64(r.Intn(3)),
-			"op":      pick(r, "I", "U", "U", "U"),
-			"v_str":   maybe(r, pick(r, "x", "y", "z")),
-			"v_int":   maybe(r, pick(r, int64(1), int64(2), int64(13))),
-			"v_num":   maybe(r, pick(r, "1.50", "2.25", "-3.00")),
-			"v_date":  maybe(r, pick(r, int32(19000), int32(19001))),
-			"v_ts":    maybe(r, pick(r, int64(1_700_000_000_000_000), int64(1_700_000_000_000_001))),
-			"v_bool":  maybe(r, pick(r, true, false)),
-			"v_float": maybe(r, pick(r, 1.5, -2.25)), "v_bytes": maybe(r, pick(r, []byte{1}, []byte{2, 3})),
-			"v_arr":              pick(r, []any{}, []any{"p"}, []any{"p", "q"}),
-			"v_rec":              maybe(r, pick(r, map[string]any{"a": int64(1), "b": "u"}, map[string]any{"a": int64(2)})),
+			"op":      testenv.Pick(r, "I", "U", "U", "U"),
+			"v_str":   testenv.Maybe(r, testenv.Pick(r, "x", "y", "z")),
+			"v_int":   testenv.Maybe(r, testenv.Pick(r, int64(1), int64(2), int64(13))),
+			"v_num":   testenv.Maybe(r, testenv.Pick(r, "1.50", "2.25", "-3.00")),
+			"v_date":  testenv.Maybe(r, testenv.Pick(r, int32(19000), int32(19001))),
+			"v_ts":    testenv.Maybe(r, testenv.Pick(r, int64(1_700_000_000_000_000), int64(1_700_000_000_000_001))),
+			"v_bool":  testenv.Maybe(r, testenv.Pick(r, true, false)),
+			"v_float": testenv.Maybe(r, testenv.Pick(r, 1.5, -2.25)), "v_bytes": testenv.Maybe(r, testenv.Pick(r, []byte{1}, []byte{2, 3})),
+			"v_arr":              testenv.Pick(r, []any{}, []any{"p"}, []any{"p", "q"}),
+			"v_rec":              testenv.Maybe(r, testenv.Pick(r, map[string]any{"a": int64(1), "b": "u"}, map[string]any{"a": int64(2)})),
 			catalog.ColMessageID: newMsg(),
 		}
 		switch x := r.Intn(100); {
@@ -162,16 +153,7 @@ func maybeNull(r *rand.Rand, v any, percent int) any {
 	return v
 }
 
-func seeds() []int64 {
-	if *propSeed != 0 {
-		return []int64{*propSeed}
-	}
-	out := make([]int64, *propSeeds)
-	for i := range out {
-		out[i] = int64(1000 + i)
-	}
-	return out
-}
+func seeds() []int64 { return testenv.Seeds(*propSeed, *propSeeds, 1000) }
 
 // TestViewsMatchModel appends random histories (composite keys, every column
 // type, deletes, truncates, NULL sequences, 20 % duplicates, shuffled and
@@ -193,18 +175,14 @@ func TestViewsMatchModel(t *testing.T) {
 			// project: the emulator mixed up same-named tables of different
 			// projects (views read another seed's rows).
 			source := fmt.Sprintf("prop.s%d", seed)
-			cols := e.CreateSource(t, source, propImage)
-			bound := e.ApplyFlows(t, "prop.sql", propFlows(source, fmt.Sprintf("p%d", seed)), map[string]schema.Columns{source: cols})
+			bound := e.ApplySourceFlows(t, "prop.sql", propFlows(source, fmt.Sprintf("p%d", seed)), source, propImage)
 			base := time.Now().Add(-time.Hour).Truncate(time.Minute)
 			h := genHistory(r, base)
 			from := 0
 			for bi, to := range h.batches {
 				// Batch bi is ingested during minute bi after base.
 				batchStart := base.Add(time.Duration(bi) * time.Minute)
-				for i, row := range h.rows[from:to] {
-					row[catalog.ColIngestedAt] = batchStart.Add(time.Duration(i) * time.Millisecond).UnixMicro()
-				}
-				e.AppendRows(t, source, h.rows[from:to])
+				e.AppendIngested(t, source, h.rows[from:to], batchStart)
 				from = to
 				when := fmt.Sprintf("seed %d, after batch %d (%d rows)", seed, bi+1, to)
 				e.CheckViews(t, bound, when)
@@ -263,7 +241,7 @@ func compactRandomly(t *testing.T, e *testenv.Env, r *rand.Rand, bound []*flow.B
 	t.Helper()
 	crashAt := ""
 	if r.Intn(10) < 3 {
-		crashAt = pick(r, compact.StepFold, compact.StepChanges, compact.StepGC, compact.StepView)
+		crashAt = testenv.Pick(r, compact.StepFold, compact.StepChanges, compact.StepGC, compact.StepView)
 	}
 	late := r.Intn(10) < 4
 	step := 0
@@ -295,27 +273,11 @@ func compactRandomly(t *testing.T, e *testenv.Env, r *rand.Rand, bound []*flow.B
 				e.CheckViews(t, only(bound, flowName), fmt.Sprintf("%s, compaction of %s after step %s", when, flowName, name))
 			}
 			if name == crashAt {
-				return errors.New("injected crash")
+				return errors.New(testenv.InjectedCrash)
 			}
 			return nil
 		}}
-	reports := compact.New(e.BQ, e.Loc, opts).Run(context.Background(), bound)
-	for _, rep := range reports {
-		if rep.Outcome == compact.Failed && !strings.Contains(rep.Error, "injected crash") {
-			t.Fatalf("%s: compaction of %s failed: %s", when, rep.Flow, rep.Error)
-		}
-	}
-	e.CheckViews(t, bound, fmt.Sprintf("%s, after compaction (crash after %q)", when, crashAt))
-	if crashAt != "" {
-		opts.AfterStep = nil
-		opts.Now = func() time.Time { return now.Add(time.Second) }
-		for _, rep := range compact.New(e.BQ, e.Loc, opts).Run(context.Background(), bound) {
-			if rep.Outcome == compact.Failed {
-				t.Fatalf("%s: re-run of %s after the crash failed: %s", when, rep.Flow, rep.Error)
-			}
-		}
-		e.CheckViews(t, bound, fmt.Sprintf("%s, after re-running the crashed compaction", when))
-	}
+	e.CompactCrashing(t, opts, bound, now, crashAt, when, func(when string) { e.CheckViews(t, bound, when) })
 }
 
 // lateRows are a few fresh events for existing keys, ingested at "at".
@@ -323,8 +285,8 @@ func lateRows(r *rand.Rand, at time.Time) []map[string]any {
 	var rows []map[string]any
 	for i := 0; i < 1+r.Intn(3); i++ {
 		rows = append(rows, map[string]any{
-			"k1": int64(1 + r.Intn(3)), "k2": pick(r, "a", "b"), "s1": int64(1 + r.Intn(9)), "s2": int64(r.Intn(3)),
-			"op": pick(r, "U", "U", "D"), "v_str": maybe(r, pick(r, "late", "x")), "v_int": maybe(r, int64(2)),
+			"k1": int64(1 + r.Intn(3)), "k2": testenv.Pick(r, "a", "b"), "s1": int64(1 + r.Intn(9)), "s2": int64(r.Intn(3)),
+			"op": testenv.Pick(r, "U", "U", "D"), "v_str": testenv.Maybe(r, testenv.Pick(r, "late", "x")), "v_int": testenv.Maybe(r, int64(2)),
 			"v_arr": []any{"late"}, catalog.ColMessageID: fmt.Sprintf("late%06d", r.Intn(1_000_000)),
 			catalog.ColIngestedAt: at.Add(time.Duration(i) * time.Millisecond).UnixMicro(),
 		})

@@ -69,7 +69,7 @@ func genSnapshots(r *rand.Rand, timestamps bool, base time.Time) []snapshotLoad 
 				}
 				rows = append(rows, map[string]bigquery.Value{
 					"k1": k1, "k2": k2, "ver": version,
-					"v_str": maybe(r, pick(r, "x", "y")), "v_int": maybe(r, pick(r, int64(1), int64(2), int64(13))),
+					"v_str": testenv.Maybe(r, testenv.Pick(r, "x", "y")), "v_int": testenv.Maybe(r, testenv.Pick(r, int64(1), int64(2), int64(13))),
 				})
 			}
 		}
@@ -136,7 +136,7 @@ func TestSnapshotsMatchModel(t *testing.T) {
 				t.Helper()
 				crashAt := ""
 				if r.Intn(10) < 3 {
-					crashAt = pick(r, compact.StepFold, compact.StepGC, compact.StepView)
+					crashAt = testenv.Pick(r, compact.StepFold, compact.StepGC, compact.StepView)
 				}
 				now = now.Add(time.Minute)
 				at := now

@@ -1,0 +1,41 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bqcdc/bqcdc/internal/compact"
+	"github.com/bqcdc/bqcdc/internal/flow"
+)
+
+// InjectedCrash is the error text of a crash a test's AfterStep injects.
+const InjectedCrash = "injected crash"
+
+// CompactCrashing runs compaction with opts, whose AfterStep may fail with
+// InjectedCrash after step crashAt (none when empty): only that failure is
+// allowed. It checks the views then and, after a crash, re-runs compaction
+// without AfterStep one second later than now, which must not fail, and
+// checks them again.
+func (e *Env) CompactCrashing(t testing.TB, opts compact.Options, bound []*flow.Bound, now time.Time, crashAt, when string, check func(when string)) {
+	t.Helper()
+	for _, rep := range compact.New(e.BQ, e.Loc, opts).Run(context.Background(), bound) {
+		if rep.Outcome == compact.Failed && !strings.Contains(rep.Error, InjectedCrash) {
+			t.Fatalf("%s: compaction of %s failed: %s", when, rep.Flow, rep.Error)
+		}
+	}
+	check(fmt.Sprintf("%s, after compaction (crash after %q)", when, crashAt))
+	if crashAt == "" {
+		return
+	}
+	opts.AfterStep = nil
+	opts.Now = func() time.Time { return now.Add(time.Second) }
+	for _, rep := range compact.New(e.BQ, e.Loc, opts).Run(context.Background(), bound) {
+		if rep.Outcome == compact.Failed {
+			t.Fatalf("%s: re-run of %s after the crash failed: %s", when, rep.Flow, rep.Error)
+		}
+	}
+	check(fmt.Sprintf("%s, after re-running the crashed compaction", when))
+}
