@@ -157,16 +157,11 @@ WITH
     WHERE __event
   ),
   -- Each key's events as known at each of its system times, from the cut
-  -- on (the system times by ordinal from one array per key).
-  asofs AS (
-    SELECT __key, ARRAY_AGG(__asof ORDER BY __n) AS __asofs
-    FROM ordinals
-    GROUP BY __key
-  ),
+  -- on; the fold partitions them by the system time's ordinal (__asof
+  -- here: folded below maps it to the system time).
   events AS (
-    SELECT a.__asofs[OFFSET(__at - 1)] AS __asof, r.* EXCEPT (__i, __prev_seq, __prev_sys, __sys, __n, __cuts, __last_n, __event, __v, __to)
+    SELECT __at AS __asof, r.* EXCEPT (__i, __prev_seq, __prev_sys, __sys, __n, __cuts, __last_n, __event, __v, __to)
     FROM ranges AS r
-    JOIN asofs AS a ON a.__key = r.__key
     CROSS JOIN UNNEST(ARRAY_CONCAT(GENERATE_ARRAY(r.__n, LEAST(IFNULL(r.__to, 0), r.__last_n - 1)), [r.__last_n])) AS __at
   ),
   -- Per key in sequence order: row number and delete segment (a delete ends
@@ -234,7 +229,7 @@ FROM versions
 WHERE __next0 IS NULL OR NOT (__next0 = __start0)
   ),
   folded AS (
-    SELECT r.*, o.__n, o.__last_n
+    SELECT r.* EXCEPT (__asof), o.__asof, o.__n, o.__last_n
     FROM (
       SELECT
         *,
@@ -242,7 +237,7 @@ WHERE __next0 IS NULL OR NOT (__next0 = __start0)
         TO_JSON_STRING(STRUCT(`userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, `__START_AT`, `__END_AT`)) AS __row
       FROM snapshots
     ) AS r
-    JOIN ordinals AS o ON o.__key = r.__key AND o.__asof = r.__asof
+    JOIN ordinals AS o ON o.__key = r.__key AND o.__n = r.__asof
   ),
   -- A version of the final history holds from the first system time whose
   -- cut is after its start (then it is final) to the end; earlier system
