@@ -81,10 +81,7 @@ func selectFlows(flows []*flow.Flow, byName, bySource []string) ([]*flow.Flow, e
 	var out []*flow.Flow
 	matched := map[string]bool{}
 	for _, f := range flows {
-		src := f.Source.Name
-		if f.IsSnapshot() {
-			src = f.Snapshot.String()
-		}
+		src := f.Reads()
 		in := false
 		if slices.Contains(byName, f.Name) {
 			in, matched["flow "+f.Name] = true, true
@@ -111,11 +108,17 @@ func selectFlows(flows []*flow.Flow, byName, bySource []string) ([]*flow.Flow, e
 
 // goldsOf keeps the materialized views over the selected flows' targets
 // and topics.
+// readsChangelogOf reports whether f reads the changelog of source topic src.
+func readsChangelogOf(f *flow.Flow, src string) bool {
+	s, ok := f.ChangelogSource()
+	return ok && s == src
+}
+
 func goldsOf(golds []*flow.Gold, flows []*flow.Flow) []*flow.Gold {
 	var out []*flow.Gold
 	for _, g := range golds {
 		for _, f := range flows {
-			if strings.EqualFold(f.Target.Table, g.From.Table) && strings.EqualFold(f.Target.Dataset, g.From.Dataset) || !f.IsSnapshot() && g.Stream.Name == f.Source.Name {
+			if strings.EqualFold(f.Target.Table, g.From.Table) && strings.EqualFold(f.Target.Dataset, g.From.Dataset) || readsChangelogOf(f, g.Stream.Name) {
 				out = append(out, g)
 				break
 			}

@@ -249,12 +249,13 @@ func boundSources(bound []*flow.Bound) ([]string, map[string][]string) {
 	var srcs []string
 	keys := map[string][]string{}
 	for _, b := range bound {
-		if b.IsSnapshot() {
-			continue // reads the user's table: no changelog
+		src, ok := b.ChangelogSource()
+		if !ok {
+			continue // no changelog
 		}
-		if _, seen := keys[b.Source.Name]; !seen {
-			srcs = append(srcs, b.Source.Name)
-			keys[b.Source.Name] = b.Keys.Names()
+		if _, seen := keys[src]; !seen {
+			srcs = append(srcs, src)
+			keys[src] = b.Keys.Names()
 		}
 	}
 	return srcs, keys

@@ -120,15 +120,17 @@ func (c *Compactor) skipIdle(ctx context.Context, flows []*flow.Flow) (idle []Id
 	for _, f := range flows {
 		st, ok := listed[c.loc.Dataset(f)][catalog.StateName(f)]
 		l := readLabels(st.Labels)
-		if !f.IsSnapshot() {
+		src, reads := f.ChangelogSource()
+		if reads {
 			if !ok || !l.known {
-				held[f.Source.Name] = true
-			} else if w, seen := lowest[f.Source.Name]; !seen || l.watermark.Before(w) {
-				lowest[f.Source.Name] = l.watermark
+				held[src] = true
+			} else if w, seen := lowest[src]; !seen || l.watermark.Before(w) {
+				lowest[src] = l.watermark
 			}
 		}
-		// A snapshot flow reads the user's table, which no ledger covers.
-		if f.IsSnapshot() || !ok || !c.quiet(l, now) || l.reached.Before(trusted) {
+		// A flow that reads no changelog (a snapshot flow reads the user's
+		// table) is covered by no ledger.
+		if !reads || !ok || !c.quiet(l, now) || l.reached.Before(trusted) {
 			busy = append(busy, f)
 			continue
 		}

@@ -23,11 +23,12 @@ func (c *Compactor) expire(ctx context.Context, sel Selection, tasks []*task, re
 	first := map[string]int{} // source -> index of its first report
 	watermarks := map[string]time.Time{}
 	for i, t := range tasks {
-		if t.b.IsSnapshot() {
-			continue // reads the user's table: no changelog to expire
+		src, ok := t.b.ChangelogSource()
+		if !ok {
+			continue // no changelog to expire
 		}
-		if _, ok := first[t.b.Source.Name]; !ok {
-			first[t.b.Source.Name] = i
+		if _, ok := first[src]; !ok {
+			first[src] = i
 		}
 		r := reports[i]
 		if r.Outcome != Failed && r.Outcome != Deferred {
@@ -97,7 +98,7 @@ func (c *Compactor) lowestWatermark(ctx context.Context, sel Selection, src stri
 		}
 	}
 	for _, b := range sel.Flows {
-		if b.IsSnapshot() || b.Source.Name != src {
+		if s, ok := b.ChangelogSource(); !ok || s != src {
 			continue
 		}
 		w, ok := known[b.Name]

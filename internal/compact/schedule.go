@@ -122,8 +122,10 @@ func (c *Compactor) readChangelogs(ctx context.Context, flows []*flow.Bound, kno
 	results := make([]changelogMeta, len(need))
 	c.parallel(len(need), func(i int) {
 		b := need[i]
-		dataset, table, what := c.loc.DefaultDataset, catalog.TableName(b.Source.Name), "the changelog of"
-		if b.IsSnapshot() {
+		var dataset, table, what string
+		if src, ok := b.ChangelogSource(); ok {
+			dataset, table, what = c.loc.DefaultDataset, catalog.TableName(src), "the changelog of"
+		} else {
 			dataset, table, what = b.Snapshot.Dataset, b.Snapshot.Table, "the snapshot table"
 		}
 		md, err := c.wh.Metadata(ctx, dataset, table)

@@ -35,12 +35,7 @@ import (
 
 // sourceName is what a report names as a flow's source: its topic, or a
 // snapshot flow's dataset.table.
-func sourceName(b *flow.Bound) string {
-	if b.IsSnapshot() {
-		return b.Snapshot.String()
-	}
-	return b.Source.Name
-}
+func sourceName(b *flow.Bound) string { return b.Reads() }
 
 // snapshotRun is one run of a snapshot flow.
 type snapshotRun struct {

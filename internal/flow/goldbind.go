@@ -251,7 +251,7 @@ func (bg *BoundGold) bindSource(flows []*Bound, defaultDataset string) *Error {
 	g := bg.Gold
 	if g.Stream.Name != "" {
 		for _, b := range flows {
-			if !b.IsSnapshot() && b.Source.Name == g.Stream.Name {
+			if src, ok := b.ChangelogSource(); ok && src == g.Stream.Name {
 				bg.Source, bg.Input = b, b.Changelog
 				return nil
 			}

@@ -8,12 +8,13 @@ import "slices"
 func KeysBySource(flows []*Flow) map[string][]string {
 	keys := map[string][]string{}
 	for _, f := range flows {
-		if f.IsSnapshot() {
+		src, ok := f.ChangelogSource()
+		if !ok {
 			continue
 		}
 		for _, k := range f.Keys {
-			if !slices.Contains(keys[f.Source.Name], k.Name) {
-				keys[f.Source.Name] = append(keys[f.Source.Name], k.Name)
+			if !slices.Contains(keys[src], k.Name) {
+				keys[src] = append(keys[src], k.Name)
 			}
 		}
 	}

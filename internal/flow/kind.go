@@ -69,3 +69,23 @@ func (k Kind) Routines() []string {
 	}
 	return nil
 }
+
+// ChangelogSource is the source topic whose changelog the flow reads, and
+// false for a flow that reads no changelog (a snapshot flow reads the
+// user's table). Code that concerns changelogs (their tables, tails,
+// retention, freshness) asks this rather than which kind the flow is.
+func (f *Flow) ChangelogSource() (string, bool) {
+	if f.Kind().Snapshot() {
+		return "", false
+	}
+	return f.Source.Name, true
+}
+
+// Reads names what the flow reads, as users name it: its source topic, or
+// a snapshot flow's table (dataset.table).
+func (f *Flow) Reads() string {
+	if f.Kind().Snapshot() {
+		return f.Snapshot.String()
+	}
+	return f.Source.Name
+}

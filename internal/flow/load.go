@@ -163,12 +163,9 @@ func Sources(flows []*Flow) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, f := range flows {
-		if f.IsSnapshot() {
-			continue
-		}
-		if !seen[f.Source.Name] {
-			seen[f.Source.Name] = true
-			out = append(out, f.Source.Name)
+		if src, ok := f.ChangelogSource(); ok && !seen[src] {
+			seen[src] = true
+			out = append(out, src)
 		}
 	}
 	return out
@@ -192,7 +189,7 @@ func SnapshotTables(flows []*Flow) []SnapshotSource {
 func ForSource(flows []*Flow, source string) []*Flow {
 	var out []*Flow
 	for _, f := range flows {
-		if !f.IsSnapshot() && f.Source.Name == source {
+		if src, ok := f.ChangelogSource(); ok && src == source {
 			out = append(out, f)
 		}
 	}

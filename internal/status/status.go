@@ -170,7 +170,7 @@ func GatherWith(ctx context.Context, bq *bigquery.Client, loc catalog.Location, 
 	}
 	var readable []*flow.Flow
 	for _, f := range flows {
-		if f.IsSnapshot() || !missing[f.Source.Name] {
+		if src, ok := f.ChangelogSource(); !ok || !missing[src] {
 			readable = append(readable, f)
 		}
 	}

@@ -119,11 +119,12 @@ type statusGold struct {
 
 func statusFlowOf(f *flow.Flow, loc catalog.Location) statusFlow {
 	sf := statusFlow{Name: flow.QuoteString(f.Name), Target: flow.QuoteString(loc.Dataset(f) + "." + catalog.ViewName(f))}
-	if f.IsSnapshot() {
-		sf.Source, sf.Kind = flow.QuoteString(f.Snapshot.String()), "'snapshot'"
+	sf.Source = flow.QuoteString(f.Reads())
+	if _, ok := f.ChangelogSource(); !ok {
+		sf.Kind = "'snapshot'"
 		return sf
 	}
-	sf.Source, sf.Changelog, sf.Kind = flow.QuoteString(f.Source.Name), loc.ChangelogTable(f), "'stream'"
+	sf.Changelog, sf.Kind = loc.ChangelogTable(f), "'stream'"
 	return sf
 }
 
