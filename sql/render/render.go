@@ -176,6 +176,7 @@ type valueCol struct {
 	Name       string // quoted
 	IgnoreNull bool
 	Counter    string // IGNORE NULL UPDATES run counter
+	Raw        string // the bitemporal view's raw value beside the filled one
 }
 
 type data struct {
@@ -321,7 +322,7 @@ func (d *data) columns(b *flow.Bound, events schema.Columns) {
 		if isIn(b.Keys, c.Name) {
 			continue
 		}
-		v := valueCol{Name: q(c.Name), IgnoreNull: b.IsIgnoreNull(c.Name), Counter: fmt.Sprintf("__n%d", i)}
+		v := valueCol{Name: q(c.Name), IgnoreNull: b.IsIgnoreNull(c.Name), Counter: fmt.Sprintf("__n%d", i), Raw: fmt.Sprintf("__raw%d", i)}
 		values[c.Name] = true
 		d.Values = append(d.Values, v)
 		if v.IgnoreNull {
@@ -356,9 +357,10 @@ func (d *data) partition(asOf bool) {
 // bitemporalLinear fills what the bitemporal view's one-pass path (keys
 // whose events come in order by sequence and by system time) and its cuts
 // (the others, folded per system time from a cut on) need: a single,
-// non-STRUCT sequence column. (With IGNORE NULL UPDATES, whose filling
-// reaches back past an opening upsert to the last delete, only deletes
-// cut.) Without it every key is folded whole at each of its system times.
+// non-STRUCT sequence column. (With IGNORE NULL UPDATES the filling
+// reaches back past a cut: the events before a system time's first
+// unknown one take the values filled over all events, which they hold
+// then.) Without it every key is folded whole at each of its system times.
 func (d *data) bitemporalLinear(b *flow.Bound) {
 	if len(b.Sequence) != 1 || b.SequenceStruct {
 		return

@@ -107,7 +107,7 @@ func BenchmarkReadGrowth(b *testing.B) {
 	// the fold reads its events. BigQuery runs that in seconds; see
 	// docs/compaction.md.)
 	for _, n := range []int{50, 100, 200} {
-		e, bound, positions := readGrowthSetup(b, n, true, true)
+		e, bound, positions := readGrowthSetup(b, n, true, true, false)
 		hist := bound[0]
 		b.Run(fmt.Sprintf("changes/all/events=%d", n), func(b *testing.B) {
 			for b.Loop() {
@@ -136,10 +136,12 @@ func BenchmarkReadGrowth(b *testing.B) {
 //	go test ./internal/dev/e2e/property -run '^$' -bench BitemporalReadGrowth -benchtime 1x -timeout 60m
 func BenchmarkBitemporalReadGrowth(b *testing.B) {
 	for _, n := range []int{50, 100, 200, 400} {
-		for _, late := range []bool{true, false} {
-			e, bound, _ := readGrowthSetup(b, n, late, false)
-			name := map[bool]string{true: "late", false: "in-order"}[late]
-			b.Run(fmt.Sprintf("bitemporal/view/%s/events=%d", name, n), func(b *testing.B) {
+		for _, v := range []struct {
+			name       string
+			late, fill bool
+		}{{"late", true, false}, {"in-order", false, false}, {"late-fill", true, true}} {
+			e, bound, _ := readGrowthSetup(b, n, v.late, false, v.fill)
+			b.Run(fmt.Sprintf("bitemporal/view/%s/events=%d", v.name, n), func(b *testing.B) {
 				for b.Loop() {
 					if _, err := viewcheck.Actual(context.Background(), e.BQ, bound[0], e.Loc); err != nil {
 						b.Fatal(err)
@@ -153,15 +155,21 @@ func BenchmarkBitemporalReadGrowth(b *testing.B) {
 // readGrowthSetup gives one key n events (with late: every tenth a late
 // one, sequenced before the newest), one per position, compacted: the
 // change feed materialized up to the last. The flows are an SCD 2 one
-// (with history) and a bitemporal one, in that order.
-func readGrowthSetup(b *testing.B, n int, late, history bool) (*testenv.Env, []*flow.Bound, []time.Time) {
-	src := fmt.Sprintf("growth.n%d.%v.%v", n, late, history)
+// (with history) and a bitemporal one, in that order; with fill, the
+// bitemporal flow has IGNORE NULL UPDATES ON (city) and every third event
+// a NULL city.
+func readGrowthSetup(b *testing.B, n int, late, history, fill bool) (*testenv.Env, []*flow.Bound, []time.Time) {
+	src := fmt.Sprintf("growth.n%d.%v.%v.%v", n, late, history, fill)
 	e := testenv.New(b, stack, fmt.Sprintf("growth-%d-%v-%d", n, late, time.Now().UnixNano()))
+	ignore := ""
+	if fill {
+		ignore = " IGNORE NULL UPDATES ON (city)"
+	}
 	flows := fmt.Sprintf(`
 CREATE FLOW g_bt_%[1]d_%[3]v AS AUTO CDC INTO g_bt_%[1]d_%[3]v FROM STREAM(`+"`%[2]s`"+`)
 KEYS (userId) APPLY AS DELETE WHEN operation = 'DELETE' SEQUENCE BY sequenceNum SYSTEM SEQUENCE BY _cdc_ingested_at
-COLUMNS (userId, name, city) STORED AS BITEMPORAL;
-`, n, src, late)
+COLUMNS (userId, name, city) STORED AS BITEMPORAL%[4]s;
+`, n, src, late, ignore)
 	if history {
 		flows = fmt.Sprintf(`
 CREATE FLOW g_hist_%[1]d_%[3]v AS AUTO CDC INTO g_hist_%[1]d_%[3]v FROM STREAM(`+"`%[2]s`"+`)
@@ -179,7 +187,14 @@ KEYS (userId) APPLY AS DELETE WHEN operation = 'DELETE' SEQUENCE BY sequenceNum 
 		}
 		at := base.Add(time.Duration(i) * time.Millisecond)
 		positions = append(positions, at)
-		rows = append(rows, map[string]any{"userId": int64(1), "name": fmt.Sprint("n", i%7), "city": "c", "operation": "UPDATE",
+		var city any = "c"
+		switch {
+		case fill && i%3 == 2:
+			city = nil
+		case fill:
+			city = fmt.Sprint("c", i%5)
+		}
+		rows = append(rows, map[string]any{"userId": int64(1), "name": fmt.Sprint("n", i%7), "city": city, "operation": "UPDATE",
 			"sequenceNum": seq, catalog.ColMessageID: fmt.Sprint("m", i), catalog.ColIngestedAt: at.UnixMicro()})
 	}
 	e.AppendRows(b, src, rows)
