@@ -222,6 +222,7 @@ type data struct {
 	// the view keys it.
 	Linear                      bool
 	SeqCol, SeqType, SysKeyType string
+	NullOutputAs                []string // the target's columns as typed NULLs, named
 	// A system time as the bitemporal view keys it (SystemKey, SystemKeyE
 	// for event e) and shows it again (SystemOut, a format of one operand).
 	SystemKey, SystemKeyE, SystemOut string
@@ -366,6 +367,15 @@ func (d *data) bitemporalLinear(b *flow.Bound) {
 		return
 	}
 	d.Linear = true
+	// The fold partitions by the system time's ordinal and the key's last
+	// one (constant per key), which it passes on.
+	d.Part = append([]string{"__asof", "__last_n"}, d.Keys...)
+	d.PartQualified = append([]string{"e.__asof", "e.__last_n"}, d.KeysQualified...)
+	d.OutputPrefix = "__asof,\n  __last_n,\n  "
+	d.NullOutputAs = d.NullOutputAs[:0]
+	for _, c := range b.Output {
+		d.NullOutputAs = append(d.NullOutputAs, nullOf(c)+" AS "+q(c.Name))
+	}
 	d.SeqCol = q(b.Sequence[0].Name)
 	d.SeqType = b.Sequence[0].SQLType()
 	d.SysKeyType = schema.Int64

@@ -107,60 +107,65 @@ WITH
     WHERE __key NOT IN (SELECT __key FROM in_order)
     WINDOW w AS (PARTITION BY __key ORDER BY __i)
   ),
-  late AS (
-    SELECT *, MAX(__n) OVER (PARTITION BY __key) AS __last_n
+  -- Each system time's first event (__first, in sequence order) and __m,
+  -- the first event of the later ones: its suffix minimum (__s, of this
+  -- system time and later) taken from the next row in (__n, __i) order at
+  -- the system time's last event, spread over its events. Windows only:
+  -- the BigQuery emulator runs every join as a nested loop (its join
+  -- conditions are function calls SQLite cannot index), so this path is
+  -- made of windows over the key's events and stays linear there too.
+  late_s AS (
+    SELECT
+      *,
+      MAX(__n) OVER (PARTITION BY __key) AS __last_n,
+      MIN(__i) OVER (PARTITION BY __key, __n) AS __first,
+      MAX(__i) OVER (PARTITION BY __key, __n) AS __n_last_i
     FROM late_flagged
   ),
-  firsts AS (
-    SELECT __key, __n, MIN(__i) AS __first
-    FROM late
-    GROUP BY __key, __n
+  late_suffix AS (
+    SELECT *, MIN(__first) OVER (PARTITION BY __key ORDER BY __n DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __s
+    FROM late_s
   ),
-  horizons AS (
-    SELECT *, MIN(__first) OVER (PARTITION BY __key ORDER BY __n ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING) AS __m
-    FROM firsts
+  late_next AS (
+    SELECT *, LEAD(__s) OVER (PARTITION BY __key ORDER BY __n, __i) AS __next_s
+    FROM late_suffix
   ),
-  -- The cut of each system time but the last (__c, 0: none): the newest
-  -- cutting event before __m, from one pass over the key's events and
-  -- horizons in order.
-  cut_merge AS (
-    SELECT l.__key, l.__n, l.__i, __horizon, IF(__horizon, h.__m, l.__i) AS __v
-    FROM late AS l
-    JOIN horizons AS h ON h.__key = l.__key AND h.__n = l.__n
-    CROSS JOIN UNNEST([FALSE, TRUE]) AS __horizon
-    WHERE IF(__horizon, l.__i = h.__first AND h.__m IS NOT NULL, l.__cuts)
+  late AS (
+    SELECT *, MAX(IF(__i = __n_last_i, __next_s, NULL)) OVER (PARTITION BY __key, __n) AS __m
+    FROM late_next
   ),
-  cuts AS (
-    SELECT __key, __n, IFNULL(__c, 0) AS __c
+  -- The cut of each system time but the last (__c, 0: none; __cseq its
+  -- sequence): the newest cutting event before __m, from one pass over the
+  -- key's events and its horizons (a row per system time, at its first
+  -- event) in order.
+  marks AS (
+    SELECT
+      *,
+      IFNULL(MAX(IF(__horizon OR NOT __cuts, NULL, __i)) OVER wm, 0) AS __c,
+      MAX(IF(__horizon OR NOT __cuts, NULL, `sequenceNum`)) OVER wm AS __cseq
     FROM (
-      SELECT *, MAX(IF(__horizon, NULL, __i)) OVER (PARTITION BY __key ORDER BY __v, __horizon DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __c
-      FROM cut_merge
+      SELECT l.*, __horizon, IF(__horizon, l.__m, l.__i) AS __v
+      FROM late AS l
+      CROSS JOIN UNNEST([FALSE, TRUE]) AS __horizon
+      WHERE NOT __horizon OR (l.__i = l.__first AND l.__m IS NOT NULL)
     )
-    WHERE __horizon
+    WINDOW wm AS (PARTITION BY __key ORDER BY __v, __horizon DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
   ),
   -- Each event takes part in the folds from its own system time to the
   -- last one whose cut is not after it (cuts only move on), and in the last.
-  range_merge AS (
-    SELECT l.*, __event, IF(__event, l.__i, c.__c) AS __v
-    FROM late AS l
-    JOIN horizons AS h ON h.__key = l.__key AND h.__n = l.__n
-    LEFT JOIN cuts AS c ON c.__key = l.__key AND c.__n = l.__n
-    CROSS JOIN UNNEST([FALSE, TRUE]) AS __event
-    WHERE __event OR (l.__i = h.__first AND c.__c IS NOT NULL)
-  ),
   ranges AS (
     SELECT *
     FROM (
-      SELECT *, MAX(IF(__event, NULL, __n)) OVER (PARTITION BY __key ORDER BY __v, __event ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __to
-      FROM range_merge
+      SELECT *, MAX(IF(__horizon, __n, NULL)) OVER (PARTITION BY __key ORDER BY IF(__horizon, __c, __i), __horizon DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __to
+      FROM marks
     )
-    WHERE __event
+    WHERE NOT __horizon
   ),
   -- Each key's events as known at each of its system times, from the cut
   -- on; the fold partitions them by the system time's ordinal (__asof
-  -- here: folded below maps it to the system time).
+  -- here, until final below maps ordinals to system times).
   events AS (
-    SELECT __at AS __asof, r.* EXCEPT (__i, __prev_seq, __prev_sys, __sys, __n, __cuts, __last_n, __event, __v, __to)
+    SELECT __at AS __asof, r.* EXCEPT (__i, __prev_seq, __prev_sys, __sys, __n, __cuts, __first, __n_last_i, __s, __next_s, __m, __horizon, __v, __c, __cseq, __to)
     FROM ranges AS r
     CROSS JOIN UNNEST(ARRAY_CONCAT(GENERATE_ARRAY(r.__n, LEAST(IFNULL(r.__to, 0), r.__last_n - 1)), [r.__last_n])) AS __at
   ),
@@ -169,8 +174,8 @@ WITH
   numbered AS (
     SELECT
       *,
-      ROW_NUMBER() OVER (PARTITION BY __asof, `userId` ORDER BY `sequenceNum`, UNIX_MICROS(`_cdc_ingested_at`), IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, '')) AS __i,
-      COUNTIF(__op = 'D') OVER (PARTITION BY __asof, `userId` ORDER BY `sequenceNum`, UNIX_MICROS(`_cdc_ingested_at`), IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, '') ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __seg
+      ROW_NUMBER() OVER (PARTITION BY __asof, __last_n, `userId` ORDER BY `sequenceNum`, UNIX_MICROS(`_cdc_ingested_at`), IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, '')) AS __i,
+      COUNTIF(__op = 'D') OVER (PARTITION BY __asof, __last_n, `userId` ORDER BY `sequenceNum`, UNIX_MICROS(`_cdc_ingested_at`), IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, '') ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __seg
     FROM events
   ),
   -- An upsert opens a version after a delete, at the start, or when a tracked
@@ -187,10 +192,10 @@ WITH
       ) AS __opens,
       LEAD(`sequenceNum`) OVER w AS __next0
     FROM numbered
-    WINDOW w AS (PARTITION BY __asof, `userId` ORDER BY __i)
+    WINDOW w AS (PARTITION BY __asof, __last_n, `userId` ORDER BY __i)
   ),
   versioned AS (
-    SELECT *, COUNTIF(__opens) OVER (PARTITION BY __asof, `userId` ORDER BY __i ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __v
+    SELECT *, COUNTIF(__opens) OVER (PARTITION BY __asof, __last_n, `userId` ORDER BY __i ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __v
     FROM flagged
   ),
   -- One row per version: starts at its first event, ends where the next
@@ -198,6 +203,7 @@ WITH
   versions AS (
     SELECT
       __asof,
+      __last_n,
       `userId`,
       ANY_VALUE(`name` HAVING MAX __i) AS `name`,
       ANY_VALUE(`city` HAVING MAX __i) AS `city`,
@@ -209,12 +215,13 @@ WITH
       ANY_VALUE(__next0 HAVING MAX __i) AS __next0
     FROM versioned
     WHERE __op = 'U'
-    GROUP BY __asof, `userId`, __v
+    GROUP BY __asof, __last_n, `userId`, __v
   ),
   -- The target as of each position.
   snapshots AS (
 SELECT
   __asof,
+  __last_n,
   `userId`,
   `name`,
   `city`,
@@ -228,42 +235,46 @@ FROM versions
 -- Two events at one sequence leave an empty interval: the later one wins.
 WHERE __next0 IS NULL OR NOT (__next0 = __start0)
   ),
+  -- (__asof is the system time's ordinal here: __n. __cseq: the version's
+  -- start under the name its cut rows give theirs, for frozen_merge.)
   folded AS (
-    SELECT r.* EXCEPT (__asof), o.__asof, o.__n, o.__last_n
-    FROM (
-      SELECT
-        *,
-        TO_JSON_STRING(STRUCT(`userId`)) AS __key,
-        TO_JSON_STRING(STRUCT(`userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, `__START_AT`, `__END_AT`)) AS __row
-      FROM snapshots
-    ) AS r
-    JOIN ordinals AS o ON o.__key = r.__key AND o.__n = r.__asof
+    SELECT
+      * EXCEPT (__asof),
+      __asof AS __n,
+      `__START_AT` AS __cseq,
+      TO_JSON_STRING(STRUCT(`userId`)) AS __key,
+      TO_JSON_STRING(STRUCT(`userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, `__START_AT`, `__END_AT`)) AS __row
+    FROM snapshots
   ),
   -- A version of the final history holds from the first system time whose
   -- cut is after its start (then it is final) to the end; earlier system
   -- times that folded it from their cut join it as one island.
+  -- (The cut rows come first in the UNION ALL: the BigQuery emulator
+  -- evaluates a second operand's columns with the first operand's
+  -- expressions where those are column names, so the first names only
+  -- columns the second has too: __key, __cseq, __n. frozen ignores __k of
+  -- version rows.)
   frozen_merge AS (
-    SELECT __key, `__START_AT` AS __v, TRUE AS __is_row, __row, CAST(NULL AS INT64) AS __k
-    FROM folded
-    WHERE __n = __last_n
+    SELECT __key, CAST(NULL AS STRING) AS __row, CAST(NULL AS INT64) AS `userId`, CAST(NULL AS STRING) AS `name`, CAST(NULL AS STRING) AS `city`, CAST(NULL AS INT64) AS `sequenceNum`, CAST([] AS ARRAY<STRING>) AS `tags`, CAST(NULL AS TIMESTAMP) AS `_cdc_ingested_at`, CAST(NULL AS STRING) AS `_cdc_message_id`, CAST(NULL AS INT64) AS `__START_AT`, CAST(NULL AS INT64) AS `__END_AT`,
+      CAST(NULL AS INT64) AS __last_n, __cseq AS __v, FALSE AS __is_row, __n AS __k
+    FROM marks
+    WHERE __horizon
     UNION ALL
-    SELECT c.__key, e.`sequenceNum` AS __v, FALSE AS __is_row, CAST(NULL AS STRING) AS __row, c.__n AS __k
-    FROM cuts AS c
-    LEFT JOIN ordered AS e ON e.__key = c.__key AND e.__i = c.__c
+    SELECT __key, __row, `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, `__START_AT`, `__END_AT`, __last_n, __cseq, TRUE, __n
+    FROM folded
   ),
-  frozen AS (
-    SELECT __key, __row, IFNULL(__below, 0) + 1 AS __from
+  -- A version folded at a system time holds there; one of the final history
+  -- (the last system time) from its __from on.
+  known AS (
+    SELECT
+      * EXCEPT (__v, __is_row, __k, __below),
+      IF(__k = __last_n, IFNULL(__below, 0) + 1, __k) AS __n,
+      IF(__k = __last_n, __last_n, __k) AS __end_n
     FROM (
-      SELECT *, MAX(__k) OVER (PARTITION BY __key ORDER BY __v, __is_row ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __below
+      SELECT *, MAX(IF(__is_row, NULL, __k)) OVER (PARTITION BY __key ORDER BY __v, __is_row ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __below
       FROM frozen_merge
     )
     WHERE __is_row
-  ),
-  known AS (
-    SELECT r.* EXCEPT (__asof, __n), IF(f.__from IS NULL, r.__asof, o.__asof) AS __asof, IFNULL(f.__from, r.__n) AS __n, IF(f.__from IS NULL, r.__n, r.__last_n) AS __end_n
-    FROM folded AS r
-    LEFT JOIN frozen AS f ON r.__n = r.__last_n AND f.__key = r.__key AND f.__row = r.__row
-    LEFT JOIN ordinals AS o ON o.__key = r.__key AND o.__n = f.__from
   ),
   -- Consecutive system times at which a row holds form one island.
   islands AS (
@@ -282,10 +293,30 @@ WHERE __next0 IS NULL OR NOT (__next0 = __start0)
       ANY_VALUE(`_cdc_message_id`) AS `_cdc_message_id`,
       ANY_VALUE(`__START_AT`) AS `__START_AT`,
       ANY_VALUE(`__END_AT`) AS `__END_AT`,
-      MIN(__asof) AS __system_start,
+      MIN(__n) AS __start_n,
+      ANY_VALUE(__last_n) AS __last_n,
       MAX(__end_n) AS __last
     FROM islands
     GROUP BY __key, __row, __island
+  ),
+  -- The system times of the beliefs' first and next ordinals, from one pass
+  -- over them and the key's system times in order.
+  mapped AS (
+    SELECT
+      *,
+      MAX(__o_asof) OVER (PARTITION BY __key ORDER BY __start_n, __is_ord DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __system_start,
+      MAX(__o_asof) OVER (PARTITION BY __key ORDER BY __last + 1, __is_ord DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __next_asof
+    FROM (
+      SELECT __key, `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, `__START_AT`, `__END_AT`, __start_n, __last, __last_n, __is_ord, __o_asof
+      FROM (SELECT *, FALSE AS __is_ord, CAST(NULL AS INT64) AS __o_asof FROM beliefs)
+      UNION ALL
+      SELECT __key, `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, `__START_AT`, `__END_AT`, __start_n, __last, __last_n, __is_ord, __o_asof
+      FROM (
+        SELECT __key, CAST(NULL AS INT64) AS `userId`, CAST(NULL AS STRING) AS `name`, CAST(NULL AS STRING) AS `city`, CAST(NULL AS INT64) AS `sequenceNum`, CAST([] AS ARRAY<STRING>) AS `tags`, CAST(NULL AS TIMESTAMP) AS `_cdc_ingested_at`, CAST(NULL AS STRING) AS `_cdc_message_id`, CAST(NULL AS INT64) AS `__START_AT`, CAST(NULL AS INT64) AS `__END_AT`,
+          __n AS __start_n, __n - 1 AS __last, CAST(NULL AS INT64) AS __last_n, TRUE AS __is_ord, __asof AS __o_asof
+        FROM ordinals
+      )
+    )
   ),
   -- Keys in order: an upsert opens a version (first event, after a delete,
   -- a tracked column changed) or updates the open one in place, as the fold
@@ -377,9 +408,9 @@ SELECT
   b.`__START_AT`,
   b.`__END_AT`,
   TIMESTAMP_MICROS(b.__system_start) AS `__SYSTEM_START_AT`,
-  TIMESTAMP_MICROS(o.__asof) AS `__SYSTEM_END_AT`
-FROM beliefs AS b
-LEFT JOIN ordinals AS o ON o.__key = b.__key AND o.__n = b.__last + 1
+  TIMESTAMP_MICROS(IF(b.__last >= b.__last_n, NULL, b.__next_asof)) AS `__SYSTEM_END_AT`
+FROM mapped AS b
+WHERE NOT b.__is_ord
 UNION ALL
 SELECT
   `userId`,
