@@ -75,11 +75,15 @@
 //     of their own (internal/dev/e2e/folds), and those of materialized
 //     views in two more (internal/dev/e2e/goldprop and goldviews, after they took the e2e
 //     binary past 2 GiB once more), each with its own heap.
-//  14. A UNION ALL whose second operand gives another column a name the
-//     first operand uses was evaluated with the first operand's
-//     expressions (the bitemporal view's one-pass path got the wrong
-//     system time): that view builds both kinds of row in one SELECT over
-//     UNNEST([FALSE, TRUE]) instead, which BigQuery runs the same.
+//  14. A UNION ALL's second operand is evaluated with the first operand's
+//     column expressions where those are column references, followed
+//     through subqueries and CTEs and resolved by name in the second
+//     operand's input (literals are evaluated per operand). The bitemporal
+//     view's one-pass path builds both kinds of row in one SELECT over
+//     UNNEST([FALSE, TRUE]) instead; its other UNION ALLs put first the
+//     operand whose references also hold in the other (the cut rows before
+//     the versions, the ordinals' placeholders named as the beliefs'
+//     columns). BigQuery runs them the same.
 //  15. TIMESTAMP fields of a STRUCT come back as text ("2026-12-02
 //     01:00:00+00") where a top-level TIMESTAMP is microseconds, and the
 //     client cannot read them ("strconv.ParseInt: parsing ..."). A
