@@ -96,14 +96,16 @@
 //     view's refresh reads its state to write it). The REST shim
 //     (replace.go) writes the result aside, drops t, creates t from it and
 //     drops the copy, keeping t's labels.
-//  17. Quotes in SQL comments: the emulator rewrites query text before
-//     analysing it with scanners that take a quote in a comment (bqcdc's
-//     generated SQL says "the key's events") for the start of a string
-//     literal, and past an odd number of them its rewrites act on the
-//     wrong text: a valid statement failed ("Window ORDER BY is required
-//     for analytic function lead") depending only on where its comments
-//     fell. The REST shim (comments.go) replaces the quotes inside comments
-//     of queries and view definitions with typographic ones.
+//  17. Apostrophes in SQL comments: the emulator rewrites query text
+//     before analysing it with scanners that take a quote in a comment
+//     ("the key's events") for the start of a string literal, and past an
+//     odd number of them its rewrites act on the wrong text: a valid
+//     statement failed ("Window ORDER BY is required for analytic function
+//     lead") depending only on where its comments fell. bqcdc's SQL writes
+//     its comments with typographic apostrophes (sql/render: the templates'
+//     comment lines, and user text of an odd count in commentText), which
+//     BigQuery reads the same; the emulator then keeps view definitions
+//     exactly as bqcdc wrote them.
 //
 // Choices that suit both and are therefore not concessions: NUMERIC,
 // BIGNUMERIC, DATETIME and TIME are appended as strings (package bqwrite),

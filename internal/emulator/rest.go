@@ -29,10 +29,6 @@ func (s *restShim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	if err := quietRequestComments(r); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
 	lw := &lockedAsUnavailable{ResponseWriter: w}
 	s.schema.ServeHTTP(lw, r)
 	lw.finish()

@@ -47,38 +47,3 @@ func TestTablesAreCreatedWithFloat64(t *testing.T) {
 		t.Errorf("schema reached the emulator as\n%s\nwant\n%s", b, want)
 	}
 }
-
-// Quotes inside comments are replaced; string literals, quoted identifiers
-// and code are not.
-func TestQuietComments(t *testing.T) {
-	for _, tt := range []struct{ in, want string }{
-		{"SELECT 1 -- the key's\n", "SELECT 1 -- the key’s\n"},
-		{"SELECT '--x' AS a -- it's\n", "SELECT '--x' AS a -- it’s\n"},
-		{"SELECT `a--b`, \"it's\" # don't \"x\"\nFROM t", "SELECT `a--b`, \"it's\" # don’t ”x”\nFROM t"},
-		{"SELECT /* a 'b' */ 'c\\'d' -- e", "SELECT /* a ’b’ */ 'c\\'d' -- e"},
-		{"SELECT '''x -- 'y''' -- z'", "SELECT '''x -- 'y''' -- z’"},
-		{"SELECT 1 - 2", "SELECT 1 - 2"},
-	} {
-		if got := quietComments(tt.in); got != tt.want {
-			t.Errorf("quietComments(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
-// The shim quiets the SQL of a query request on its way to the emulator.
-func TestQueryCommentsQuieted(t *testing.T) {
-	var got string
-	h := WrapREST(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Query string `json:"query"`
-		}
-		json.NewDecoder(r.Body).Decode(&req)
-		got = req.Query
-		io.WriteString(w, `{}`)
-	}))
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/bigquery/v2/projects/p/queries", strings.NewReader(`{"query":"SELECT 1 -- it's\n"}`)))
-	if got != "SELECT 1 -- it’s\n" {
-		t.Errorf("the emulator got %q", got)
-	}
-}

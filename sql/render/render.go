@@ -63,7 +63,7 @@ func parseTemplates() *template.Template {
 		if bad != nil {
 			panic(bad)
 		}
-		template.Must(t.New(path.Base(f)).Parse(text))
+		template.Must(t.New(path.Base(f)).Parse(typographicComments(text)))
 	}
 	return t
 }
@@ -96,8 +96,15 @@ func column(name string) (string, error) {
 // commentText makes s safe inside a "--" comment line: a line break (or
 // any control character, and U+0085, U+2028, U+2029) in a flow file's name
 // would end the comment and put the rest of the name in the SQL, so each
-// is written as a \x or \u escape, as is a byte that is not UTF-8.
+// is written as a \x or \u escape, as is a byte that is not UTF-8; an
+// unpaired apostrophe is written as a typographic one.
 func commentText(s string) string {
+	if strings.Count(s, "'")%2 == 1 {
+		// An unpaired quote would start a string literal to the emulator's
+		// text rewrites (concession 17); a paired one, as in a flow's
+		// WHERE op = 'D', reads as one there too.
+		s = strings.ReplaceAll(s, "'", "’")
+	}
 	if utf8.ValidString(s) && !strings.ContainsFunc(s, breaksComment) {
 		return s
 	}
@@ -118,6 +125,24 @@ func commentText(s string) string {
 	}
 	return b.String()
 }
+
+// typographicComments writes the apostrophes of a template's comment lines
+// as typographic ones: the BigQuery emulator takes an ASCII quote in a
+// comment for the start of a string literal (internal/emulator, concession
+// 17); BigQuery reads the comment the same either way.
+func typographicComments(text string) string {
+	lines := strings.SplitAfter(text, "\n")
+	for i, l := range lines {
+		if templateComment.MatchString(l) {
+			lines[i] = strings.ReplaceAll(l, "'", "’")
+		}
+	}
+	return strings.Join(lines, "")
+}
+
+// templateComment matches a template line that is a comment, after any
+// actions that open it ({{define "x"}}  -- ...).
+var templateComment = regexp.MustCompile(`^\s*(?:\{\{[^}]*\}\}\s*)*--`)
 
 func breaksComment(r rune) bool {
 	return r < 0x20 || r == 0x7f || r == 0x85 || r == 0x2028 || r == 0x2029

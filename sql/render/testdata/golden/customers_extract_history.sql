@@ -33,7 +33,7 @@ WITH
       AND IFNULL(UNIX_MICROS(`extracted_at`) > (SELECT __ver FROM applied), TRUE)
       AND (`city` IS DISTINCT FROM 'Test')
   ),
-  -- Each newer snapshot's version and the one before it (the applied
+  -- Each newer snapshot’s version and the one before it (the applied
   -- version before the first).
   loads AS (
     SELECT __ver, IFNULL(LAG(__ver) OVER (ORDER BY __ver), (SELECT __ver FROM applied)) AS __prev
@@ -53,7 +53,7 @@ WITH
     LEFT JOIN present AS n ON n.__key = p.__key AND n.__ver = l.__ver
     WHERE n.__key IS NULL
   ),
-  -- The snapshots as change events: the state's rows are upserts at their
+  -- The snapshots as change events: the state’s rows are upserts at their
   -- version, every row of a newer snapshot an upsert at its version, every
   -- gone key a delete. Two rows of one key in one snapshot are ordered by
   -- their content (the greater JSON text wins).
@@ -215,11 +215,11 @@ WITH
       -- A constant lower bound (an applied version), so BigQuery prunes older snapshots.
       AND `extracted_at` > TIMESTAMP '2025-11-30 08:00:00+00:00'
       AND IFNULL(UNIX_MICROS(`extracted_at`) > (SELECT __ver FROM applied), TRUE)
-      -- The newest version the run's statistics saw (or the newest settled).
+      -- The newest version the run’s statistics saw (or the newest settled).
       AND UNIX_MICROS(`extracted_at`) <= 1764576000000000
       AND (`city` IS DISTINCT FROM 'Test')
   ),
-  -- Each newer snapshot's version and the one before it (the applied
+  -- Each newer snapshot’s version and the one before it (the applied
   -- version before the first).
   loads AS (
     SELECT __ver, IFNULL(LAG(__ver) OVER (ORDER BY __ver), (SELECT __ver FROM applied)) AS __prev
@@ -239,7 +239,7 @@ WITH
     LEFT JOIN present AS n ON n.__key = p.__key AND n.__ver = l.__ver
     WHERE n.__key IS NULL
   ),
-  -- The snapshots as change events: the state's rows are upserts at their
+  -- The snapshots as change events: the state’s rows are upserts at their
   -- version, every row of a newer snapshot an upsert at its version, every
   -- gone key a delete. Two rows of one key in one snapshot are ordered by
   -- their content (the greater JSON text wins).
@@ -315,7 +315,7 @@ WHERE __next0 IS NULL OR NOT (__next0 = __start0)
       -- A constant lower bound (an applied version), so BigQuery prunes older snapshots.
       AND `extracted_at` > TIMESTAMP '2025-11-30 08:00:00+00:00'
       AND IFNULL(UNIX_MICROS(`extracted_at`) > (SELECT __ver FROM applied), TRUE)
-      -- The newest version the run's statistics saw (or the newest settled).
+      -- The newest version the run’s statistics saw (or the newest settled).
       AND UNIX_MICROS(`extracted_at`) <= 1764576000000000
   ),
   next_version AS (
@@ -372,7 +372,7 @@ WITH
       AND IFNULL(UNIX_MICROS(`extracted_at`) > (SELECT __ver FROM applied), TRUE)
       AND (`city` IS DISTINCT FROM 'Test')
   ),
-  -- Each newer snapshot's version and the one before it (the applied
+  -- Each newer snapshot’s version and the one before it (the applied
   -- version before the first).
   loads AS (
     SELECT __ver, IFNULL(LAG(__ver) OVER (ORDER BY __ver), (SELECT __ver FROM applied)) AS __prev
@@ -392,7 +392,7 @@ WITH
     LEFT JOIN present AS n ON n.__key = p.__key AND n.__ver = l.__ver
     WHERE n.__key IS NULL
   ),
-  -- The snapshots as change events: the state's rows are upserts at their
+  -- The snapshots as change events: the state’s rows are upserts at their
   -- version, every row of a newer snapshot an upsert at its version, every
   -- gone key a delete. Two rows of one key in one snapshot are ordered by
   -- their content (the greater JSON text wins).

@@ -31,7 +31,7 @@ WITH
     WHERE `extracted_at` IS NOT NULL
       AND IFNULL(UNIX_MICROS(`extracted_at`) > (SELECT __ver FROM applied), TRUE)
   ),
-  -- Each newer snapshot's version and the one before it (the applied
+  -- Each newer snapshot’s version and the one before it (the applied
   -- version before the first).
   loads AS (
     SELECT __ver, IFNULL(LAG(__ver) OVER (ORDER BY __ver), (SELECT __ver FROM applied)) AS __prev
@@ -51,7 +51,7 @@ WITH
     LEFT JOIN present AS n ON n.__key = p.__key AND n.__ver = l.__ver
     WHERE n.__key IS NULL
   ),
-  -- The snapshots as change events: the state's rows are upserts at their
+  -- The snapshots as change events: the state’s rows are upserts at their
   -- version, every row of a newer snapshot an upsert at its version, every
   -- gone key a delete. Two rows of one key in one snapshot are ordered by
   -- their content (the greater JSON text wins).
@@ -155,10 +155,10 @@ WITH
       -- A constant lower bound (an applied version), so BigQuery prunes older snapshots.
       AND `extracted_at` > TIMESTAMP '2025-11-30 08:00:00+00:00'
       AND IFNULL(UNIX_MICROS(`extracted_at`) > (SELECT __ver FROM applied), TRUE)
-      -- The newest version the run's statistics saw (or the newest settled).
+      -- The newest version the run’s statistics saw (or the newest settled).
       AND UNIX_MICROS(`extracted_at`) <= 1764576000000000
   ),
-  -- Each newer snapshot's version and the one before it (the applied
+  -- Each newer snapshot’s version and the one before it (the applied
   -- version before the first).
   loads AS (
     SELECT __ver, IFNULL(LAG(__ver) OVER (ORDER BY __ver), (SELECT __ver FROM applied)) AS __prev
@@ -178,7 +178,7 @@ WITH
     LEFT JOIN present AS n ON n.__key = p.__key AND n.__ver = l.__ver
     WHERE n.__key IS NULL
   ),
-  -- The snapshots as change events: the state's rows are upserts at their
+  -- The snapshots as change events: the state’s rows are upserts at their
   -- version, every row of a newer snapshot an upsert at its version, every
   -- gone key a delete. Two rows of one key in one snapshot are ordered by
   -- their content (the greater JSON text wins).
@@ -217,7 +217,7 @@ WHERE __rn = 1 AND __op = 'U'
       -- A constant lower bound (an applied version), so BigQuery prunes older snapshots.
       AND `extracted_at` > TIMESTAMP '2025-11-30 08:00:00+00:00'
       AND IFNULL(UNIX_MICROS(`extracted_at`) > (SELECT __ver FROM applied), TRUE)
-      -- The newest version the run's statistics saw (or the newest settled).
+      -- The newest version the run’s statistics saw (or the newest settled).
       AND UNIX_MICROS(`extracted_at`) <= 1764576000000000
   ),
   next_version AS (
@@ -272,7 +272,7 @@ WITH
       AND `extracted_at` > TIMESTAMP '2025-11-30 08:00:00+00:00'
       AND IFNULL(UNIX_MICROS(`extracted_at`) > (SELECT __ver FROM applied), TRUE)
   ),
-  -- Each newer snapshot's version and the one before it (the applied
+  -- Each newer snapshot’s version and the one before it (the applied
   -- version before the first).
   loads AS (
     SELECT __ver, IFNULL(LAG(__ver) OVER (ORDER BY __ver), (SELECT __ver FROM applied)) AS __prev
@@ -292,7 +292,7 @@ WITH
     LEFT JOIN present AS n ON n.__key = p.__key AND n.__ver = l.__ver
     WHERE n.__key IS NULL
   ),
-  -- The snapshots as change events: the state's rows are upserts at their
+  -- The snapshots as change events: the state’s rows are upserts at their
   -- version, every row of a newer snapshot an upsert at its version, every
   -- gone key a delete. Two rows of one key in one snapshot are ordered by
   -- their content (the greater JSON text wins).

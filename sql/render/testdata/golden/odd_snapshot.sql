@@ -32,7 +32,7 @@ WITH
     WHERE `by` IS NOT NULL
       AND IFNULL(UNIX_DATE(`by`) > (SELECT __ver FROM applied), TRUE)
   ),
-  -- Each newer snapshot's version and the one before it (the applied
+  -- Each newer snapshot’s version and the one before it (the applied
   -- version before the first).
   loads AS (
     SELECT __ver, IFNULL(LAG(__ver) OVER (ORDER BY __ver), (SELECT __ver FROM applied)) AS __prev
@@ -52,7 +52,7 @@ WITH
     LEFT JOIN present AS n ON n.__key = p.__key AND n.__ver = l.__ver
     WHERE n.__key IS NULL
   ),
-  -- The snapshots as change events: the state's rows are upserts at their
+  -- The snapshots as change events: the state’s rows are upserts at their
   -- version, every row of a newer snapshot an upsert at its version, every
   -- gone key a delete. Two rows of one key in one snapshot are ordered by
   -- their content (the greater JSON text wins).
@@ -214,10 +214,10 @@ WITH
       -- A constant lower bound (an applied version), so BigQuery prunes older snapshots.
       AND `by` > DATE '2025-11-30'
       AND IFNULL(UNIX_DATE(`by`) > (SELECT __ver FROM applied), TRUE)
-      -- The newest version the run's statistics saw (or the newest settled).
+      -- The newest version the run’s statistics saw (or the newest settled).
       AND UNIX_DATE(`by`) <= 20423
   ),
-  -- Each newer snapshot's version and the one before it (the applied
+  -- Each newer snapshot’s version and the one before it (the applied
   -- version before the first).
   loads AS (
     SELECT __ver, IFNULL(LAG(__ver) OVER (ORDER BY __ver), (SELECT __ver FROM applied)) AS __prev
@@ -237,7 +237,7 @@ WITH
     LEFT JOIN present AS n ON n.__key = p.__key AND n.__ver = l.__ver
     WHERE n.__key IS NULL
   ),
-  -- The snapshots as change events: the state's rows are upserts at their
+  -- The snapshots as change events: the state’s rows are upserts at their
   -- version, every row of a newer snapshot an upsert at its version, every
   -- gone key a delete. Two rows of one key in one snapshot are ordered by
   -- their content (the greater JSON text wins).
@@ -313,7 +313,7 @@ WHERE __next0 IS NULL OR NOT (__next0 = __start0)
       -- A constant lower bound (an applied version), so BigQuery prunes older snapshots.
       AND `by` > DATE '2025-11-30'
       AND IFNULL(UNIX_DATE(`by`) > (SELECT __ver FROM applied), TRUE)
-      -- The newest version the run's statistics saw (or the newest settled).
+      -- The newest version the run’s statistics saw (or the newest settled).
       AND UNIX_DATE(`by`) <= 20423
   ),
   next_version AS (
@@ -369,7 +369,7 @@ WITH
       AND `by` > DATE '2025-11-30'
       AND IFNULL(UNIX_DATE(`by`) > (SELECT __ver FROM applied), TRUE)
   ),
-  -- Each newer snapshot's version and the one before it (the applied
+  -- Each newer snapshot’s version and the one before it (the applied
   -- version before the first).
   loads AS (
     SELECT __ver, IFNULL(LAG(__ver) OVER (ORDER BY __ver), (SELECT __ver FROM applied)) AS __prev
@@ -389,7 +389,7 @@ WITH
     LEFT JOIN present AS n ON n.__key = p.__key AND n.__ver = l.__ver
     WHERE n.__key IS NULL
   ),
-  -- The snapshots as change events: the state's rows are upserts at their
+  -- The snapshots as change events: the state’s rows are upserts at their
   -- version, every row of a newer snapshot an upsert at its version, every
   -- gone key a delete. Two rows of one key in one snapshot are ordered by
   -- their content (the greater JSON text wins).

@@ -34,7 +34,7 @@ WITH
   -- Every Pub/Sub message once: a redelivered copy keeps its message id.
   -- (A message is one row image, so its copies share its key: partitioned
   -- by the keys too, every window of the view is, and BigQuery can take a
-  -- filter on the keys down to the state's and the changelog's scans.)
+  -- filter on the keys down to the state’s and the changelog’s scans.)
   arrivals AS (
     SELECT *, ROW_NUMBER() OVER (PARTITION BY `userId`, `_cdc_message_id` ORDER BY UNIX_MICROS(`_cdc_ingested_at`)) AS __copy
     FROM (SELECT * FROM tail UNION ALL SELECT * FROM state)
@@ -69,14 +69,14 @@ WITH
     GROUP BY __key
     HAVING LOGICAL_AND(__prev_seq IS NULL OR (__prev_seq < `sequenceNum` AND __prev_sys < __sys))
   ),
-  -- Each key's system times (TIMESTAMPs as microseconds: the BigQuery
+  -- Each key’s system times (TIMESTAMPs as microseconds: the BigQuery
   -- emulator joins and partitions TIMESTAMPs with fractions wrongly).
   positions AS (
     SELECT DISTINCT __key, UNIX_MICROS(`_cdc_ingested_at`) AS __asof
     FROM keyed
     WHERE __key NOT IN (SELECT __key FROM in_order)
   ),
-  -- Each key's system times in order.
+  -- Each key’s system times in order.
   ordinals AS (
     SELECT __key, __asof, ROW_NUMBER() OVER (PARTITION BY __key ORDER BY __asof) AS __n, COUNT(*) OVER (PARTITION BY __key) AS __last_n
     FROM positions
@@ -107,13 +107,13 @@ WITH
     WHERE __key NOT IN (SELECT __key FROM in_order)
     WINDOW w AS (PARTITION BY __key ORDER BY __i)
   ),
-  -- Each system time's first event (__first, in sequence order) and __m,
+  -- Each system time’s first event (__first, in sequence order) and __m,
   -- the first event of the later ones: its suffix minimum (__s, of this
   -- system time and later) taken from the next row in (__n, __i) order at
-  -- the system time's last event, spread over its events. Windows only:
+  -- the system time’s last event, spread over its events. Windows only:
   -- the BigQuery emulator runs every join as a nested loop (its join
   -- conditions are function calls SQLite cannot index), so this path is
-  -- made of windows over the key's events and stays linear there too.
+  -- made of windows over the key’s events and stays linear there too.
   late_s AS (
     SELECT
       *,
@@ -136,7 +136,7 @@ WITH
   ),
   -- The cut of each system time but the last (__c, 0: none; __cseq its
   -- sequence): the newest cutting event before __m, from one pass over the
-  -- key's events and its horizons (a row per system time, at its first
+  -- key’s events and its horizons (a row per system time, at its first
   -- event) in order.
   marks AS (
     SELECT
@@ -161,8 +161,8 @@ WITH
     )
     WHERE NOT __horizon
   ),
-  -- Each key's events as known at each of its system times, from the cut
-  -- on; the fold partitions them by the system time's ordinal (__asof
+  -- Each key’s events as known at each of its system times, from the cut
+  -- on; the fold partitions them by the system time’s ordinal (__asof
   -- here, until final below maps ordinals to system times).
   events AS (
     SELECT __at AS __asof, r.* EXCEPT (__i, __prev_seq, __prev_sys, __sys, __n, __cuts, __first, __n_last_i, __s, __next_s, __m, __horizon, __v, __c, __cseq, __to)
@@ -235,7 +235,7 @@ FROM versions
 -- Two events at one sequence leave an empty interval: the later one wins.
 WHERE __next0 IS NULL OR NOT (__next0 = __start0)
   ),
-  -- (__asof is the system time's ordinal here: __n. __cseq: the version's
+  -- (__asof is the system time’s ordinal here: __n. __cseq: the version’s
   -- start under the name its cut rows give theirs, for frozen_merge.)
   folded AS (
     SELECT
@@ -250,7 +250,7 @@ WHERE __next0 IS NULL OR NOT (__next0 = __start0)
   -- cut is after its start (then it is final) to the end; earlier system
   -- times that folded it from their cut join it as one island.
   -- (The cut rows come first in the UNION ALL: the BigQuery emulator
-  -- evaluates a second operand's columns with the first operand's
+  -- evaluates a second operand’s columns with the first operand’s
   -- expressions where those are column names, so the first names only
   -- columns the second has too: __key, __cseq, __n. frozen ignores __k of
   -- version rows.)
@@ -299,8 +299,8 @@ WHERE __next0 IS NULL OR NOT (__next0 = __start0)
     FROM islands
     GROUP BY __key, __row, __island
   ),
-  -- The system times of the beliefs' first and next ordinals, from one pass
-  -- over them and the key's system times in order.
+  -- The system times of the beliefs’ first and next ordinals, from one pass
+  -- over them and the key’s system times in order.
   mapped AS (
     SELECT
       *,
@@ -349,14 +349,14 @@ WHERE __next0 IS NULL OR NOT (__next0 = __start0)
     SELECT *, MIN(IF(__opens, `sequenceNum`, NULL)) OVER (PARTITION BY __key, __v) AS __vstart
     FROM in_order_versioned
   ),
-  -- While an upsert is the key's last known event, its version is open and
+  -- While an upsert is the key’s last known event, its version is open and
   -- shows its values, from its system time to the next one; the next event
   -- that closes the version (a delete, or an upsert opening a version)
   -- makes it a closed version from that system time on, for good.
   in_order_rows AS (
     -- (One SELECT over both kinds of row rather than a UNION ALL: the
-    -- BigQuery emulator evaluated the second operand's columns with the
-    -- first operand's expressions.)
+    -- BigQuery emulator evaluated the second operand’s columns with the
+    -- first operand’s expressions.)
     SELECT
       __key,
       `userId`,
@@ -450,7 +450,7 @@ WITH
   -- The values of the first key column among the new events, as at most
   -- 256 ranges (each one value when there are no more): the change feed
   -- reads the state of those keys only, with the ranges as constant filters
-  -- on the state's first clustering column.
+  -- on the state’s first clustering column.
   key_tiles AS (
     SELECT MIN(__k) AS __lo, MAX(__k) AS __hi
     FROM (
@@ -465,7 +465,7 @@ SELECT
   (SELECT COUNTIF(`_cdc_ingested_at` > TIMESTAMP '2026-11-30 07:09:00.123456+00:00') FROM delta) AS unfolded,
   (SELECT MAX(`_cdc_ingested_at`) FROM delta) AS newest,
   (SELECT MAX(`_cdc_source_ts`) FROM delta) AS newest_source_ts,
-  -- The rows a run to new_watermark leaves in the views' tail.
+  -- The rows a run to new_watermark leaves in the views’ tail.
   (SELECT COUNTIF(`_cdc_ingested_at` > TIMESTAMP '2026-11-30 07:50:00+00:00') FROM delta) AS tail_rows,
   (SELECT COUNT(DISTINCT TO_JSON_STRING(STRUCT(`userId`))) FROM flow_delta) AS keys,
   (SELECT ARRAY_AGG(__lo ORDER BY __lo) FROM key_tiles) AS key_lo,
@@ -494,7 +494,7 @@ WITH
       `_cdc_message_id`,
       CASE WHEN (`operation` = 'DELETE') THEN 'D' ELSE 'U' END AS __op
     FROM `my-project`.`cdc`.`users_changelog`
-    -- The run's delta: constant bounds, so BigQuery prunes the partitions and
+    -- The run’s delta: constant bounds, so BigQuery prunes the partitions and
     -- clustered blocks outside it.
     WHERE `_cdc_ingested_at` > TIMESTAMP '2026-11-30 07:00:00+00:00'
       AND `_cdc_ingested_at` <= TIMESTAMP '2026-11-30 07:50:00+00:00'
@@ -504,7 +504,7 @@ WITH
   -- Every Pub/Sub message once: a redelivered copy keeps its message id.
   -- (A message is one row image, so its copies share its key: partitioned
   -- by the keys too, every window of the view is, and BigQuery can take a
-  -- filter on the keys down to the state's and the changelog's scans.)
+  -- filter on the keys down to the state’s and the changelog’s scans.)
   arrivals AS (
     SELECT *, ROW_NUMBER() OVER (PARTITION BY `userId`, `_cdc_message_id` ORDER BY UNIX_MICROS(`_cdc_ingested_at`)) AS __copy
     FROM tail
@@ -525,7 +525,7 @@ SELECT CAST(NULL AS INT64), CAST(NULL AS STRING), CAST(NULL AS STRING), CAST(NUL
 -- Generated by bqcdc from testdata/flows.sql; edit the flow, not this SQL.
 -- Maintenance: folds the levels written before cutoff (the events
 -- ingested at or before watermark; later ones are copied as they are) into
--- one, generation generation, with the run's marker: every distinct event
+-- one, generation generation, with the run’s marker: every distinct event
 -- once. History needs every event to re-cut its versions exactly when a
 -- late event arrives. The levels it read are deleted afterwards, whole days
 -- of partitions at a time; until then both count, and each message is
@@ -533,7 +533,7 @@ SELECT CAST(NULL AS INT64), CAST(NULL AS STRING), CAST(NULL AS STRING), CAST(NUL
 INSERT INTO `my-project`.`cdc`.`users_bitemporal__state` (`userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, __key, __op, __gen, __watermark)
 WITH
   -- Maintenance: the levels written before the cutoff (whole days of the
-  -- state's partitions), their events ingested at or before the watermark
+  -- state’s partitions), their events ingested at or before the watermark
   -- the run started from; later ones are kept as they are (a change feed
   -- may still need them verbatim: the kept CTE).
   levels AS (
@@ -550,7 +550,7 @@ WITH
   -- Every Pub/Sub message once: a redelivered copy keeps its message id.
   -- (A message is one row image, so its copies share its key: partitioned
   -- by the keys too, every window of the view is, and BigQuery can take a
-  -- filter on the keys down to the state's and the changelog's scans.)
+  -- filter on the keys down to the state’s and the changelog’s scans.)
   arrivals AS (
     SELECT *, ROW_NUMBER() OVER (PARTITION BY `userId`, `_cdc_message_id` ORDER BY UNIX_MICROS(`_cdc_ingested_at`)) AS __copy
     FROM tail
@@ -581,7 +581,7 @@ WHERE __gen < TIMESTAMP '2026-11-30 06:00:00+00:00';
 -- Changelog days every flow of the source has folded, past the retention.
 DELETE FROM `my-project`.`cdc`.`users_changelog` WHERE `_cdc_ingested_at` < TIMESTAMP '2026-11-30 07:00:00+00:00';
 
--- The oldest position of the flow's events: a change feed's first
+-- The oldest position of the flow’s events: a change feed’s first
 -- materialization starts there (once per flow).
 SELECT LEAST(
   IFNULL((SELECT MIN(`_cdc_ingested_at`) FROM `my-project`.`cdc`.`users_changelog` WHERE `sequenceNum` IS NOT NULL AND `_cdc_ingested_at` IS NOT NULL), TIMESTAMP '9999-12-31 00:00:00+00'),
@@ -590,7 +590,7 @@ SELECT LEAST(
 
 -- flow users_bitemporal: AUTO CDC INTO users_bitemporal FROM STREAM(users) KEYS (userId) SEQUENCE BY sequenceNum SYSTEM SEQUENCE BY _cdc_ingested_at STORED AS BITEMPORAL
 -- Generated by bqcdc from testdata/flows.sql; edit the flow, not this SQL.
--- Bitemporal point: the target's rows valid at business_time as known at
+-- Bitemporal point: the target’s rows valid at business_time as known at
 -- system_time: what was believed then about that moment.
 CREATE OR REPLACE TABLE FUNCTION `my-project`.`cdc`.`users_bitemporal_as_of`(business_time INT64, system_time TIMESTAMP) AS
 WITH
