@@ -119,7 +119,7 @@ func kindOfSQL(sql string) string {
 	switch {
 	case strings.Contains(sql, "What a compaction run would fold"):
 		return "stats"
-	case strings.Contains(sql, "The oldest position of the flow's events"):
+	case strings.Contains(sql, "The oldest position of the flow’s events"):
 		return "first"
 	case strings.Contains(sql, "SELECT __gen, __watermark"):
 		return "marker"
@@ -135,11 +135,11 @@ func kindOfSQL(sql string) string {
 		return "expire"
 	case strings.Contains(sql, "-- bqcdc append ledger"):
 		return "ledger"
-	case strings.Contains(sql, "Refresh of a materialized view's state"):
+	case strings.Contains(sql, "Refresh of a materialized view’s state"):
 		return "gold"
 	case strings.Contains(sql, "The groups a refresh of the state would touch"):
 		return "gold_touched"
-	case strings.Contains(sql, "Maintenance of a materialized view's state"):
+	case strings.Contains(sql, "Maintenance of a materialized view’s state"):
 		return "gold_maintain"
 	}
 	return "other"
