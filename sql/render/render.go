@@ -180,7 +180,7 @@ func View(b *flow.Bound, loc catalog.Location, hint time.Time) (string, error) {
 		name = "bitemporal.sql.tmpl"
 		d.EventsCTE = "deduped"
 		d.partition(true)
-		d.bitemporalLinear(b)
+		d.bitemporal(b)
 	default:
 		return "", fmt.Errorf("rendering view of flow %s: no view for kind %s", b.Name, k)
 	}
@@ -242,10 +242,8 @@ type data struct {
 	View        string // the flow's quoted view
 
 	SystemSequence string // the quoted SYSTEM SEQUENCE BY column, "" if none
-	// The bitemporal view's one-pass path for keys in order (Linear): the
-	// quoted sequence column and its type, and the system time's type as
-	// the view keys it.
-	Linear                      bool
+	// The bitemporal view's quoted sequence column and its type, and the
+	// system time's type as the view keys it.
 	SeqCol, SeqType, SysKeyType string
 	NullOutputAs                []string // the target's columns as typed NULLs, named
 	// A system time as the bitemporal view keys it (SystemKey, SystemKeyE
@@ -380,18 +378,15 @@ func (d *data) partition(asOf bool) {
 	}
 }
 
-// bitemporalLinear fills what the bitemporal view's one-pass path (keys
-// whose events come in order by sequence and by system time) and its cuts
-// (the others, folded per system time from a cut on) need: a single,
-// non-STRUCT sequence column. (With IGNORE NULL UPDATES the filling
+// bitemporal fills what the bitemporal view's one-pass path (keys whose
+// events come in order by sequence and by system time) and its cuts (the
+// others, folded per system time from a cut on) need. Its SEQUENCE BY is
+// one column (the parser refuses a STRUCT: business time is one sortable
+// value), which the cuts compare. (With IGNORE NULL UPDATES the filling
 // reaches back past a cut: the events before a system time's first
 // unknown one take the values filled over all events, which they hold
-// then.) Without it every key is folded whole at each of its system times.
-func (d *data) bitemporalLinear(b *flow.Bound) {
-	if len(b.Sequence) != 1 || b.SequenceStruct {
-		return
-	}
-	d.Linear = true
+// then.)
+func (d *data) bitemporal(b *flow.Bound) {
 	// The fold partitions by the system time's ordinal and the key's last
 	// one (constant per key), which it passes on.
 	d.Part = append([]string{"__asof", "__last_n"}, d.Keys...)
