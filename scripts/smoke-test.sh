@@ -46,7 +46,6 @@ EOF
 }
 
 SCRIPT=smoke-test.sh
-DRY_RUN=0
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -91,11 +90,7 @@ cd "$ROOT"
 [[ -f "$TFVARS" ]] || die "--tfvars file '$TFVARS' does not exist"
 TFVARS="$(cd "$(dirname "$TFVARS")" && pwd)/$(basename "$TFVARS")"
 
-if [[ $DRY_RUN -eq 0 ]]; then
-  for tool in terraform go; do
-    command -v "$tool" >/dev/null || die "$tool is not installed"
-  done
-fi
+need_tools terraform go
 
 RUN_ID="$(date -u +%Y%m%d%H%M%S)"
 DATASET="bqcdc_smoke_$RUN_ID"
@@ -242,24 +237,7 @@ if [[ $DRY_RUN -eq 0 ]]; then
   "${TF[@]}" state list | sed -E 's/\[[^]]*\]//g' | awk -F. '{print $(NF-1)}' | sort | uniq -c >"$WORK/created.txt"
 fi
 
-step "reading Schema Registry settings (values are not printed)"
-secret_value() {
-  local name="$1" output="$2" id
-  [[ -n "${!name:-}" ]] && return 0
-  if [[ $DRY_RUN -eq 1 ]]; then
-    # shellcheck disable=SC2016 # printed, not expanded
-    printf '+ %s=$(gcloud secrets versions access latest --project=%q --secret=$(terraform output -raw %q))\n' "$name" "$PROJECT" "$output"
-    printf -v "$name" '%s' "<$name>"
-    return 0
-  fi
-  command -v gcloud >/dev/null || die "gcloud is needed to read the registry secrets (or set $name)"
-  id="$("${TF[@]}" output -raw "$output")"
-  printf -v "$name" '%s' "$(gcloud secrets versions access latest --project="$PROJECT" --secret="$id")"
-}
-secret_value BQCDC_REGISTRY_URL registry_url_secret_id
-secret_value BQCDC_REGISTRY_USERNAME registry_username_secret_id
-secret_value BQCDC_REGISTRY_PASSWORD registry_password_secret_id
-export BQCDC_REGISTRY_USERNAME BQCDC_REGISTRY_PASSWORD
+registry_settings
 REGISTRY=(--registry-url "$BQCDC_REGISTRY_URL")
 if [[ $DRY_RUN -eq 1 ]]; then
   REGISTRY=(--registry-url '<BQCDC_REGISTRY_URL>')

@@ -35,35 +35,28 @@ EOF
 }
 
 SCRIPT=teardown.sh
-DRY_RUN=0
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 MODULE="module.bqcdc"
 DELETE_DATA=0
 YES=0
 
-while [[ $# -gt 0 ]]; do
-  target_flag "$@"
-  if [[ $SHIFT -gt 0 ]]; then
-    shift "$SHIFT"
-    continue
-  fi
+# script_flag ARGS...: teardown.sh's own flags (see parse_args in lib.sh).
+script_flag() {
+  SHIFT=1
   case "$1" in
-    --module) MODULE="$(value "$@")"; shift 2 ;;
-    --module=*) MODULE="${1#*=}"; shift ;;
-    --delete-data) DELETE_DATA=1; shift ;;
-    --yes) YES=1; shift ;;
-    --dry-run) DRY_RUN=1; shift ;;
-    -h | --help) usage; exit 0 ;;
-    *) usage >&2; die "unknown argument: $1" ;;
+    --module) MODULE="$(value "$@")"; SHIFT=2 ;;
+    --module=*) MODULE="${1#*=}" ;;
+    --delete-data) DELETE_DATA=1 ;;
+    --yes) YES=1 ;;
+    *) SHIFT=0 ;;
   esac
-done
+}
+
+parse_args "$@"
 check_target
 [[ "$MODULE" =~ ^module\.[A-Za-z0-9_-]+$ ]] || die "--module '$MODULE' is not a module address such as module.bqcdc"
-
-if [[ $DRY_RUN -eq 0 ]]; then
-  command -v terraform >/dev/null || die "terraform is not installed"
-fi
+need_tools terraform
 
 if [[ $DELETE_DATA -eq 1 ]]; then
   what="EVERYTHING, including dataset $PROJECT:$DATASET and all its tables (changelogs, snapshots, views)"
@@ -82,27 +75,9 @@ if [[ $YES -eq 0 ]]; then
 fi
 
 cd "$ROOT"
-TF=(terraform "-chdir=$TF_DIR")
-TF_VARS=(
-  "-var-file=$TFVARS"
-  "-var=project_id=$PROJECT"
-  "-var=region=$REGION"
-  "-var=dataset_id=$DATASET"
-  "-var=location=$LOCATION"
-)
+terraform_target
 DATA_ADDRESSES=("$MODULE.module.dataset" "$MODULE.google_bigquery_table.dead_letters")
-
-init_args=(-input=false)
-if [[ -n "$STATE_BUCKET" ]]; then
-  if [[ $DRY_RUN -eq 1 ]]; then
-    printf '+ write %q (terraform { backend "gcs" {} })\n' "$TF_DIR/backend_override.tf"
-  else
-    printf 'terraform {\n  backend "gcs" {}\n}\n' >"$TF_DIR/backend_override.tf"
-  fi
-  init_args+=("-backend-config=bucket=$STATE_BUCKET" "-backend-config=prefix=$STATE_PREFIX")
-fi
-step "terraform init ($TF_DIR)"
-run "${TF[@]}" init "${init_args[@]}"
+terraform_init
 
 if [[ $DELETE_DATA -eq 1 ]]; then
   # The flags must be in the state before destroy honours them.

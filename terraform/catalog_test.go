@@ -13,10 +13,7 @@ import (
 // be what a BigQuery subscription with write_metadata writes).
 func TestPubSubDeadLetterTableMatchesCatalog(t *testing.T) {
 	root := config(t).module(t, ".")
-	res := root.resourcesOfType("google_bigquery_table")["dead_letters"]
-	if res == nil {
-		t.Fatal("no google_bigquery_table.dead_letters in the root module")
-	}
+	res := must(t, root.resources, "google_bigquery_table.dead_letters", "no google_bigquery_table.dead_letters in the root module")
 	if id, _ := literalString(attrExpr(res.Body, "table_id")); id != catalog.PubSubDeadLetterTable {
 		t.Errorf("table_id = %q, want %q", id, catalog.PubSubDeadLetterTable)
 	}

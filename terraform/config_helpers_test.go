@@ -1,6 +1,7 @@
 package terraform_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,6 +12,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // This file loads the Terraform configuration under terraform/ with the HCL
@@ -194,6 +196,31 @@ func (m *tfModule) callsTo(source string) map[string]*hclsyntax.Block {
 	return out
 }
 
+// onlyCallTo returns the name and block of the one call m makes to the
+// module at source, failing the test unless there is exactly one.
+func (m *tfModule) onlyCallTo(t *testing.T, source string) (string, *hclsyntax.Block) {
+	t.Helper()
+	calls := m.callsTo(source)
+	if len(calls) != 1 {
+		t.Fatalf("terraform/%s should call %s exactly once, got %d", m.dir, source, len(calls))
+	}
+	for name, call := range calls {
+		return name, call
+	}
+	return "", nil
+}
+
+// must returns items[key] (one of a module's resources, calls, locals or
+// variables), failing the test with msg when it is missing.
+func must[V any](t *testing.T, items map[string]*V, key, msg string) *V {
+	t.Helper()
+	v := items[key]
+	if v == nil {
+		t.Fatal(msg)
+	}
+	return v
+}
+
 // ---------------------------------------------------------------------------
 // Expression helpers
 // ---------------------------------------------------------------------------
@@ -273,19 +300,29 @@ func objectItem(expr hcl.Expression, key string) hcl.Expression {
 }
 
 // references renders the traversals an expression makes, e.g.
-// "module.compact_function.uri" or "var.sources"; index steps print as [..].
+// "module.dataset.location" or "var.sources"; index steps print as [..].
 func references(expr hcl.Expression) []string {
+	return renderReferences(expr, false)
+}
+
+// renderReferences is references; with keys, a literal string index prints
+// as itself: module.function["compact"].uri.
+func renderReferences(expr hcl.Expression, keys bool) []string {
 	if expr == nil {
 		return nil
 	}
 	var out []string
 	for _, tr := range expr.Variables() {
-		out = append(out, traversalString(tr))
+		out = append(out, renderTraversal(tr, keys))
 	}
 	return out
 }
 
 func traversalString(tr hcl.Traversal) string {
+	return renderTraversal(tr, false)
+}
+
+func renderTraversal(tr hcl.Traversal, keys bool) string {
 	var b strings.Builder
 	for _, step := range tr {
 		switch s := step.(type) {
@@ -293,6 +330,12 @@ func traversalString(tr hcl.Traversal) string {
 			b.WriteString(s.Name)
 		case hcl.TraverseAttr:
 			b.WriteString("." + s.Name)
+		case hcl.TraverseIndex:
+			if keys && s.Key.Type() == cty.String && s.Key.IsKnown() && !s.Key.IsNull() {
+				fmt.Fprintf(&b, "[%q]", s.Key.AsString())
+			} else {
+				b.WriteString("[..]")
+			}
 		default:
 			b.WriteString("[..]")
 		}
@@ -301,9 +344,10 @@ func traversalString(tr hcl.Traversal) string {
 }
 
 // refersTo reports whether expr references target or something inside it
-// (target "module.x" matches "module.x.uri").
+// (target "module.x" matches "module.x.uri"). A target that names an
+// instance by key, module.function["compact"], matches that instance only.
 func refersTo(expr hcl.Expression, target string) bool {
-	for _, r := range references(expr) {
+	for _, r := range renderReferences(expr, strings.Contains(target, `["`)) {
 		if r == target || strings.HasPrefix(r, target+".") || strings.HasPrefix(r, target+"[") {
 			return true
 		}

@@ -1,7 +1,6 @@
 package terraform_test
 
 import (
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -10,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
@@ -48,21 +48,15 @@ func TestDemoSourcesMatchFlows(t *testing.T) {
 // instantiates the module once per entry of var.sources.
 func TestSourceModuleWiring(t *testing.T) {
 	cfg := config(t)
-	root := cfg.module(t, ".")
-	calls := root.callsTo("./modules/source")
-	if len(calls) != 1 {
-		t.Fatalf("the root module should call ./modules/source exactly once, got %d", len(calls))
+	name, call := cfg.module(t, ".").onlyCallTo(t, "./modules/source")
+	if !refersTo(attrExpr(call.Body, "for_each"), "var.sources") {
+		t.Errorf("module %q must use for_each = var.sources (one instance per topic, keyed by topic name)", name)
 	}
-	for name, call := range calls {
-		if !refersTo(attrExpr(call.Body, "for_each"), "var.sources") {
-			t.Errorf("module %q must use for_each = var.sources (one instance per topic, keyed by topic name)", name)
-		}
-		if got := references(attrExpr(call.Body, "topic_name")); !cmp.Equal(got, []string{"each.key"}) {
-			t.Errorf("module %q: topic_name must be each.key, got %v", name, got)
-		}
-		if !refersTo(attrExpr(call.Body, "ingest_uri"), "module.ingest_function.uri") {
-			t.Errorf("module %q: ingest_uri must be module.ingest_function.uri", name)
-		}
+	if got := references(attrExpr(call.Body, "topic_name")); !cmp.Equal(got, []string{"each.key"}) {
+		t.Errorf("module %q: topic_name must be each.key, got %v", name, got)
+	}
+	if !refersTo(attrExpr(call.Body, "ingest_uri"), `module.function["ingest"].uri`) {
+		t.Errorf(`module %q: ingest_uri must be module.function["ingest"].uri`, name)
 	}
 
 	src := cfg.module(t, "modules/source")
@@ -139,26 +133,110 @@ func exprSourceOf(m *tfModule, body *hclsyntax.Body, attr string) string {
 	return exprSource(m.fileOf(a.SrcRange), a.Expr)
 }
 
+// The root module deploys the functions with one call of modules/function,
+// for_each = local.functions: an entry per function, keyed by role (ingest,
+// compact), holding what sets it apart.
+
+// functionEntries returns that call and the entries of local.functions.
+func functionEntries(t *testing.T, root *tfModule) (*hclsyntax.Block, map[string]hcl.Expression) {
+	t.Helper()
+	name, call := root.onlyCallTo(t, "./modules/function")
+	if !cmp.Equal(references(attrExpr(call.Body, "for_each")), []string{"local.functions"}) {
+		t.Fatalf("module %q: for_each must be local.functions (one instance per function, keyed by role)", name)
+	}
+	def := must(t, root.locals, "functions", "the root module must declare local.functions")
+	items, diags := hcl.ExprMap(def.Expr)
+	if diags.HasErrors() {
+		t.Fatalf("local.functions must be an object literal: %v", diags)
+	}
+	entries := map[string]hcl.Expression{}
+	for _, item := range items {
+		key, ok := literalString(item.Key)
+		if !ok {
+			t.Fatalf("%s: local.functions keys must be literal roles", item.Key.Range())
+		}
+		entries[key] = item.Value
+	}
+	return call, entries
+}
+
+// functionArg returns what the call passes function fn as argument arg:
+// each.value.ATTR read from fn's entry, or the call's own expression, the
+// same for every function, when it reads nothing of each.value.
+func functionArg(t *testing.T, root *tfModule, fn, arg string) hcl.Expression {
+	t.Helper()
+	call, entries := functionEntries(t, root)
+	entry := entries[fn]
+	if entry == nil {
+		t.Fatalf("local.functions has no entry %q", fn)
+	}
+	expr := attrExpr(call.Body, arg)
+	if e, ok := expr.(*hclsyntax.ScopeTraversalExpr); ok {
+		if attr, ok := strings.CutPrefix(traversalString(e.Traversal), "each.value."); ok {
+			return objectItem(entry, attr)
+		}
+	}
+	for _, r := range references(expr) {
+		if strings.HasPrefix(r, "each.value") {
+			t.Fatalf("module function: %s must be each.value.ATTR, or read nothing of each.value", arg)
+		}
+	}
+	return expr
+}
+
+// functionEnv returns the plain environment of function fn, by variable:
+// the call's environment_variables must be merge(OBJECT, each.value.
+// environment_variables), OBJECT holding what every function gets, and
+// fn's entry an object literal too, so that both can be audited.
+func functionEnv(t *testing.T, root *tfModule, fn string) map[string]hcl.Expression {
+	t.Helper()
+	call, entries := functionEntries(t, root)
+	merge, ok := attrExpr(call.Body, "environment_variables").(*hclsyntax.FunctionCallExpr)
+	if !ok || merge.Name != "merge" || len(merge.Args) != 2 || !cmp.Equal(references(merge.Args[1]), []string{"each.value.environment_variables"}) {
+		t.Fatal("module function: environment_variables must be merge({ ... }, each.value.environment_variables)")
+	}
+	env := map[string]hcl.Expression{}
+	for _, part := range []hcl.Expression{merge.Args[0], objectItem(entries[fn], "environment_variables")} {
+		if part == nil {
+			t.Fatalf("local.functions.%s has no environment_variables", fn)
+		}
+		pairs, diags := hcl.ExprMap(part)
+		if diags.HasErrors() {
+			t.Fatalf("%s: the environment variables of %s must be an object literal (so they can be audited)", part.Range(), fn)
+		}
+		for _, p := range pairs {
+			k, ok := literalString(p.Key)
+			if !ok {
+				t.Fatalf("%s: environment variable names must be literals", p.Key.Range())
+			}
+			if env[k] != nil {
+				t.Errorf("function %s: %s is set twice", fn, k)
+			}
+			env[k] = p.Value
+		}
+	}
+	return env
+}
+
 // (f) The entry points deployed are the names the Go code registers.
 func TestEntryPointsMatchGoRegistrations(t *testing.T) {
 	root := config(t).module(t, ".")
+	_, entries := functionEntries(t, root)
 	deployed := map[string]string{}
-	for name, call := range root.callsTo("./modules/function") {
-		ep, ok := literalString(attrExpr(call.Body, "entry_point"))
+	for fn := range entries {
+		ep, ok := literalString(functionArg(t, root, fn, "entry_point"))
 		if !ok {
-			t.Errorf("module %q: entry_point must be a literal", name)
+			t.Errorf("function %q: entry_point must be a literal", fn)
 		}
-		deployed[name] = ep
+		deployed[fn] = ep
 	}
-	if diff := cmp.Diff([]string{"compact_function", "ingest_function"}, sortedKeys(deployed)); diff != "" {
+	if diff := cmp.Diff([]string{"compact", "ingest"}, sortedKeys(deployed)); diff != "" {
 		t.Fatalf("functions deployed by the root module (-want +got):\n%s", diff)
 	}
-	for call, fn := range map[string]struct{ dir, kind string }{
-		"ingest_function":  {"ingest", "HTTP"},
-		"compact_function": {"compact", "HTTP"},
-	} {
-		if name, ok := registeredName(t, fn.dir, fn.kind); ok && name != deployed[call] {
-			t.Errorf("module %q deploys entry point %q, but functions/%s registers functions.%s(%q, ...)", call, deployed[call], fn.dir, fn.kind, name)
+	// Each function's package is functions/<role>.
+	for fn, kind := range map[string]string{"ingest": "HTTP", "compact": "HTTP"} {
+		if name, ok := registeredName(t, fn, kind); ok && name != deployed[fn] {
+			t.Errorf("function %q deploys entry point %q, but functions/%s registers functions.%s(%q, ...)", fn, deployed[fn], fn, kind, name)
 		}
 	}
 }
@@ -167,28 +245,21 @@ func TestEntryPointsMatchGoRegistrations(t *testing.T) {
 // functions/<dir>; it reports an error and false if there is not exactly one.
 func registeredName(t *testing.T, dir, kind string) (string, bool) {
 	t.Helper()
-	path := filepath.Join("..", "functions", dir)
-	files, err := filepath.Glob(filepath.Join(path, "*.go"))
-	if err != nil || len(files) == 0 {
+	srcs := goSources(t, filepath.Join("..", "functions", dir, "*.go"))
+	if len(srcs) == 0 {
 		t.Errorf("functions/%s has no Go files: the %s function must register itself there with functions.%s(\"Name\", ...) (the deployment's entry point)", dir, dir, kind)
 		return "", false
 	}
 	re := regexp.MustCompile(`functions\.` + kind + `\(\s*(?:"([^"]+)"|([A-Za-z_][A-Za-z0-9_]*))`)
 	constDecl := regexp.MustCompile(`(?m)^\s*(?:const\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"([^"]+)"`)
 	var names []string
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		src, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, f := range sortedKeys(srcs) {
+		src := srcs[f]
 		consts := map[string]string{}
-		for _, m := range constDecl.FindAllStringSubmatch(string(src), -1) {
+		for _, m := range constDecl.FindAllStringSubmatch(src, -1) {
 			consts[m[1]] = m[2]
 		}
-		for _, m := range re.FindAllStringSubmatch(string(src), -1) {
+		for _, m := range re.FindAllStringSubmatch(src, -1) {
 			switch {
 			case m[1] != "":
 				names = append(names, m[1])
@@ -206,20 +277,29 @@ func registeredName(t *testing.T, dir, kind string) (string, bool) {
 	return names[0], true
 }
 
+// goSources returns the Go files matching pattern, but the tests, by path,
+// with their text.
+func goSources(t *testing.T, pattern string) map[string]string {
+	t.Helper()
+	files, err := filepath.Glob(pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, f := range files {
+		if !strings.HasSuffix(f, "_test.go") {
+			out[f] = readFile(t, f)
+		}
+	}
+	return out
+}
+
 // (f) The Cloud Run functions buildpack builds the package at the source root:
 // it must import both function packages so their init() registrations run.
 func TestRootPackageImportsBothFunctions(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join("..", "*.go"))
 	imports := map[string]bool{}
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		src, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range regexp.MustCompile(`"(github\.com/bqcdc/bqcdc/functions/[a-z]+)"`).FindAllStringSubmatch(string(src), -1) {
+	for _, src := range goSources(t, filepath.Join("..", "*.go")) {
+		for _, m := range regexp.MustCompile(`"(github\.com/bqcdc/bqcdc/functions/[a-z]+)"`).FindAllStringSubmatch(src, -1) {
 			imports[m[1]] = true
 		}
 	}
@@ -235,10 +315,7 @@ func TestRootPackageImportsBothFunctions(t *testing.T) {
 func TestSchedulerCallsCompactWithOIDC(t *testing.T) {
 	cfg := config(t)
 	sched := cfg.module(t, "modules/scheduler")
-	job := sched.resources["google_cloud_scheduler_job.main"]
-	if job == nil {
-		t.Fatal("modules/scheduler must declare google_cloud_scheduler_job.main")
-	}
+	job := must(t, sched.resources, "google_cloud_scheduler_job.main", "modules/scheduler must declare google_cloud_scheduler_job.main")
 	target := childBody(job.Body, "http_target")
 	oidc := childBody(target, "oidc_token")
 	if oidc == nil {
@@ -251,20 +328,17 @@ func TestSchedulerCallsCompactWithOIDC(t *testing.T) {
 	// service URL alone, which Cloud Run checks.
 
 	root := cfg.module(t, ".")
-	calls := root.callsTo("./modules/scheduler")
-	if len(calls) != 1 {
-		t.Fatalf("the root module should call ./modules/scheduler once (with count = shards), got %d", len(calls))
+	// One call, with count = shards.
+	name, call := root.onlyCallTo(t, "./modules/scheduler")
+	const compactURI = `module.function["compact"].uri`
+	if !refersTo(attrExpr(call.Body, uriVar), compactURI) {
+		t.Errorf("module %q: %s (the called URL) must be %s, got %v", name, uriVar, compactURI, renderReferences(attrExpr(call.Body, uriVar), true))
 	}
-	for name, call := range calls {
-		if !refersTo(attrExpr(call.Body, uriVar), "module.compact_function.uri") {
-			t.Errorf("module %q: %s (the called URL) must be module.compact_function.uri, got %v", name, uriVar, references(attrExpr(call.Body, uriVar)))
-		}
-		if got := references(attrExpr(call.Body, audVar)); len(got) != 1 || !refersTo(attrExpr(call.Body, audVar), "module.compact_function.uri") {
-			t.Errorf("module %q: %s (the OIDC audience) must be exactly module.compact_function.uri, got %v", name, audVar, got)
-		}
-		if !refersTo(attrExpr(call.Body, saVar), "google_service_account.scheduler.email") {
-			t.Errorf("module %q: %s must be google_service_account.scheduler.email, got %v", name, saVar, references(attrExpr(call.Body, saVar)))
-		}
+	if got := renderReferences(attrExpr(call.Body, audVar), true); len(got) != 1 || !refersTo(attrExpr(call.Body, audVar), compactURI) {
+		t.Errorf("module %q: %s (the OIDC audience) must be exactly %s, got %v", name, audVar, compactURI, got)
+	}
+	if !refersTo(attrExpr(call.Body, saVar), "google_service_account.scheduler.email") {
+		t.Errorf("module %q: %s must be google_service_account.scheduler.email, got %v", name, saVar, references(attrExpr(call.Body, saVar)))
 	}
 
 	invokers := 0
@@ -272,7 +346,7 @@ func TestSchedulerCallsCompactWithOIDC(t *testing.T) {
 		role, _ := literalString(attrExpr(r.Body, "role"))
 		if role == "roles/run.invoker" && refersTo(attrExpr(r.Body, "member"), "google_service_account.scheduler") {
 			invokers++
-			if !refersTo(attrExpr(r.Body, "name"), "module.compact_function.service_name") {
+			if !refersTo(attrExpr(r.Body, "name"), `module.function["compact"].service_name`) {
 				t.Errorf("%s: the scheduler account may invoke only the compact service", key)
 			}
 		}
@@ -297,11 +371,6 @@ func onlyVar(t *testing.T, expr hclsyntax.Expression, what string) string {
 // secrets.
 func TestIngestCredentialsOnlyFromSecretManager(t *testing.T) {
 	root := config(t).module(t, ".")
-	ingest := root.calls["ingest_function"]
-	compact := root.calls["compact_function"]
-	if ingest == nil || compact == nil {
-		t.Fatal("the root module must call modules/function as ingest_function and compact_function")
-	}
 	registry := []string{"BQCDC_REGISTRY_PASSWORD", "BQCDC_REGISTRY_URL", "BQCDC_REGISTRY_USERNAME"}
 	secretVars := map[string]string{"BQCDC_REPLAY_KEY": "var.replay_key_secret_id"}
 	for _, k := range registry {
@@ -309,35 +378,31 @@ func TestIngestCredentialsOnlyFromSecretManager(t *testing.T) {
 	}
 	all := append(slices.Clone(registry), "BQCDC_REPLAY_KEY")
 
-	plain, ok := objectKeys(attrExpr(ingest.Body, "environment_variables"))
-	if !ok {
-		t.Fatal("ingest_function: environment_variables must be an object literal (so it can be audited)")
-	}
-	for _, k := range plain {
-		if strings.HasPrefix(k, "BQCDC_REGISTRY_") || sensitiveName.MatchString(k) {
-			t.Errorf("ingest_function: %s must not be a plain environment variable; use secret_environment_variables", k)
+	for _, fn := range []string{"ingest", "compact"} {
+		for k := range functionEnv(t, root, fn) {
+			if strings.HasPrefix(k, "BQCDC_REGISTRY_") || sensitiveName.MatchString(k) {
+				t.Errorf("function %s: %s must not be a plain environment variable; use secret_environment_variables", fn, k)
+			}
 		}
 	}
 	// The secrets may be an object literal or a local defined as one.
-	secretEnv := root.expandLocal(attrExpr(ingest.Body, "secret_environment_variables"))
+	ingestSecrets := functionArg(t, root, "ingest", "secret_environment_variables")
+	secretEnv := root.expandLocal(ingestSecrets)
 	secrets, ok := objectKeys(secretEnv)
 	if !ok || !cmp.Equal(secrets, all) {
-		t.Errorf("ingest_function: secret_environment_variables = %v, want exactly %v", secrets, all)
+		t.Errorf("function ingest: secret_environment_variables = %v, want exactly %v", secrets, all)
 	}
 	for k, v := range secretVars {
 		item := objectItem(secretEnv, k)
 		if item == nil || !refersTo(objectItem(item, "secret"), v) {
-			t.Errorf("ingest_function: %s must read the secret named by %s", k, v)
+			t.Errorf("function ingest: %s must read the secret named by %s", k, v)
 		}
 	}
-	if keys, ok := objectKeys(attrExpr(compact.Body, "secret_environment_variables")); !ok || len(keys) != 0 {
-		t.Errorf("compact_function gets no secrets, got %v", keys)
+	if keys, ok := objectKeys(functionArg(t, root, "compact", "secret_environment_variables")); !ok || len(keys) != 0 {
+		t.Errorf("function compact gets no secrets, got %v", keys)
 	}
 
-	fn := config(t).module(t, "modules/function").resources["google_cloudfunctions2_function.main"]
-	if fn == nil {
-		t.Fatal("modules/function must declare google_cloudfunctions2_function.main")
-	}
+	fn := must(t, config(t).module(t, "modules/function").resources, "google_cloudfunctions2_function.main", "modules/function must declare google_cloudfunctions2_function.main")
 	sc := childBody(fn.Body, "service_config")
 	if refersTo(attrExpr(sc, "environment_variables"), "var.secret_environment_variables") {
 		t.Error("modules/function must not copy secret_environment_variables into plain environment_variables")
@@ -355,7 +420,7 @@ func TestIngestCredentialsOnlyFromSecretManager(t *testing.T) {
 	}
 	for name, r := range accessors {
 		fe := references(attrExpr(r.Body, "for_each"))
-		if want := references(attrExpr(ingest.Body, "secret_environment_variables")); len(want) != 1 || !cmp.Equal(fe, want) {
+		if want := references(ingestSecrets); len(want) != 1 || !cmp.Equal(fe, want) {
 			t.Errorf("google_secret_manager_secret_iam_member.%s: for_each = %v, want the ingest function's secret_environment_variables %v", name, fe, want)
 		}
 		if !cmp.Equal(references(attrExpr(r.Body, "secret_id")), []string{"each.value.secret"}) {
@@ -374,23 +439,23 @@ func TestIngestCredentialsOnlyFromSecretManager(t *testing.T) {
 // plus a 120 s clock-skew margin, and the push ack deadline is that timeout.
 func TestFunctionEnvironment(t *testing.T) {
 	root := config(t).module(t, ".")
-	for call, want := range map[string][]string{
-		"ingest_function":  {"BQCDC_APPEND_LEDGER", "BQCDC_DATASET", "BQCDC_LOCATION", "BQCDC_LOG_VALUES", "BQCDC_METRICS_EXPORTER", "BQCDC_PROJECT", "BQCDC_SCHEMA_EVOLUTION_OFF"},
-		"compact_function": {"BQCDC_APPEND_LEDGER", "BQCDC_CHANGELOG_RETENTION_DAYS", "BQCDC_CHANGE_FEED_EVERY", "BQCDC_COMPACT_BUDGET", "BQCDC_COMPACT_CONCURRENCY", "BQCDC_DATASET", "BQCDC_INGEST_TIMEOUT", "BQCDC_LOCATION", "BQCDC_METRICS_EXPORTER", "BQCDC_PROJECT", "BQCDC_TOMBSTONE_RETENTION_DAYS", "BQCDC_VISIBILITY_LAG"},
+	for fn, want := range map[string][]string{
+		"ingest":  {"BQCDC_APPEND_LEDGER", "BQCDC_DATASET", "BQCDC_LOCATION", "BQCDC_LOG_VALUES", "BQCDC_METRICS_EXPORTER", "BQCDC_PROJECT", "BQCDC_SCHEMA_EVOLUTION_OFF"},
+		"compact": {"BQCDC_APPEND_LEDGER", "BQCDC_CHANGELOG_RETENTION_DAYS", "BQCDC_CHANGE_FEED_EVERY", "BQCDC_COMPACT_BUDGET", "BQCDC_COMPACT_CONCURRENCY", "BQCDC_DATASET", "BQCDC_INGEST_TIMEOUT", "BQCDC_LOCATION", "BQCDC_METRICS_EXPORTER", "BQCDC_PROJECT", "BQCDC_TOMBSTONE_RETENTION_DAYS", "BQCDC_VISIBILITY_LAG"},
 	} {
-		got, _ := objectKeys(attrExpr(root.calls[call].Body, "environment_variables"))
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("%s environment_variables (-want +got):\n%s", call, diff)
+		if diff := cmp.Diff(want, sortedKeys(functionEnv(t, root, fn))); diff != "" {
+			t.Errorf("function %s environment_variables (-want +got):\n%s", fn, diff)
 		}
 	}
 	// Both functions read the ledger switch from the one variable: ingest
 	// writing it and compaction trusting it must agree.
-	for _, call := range []string{"ingest_function", "compact_function"} {
-		if item := objectItem(attrExpr(root.calls[call].Body, "environment_variables"), "BQCDC_APPEND_LEDGER"); !refersTo(item, "var.append_ledger") {
-			t.Errorf("%s: BQCDC_APPEND_LEDGER must come from var.append_ledger", call)
+	for _, fn := range []string{"ingest", "compact"} {
+		if item := functionEnv(t, root, fn)["BQCDC_APPEND_LEDGER"]; !refersTo(item, "var.append_ledger") {
+			t.Errorf("function %s: BQCDC_APPEND_LEDGER must come from var.append_ledger", fn)
 		}
 	}
-	lag := objectItem(attrExpr(root.calls["compact_function"].Body, "environment_variables"), "BQCDC_VISIBILITY_LAG")
+	compactEnv := functionEnv(t, root, "compact")
+	lag := compactEnv["BQCDC_VISIBILITY_LAG"]
 	if !cmp.Equal(references(lag), []string{"local.visibility_lag"}) || root.locals["visibility_lag"] == nil {
 		t.Fatal("BQCDC_VISIBILITY_LAG must be local.visibility_lag")
 	}
@@ -399,7 +464,7 @@ func TestFunctionEnvironment(t *testing.T) {
 		t.Errorf("local.visibility_lag = %s, want the ingest timeout plus 120 s", got)
 	}
 	// The compact function refuses a lag below the ingest timeout it is told.
-	timeout := objectItem(attrExpr(root.calls["compact_function"].Body, "environment_variables"), "BQCDC_INGEST_TIMEOUT")
+	timeout := compactEnv["BQCDC_INGEST_TIMEOUT"]
 	if got := exprSource(root.fileOf(timeout.Range()), timeout); got != `"${var.ingest.timeout_seconds}s"` {
 		t.Errorf("compact's BQCDC_INGEST_TIMEOUT = %s, want the ingest timeout", got)
 	}
@@ -435,10 +500,7 @@ func TestDatasetHasNoBlindExpiration(t *testing.T) {
 func TestSnapshotTablesReadByCompactOnly(t *testing.T) {
 	cfg := config(t)
 	root := cfg.module(t, ".")
-	grant := root.resources["google_bigquery_table_iam_member.compact_reads_snapshots"]
-	if grant == nil {
-		t.Fatal("the root module must declare google_bigquery_table_iam_member.compact_reads_snapshots")
-	}
+	grant := must(t, root.resources, "google_bigquery_table_iam_member.compact_reads_snapshots", "the root module must declare google_bigquery_table_iam_member.compact_reads_snapshots")
 	if !refersTo(attrExpr(grant.Body, "for_each"), "var.snapshot_tables") {
 		t.Errorf("compact_reads_snapshots: for_each must be var.snapshot_tables, got %v", references(attrExpr(grant.Body, "for_each")))
 	}
@@ -454,10 +516,7 @@ func TestSnapshotTablesReadByCompactOnly(t *testing.T) {
 		}
 	}
 
-	v := root.variables["snapshot_tables"]
-	if v == nil {
-		t.Fatal("the root module must declare variable snapshot_tables")
-	}
+	v := must(t, root.variables, "snapshot_tables", "the root module must declare variable snapshot_tables")
 	set := func(names ...string) cty.Value {
 		var vals []cty.Value
 		for _, n := range names {
@@ -506,10 +565,7 @@ func TestSnapshotTablesReadByCompactOnly(t *testing.T) {
 // sources than the project can hold either way.
 func TestSharedDeadLetterTopic(t *testing.T) {
 	root := config(t).module(t, ".")
-	call := root.calls["source_topic"]
-	if call == nil {
-		t.Fatal("the root module must call modules/source as source_topic")
-	}
+	call := must(t, root.calls, "source_topic", "the root module must call modules/source as source_topic")
 	if !refersTo(attrExpr(call.Body, "shared_dead_letter_topic"), "google_pubsub_topic.shared_dead_letter") ||
 		!refersTo(attrExpr(call.Body, "shared_dead_letter_topic"), "var.dead_letter_topic_per_source") {
 		t.Error("source_topic: shared_dead_letter_topic must be google_pubsub_topic.shared_dead_letter unless var.dead_letter_topic_per_source")
@@ -525,7 +581,7 @@ func TestSharedDeadLetterTopic(t *testing.T) {
 	if pub == nil || !refersTo(attrExpr(pub.Body, "member"), "local.pubsub_service_agent_member") {
 		t.Error("the Pub/Sub service agent must publish to the shared dead-letter topic")
 	}
-	table := root.resourcesOfType("google_bigquery_table")["dead_letters"]
+	table := must(t, root.resources, "google_bigquery_table.dead_letters", "the root module must declare google_bigquery_table.dead_letters")
 	pre := childBody(childBody(table.Body, "lifecycle"), "precondition")
 	if pre == nil {
 		t.Fatal("google_bigquery_table.dead_letters must carry the precondition on Pub/Sub's per-project limits")

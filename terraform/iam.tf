@@ -155,7 +155,7 @@ moved {
 resource "google_cloud_run_v2_service_iam_member" "push_invokes_ingest" {
   project  = var.project_id
   location = var.region
-  name     = module.ingest_function.service_name
+  name     = module.function["ingest"].service_name
   role     = "roles/run.invoker"
   member   = "serviceAccount:${google_service_account.push.email}"
 }
@@ -163,7 +163,7 @@ resource "google_cloud_run_v2_service_iam_member" "push_invokes_ingest" {
 resource "google_cloud_run_v2_service_iam_member" "scheduler_invokes_compact" {
   project  = var.project_id
   location = var.region
-  name     = module.compact_function.service_name
+  name     = module.function["compact"].service_name
   role     = "roles/run.invoker"
   member   = "serviceAccount:${google_service_account.scheduler.email}"
 }

@@ -31,19 +31,13 @@ func TestIngestGrantsNarrow(t *testing.T) {
 		}
 	}
 
-	custom := root.resources["google_project_iam_custom_role.ingest_table_writer"]
-	if custom == nil {
-		t.Fatal("the root module must declare google_project_iam_custom_role.ingest_table_writer")
-	}
+	custom := must(t, root.resources, "google_project_iam_custom_role.ingest_table_writer", "the root module must declare google_project_iam_custom_role.ingest_table_writer")
 	perms := stringList(t, attrExpr(custom.Body, "permissions"))
 	if want := []string{"bigquery.tables.get", "bigquery.tables.update", "bigquery.tables.updateData"}; !slices.Equal(perms, want) {
 		t.Errorf("ingest_table_writer permissions %v, want %v", perms, want)
 	}
 
-	grant := root.resources["google_bigquery_dataset_iam_member.ingest_writes_changelogs"]
-	if grant == nil {
-		t.Fatal("the root module must declare google_bigquery_dataset_iam_member.ingest_writes_changelogs")
-	}
+	grant := must(t, root.resources, "google_bigquery_dataset_iam_member.ingest_writes_changelogs", "the root module must declare google_bigquery_dataset_iam_member.ingest_writes_changelogs")
 	if !refersTo(attrExpr(grant.Body, "role"), "google_project_iam_custom_role.ingest_table_writer.name") {
 		t.Errorf("ingest_writes_changelogs: role must be the custom role, got %v", references(attrExpr(grant.Body, "role")))
 	}

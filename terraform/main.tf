@@ -125,75 +125,90 @@ locals {
     BQCDC_REGISTRY_PASSWORD = { secret = var.registry_password_secret_id }
     BQCDC_REPLAY_KEY        = { secret = var.replay_key_secret_id }
   }
+
+  # The functions by role (the function and its Cloud Run service are named
+  # PREFIX-ROLE), with what sets each apart: description, entry point,
+  # runtime account, sizing, and the environment beyond what module.function
+  # gives both.
+  functions = {
+    ingest = {
+      description           = "bqcdc ingest: Debezium change events from Pub/Sub push into per-source changelog tables (Storage Write API)."
+      entry_point           = "Ingest"
+      service_account_email = google_service_account.ingest.email
+      resources             = var.ingest
+      environment_variables = {
+        BQCDC_SCHEMA_EVOLUTION_OFF = join(",", sort([for name, s in var.sources : name if !s.schema_evolution]))
+        BQCDC_LOG_VALUES           = tostring(var.log_row_values)
+      }
+      # Credentials only ever come from Secret Manager.
+      secret_environment_variables = local.ingest_secrets
+    }
+    compact = {
+      description           = "bqcdc compact: folds changelogs into state tables with BigQuery query jobs; called by Cloud Scheduler."
+      entry_point           = "Compact"
+      service_account_email = google_service_account.compact.email
+      resources             = var.compact
+      environment_variables = {
+        BQCDC_VISIBILITY_LAG           = local.visibility_lag
+        BQCDC_INGEST_TIMEOUT           = "${var.ingest.timeout_seconds}s"
+        BQCDC_CHANGELOG_RETENTION_DAYS = tostring(var.changelog_retention_days)
+        BQCDC_TOMBSTONE_RETENTION_DAYS = tostring(var.tombstone_retention_days)
+        BQCDC_COMPACT_BUDGET           = "${var.compact.timeout_seconds - 60}s"
+        BQCDC_COMPACT_CONCURRENCY      = tostring(var.compact.flow_concurrency)
+        BQCDC_CHANGE_FEED_EVERY        = "${var.change_feed_every_minutes}m"
+      }
+      secret_environment_variables = {}
+    }
+  }
 }
 
-module "ingest_function" {
-  source = "./modules/function"
+# Both functions are built from the one source archive, with the same
+# runtime, ingress and build account.
+module "function" {
+  source   = "./modules/function"
+  for_each = local.functions
 
   project_id                  = var.project_id
   region                      = var.region
-  name                        = "${var.name_prefix}-ingest"
-  description                 = "bqcdc ingest: Debezium change events from Pub/Sub push into per-source changelog tables (Storage Write API)."
+  name                        = "${var.name_prefix}-${each.key}"
+  description                 = each.value.description
   labels                      = local.labels
-  entry_point                 = "Ingest"
+  entry_point                 = each.value.entry_point
   runtime                     = var.runtime
   source_bucket               = google_storage_bucket.source.name
   source_object               = google_storage_bucket_object.source.name
-  service_account_email       = google_service_account.ingest.email
+  service_account_email       = each.value.service_account_email
   build_service_account_email = var.build_service_account_email
   ingress_settings            = var.ingress_settings
-  resources                   = var.ingest
+  resources                   = each.value.resources
 
-  environment_variables = {
-    BQCDC_PROJECT              = var.project_id
-    BQCDC_DATASET              = module.dataset.dataset_id
-    BQCDC_LOCATION             = module.dataset.location
-    BQCDC_SCHEMA_EVOLUTION_OFF = join(",", sort([for name, s in var.sources : name if !s.schema_evolution]))
-    BQCDC_LOG_VALUES           = tostring(var.log_row_values)
-    BQCDC_METRICS_EXPORTER     = local.metrics_exporter
-    BQCDC_APPEND_LEDGER        = tostring(var.append_ledger)
-  }
+  # Both work on the one dataset, export metrics alike and read the append
+  # ledger switch from the one variable (ingest writing the ledger and
+  # compaction trusting it must agree).
+  environment_variables = merge({
+    BQCDC_PROJECT          = var.project_id
+    BQCDC_DATASET          = module.dataset.dataset_id
+    BQCDC_LOCATION         = module.dataset.location
+    BQCDC_METRICS_EXPORTER = local.metrics_exporter
+    BQCDC_APPEND_LEDGER    = tostring(var.append_ledger)
+  }, each.value.environment_variables)
 
-  # Credentials only ever come from Secret Manager.
-  secret_environment_variables = local.ingest_secrets
+  secret_environment_variables = each.value.secret_environment_variables
 
-  # A deployment whose runtime account cannot read the secrets fails.
+  # A deployment of ingest whose runtime account cannot read the secrets
+  # fails (compact, which reads none, waits for the grants too).
   depends_on = [google_secret_manager_secret_iam_member.ingest_reads_secrets]
 }
 
-module "compact_function" {
-  source = "./modules/function"
+# The functions were one module call each before.
+moved {
+  from = module.ingest_function
+  to   = module.function["ingest"]
+}
 
-  project_id                  = var.project_id
-  region                      = var.region
-  name                        = "${var.name_prefix}-compact"
-  description                 = "bqcdc compact: folds changelogs into state tables with BigQuery query jobs; called by Cloud Scheduler."
-  labels                      = local.labels
-  entry_point                 = "Compact"
-  runtime                     = var.runtime
-  source_bucket               = google_storage_bucket.source.name
-  source_object               = google_storage_bucket_object.source.name
-  service_account_email       = google_service_account.compact.email
-  build_service_account_email = var.build_service_account_email
-  ingress_settings            = var.ingress_settings
-  resources                   = var.compact
-
-  environment_variables = {
-    BQCDC_PROJECT                  = var.project_id
-    BQCDC_DATASET                  = module.dataset.dataset_id
-    BQCDC_LOCATION                 = module.dataset.location
-    BQCDC_VISIBILITY_LAG           = local.visibility_lag
-    BQCDC_INGEST_TIMEOUT           = "${var.ingest.timeout_seconds}s"
-    BQCDC_CHANGELOG_RETENTION_DAYS = tostring(var.changelog_retention_days)
-    BQCDC_TOMBSTONE_RETENTION_DAYS = tostring(var.tombstone_retention_days)
-    BQCDC_COMPACT_BUDGET           = "${var.compact.timeout_seconds - 60}s"
-    BQCDC_COMPACT_CONCURRENCY      = tostring(var.compact.flow_concurrency)
-    BQCDC_CHANGE_FEED_EVERY        = "${var.change_feed_every_minutes}m"
-    BQCDC_METRICS_EXPORTER         = local.metrics_exporter
-    BQCDC_APPEND_LEDGER            = tostring(var.append_ledger)
-  }
-
-  secret_environment_variables = {}
+moved {
+  from = module.compact_function
+  to   = module.function["compact"]
 }
 
 # ---------------------------------------------------------------------------
@@ -207,7 +222,7 @@ module "source_topic" {
   project_id                       = var.project_id
   topic_name                       = each.key
   labels                           = merge(local.labels, each.value.labels)
-  ingest_uri                       = module.ingest_function.uri
+  ingest_uri                       = module.function["ingest"].uri
   push_service_account_email       = google_service_account.push.email
   pubsub_service_agent_member      = local.pubsub_service_agent_member
   dead_letter_table                = local.dead_letter_table
@@ -283,8 +298,8 @@ module "scheduler" {
   description              = "Runs bqcdc compaction (folds changelogs into state tables)${var.compact.shards == 1 ? "" : ", shard ${count.index} of ${var.compact.shards}"}."
   schedule                 = var.compaction_schedule
   time_zone                = var.compaction_time_zone
-  target_uri               = var.compact.shards == 1 ? module.compact_function.uri : "${module.compact_function.uri}?shard=${count.index}&shards=${var.compact.shards}"
-  audience                 = module.compact_function.uri
+  target_uri               = var.compact.shards == 1 ? module.function["compact"].uri : "${module.function["compact"].uri}?shard=${count.index}&shards=${var.compact.shards}"
+  audience                 = module.function["compact"].uri
   service_account_email    = google_service_account.scheduler.email
   attempt_deadline_seconds = var.compact.timeout_seconds
 

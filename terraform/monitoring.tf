@@ -88,135 +88,144 @@ resource "google_monitoring_notification_channel" "email" {
 
 # --- Alert policies ---------------------------------------------------------
 
-# A message could never become a changelog row (ingest wrote it to
-# _bqcdc_dead_letters), or Pub/Sub gave up delivering it
-# (pubsub_dead_letters).
-resource "google_monitoring_alert_policy" "dead_letters" {
-  count        = local.alerts_on ? 1 : 0
-  project      = var.project_id
-  display_name = "bqcdc: messages dead-lettered"
-  combiner     = "OR"
-  user_labels  = local.labels
+locals {
+  # The deployment's alert policies but the per-source freshness ones
+  # (below), by name: whether the policy exists, its display name, its
+  # conditions and its documentation. Those on bqcdc's own metrics exist only
+  # with alerts and export_metrics on (local.alerts_on), those on Google's
+  # metrics with alerts on. A condition fires when its filter's series,
+  # aggregated over period by aligner, then reducer across series grouped by
+  # group_by (null: none), stays above threshold for duration; threshold =
+  # null makes it a condition_absent, firing when no series arrives for
+  # duration.
+  alert_policies = {
+    # A message could never become a changelog row (ingest wrote it to
+    # _bqcdc_dead_letters), or Pub/Sub gave up delivering it
+    # (pubsub_dead_letters).
+    dead_letters = {
+      enabled      = local.alerts_on
+      display_name = "bqcdc: messages dead-lettered"
+      conditions = [
+        { display_name = "ingest dead-lettered messages (by topic and stage)", filter = "metric.type = \"workload.googleapis.com/bqcdc.ingest.messages\" AND metric.label.outcome = \"dead_lettered\" AND resource.type = \"generic_task\"", threshold = 0, duration = "0s", period = "300s", aligner = "ALIGN_DELTA", reducer = "REDUCE_SUM", group_by = ["metric.label.topic", "metric.label.stage"] },
+        { display_name = "Pub/Sub gave up delivering messages", filter = "metric.type = \"pubsub.googleapis.com/subscription/dead_letter_message_count\" AND ${local.ingest_subscriptions}", threshold = 0, duration = "0s", period = "300s", aligner = "ALIGN_DELTA", reducer = "REDUCE_SUM", group_by = ["resource.label.subscription_id"] },
+      ]
+      documentation = "A message was dead-lettered. `bqcdc status` lists the last day's dead letters by stage and reason; fix the cause, then `bqcdc replay`. ${local.runbook}"
+    }
 
-  conditions {
-    display_name = "ingest dead-lettered messages (by topic and stage)"
-    condition_threshold {
-      filter          = "metric.type = \"workload.googleapis.com/bqcdc.ingest.messages\" AND metric.label.outcome = \"dead_lettered\" AND resource.type = \"generic_task\""
-      comparison      = "COMPARISON_GT"
-      threshold_value = 0
-      duration        = "0s"
-      aggregations {
-        alignment_period     = "300s"
-        per_series_aligner   = "ALIGN_DELTA"
-        cross_series_reducer = "REDUCE_SUM"
-        group_by_fields      = ["metric.label.topic", "metric.label.stage"]
-      }
+    # A flow's compaction failed, or compaction stopped: no run reported, or a
+    # flow's watermark fell behind.
+    compaction = {
+      enabled      = local.alerts_on
+      display_name = "bqcdc: compaction failing or not running"
+      conditions = [
+        { display_name = "a flow's compaction failed", filter = "metric.type = \"workload.googleapis.com/bqcdc.compaction.runs\" AND metric.label.outcome = \"failed\" AND resource.type = \"generic_task\"", threshold = 0, duration = "0s", period = "600s", aligner = "ALIGN_DELTA", reducer = "REDUCE_SUM", group_by = ["metric.label.flow"] },
+        { display_name = "no compaction run reported", filter = "metric.type = \"workload.googleapis.com/bqcdc.compaction.runs\" AND resource.type = \"generic_task\"", threshold = null, duration = "${local.monitoring.compaction_absent_seconds}s", period = "600s", aligner = "ALIGN_DELTA", reducer = "REDUCE_SUM", group_by = null },
+        { display_name = "a flow's changes wait to be folded", filter = "metric.type = \"workload.googleapis.com/bqcdc.compaction.unfolded_age\" AND resource.type = \"generic_task\"", threshold = local.monitoring.unfolded_age_seconds, duration = "0s", period = "600s", aligner = "ALIGN_MIN", reducer = "REDUCE_MIN", group_by = ["metric.label.flow"] },
+        # Rows a snapshot flow will never apply: a snapshot loaded with a version
+        # at or before one already applied (or a NULL version). The gauge falls
+        # back to 0 once those rows are deleted from the table.
+        { display_name = "a snapshot flow's table holds rows never applied", filter = "metric.type = \"workload.googleapis.com/bqcdc.compaction.snapshot_rows_skipped\" AND resource.type = \"generic_task\"", threshold = 0, duration = "0s", period = "600s", aligner = "ALIGN_MAX", reducer = "REDUCE_MAX", group_by = ["metric.label.flow"] },
+      ]
+      documentation = "Compaction failed or stopped, or a snapshot flow skipped rows. Views stay correct (they fold the tail) but read more as the tail grows. Look at the compact function's logs (event=compaction, outcome=failed) and `_bqcdc_compaction_state`. Skipped snapshot rows (`snapshot_rows_skipped`) belong to a snapshot loaded after a newer one was applied: load it again with a newer version, and delete the late rows. ${local.runbook}"
+    }
+
+    # Any bqcdc push or dead-letter subscription holds a message older than the
+    # threshold (one policy for all; per-source freshness is below).
+    backlog = {
+      enabled      = local.monitoring.alerts
+      display_name = "bqcdc: push subscription backlog"
+      conditions = [
+        { display_name = "oldest unacknowledged message", filter = "metric.type = \"pubsub.googleapis.com/subscription/oldest_unacked_message_age\" AND ${local.ingest_subscriptions}", threshold = local.monitoring.backlog_age_seconds, duration = "300s", period = "60s", aligner = "ALIGN_MAX", reducer = null, group_by = null },
+      ]
+      documentation = "A push subscription is not draining: the ingest function is failing (5xx), throttled, or the registry or BigQuery is down. ${local.runbook}"
+    }
+
+    # Either function answers 5xx: ingest asks for a redelivery (a failure a
+    # retry can fix: registry, BigQuery), compact reports a failed flow.
+    function_errors = {
+      enabled      = local.monitoring.alerts
+      display_name = "bqcdc: function errors"
+      conditions = [
+        { display_name = "5xx answers of the ingest and compact functions", filter = "metric.type = \"run.googleapis.com/request_count\" AND resource.type = \"cloud_run_revision\" AND metric.label.response_code_class = \"5xx\" AND (resource.label.service_name = \"${module.function["ingest"].service_name}\" OR resource.label.service_name = \"${module.function["compact"].service_name}\")", threshold = local.monitoring.function_errors_per_5m, duration = "0s", period = "300s", aligner = "ALIGN_DELTA", reducer = "REDUCE_SUM", group_by = ["resource.label.service_name"] },
+      ]
+      documentation = "The functions answer errors. Ingest logs each retry with event=retry and the stage; compact logs event=compaction outcome=failed. ${local.runbook}"
     }
   }
-
-  conditions {
-    display_name = "Pub/Sub gave up delivering messages"
-    condition_threshold {
-      filter          = "metric.type = \"pubsub.googleapis.com/subscription/dead_letter_message_count\" AND ${local.ingest_subscriptions}"
-      comparison      = "COMPARISON_GT"
-      threshold_value = 0
-      duration        = "0s"
-      aggregations {
-        alignment_period     = "300s"
-        per_series_aligner   = "ALIGN_DELTA"
-        cross_series_reducer = "REDUCE_SUM"
-        group_by_fields      = ["resource.label.subscription_id"]
-      }
-    }
-  }
-
-  documentation {
-    content   = "A message was dead-lettered. `bqcdc status` lists the last day's dead letters by stage and reason; fix the cause, then `bqcdc replay`. ${local.runbook}"
-    mime_type = "text/markdown"
-  }
-  notification_channels = local.channels
-  depends_on            = [google_monitoring_metric_descriptor.bqcdc]
 }
 
-# A flow's compaction failed, or compaction stopped: no run reported, or a
-# flow's watermark fell behind.
-resource "google_monitoring_alert_policy" "compaction" {
-  count        = local.alerts_on ? 1 : 0
+resource "google_monitoring_alert_policy" "bqcdc" {
+  for_each     = { for name, p in local.alert_policies : name => p if p.enabled }
   project      = var.project_id
-  display_name = "bqcdc: compaction failing or not running"
+  display_name = each.value.display_name
   combiner     = "OR"
   user_labels  = local.labels
 
-  conditions {
-    display_name = "a flow's compaction failed"
-    condition_threshold {
-      filter          = "metric.type = \"workload.googleapis.com/bqcdc.compaction.runs\" AND metric.label.outcome = \"failed\" AND resource.type = \"generic_task\""
-      comparison      = "COMPARISON_GT"
-      threshold_value = 0
-      duration        = "0s"
-      aggregations {
-        alignment_period     = "600s"
-        per_series_aligner   = "ALIGN_DELTA"
-        cross_series_reducer = "REDUCE_SUM"
-        group_by_fields      = ["metric.label.flow"]
-      }
-    }
-  }
+  dynamic "conditions" {
+    for_each = each.value.conditions
+    content {
+      display_name = conditions.value.display_name
 
-  conditions {
-    display_name = "no compaction run reported"
-    condition_absent {
-      filter   = "metric.type = \"workload.googleapis.com/bqcdc.compaction.runs\" AND resource.type = \"generic_task\""
-      duration = "${local.monitoring.compaction_absent_seconds}s"
-      aggregations {
-        alignment_period     = "600s"
-        per_series_aligner   = "ALIGN_DELTA"
-        cross_series_reducer = "REDUCE_SUM"
+      dynamic "condition_threshold" {
+        for_each = conditions.value.threshold == null ? [] : [conditions.value]
+        content {
+          filter          = condition_threshold.value.filter
+          comparison      = "COMPARISON_GT"
+          threshold_value = condition_threshold.value.threshold
+          duration        = condition_threshold.value.duration
+          aggregations {
+            alignment_period     = condition_threshold.value.period
+            per_series_aligner   = condition_threshold.value.aligner
+            cross_series_reducer = condition_threshold.value.reducer
+            group_by_fields      = condition_threshold.value.group_by
+          }
+        }
       }
-    }
-  }
 
-  conditions {
-    display_name = "a flow's changes wait to be folded"
-    condition_threshold {
-      filter          = "metric.type = \"workload.googleapis.com/bqcdc.compaction.unfolded_age\" AND resource.type = \"generic_task\""
-      comparison      = "COMPARISON_GT"
-      threshold_value = local.monitoring.unfolded_age_seconds
-      duration        = "0s"
-      aggregations {
-        alignment_period     = "600s"
-        per_series_aligner   = "ALIGN_MIN"
-        cross_series_reducer = "REDUCE_MIN"
-        group_by_fields      = ["metric.label.flow"]
-      }
-    }
-  }
-
-  # Rows a snapshot flow will never apply: a snapshot loaded with a version
-  # at or before one already applied (or a NULL version). The gauge falls
-  # back to 0 once those rows are deleted from the table.
-  conditions {
-    display_name = "a snapshot flow's table holds rows never applied"
-    condition_threshold {
-      filter          = "metric.type = \"workload.googleapis.com/bqcdc.compaction.snapshot_rows_skipped\" AND resource.type = \"generic_task\""
-      comparison      = "COMPARISON_GT"
-      threshold_value = 0
-      duration        = "0s"
-      aggregations {
-        alignment_period     = "600s"
-        per_series_aligner   = "ALIGN_MAX"
-        cross_series_reducer = "REDUCE_MAX"
-        group_by_fields      = ["metric.label.flow"]
+      dynamic "condition_absent" {
+        for_each = conditions.value.threshold == null ? [conditions.value] : []
+        content {
+          filter   = condition_absent.value.filter
+          duration = condition_absent.value.duration
+          aggregations {
+            alignment_period     = condition_absent.value.period
+            per_series_aligner   = condition_absent.value.aligner
+            cross_series_reducer = condition_absent.value.reducer
+            group_by_fields      = condition_absent.value.group_by
+          }
+        }
       }
     }
   }
 
   documentation {
-    content   = "Compaction failed or stopped, or a snapshot flow skipped rows. Views stay correct (they fold the tail) but read more as the tail grows. Look at the compact function's logs (event=compaction, outcome=failed) and `_bqcdc_compaction_state`. Skipped snapshot rows (`snapshot_rows_skipped`) belong to a snapshot loaded after a newer one was applied: load it again with a newer version, and delete the late rows. ${local.runbook}"
+    content   = each.value.documentation
     mime_type = "text/markdown"
   }
   notification_channels = local.channels
-  depends_on            = [google_monitoring_metric_descriptor.bqcdc]
+  # A policy on a bqcdc metric needs its descriptor; those on Google's
+  # metrics wait for the descriptors too, which changes nothing for them.
+  depends_on = [google_monitoring_metric_descriptor.bqcdc]
+}
+
+# The policies were one resource each (count = 0 or 1) before.
+moved {
+  from = google_monitoring_alert_policy.dead_letters[0]
+  to   = google_monitoring_alert_policy.bqcdc["dead_letters"]
+}
+
+moved {
+  from = google_monitoring_alert_policy.compaction[0]
+  to   = google_monitoring_alert_policy.bqcdc["compaction"]
+}
+
+moved {
+  from = google_monitoring_alert_policy.backlog[0]
+  to   = google_monitoring_alert_policy.bqcdc["backlog"]
+}
+
+moved {
+  from = google_monitoring_alert_policy.function_errors[0]
+  to   = google_monitoring_alert_policy.bqcdc["function_errors"]
 }
 
 # A source's views lag its database: appends arrive late (publish -> append
@@ -265,68 +274,6 @@ resource "google_monitoring_alert_policy" "freshness" {
   }
   notification_channels = local.channels
   depends_on            = [google_monitoring_metric_descriptor.bqcdc]
-}
-
-# Any bqcdc push or dead-letter subscription holds a message older than the
-# threshold (one policy for all; per-source freshness is above).
-resource "google_monitoring_alert_policy" "backlog" {
-  count        = local.monitoring.alerts ? 1 : 0
-  project      = var.project_id
-  display_name = "bqcdc: push subscription backlog"
-  combiner     = "OR"
-  user_labels  = local.labels
-
-  conditions {
-    display_name = "oldest unacknowledged message"
-    condition_threshold {
-      filter          = "metric.type = \"pubsub.googleapis.com/subscription/oldest_unacked_message_age\" AND ${local.ingest_subscriptions}"
-      comparison      = "COMPARISON_GT"
-      threshold_value = local.monitoring.backlog_age_seconds
-      duration        = "300s"
-      aggregations {
-        alignment_period   = "60s"
-        per_series_aligner = "ALIGN_MAX"
-      }
-    }
-  }
-
-  documentation {
-    content   = "A push subscription is not draining: the ingest function is failing (5xx), throttled, or the registry or BigQuery is down. ${local.runbook}"
-    mime_type = "text/markdown"
-  }
-  notification_channels = local.channels
-}
-
-# Either function answers 5xx: ingest asks for a redelivery (a failure a
-# retry can fix: registry, BigQuery), compact reports a failed flow.
-resource "google_monitoring_alert_policy" "function_errors" {
-  count        = local.monitoring.alerts ? 1 : 0
-  project      = var.project_id
-  display_name = "bqcdc: function errors"
-  combiner     = "OR"
-  user_labels  = local.labels
-
-  conditions {
-    display_name = "5xx answers of the ingest and compact functions"
-    condition_threshold {
-      filter          = "metric.type = \"run.googleapis.com/request_count\" AND resource.type = \"cloud_run_revision\" AND metric.label.response_code_class = \"5xx\" AND (resource.label.service_name = \"${module.ingest_function.service_name}\" OR resource.label.service_name = \"${module.compact_function.service_name}\")"
-      comparison      = "COMPARISON_GT"
-      threshold_value = local.monitoring.function_errors_per_5m
-      duration        = "0s"
-      aggregations {
-        alignment_period     = "300s"
-        per_series_aligner   = "ALIGN_DELTA"
-        cross_series_reducer = "REDUCE_SUM"
-        group_by_fields      = ["resource.label.service_name"]
-      }
-    }
-  }
-
-  documentation {
-    content   = "The functions answer errors. Ingest logs each retry with event=retry and the stage; compact logs event=compaction outcome=failed. ${local.runbook}"
-    mime_type = "text/markdown"
-  }
-  notification_channels = local.channels
 }
 
 # --- Dashboard --------------------------------------------------------------

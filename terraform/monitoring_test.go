@@ -3,7 +3,6 @@ package terraform_test
 import (
 	"fmt"
 	"regexp"
-	"sort"
 	"strings"
 	"testing"
 
@@ -105,19 +104,14 @@ func TestAlertsAndDashboardUseEmittedMetrics(t *testing.T) {
 	for _, in := range metrics.Instruments() {
 		instruments[in.Name] = in
 	}
-	policies := root.resourcesOfType("google_monitoring_alert_policy")
-	var names []string
-	for name := range policies {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	policies := alertPolicies(t, root)
+	names := sortedKeys(policies)
 	if want := []string{"backlog", "compaction", "dead_letters", "freshness", "function_errors"}; !cmp.Equal(want, names) {
 		t.Errorf("alert policies = %v, want %v", names, want)
 	}
 	alerted := map[string]bool{}
 	for _, name := range names {
-		p := policies[name]
-		fs := filters(p.Body)
+		fs := filters(policies[name])
 		if len(fs) == 0 {
 			t.Errorf("alert policy %s names no metric", name)
 		}
@@ -125,9 +119,6 @@ func TestAlertsAndDashboardUseEmittedMetrics(t *testing.T) {
 			for _, typ := range checked(t, "alert policy "+name, f, instruments) {
 				alerted[typ] = true
 			}
-		}
-		if !refersTo(attrExpr(p.Body, "notification_channels"), "local.channels") {
-			t.Errorf("alert policy %s does not notify local.channels", name)
 		}
 	}
 	for _, m := range []string{metrics.IngestMessages, metrics.IngestLag, metrics.CompactionRuns, metrics.CompactionUnfoldedAge} {
@@ -152,15 +143,43 @@ func TestAlertsAndDashboardUseEmittedMetrics(t *testing.T) {
 	}
 }
 
+// alertPolicies returns the alert policies of the root module by name, each
+// as what holds its filters: an entry of local.alert_policies (rendered by
+// the resource whose for_each is that local) or a resource body of its own.
+// Every alert policy resource must notify local.channels.
+func alertPolicies(t *testing.T, root *tfModule) map[string]hclsyntax.Node {
+	t.Helper()
+	out := map[string]hclsyntax.Node{}
+	for name, r := range root.resourcesOfType("google_monitoring_alert_policy") {
+		if !refersTo(attrExpr(r.Body, "notification_channels"), "local.channels") {
+			t.Errorf("alert policy %s does not notify local.channels", name)
+		}
+		if !refersTo(attrExpr(r.Body, "for_each"), "local.alert_policies") {
+			out[name] = r.Body
+			continue
+		}
+		table := must(t, root.locals, "alert_policies", "no local.alert_policies in the root module")
+		items, diags := hcl.ExprMap(table.Expr)
+		if diags.HasErrors() {
+			t.Fatalf("local.alert_policies must be an object literal: %v", diags)
+		}
+		for _, item := range items {
+			key, ok := literalString(item.Key)
+			if !ok {
+				t.Fatalf("%s: local.alert_policies keys must be literal policy names", item.Key.Range())
+			}
+			out[key] = item.Value.(hclsyntax.Expression)
+		}
+	}
+	return out
+}
+
 // The metric descriptors Terraform declares are the instruments the code
 // creates: kind, value type, unit and labels (the exporter does not create
 // descriptors: internal/metrics disables it).
 func TestMetricDescriptorsMatchInstruments(t *testing.T) {
 	root := config(t).module(t, ".")
-	def := root.locals["metrics"]
-	if def == nil {
-		t.Fatal("no local.metrics in the root module")
-	}
+	def := must(t, root.locals, "metrics", "no local.metrics in the root module")
 	v, diags := def.Expr.Value(nil)
 	if diags.HasErrors() {
 		t.Fatalf("local.metrics must be a literal: %v", diags)
@@ -205,10 +224,9 @@ func TestFunctionsMayWriteMetrics(t *testing.T) {
 	if len(writers) != 2 {
 		t.Errorf("roles/monitoring.metricWriter grants = %v, want one for each function's account", writers)
 	}
-	for _, call := range []string{"ingest_function", "compact_function"} {
-		env := objectItem(attrExpr(root.calls[call].Body, "environment_variables"), "BQCDC_METRICS_EXPORTER")
-		if !refersTo(env, "local.metrics_exporter") {
-			t.Errorf("%s: BQCDC_METRICS_EXPORTER must be local.metrics_exporter", call)
+	for _, fn := range []string{"ingest", "compact"} {
+		if !refersTo(functionEnv(t, root, fn)["BQCDC_METRICS_EXPORTER"], "local.metrics_exporter") {
+			t.Errorf("function %s: BQCDC_METRICS_EXPORTER must be local.metrics_exporter", fn)
 		}
 	}
 }

@@ -15,27 +15,27 @@ output "dead_letter_table_id" {
 
 output "ingest_function_name" {
   description = "Name of the ingest function."
-  value       = module.ingest_function.name
+  value       = module.function["ingest"].name
 }
 
 output "ingest_function_uri" {
   description = "URL of the ingest function (internal ingress; push target)."
-  value       = module.ingest_function.uri
+  value       = module.function["ingest"].uri
 }
 
 output "ingest_service_name" {
   description = "Cloud Run service that runs the ingest function: where its billing setting lives (`gcloud run services update NAME --no-cpu-throttling` selects instance-based billing, see README, Billing mode)."
-  value       = module.ingest_function.service_name
+  value       = module.function["ingest"].service_name
 }
 
 output "compact_function_name" {
   description = "Name of the compact function."
-  value       = module.compact_function.name
+  value       = module.function["compact"].name
 }
 
 output "compact_function_uri" {
   description = "URL of the compact function (internal ingress; scheduler target)."
-  value       = module.compact_function.uri
+  value       = module.function["compact"].uri
 }
 
 output "topic_ids" {

@@ -214,21 +214,14 @@ func hasValidation(v *hclsyntax.Block) bool {
 // them a per-source collection the user would have to fill.
 func TestSourcesNeedNoPerSourceBlocks(t *testing.T) {
 	cfg := config(t)
-	root := cfg.module(t, ".")
-	calls := root.callsTo("./modules/source")
-	if len(calls) != 1 {
-		t.Fatalf("the root module should call ./modules/source once, got %d", len(calls))
+	name, call := cfg.module(t, ".").onlyCallTo(t, "./modules/source")
+	if got := references(attrExpr(call.Body, "for_each")); len(got) != 1 || got[0] != "var.sources" {
+		t.Errorf("module %q: for_each must be var.sources itself, got %v", name, got)
 	}
-	for name, call := range calls {
-		fe := attrExpr(call.Body, "for_each")
-		if got := references(fe); len(got) != 1 || got[0] != "var.sources" {
-			t.Errorf("module %q: for_each must be var.sources itself, got %v", name, got)
-		}
-		for attr, a := range call.Body.Attributes {
-			for _, r := range references(a.Expr) {
-				if strings.HasPrefix(r, "var.sources") && attr != "for_each" {
-					t.Errorf("module %q: %s reads %s; per-source values come from each.value", name, attr, r)
-				}
+	for attr, a := range call.Body.Attributes {
+		for _, r := range references(a.Expr) {
+			if strings.HasPrefix(r, "var.sources") && attr != "for_each" {
+				t.Errorf("module %q: %s reads %s; per-source values come from each.value", name, attr, r)
 			}
 		}
 	}

@@ -14,10 +14,7 @@ import (
 func sizingDefaults(t *testing.T, name string) map[string]string {
 	t.Helper()
 	root := config(t).module(t, ".")
-	v := root.variables[name]
-	if v == nil {
-		t.Fatalf("terraform/variables.tf has no variable %q", name)
-	}
+	v := must(t, root.variables, name, "terraform/variables.tf has no variable "+name)
 	typ := attrExpr(v.Body, "type")
 	src := exprSource(root.fileOf(typ.Range()), typ)
 	re := regexp.MustCompile(`(?m)^\s*(\w+)\s*=\s*optional\(\w+,\s*("?[^")]*"?)\)`)
