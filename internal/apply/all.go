@@ -13,7 +13,6 @@ import (
 	"github.com/bqcdc/bqcdc/internal/progress"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
-	"github.com/bqcdc/bqcdc/sql/render"
 )
 
 // Target names where bqcdc's objects live.
@@ -210,7 +209,7 @@ func apply(ctx context.Context, bq *bigquery.Client, t Target, bound []*flow.Bou
 // state table, its view and its table functions.
 func flowObjectCount(b *flow.Bound, opts Options) int {
 	n := 2 // state table and view
-	if render.HasChangeFeed(b) {
+	if b.Kind().ChangeFeed() {
 		n++ // change table
 	}
 	if opts.SkipTableFunctions {

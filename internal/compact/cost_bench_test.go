@@ -219,7 +219,7 @@ func costModel(b *testing.B, bd *flow.Bound, keys int, r costRun) (m *cost.Model
 	must(state.AddSpan(folded, cost.Int(0), cost.Int(int64(keys-1)), rows, 0))
 	m = cost.NewModel(changelog, state)
 
-	if render.HasChangeFeed(bd) {
+	if bd.Kind().ChangeFeed() {
 		changes = cost.NewTable(cost.Name(costLoc.ChangesTable(bd.Flow)), cost.Columns(catalog.ChangesColumns(bd), costShapes, costShape), catalog.ColCommitPosition, catalog.ColCommitPosition)
 		must(changes.AddTimeRange(from, r.params.Watermark, int64(keys*costEventsPerKey)*changeRowsPerEvent(bd), 0))
 		must(changes.AddSpan(cost.Partition{Null: true}, cost.Null, cost.Null, int64(24*time.Hour/costSchedule), 0))
@@ -258,7 +258,7 @@ func benchRun(b *testing.B, bd *flow.Bound, keys, touched int) {
 		stats := r.params
 		stats.NewWatermark, stats.Generation = time.Time{}, time.Time{}
 		run := []*cost.Estimate{estimate(plan.Stats(stats)), estimate(plan.Fold(r.params))}
-		if render.HasChangeFeed(bd) {
+		if bd.Kind().ChangeFeed() {
 			p := r.params
 			p.Keys = r.keyFilter()
 			run = append(run, estimate(plan.Changes(p)))
@@ -274,7 +274,7 @@ func benchRun(b *testing.B, bd *flow.Bound, keys, touched int) {
 		}
 	}
 	written := int64(touched) + 1 // the level: one event per touched key, and its marker
-	if render.HasChangeFeed(bd) {
+	if bd.Kind().ChangeFeed() {
 		written += int64(touched)*changeRowsPerEvent(bd) + 1
 	}
 	b.ReportMetric(float64(stateBytes), "state-bytes/run")

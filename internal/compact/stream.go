@@ -107,7 +107,7 @@ func (s *streamRun) read(ctx context.Context) (bool, error) {
 		// folded, so the signature is clean if it was seen by then.
 		s.rep.Outcome = UpToDate
 	}
-	s.changes = render.HasChangeFeed(b) && s.st.changesUntil.Before(s.watermark)
+	s.changes = b.Kind().ChangeFeed() && s.st.changesUntil.Before(s.watermark)
 	if s.changes && s.c.opts.ChangeFeedEvery > 0 && s.st.changesUntil.After(render.Epoch) &&
 		s.watermark.Sub(s.st.changesUntil) < s.c.opts.ChangeFeedEvery {
 		// Not yet: a later run materializes a longer range at once. The

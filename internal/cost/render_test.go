@@ -99,7 +99,7 @@ func newFlowModel(t *testing.T, b *flow.Bound) flowModel {
 		t.Fatal(err)
 	}
 	m := flowModel{Model: NewModel(changelog, state), changelog: changelog, state: state}
-	if render.HasChangeFeed(b) {
+	if b.Kind().ChangeFeed() {
 		m.changes = NewTable(Name(renderLoc.ChangesTable(b.Flow)), Columns(catalog.ChangesColumns(b), nil, shape), catalog.ColCommitPosition, catalog.ColCommitPosition)
 		if err := m.changes.AddTimeRange(historyFrom, historyTo, testKeys*eventsPerKey*2, testBlock); err != nil {
 			t.Fatal(err)

@@ -512,7 +512,7 @@ func NewCompaction(b *flow.Bound, loc catalog.Location) *Compaction {
 		d.KeyRange = d.Keys[0]
 	}
 	d.RangeCount = KeyRanges
-	if HasChangeFeed(b) {
+	if b.Kind().ChangeFeed() {
 		d.changeOutput(b, loc)
 	}
 	return &Compaction{b: b, d: *d}
@@ -522,11 +522,6 @@ func NewCompaction(b *flow.Bound, loc catalog.Location) *Compaction {
 // return (see KeyFilter): each is one value while a run touches no more
 // keys, and the list stays a few KiB of SQL however many it touches.
 const KeyRanges = 256
-
-// HasChangeFeed reports whether a flow has a materialized change feed
-// (<target>_changes): change-stream flows of SCD type 1 and 2. A bitemporal
-// target is time travel already; a snapshot flow's history is by version.
-func HasChangeFeed(b *flow.Bound) bool { return b.Kind().ChangeFeed() }
 
 // render runs one template with the run's timestamps as literals.
 func (c *Compaction) render(name string, r Run) (string, error) {
@@ -738,7 +733,7 @@ func nullableLiteral(t time.Time) string {
 }
 
 func changes(b *flow.Bound, loc catalog.Location, ddl bool, a args) (string, error) {
-	if !HasChangeFeed(b) {
+	if !b.Kind().ChangeFeed() {
 		return "", fmt.Errorf("flow %s has no change feed", b.Name)
 	}
 	d := newData(b, loc, Epoch)

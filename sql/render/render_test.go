@@ -82,7 +82,7 @@ func renderAll(t *testing.T, b *flow.Bound) string {
 		func() (string, error) { return c.Maintain(run) }, func() (string, error) { return c.MaintainGC(run) },
 		func() (string, error) { return c.ExpireChangelog(run.Watermark) }, c.FirstPosition,
 	}
-	if HasChangeFeed(b) {
+	if b.Kind().ChangeFeed() {
 		keyed := run
 		keyed.Keys = testKeyFilter(b)
 		steps = append(steps, func() (string, error) { return c.Changes(keyed) })

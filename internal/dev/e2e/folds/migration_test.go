@@ -64,7 +64,7 @@ func TestMigrationFromGenerations(t *testing.T) {
 		if err != nil || md.Labels[catalog.StateLayoutLabel] != catalog.StateLayout {
 			t.Errorf("%s: state not labelled with the layout: %v (%v)", b.Name, md.Labels, err)
 		}
-		if !render.HasChangeFeed(b) {
+		if !b.Kind().ChangeFeed() {
 			continue
 		}
 		// The feed's history, materialized by the first run, is the
@@ -86,7 +86,7 @@ func TestMigrationFromGenerations(t *testing.T) {
 		}
 	}
 	for _, b := range bound {
-		if !render.HasChangeFeed(b) {
+		if !b.Kind().ChangeFeed() {
 			continue
 		}
 		if d, err := viewcheck.CheckChanges(ctx, e.BQ, b, e.Loc, time.Time{}, time.Time{}); err != nil || d != "" {
@@ -103,7 +103,7 @@ func oldLayout(t *testing.T, e *testenv.Env, b *flow.Bound, w, g1, g2 time.Time)
 	t.Helper()
 	ctx := context.Background()
 	ds := e.BQ.Dataset(e.Loc.Dataset(b.Flow))
-	if render.HasChangeFeed(b) {
+	if b.Kind().ChangeFeed() {
 		if err := ds.Table(catalog.ChangesName(b.Flow)).Delete(ctx); err != nil {
 			t.Fatal(err)
 		}
