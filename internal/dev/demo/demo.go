@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -316,11 +317,7 @@ func format(v bigquery.Value) string {
 	case interface{ FloatString(int) string }:
 		return x.FloatString(2)
 	case map[string]bigquery.Value:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := slices.Sorted(maps.Keys(x))
 		parts := make([]string, len(keys))
 		for i, k := range keys {
 			parts[i] = k + ":" + format(x[k])

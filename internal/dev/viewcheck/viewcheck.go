@@ -7,7 +7,9 @@ package viewcheck
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/big"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -47,11 +49,7 @@ func Canon(v bigquery.Value) string {
 		}
 		return "[" + strings.Join(parts, ",") + "]"
 	case map[string]bigquery.Value:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := slices.Sorted(maps.Keys(x))
 		parts := make([]string, len(keys))
 		for i, k := range keys {
 			parts[i] = k + ":" + Canon(x[k])
