@@ -147,6 +147,24 @@ func (e *Encoder) Encode(row map[string]any) ([]byte, error) {
 	return b, nil
 }
 
+// AppendColumn appends the encoding of one column's value (its field's
+// tag and value, in field number order within nested records; nothing for
+// NULL) to dst: the bytes Encode writes for that column, in the canonical
+// order. The transcoder splices such a column into a row it writes itself.
+func (e *Encoder) AppendColumn(dst []byte, name string, v any) ([]byte, error) {
+	msg := dynamicpb.NewMessage(e.md)
+	if err := fill(msg, map[string]any{name: v}); err != nil {
+		return dst, err
+	}
+	// The row's other fields (its required one among them) are the
+	// caller's.
+	b, err := proto.MarshalOptions{Deterministic: true, AllowPartial: true}.MarshalAppend(dst, msg)
+	if err != nil {
+		return dst, fmt.Errorf("%w: %v", ErrEncode, err)
+	}
+	return b, nil
+}
+
 // FieldByName finds a column's field in a row message: by its exact name,
 // else ignoring case (column names are case-insensitive in BigQuery).
 func FieldByName(md protoreflect.MessageDescriptor, name string) protoreflect.FieldDescriptor {

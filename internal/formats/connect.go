@@ -76,6 +76,25 @@ func (c *ConnectSchemas) Decode(data []byte) (*Writer, map[string]any, error) {
 // with a retryable error wrapping limits.ErrInterrupted (see
 // Writer.DecodeContext).
 func (c *ConnectSchemas) DecodeContext(ctx context.Context, data []byte) (*Writer, map[string]any, error) {
+	w, payload, err := c.Split(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	rec, err := w.DecodeContext(ctx, payload)
+	if errors.Is(err, limits.ErrInterrupted) {
+		return nil, nil, failure.Retryable(failure.StageDecode, fmt.Errorf("decoding Debezium JSON payload: %w", err))
+	}
+	if err != nil {
+		return nil, nil, failure.Permanent(failure.StageDecode, fmt.Errorf("decoding Debezium JSON payload: %w", err))
+	}
+	return w, rec, nil
+}
+
+// Split reads the wrapper of one JsonConverter message and returns the
+// Writer of its schema and the payload's JSON, which the Writer decodes
+// (or turns into Avro binary with Binary, as ingest does). Its errors are
+// Decode's, but for the payload's own, which come when it is decoded.
+func (c *ConnectSchemas) Split(data []byte) (*Writer, []byte, error) {
 	// The wrapper is split by encoding/json, which is linear in the input
 	// and stops at 10,000 levels; the schema text is checked against
 	// bqcdc's JSON bounds when it is first seen (canonicalJSON), the
@@ -91,14 +110,7 @@ func (c *ConnectSchemas) DecodeContext(ctx context.Context, data []byte) (*Write
 	if err != nil {
 		return nil, nil, failure.Permanent(failure.StageRegistry, fmt.Errorf("Connect schema: %w", err))
 	}
-	rec, err := w.DecodeContext(ctx, payload)
-	if errors.Is(err, limits.ErrInterrupted) {
-		return nil, nil, failure.Retryable(failure.StageDecode, fmt.Errorf("decoding Debezium JSON payload: %w", err))
-	}
-	if err != nil {
-		return nil, nil, failure.Permanent(failure.StageDecode, fmt.Errorf("decoding Debezium JSON payload: %w", err))
-	}
-	return w, rec, nil
+	return w, payload, nil
 }
 
 // splitWrapper recognises the wrapper JsonConverter writes with

@@ -24,9 +24,9 @@ import (
 // Issue 20, defects 1 and 2: what one message may cost in memory and CPU,
 // and a request that ends stops its work.
 
-// Writer schemas whose items are the costly kinds: on the compiled path
-// (longs, bits) and the generic one (a map, a union of two types, arrays
-// of arrays).
+// Writer schemas whose items are the costly kinds: compiled natively
+// (longs, bits) and as fallback columns (a map, a union of two types,
+// arrays of arrays).
 var budgetSchemas = map[string]string{
 	"longs":  `{"type":"array","items":"long"}`,
 	"bits":   `{"type":"array","items":{"type":"bytes","connect.name":"io.debezium.data.Bits","connect.parameters":{"length":"512"}}}`,
@@ -57,13 +57,13 @@ func itemsPayload(kind string, n int) []byte {
 
 // budgetService serves topic "budget.src" with writer schema 77, whose
 // field a has the type of kind.
-func budgetService(t testing.TB, kind string, generic bool) *Service {
+func budgetService(t testing.TB, kind string) *Service {
 	t.Helper()
 	s, err := registry.Parse(`{"type":"record","name":"R","namespace":"budget","fields":[{"name":"id","type":"long"},{"name":"a","type":` + budgetSchemas[kind] + `}]}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, tables, _ := newServiceWith(t, &fakeRegistry{schemas: map[int]avro.Schema{77: s}}, Options{Generic: generic})
+	svc, tables, _ := newServiceWith(t, &fakeRegistry{schemas: map[int]avro.Schema{77: s}}, Options{})
 	addEmptyChangelog(t, tables, "budget.src")
 	// Evolve the changelog with a small message, then append without
 	// keeping rows (the fake's decoding of rows is no part of ingest).
@@ -97,9 +97,9 @@ func allocated(t testing.TB, svc *Service, data []byte) (uint64, Outcome, error)
 // instance's heap under Terraform's default 512 MiB (see there).
 func TestDecodedSizeIsBounded(t *testing.T) {
 	for kind := range budgetSchemas {
-		for _, generic := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/generic=%v", kind, generic), func(t *testing.T) {
-				svc := budgetService(t, kind, generic)
+		{
+			t.Run(kind, func(t *testing.T) {
+				svc := budgetService(t, kind)
 				// The most items the budget pays for, found by trying.
 				n := 16
 				for {
@@ -137,7 +137,7 @@ func TestDecodedSizeIsBounded(t *testing.T) {
 func BenchmarkHostileMessage(b *testing.B) {
 	for _, kind := range []string{"longs", "map", "arrarr"} {
 		b.Run(kind, func(b *testing.B) {
-			svc := budgetService(b, kind, false)
+			svc := budgetService(b, kind)
 			n := limits.MaxMessageBytes - 64
 			if kind == "map" {
 				n /= 8
@@ -171,19 +171,19 @@ func TestRowOverTheAppendLimit(t *testing.T) {
 	note := bytes.Repeat([]byte("x"), 9_500_000)
 	bits := append(append(varint(10_000), make([]byte, 10_000)...), 0)
 	payload := bytes.Join([][]byte{varint(1), {0}, bits, varint(0), varint(0), varint(0), varint(int64(len(note))), note}, nil)
-	for _, generic := range []bool{false, true} {
-		svc, tables, _ := newServiceWith(t, &fakeRegistry{schemas: map[int]avro.Schema{9005: s}}, Options{Generic: generic})
+	{
+		svc, tables, _ := newServiceWith(t, &fakeRegistry{schemas: map[int]avro.Schema{9005: s}}, Options{})
 		addEmptyChangelog(t, tables, "bulk.src")
 		got, err := svc.Handle(context.Background(), Message{Topic: "bulk.src", MessageID: "big", Data: wire.Append(nil, 9005, payload)})
 		dl := tables.rows[catalog.DeadLetterTable]
 		if got != DeadLettered || err != nil || len(dl) != 1 {
-			t.Fatalf("generic=%v: %v, %v, %d dead letters; want one", generic, got, err, len(dl))
+			t.Fatalf("%v, %v, %d dead letters; want one", got, err, len(dl))
 		}
 		if dl[0]["stage"] != string(failure.StageConvert) || !strings.Contains(dl[0]["reason"].(string), "row limit") {
-			t.Errorf("generic=%v: dead letter at %v: %v", generic, dl[0]["stage"], dl[0]["reason"])
+			t.Errorf("dead letter at %v: %v", dl[0]["stage"], dl[0]["reason"])
 		}
 		if n := len(tables.rows[catalog.TableName("bulk.src")]); n != 0 {
-			t.Errorf("generic=%v: %d rows appended", generic, n)
+			t.Errorf("%d rows appended", n)
 		}
 	}
 }
@@ -212,24 +212,24 @@ func TestHandleStopsWhenItsRequestEnds(t *testing.T) {
 		longs = append(longs, varint(1<<60)...)
 	}
 	payload := bytes.Join([][]byte{varint(1), append(longs, 0), {0}, varint(0), varint(0), varint(0), varint(0)}, nil)
-	for _, generic := range []bool{false, true} {
-		svc, tables, _ := newServiceWith(t, &fakeRegistry{schemas: map[int]avro.Schema{9005: s}}, Options{Generic: generic})
+	{
+		svc, tables, _ := newServiceWith(t, &fakeRegistry{schemas: map[int]avro.Schema{9005: s}}, Options{})
 		addEmptyChangelog(t, tables, "bulk.src")
 		m := Message{Topic: "bulk.src", MessageID: "m", Data: wire.Append(nil, 9005, payload)}
 		if got, err := svc.Handle(context.Background(), m); got != Appended || err != nil {
-			t.Fatalf("generic=%v: live request: %v, %v", generic, got, err)
+			t.Fatalf("live request: %v, %v", got, err)
 		}
 		ctx, cancel := context.WithCancelCause(context.Background())
 		cancel(errors.New("push request timed out"))
 		got, err := svc.Handle(ctx, m)
 		if got != Failed || err == nil || failure.IsPermanent(err) || !errors.Is(err, limits.ErrInterrupted) {
-			t.Errorf("generic=%v: ended request: %v, %v; want a retryable failure", generic, got, err)
+			t.Errorf("ended request: %v, %v; want a retryable failure", got, err)
 		}
 		if n := len(tables.rows[catalog.DeadLetterTable]); n != 0 {
-			t.Errorf("generic=%v: %d dead letters", generic, n)
+			t.Errorf("%d dead letters", n)
 		}
 		if n := len(tables.rows[catalog.TableName("bulk.src")]); n != 1 {
-			t.Errorf("generic=%v: %d rows, want the one of the live request", generic, n)
+			t.Errorf("%d rows, want the one of the live request", n)
 		}
 	}
 }

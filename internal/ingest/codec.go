@@ -45,7 +45,6 @@ import (
 type codec struct {
 	writer   *formats.Writer // decodes payloads (one private hamba config per schema)
 	shape    cdc.Shape       // of the writer schema: where the row image is
-	fields   avrobq.Fields   // of the writer's row image
 	columns  schema.Columns  // the full changelog the writer needs: image + metadata
 	fitter   *evolve.Fitter  // writer columns -> this table version's columns
 	missing  missing         // what the table lacks
@@ -53,8 +52,9 @@ type codec struct {
 	conflict error           // permanent: messages of this writer cannot be stored
 	warned   atomic.Bool     // the dropping of unknown fields was logged
 	// plan transcodes a payload straight into this table version's row
-	// bytes (package transcode); nil when the writer schema has types it
-	// does not cover, and the steps above do it.
+	// bytes (package transcode); nil only for a codec with a conflict or
+	// one replaced before use (the table lacks metadata columns, which
+	// ingest adds first).
 	plan *transcode.Plan
 
 	built time.Time    // for the cache's age bound
@@ -113,13 +113,12 @@ func (r writerRef) String() string {
 // bounded by the dataset: a topic without a changelog never gets here. A
 // lookup takes only the read lock: the recency stamp is an atomic store.
 type codecs struct {
-	reg     SchemaSource
-	keys    map[string][]string // flow KEYS by changelog table name; set by New
-	generic bool                // never compile plans (Options.Generic)
-	now     func() time.Time
-	mu      sync.RWMutex
-	m       map[string]*tableCodecs // by table name
-	group   singleflight.Group
+	reg   SchemaSource
+	keys  map[string][]string // flow KEYS by changelog table name; set by New
+	now   func() time.Time
+	mu    sync.RWMutex
+	m     map[string]*tableCodecs // by table name
+	group singleflight.Group
 }
 
 // Bounds of the codec cache. A table has a few writer schemas in flight at
@@ -278,7 +277,7 @@ func (c *codecs) build(ctx context.Context, ref writerRef, t *bqwrite.Table) (*c
 	if errors.As(err, &fe) && fe.Stage != failure.StageSchema {
 		return nil, failure.Permanent(fe.Stage, fmt.Errorf("writer schema %s: %w", name, fe.Err))
 	}
-	cd := &codec{writer: w, shape: l.Shape, fields: l.Image, columns: l.Columns}
+	cd := &codec{writer: w, shape: l.Shape, columns: l.Columns}
 	if fe != nil {
 		// The image cannot sit beside the metadata: every message of the
 		// writer fails alike, so the codec remembers it.
@@ -307,10 +306,23 @@ func (c *codecs) build(ctx context.Context, ref writerRef, t *bqwrite.Table) (*c
 	if err := c.readerDefaults(ctx, ref, t, table, cd); err != nil {
 		return nil, err
 	}
-	if cd.conflict == nil && t.Metadata != nil && !c.generic {
-		// Any error (ErrUnsupported, or one the steps above meet for every
-		// message of the schema too) leaves the generic steps in charge.
-		cd.plan, _ = transcode.Compile(transcode.Config{Writer: w.Schema, Table: t.Metadata.Schema, Encoder: t.Encoder, Defaults: cd.defaults})
+	if cd.conflict != nil || cd.missing.metadata {
+		// A table without bqcdc's metadata columns gets them before any
+		// row is written (Service.prepare), and a codec for the new version.
+		return cd, nil
+	}
+	if t.Metadata == nil {
+		cd.conflict = fmt.Errorf("changelog %s: its schema is not known", t.Name)
+		return cd, nil
+	}
+	// Compile covers every writer schema the steps above accept (columns of
+	// types it does not compile natively fall back column by column), but
+	// for shapes no Debezium connector writes (an image or source block in
+	// a union with other types than null) and tables altered by hand
+	// (required columns, retyped metadata columns): their messages cannot
+	// be stored, so they are dead-lettered with the reason.
+	if cd.plan, err = transcode.Compile(transcode.Config{Writer: w.Schema, Table: t.Metadata.Schema, Encoder: t.Encoder, Defaults: cd.defaults}); err != nil {
+		cd.conflict = fmt.Errorf("writer schema %s into changelog %s: %w", name, t.Name, err)
 	}
 	return cd, nil
 }

@@ -36,8 +36,7 @@ type hostileManifest struct {
 }
 
 // TestHostileCorpusThroughTheService runs every file of the hostile-input
-// corpus through the ingest service, on the compiled path and on the
-// generic one, and checks each ends as the manifest says: a dead letter at
+// corpus through the ingest service and checks each ends as the manifest says: a dead letter at
 // its stage with its reason (and its bytes), an appended row whose
 // changelog has the columns listed, or a tombstone. The service must go on
 // serving: a well-formed message is appended after every case.
@@ -50,7 +49,7 @@ func TestHostileCorpusThroughTheService(t *testing.T) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}
-	for _, generic := range []bool{false, true} {
+	{
 		for _, c := range m.Cases {
 			if c.Format == "pubsub-binary" {
 				// Needs Pub/Sub's schema service; package formats decodes
@@ -58,7 +57,7 @@ func TestHostileCorpusThroughTheService(t *testing.T) {
 				t.Logf("%s: checked in package formats (no Pub/Sub schema service here)", c.File)
 				continue
 			}
-			t.Run(fmt.Sprintf("%s/generic=%v", c.File, generic), func(t *testing.T) {
+			t.Run(c.File, func(t *testing.T) {
 				reg := &fakeRegistry{schemas: map[int]avro.Schema{}}
 				if c.Schema != "" {
 					text, err := os.ReadFile(filepath.Join(hostileDir, c.Schema))
@@ -71,7 +70,7 @@ func TestHostileCorpusThroughTheService(t *testing.T) {
 					}
 					reg.schemas[c.SchemaID] = s
 				}
-				svc, tables, cs := newServiceWith(t, reg, Options{Generic: generic})
+				svc, tables, cs := newServiceWith(t, reg, Options{})
 				if c.SchemaID != 1 {
 					reg.schemas[1] = cs // for the well-formed message after the case
 				}
@@ -82,13 +81,6 @@ func TestHostileCorpusThroughTheService(t *testing.T) {
 					t.Fatal(err)
 				}
 				got, err := svc.Handle(context.Background(), Message{Topic: topic, MessageID: "h", Attributes: c.Attributes, Data: data})
-				if c.Schema == "schemas/bulk.avsc" {
-					// Its cases are there for the compiled path: it must take it.
-					cd := svc.codecs.lookup(writerKey{registryID: c.SchemaID}, tables.tables[catalog.TableName(topic)])
-					if cd == nil || (cd.plan != nil) == generic {
-						t.Fatalf("generic=%v: codec %v, compiled plan present %v", generic, cd != nil, cd != nil && cd.plan != nil)
-					}
-				}
 				if err != nil {
 					t.Fatalf("Handle: %v (a hostile message must never be retried)", err)
 				}
@@ -144,35 +136,30 @@ func addEmptyChangelog(t testing.TB, f *fakeTables, topic string) {
 	f.tables[name] = &bqwrite.Table{Name: name, Metadata: &bigquery.TableMetadata{Schema: s}, Encoder: enc}
 }
 
-// TestCompiledPathIsUsedAndAgrees checks that the customers schema takes
-// the compiled path, and that it ends every op exactly as the generic path
-// does (a delete without its before image is dead-lettered on both).
-func TestCompiledPathIsUsedAndAgrees(t *testing.T) {
-	rows := map[bool][]map[string]any{}
-	outcomes := map[bool][]Outcome{}
-	for _, generic := range []bool{false, true} {
-		svc, tables, s := newServiceWith(t, nil, Options{Generic: generic})
-		for i, op := range []string{"c", "u", "r", "d", "t", "x"} {
-			got, err := svc.Handle(context.Background(), Message{Topic: customers, MessageID: fmt.Sprint("m", i), Data: customerMessage(t, s, op, i+1)})
-			if err != nil {
-				t.Fatalf("generic=%v op %s: %v", generic, op, err)
-			}
-			outcomes[generic] = append(outcomes[generic], got)
+// TestEveryOpEnds checks how each op of the customers schema ends: c, u,
+// r and t appended, a delete without its before image and an unknown op
+// dead-lettered (package transcode checks the rows against the reference
+// pipeline).
+func TestEveryOpEnds(t *testing.T) {
+	svc, tables, s := newServiceWith(t, nil, Options{})
+	var got []Outcome
+	for i, op := range []string{"c", "u", "r", "d", "t", "x"} {
+		o, err := svc.Handle(context.Background(), Message{Topic: customers, MessageID: fmt.Sprint("m", i), Data: customerMessage(t, s, op, i+1)})
+		if err != nil {
+			t.Fatalf("op %s: %v", op, err)
 		}
-		for _, dl := range tables.rows[catalog.DeadLetterTable] {
-			delete(dl, "dead_lettered_at")
-			rows[generic] = append(rows[generic], dl)
-		}
-		cd := svc.codecs.lookup(writerKey{registryID: 1}, tables.tables[catalog.TableName(customers)])
-		if cd == nil || (cd.plan != nil) == generic {
-			t.Fatalf("generic=%v: codec %v, compiled plan present %v", generic, cd != nil, cd != nil && cd.plan != nil)
-		}
-		rows[generic] = append(rows[generic], tables.rows[catalog.TableName(customers)]...)
+		got = append(got, o)
 	}
-	if d := cmp.Diff(outcomes[true], outcomes[false]); d != "" {
-		t.Errorf("outcomes (-generic +compiled):\n%s", d)
+	want := []Outcome{Appended, Appended, Appended, DeadLettered, Appended, DeadLettered}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("outcomes (-want +got):\n%s", d)
 	}
-	if d := cmp.Diff(rows[true], rows[false]); d != "" {
-		t.Errorf("rows (-generic +compiled):\n%s", d)
+	if n := len(tables.rows[catalog.TableName(customers)]); n != 4 {
+		t.Errorf("%d rows, want 4", n)
+	}
+	for _, dl := range tables.rows[catalog.DeadLetterTable] {
+		if dl["stage"] != "envelope" {
+			t.Errorf("dead letter at %v: %v; want stage envelope", dl["stage"], dl["reason"])
+		}
 	}
 }

@@ -317,24 +317,24 @@ func TestLogPositionSourcesThroughBothPaths(t *testing.T) {
 			"snapshot": "false", "db": "inventory", "sequence": nil, "ts_us": nil, "ts_ns": nil, "table": "customers", "server_id": int64(1),
 			"gtid": nil, "file": "mysql-bin.000001", "pos": int64(100), "row": 0, "thread": nil, "query": nil}}
 	}
-	for _, generic := range []bool{false, true} {
-		svc, tables, _ := newServiceWith(t, &fakeRegistry{schemas: map[int]avro.Schema{1: s}}, Options{Generic: generic})
+	{
+		svc, tables, _ := newServiceWith(t, &fakeRegistry{schemas: map[int]avro.Schema{1: s}}, Options{})
 		ctx := context.Background()
 		if got, err := svc.Handle(ctx, Message{Topic: customers, MessageID: "null", Data: encode(nil)}); got != DeadLettered || err != nil {
-			t.Fatalf("generic=%v, null source: Handle = %v, %v; want dead-lettered", generic, got, err)
+			t.Fatalf("null source: Handle = %v, %v; want dead-lettered", got, err)
 		}
 		dl := tables.rows[catalog.DeadLetterTable]
 		if reason, _ := dl[0]["reason"].(string); dl[0]["stage"] != string(failure.StageEnvelope) || !strings.Contains(reason, "null source block") {
-			t.Errorf("generic=%v: dead letter %v", generic, dl[0])
+			t.Errorf("dead letter %v", dl[0])
 		}
 		for _, c := range []string{"mysql", "MySQL"} {
 			if got, err := svc.Handle(ctx, Message{Topic: customers, MessageID: c, Data: encode(mysql(c))}); got != Appended || err != nil {
-				t.Fatalf("generic=%v, connector %s: Handle = %v, %v", generic, c, got, err)
+				t.Fatalf("connector %s: Handle = %v, %v", c, got, err)
 			}
 		}
 		rows := tables.rows[catalog.TableName(customers)]
 		if len(rows) != 2 || rows[0][catalog.ColSequence] != rows[1][catalog.ColSequence] || !strings.Contains(fmt.Sprint(rows[0][catalog.ColSequence]), "/") {
-			t.Errorf("generic=%v: sequences %v and %v, want one binlog sequence for mysql and MySQL", generic, rows[0][catalog.ColSequence], rows[1][catalog.ColSequence])
+			t.Errorf("sequences %v and %v, want one binlog sequence for mysql and MySQL", rows[0][catalog.ColSequence], rows[1][catalog.ColSequence])
 		}
 	}
 }

@@ -26,7 +26,6 @@ import (
 	"github.com/bqcdc/bqcdc/internal/bqerror"
 	"github.com/bqcdc/bqcdc/internal/bqwrite"
 	"github.com/bqcdc/bqcdc/internal/catalog"
-	"github.com/bqcdc/bqcdc/internal/cdc"
 	"github.com/bqcdc/bqcdc/internal/evolve"
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/formats"
@@ -115,10 +114,6 @@ type Options struct {
 	Log   *slog.Logger
 	// Now stamps _cdc_ingested_at; nil means time.Now.
 	Now func() time.Time
-	// Generic turns the compiled transcoder off: every message goes
-	// through the generic steps (decode, flatten, convert, fit, encode).
-	// The two give the same rows; this exists to measure and compare them.
-	Generic bool
 	// ReplayKey verifies the proof of a message `bqcdc replay` published
 	// (catalog.ReplayProofAttribute). Without a key, or without a valid
 	// proof, catalog.ReplayOfAttribute is ignored and the message keeps
@@ -173,7 +168,6 @@ func New(o Options) *Service {
 	for _, t := range o.Frozen {
 		s.frozen[t] = struct{}{}
 	}
-	s.codecs.generic = o.Generic
 	s.codecs.keys = make(map[string][]string, len(o.Keys))
 	for topic, k := range o.Keys {
 		s.codecs.keys[catalog.TableName(topic)] = k
@@ -309,28 +303,12 @@ func (s *Service) process(ctx context.Context, m Message, table string) (int, er
 	}
 	// One stamp per row, covered in the ledger before the row is sent.
 	at := s.now()
-	if p.codec.plan != nil && p.record == nil {
-		start := time.Now()
-		row, err := s.transcode(ctx, m, p, at)
-		if err != nil {
-			return p.schemaID, err
-		}
-		s.metrics.Decoded(ctx, true, time.Since(start))
-		if err := rowFits(len(row)); err != nil {
-			return p.schemaID, err
-		}
-		return p.schemaID, s.append(ctx, m, p, row, at)
-	}
 	start := time.Now()
-	values, err := s.row(ctx, m, p, at)
+	row, err := s.transcode(ctx, m, p, at)
 	if err != nil {
 		return p.schemaID, err
 	}
-	row, err := p.table.Encoder.Encode(values)
-	if err != nil {
-		return p.schemaID, failure.Permanent(failure.StageEncode, fmt.Errorf("table %s: %w", p.table.Name, err))
-	}
-	s.metrics.Decoded(ctx, false, time.Since(start))
+	s.metrics.Decoded(ctx, true, time.Since(start))
 	if err := rowFits(len(row)); err != nil {
 		return p.schemaID, err
 	}
@@ -360,24 +338,13 @@ func rowFits(n int) error {
 	return failure.Permanent(failure.StageConvert, limits.Errorf("the row is %d bytes encoded, more than BigQuery's %d-byte row limit", n, limits.MaxRowBytes))
 }
 
-// decodeErr classifies an error of decoding: the message's own fault,
-// permanent, unless decoding stopped because the request ended (its
-// deadline passed, its client went away), which a redelivery retries.
-func decodeErr(err error) error {
-	if errors.Is(err, limits.ErrInterrupted) {
-		return failure.Retryable(failure.StageDecode, err)
-	}
-	return failure.Permanent(failure.StageDecode, err)
-}
-
 // prepared is a message whose writer schema is known and fits the table.
 type prepared struct {
 	format   formats.Format
 	schemaID int // Confluent registry id, 0 for other formats
 	table    *bqwrite.Table
 	ref      writerRef
-	payload  []byte         // to decode with the codec's writer schema
-	record   map[string]any // or the record itself, when the format decoded it already
+	payload  []byte // to decode with the codec's writer schema
 	codec    *codec
 }
 
@@ -405,7 +372,7 @@ func (s *Service) prepare(ctx context.Context, m Message, table string) (prepare
 	if err := sourceOf(t, m.Topic); err != nil {
 		return p, err
 	}
-	if p.ref, p.payload, p.record, err = s.identify(ctx, p.format, m, frame, t); err != nil {
+	if p.ref, p.payload, err = s.identify(ctx, p.format, m, frame, t); err != nil {
 		return p, err
 	}
 	cd, err := s.codecs.get(ctx, p.ref, t)
@@ -485,84 +452,41 @@ func (s *Service) dropped(m Message, p prepared, n int) {
 	}
 }
 
-// row decodes a prepared message into its changelog row: Debezium
-// flattening, BigQuery values, fitted to the table, plus the metadata.
-func (s *Service) row(ctx context.Context, m Message, p prepared, at time.Time) (map[string]any, error) {
-	cd, rec := p.codec, p.record
-	if rec == nil {
-		var err error
-		if rec, err = cd.writer.DecodeContext(ctx, p.payload); err != nil {
-			return nil, decodeErr(fmt.Errorf("decoding %s payload with schema %s: %w", p.format, p.ref, err))
-		}
-	}
-	// Decoding charged the message's budget for all that converting it
-	// allocates; a request that ended meanwhile stops here.
-	if err := ctx.Err(); err != nil {
-		return nil, failure.Retryable(failure.StageConvert, fmt.Errorf("%w: %w", limits.ErrInterrupted, context.Cause(ctx)))
-	}
-	ch, err := cd.shape.Flatten(rec)
-	if err != nil {
-		return nil, failure.Permanent(failure.StageEnvelope, err)
-	}
-	values, err := cd.fields.Convert(ch.Image)
-	if err != nil {
-		return nil, failure.Permanent(failure.StageConvert, fmt.Errorf("converting to BigQuery values: %w", err))
-	}
-	values, dropped, err := cd.fitter.Fit(values)
-	if err != nil {
-		return nil, failure.Permanent(failure.StageConvert, fmt.Errorf("fitting schema %s into changelog %s: %w", p.ref, p.table.Name, err))
-	}
-	s.dropped(m, p, dropped)
-	for k, v := range cd.defaults {
-		if _, ok := values[k]; !ok {
-			values[k] = v
-		}
-	}
-	if !cd.shape.Envelope {
-		ch.Sequence = cdc.TimestampSequence(m.PublishTime)
-	}
-	return catalog.Row(values, catalog.Meta{
-		Op: ch.Op, SourceTS: ch.SourceTS, Sequence: ch.Sequence, IngestedAt: at,
-		PublishTime: m.PublishTime, MessageID: m.MessageID, SchemaID: p.schemaID, Transaction: ch.Transaction,
-	}), nil
-}
-
-// identify finds the writer schema of a message by its format. It returns
-// the payload to decode, or the record itself when the format decoded it
-// already (Debezium JSON with its schema).
-func (s *Service) identify(ctx context.Context, format formats.Format, m Message, frame wire.Frame, t *bqwrite.Table) (writerRef, []byte, map[string]any, error) {
+// identify finds the writer schema of a message by its format and the
+// payload to transcode with it.
+func (s *Service) identify(ctx context.Context, format formats.Format, m Message, frame wire.Frame, t *bqwrite.Table) (writerRef, []byte, error) {
 	switch format {
 	case formats.Confluent:
-		return writerRef{registryID: int(frame.SchemaID)}, frame.Payload, nil, nil
+		return writerRef{registryID: int(frame.SchemaID)}, frame.Payload, nil
 	case formats.PubSubSchema:
 		if s.pubsub == nil {
-			return writerRef{}, nil, nil, failure.Permanent(failure.StageRegistry, errors.New("message is Pub/Sub schema-encoded but the function has no Pub/Sub schema client"))
+			return writerRef{}, nil, failure.Permanent(failure.StageRegistry, errors.New("message is Pub/Sub schema-encoded but the function has no Pub/Sub schema client"))
 		}
 		w, err := s.pubsub.Lookup(ctx, m.Attributes)
 		if err != nil {
-			return writerRef{}, nil, nil, err
+			return writerRef{}, nil, err
 		}
-		return writerRef{writer: w}, m.Data, nil, nil
+		return writerRef{writer: w}, m.Data, nil
 	case formats.DebeziumJSON:
-		w, rec, err := s.connect.DecodeContext(ctx, m.Data)
+		w, payload, err := s.connect.Split(m.Data)
 		switch {
 		case err == nil:
-			return writerRef{writer: w}, nil, rec, nil
+			return writerRef{writer: w}, payload, nil
 		case errors.Is(err, formats.ErrTombstone):
-			return writerRef{}, nil, nil, errTombstone
+			return writerRef{}, nil, errTombstone
 		case !errors.Is(err, formats.ErrNoSchema):
-			return writerRef{}, nil, nil, err
+			return writerRef{}, nil, err
 		}
 		// schemas.enable=false: read the payload with the changelog's
 		// reader schema.
 		readerID := readerSchemaID(t)
 		if readerID == 0 {
-			return writerRef{}, nil, nil, failure.Permanent(failure.StageRegistry, fmt.Errorf(
+			return writerRef{}, nil, failure.Permanent(failure.StageRegistry, fmt.Errorf(
 				"Debezium JSON without its schema needs the changelog's reader schema, and table %s names none (label %s): run bqcdc apply with a registry, or enable schemas in the JsonConverter", t.Name, catalog.ReaderSchemaLabel))
 		}
-		return writerRef{readerID: readerID}, m.Data, nil, nil
+		return writerRef{readerID: readerID}, m.Data, nil
 	}
-	return writerRef{}, nil, nil, failure.Permanent(failure.StageWire, errors.New("not a known message format"))
+	return writerRef{}, nil, failure.Permanent(failure.StageWire, errors.New("not a known message format"))
 }
 
 // evolves reports whether the changelog of topic follows its source's

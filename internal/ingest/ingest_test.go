@@ -261,9 +261,9 @@ func TestHandleUnknownTopicIsDeadLettered(t *testing.T) {
 //	go test ./internal/ingest -run '^$' -bench Handle -benchmem
 //
 // BenchmarkHandle is the ingest CPU per message: bytes -> row bytes ready
-// for the Storage Write API, on the compiled path (the default) and the
-// generic one; the append itself is dropped (a row of the generic path is
-// still encoded, as the writer would).
+// for the Storage Write API; the append itself is dropped. (The reference
+// pipeline the compiled plan is checked against, decoding into maps, is
+// benchmarked in package transcode.)
 func BenchmarkHandle(b *testing.B) {
 	mp, err := metrics.Start(context.Background(), metrics.Config{Exporter: metrics.ExportMemory})
 	if err != nil {
@@ -271,11 +271,10 @@ func BenchmarkHandle(b *testing.B) {
 	}
 	for _, path := range []struct {
 		name    string
-		generic bool
 		metrics *metrics.Recorder
-	}{{"compiled", false, nil}, {"generic", true, nil}, {"compiled/metrics=memory", false, mp.Recorder()}} {
+	}{{"compiled", nil}, {"compiled/metrics=memory", mp.Recorder()}} {
 		b.Run("path="+path.name, func(b *testing.B) {
-			svc, tables, s := newServiceWith(b, nil, Options{Generic: path.generic, Metrics: path.metrics})
+			svc, tables, s := newServiceWith(b, nil, Options{Metrics: path.metrics})
 			svc.writer = discard{tables}
 			data := customerMessage(b, s, "u", 7)
 			ctx := context.Background()

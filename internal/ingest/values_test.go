@@ -13,12 +13,12 @@ import (
 
 // TestReasonsWithholdRowValues: a value the changelog cannot hold is named
 // by its column and the kind of problem in the dead letter; the value
-// itself only when the operator opts in (Options.LogValues), on both the
-// compiled and the generic path. The bytes are kept either way.
+// itself only when the operator opts in (Options.LogValues). The bytes
+// are kept either way.
 func TestReasonsWithholdRowValues(t *testing.T) {
-	for _, generic := range []bool{false, true} {
+	{
 		for _, values := range []bool{false, true} {
-			svc, tables, s := newServiceWith(t, nil, Options{Generic: generic, LogValues: values})
+			svc, tables, s := newServiceWith(t, nil, Options{LogValues: values})
 			data := customerWith(t, s, "updated_at", "yesterday at noon")
 			got, err := svc.Handle(context.Background(), Message{Topic: customers, MessageID: "v", Data: data})
 			if got != DeadLettered || err != nil {
@@ -27,10 +27,10 @@ func TestReasonsWithholdRowValues(t *testing.T) {
 			dl := tables.rows[catalog.DeadLetterTable][0]
 			reason := dl["reason"].(string)
 			if dl["stage"] != string(failure.StageConvert) || !strings.Contains(reason, `"updated_at"`) || !strings.Contains(reason, "parsing zoned timestamp") {
-				t.Errorf("generic=%v values=%v: dead letter %v; want stage convert naming the column and the problem", generic, values, dl)
+				t.Errorf("values=%v: dead letter %v; want stage convert naming the column and the problem", values, dl)
 			}
 			if quoted := strings.Contains(reason, "yesterday"); quoted != values {
-				t.Errorf("generic=%v values=%v: reason %q quotes the value: %v", generic, values, reason, quoted)
+				t.Errorf("values=%v: reason %q quotes the value: %v", values, reason, quoted)
 			}
 			if !values && !strings.Contains(reason, failure.Withheld) {
 				t.Errorf("reason %q lacks the placeholder", reason)

@@ -1,6 +1,7 @@
 package transcode
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 
@@ -89,72 +90,117 @@ func kindFor(typ string) protoreflect.Kind {
 
 // binder ties a compiled row image to a table version's columns and
 // message: evolve.Fitter's decisions, taken once.
-type binder struct{}
+type binder struct {
+	// fallback, set for the image's own fields, makes field i a fallback
+	// column; nested records have none (their top-level column falls back
+	// as a whole).
+	fallback func(i int) *node
+}
 
 // bindRecord binds the fields of record node n (writer columns wcols)
 // to table columns tcols stored as message md. It returns the plan with
 // one slot per bound field, in the order the fields were bound; the
 // caller adds its own slots (top level: metadata and defaults) and sorts.
+// A top-level column the binder cannot bind natively becomes a fallback
+// column, which does at run time what the reference does with it.
 func (b binder) bindRecord(n *node, wcols []schema.Column, tcols schema.Columns, md protoreflect.MessageDescriptor, taken map[protowire.Number]bool) (*recordPlan, []protowire.Number, error) {
 	rp := &recordPlan{}
 	var nums []protowire.Number
 	for i := range n.fields {
 		f := &n.fields[i]
-		w := wcols[i]
-		ti := tcols.Index(w.Name)
-		if ti < 0 {
-			f.countDrop = true
+		var o *outField
+		var err error
+		if f.n.conv != cFallback {
+			o, err = b.bindField(f, wcols[i], tcols, md, taken)
+		}
+		if b.fallback != nil && (f.n.conv == cFallback || errors.Is(err, ErrUnsupported)) {
+			f.n, f.countDrop = b.fallback(i), false
+			o, err = bindFallback(wcols[i], tcols, md, taken), nil
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if o == nil {
 			continue
 		}
-		t := tcols[ti]
-		fd := bqwrite.FieldByName(md, t.Name)
-		if fd == nil {
-			return nil, nil, unsupported("the row message has no field for column %s", t.Name)
-		}
-		if taken[fd.Number()] {
-			return nil, nil, unsupported("two columns map to field %s", fd.Name())
-		}
-		taken[fd.Number()] = true
-		if fd.IsList() != w.Repeated || fd.IsMap() {
-			return nil, nil, unsupported("column %s: repeated in the row message and not in the writer, or the other way round", t.Name)
-		}
-		o := &outField{slot: rp.slots, num: fd.Number(), kind: fd.Kind(), packed: fd.IsPacked()}
+		o.slot = rp.slots
 		rp.slots++
-		nums = append(nums, fd.Number())
-		wt := protowire.BytesType
-		if t.Type == schema.Record {
-			if w.Type != schema.Record || fd.Kind() != protoreflect.MessageKind {
-				return nil, nil, unsupported("column %s: RECORD against %s", t.Name, w.Type)
-			}
-			rn := recordOf(f.n)
-			sub := map[protowire.Number]bool{}
-			srp, snums, err := b.bindRecord(rn, w.Fields, t.Fields, fd.Message(), sub)
-			if err != nil {
-				return nil, nil, fmt.Errorf("column %s: %w", t.Name, err)
-			}
-			srp.order = sortSlots(snums)
-			rn.rec = srp
-		} else {
-			p, ok := promotion(t.Type, w.Type)
-			if !ok {
-				return nil, nil, unsupported("column %s: %s cannot hold %s", t.Name, t.Type, w.Type)
-			}
-			o.prom = p
-			if want := kindFor(t.Type); fd.Kind() != want {
-				return nil, nil, unsupported("column %s: the row message holds %s as %s, the encoder needs %s", t.Name, t.Type, fd.Kind(), want)
-			}
-			switch fd.Kind() {
-			case protoreflect.DoubleKind:
-				wt = protowire.Fixed64Type
-			case protoreflect.StringKind, protoreflect.BytesKind:
-			default:
-				wt = protowire.VarintType
-			}
-		}
-		o.tag = protowire.AppendTag(nil, fd.Number(), wt)
+		nums = append(nums, o.num)
 		f.out = o
 	}
 	return rp, nums, nil
+}
+
+// bindField binds one natively compiled field; nil (and f.countDrop) when
+// the table lacks its column.
+func (b binder) bindField(f *field, w schema.Column, tcols schema.Columns, md protoreflect.MessageDescriptor, taken map[protowire.Number]bool) (*outField, error) {
+	ti := tcols.Index(w.Name)
+	if ti < 0 {
+		f.countDrop = true
+		return nil, nil
+	}
+	t := tcols[ti]
+	fd := bqwrite.FieldByName(md, t.Name)
+	if fd == nil {
+		return nil, unsupported("the row message has no field for column %s", t.Name)
+	}
+	if taken[fd.Number()] {
+		return nil, unsupported("two columns map to field %s", fd.Name())
+	}
+	if fd.IsList() != w.Repeated || fd.IsMap() {
+		return nil, unsupported("column %s: repeated in the row message and not in the writer, or the other way round", t.Name)
+	}
+	o := &outField{num: fd.Number(), kind: fd.Kind(), packed: fd.IsPacked()}
+	wt := protowire.BytesType
+	if t.Type == schema.Record {
+		if w.Type != schema.Record || fd.Kind() != protoreflect.MessageKind {
+			return nil, unsupported("column %s: RECORD against %s", t.Name, w.Type)
+		}
+		rn := recordOf(f.n)
+		sub := map[protowire.Number]bool{}
+		srp, snums, err := binder{}.bindRecord(rn, w.Fields, t.Fields, fd.Message(), sub)
+		if err != nil {
+			return nil, fmt.Errorf("column %s: %w", t.Name, err)
+		}
+		srp.order = sortSlots(snums)
+		rn.rec = srp
+	} else {
+		p, ok := promotion(t.Type, w.Type)
+		if !ok {
+			return nil, unsupported("column %s: %s cannot hold %s", t.Name, t.Type, w.Type)
+		}
+		o.prom = p
+		if want := kindFor(t.Type); fd.Kind() != want {
+			return nil, unsupported("column %s: the row message holds %s as %s, the encoder needs %s", t.Name, t.Type, fd.Kind(), want)
+		}
+		switch fd.Kind() {
+		case protoreflect.DoubleKind:
+			wt = protowire.Fixed64Type
+		case protoreflect.StringKind, protoreflect.BytesKind:
+		default:
+			wt = protowire.VarintType
+		}
+	}
+	taken[fd.Number()] = true
+	o.tag = protowire.AppendTag(nil, fd.Number(), wt)
+	return o, nil
+}
+
+// bindFallback places a fallback column: nil when the table lacks it (the
+// fitter drops and counts its values). A column the row message lacks
+// keeps a slot at number 0, where encoding its first non-NULL value fails
+// as the reference's Encode does.
+func bindFallback(w schema.Column, tcols schema.Columns, md protoreflect.MessageDescriptor, taken map[protowire.Number]bool) *outField {
+	ti := tcols.Index(w.Name)
+	if ti < 0 {
+		return nil
+	}
+	o := &outField{}
+	if fd := bqwrite.FieldByName(md, tcols[ti].Name); fd != nil {
+		o.num, o.kind = fd.Number(), fd.Kind()
+		taken[fd.Number()] = true
+	}
+	return o
 }
 
 // recordOf finds the record node under a column's unions and arrays.

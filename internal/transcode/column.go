@@ -37,6 +37,7 @@ const (
 	cRecord         // recordConv
 	cArray          // arrayConv
 	cUnion          // unionConv of a union with one non-null branch
+	cFallback       // a top-level column converted by its avrobq field (see fallback)
 )
 
 // compiler builds the conversion nodes of a row image. Its decision tree

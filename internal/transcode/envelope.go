@@ -120,7 +120,7 @@ type rowMeta struct {
 type image struct {
 	present, converted bool
 	start, end         int
-	convErr            error
+	convErr            error // classified (state.imageErr)
 	dropped            int
 }
 
@@ -193,12 +193,12 @@ func (p *Plan) envelopeOf(st *state, r *reader) (rowMeta, error) {
 			return rm, envelopeErr("op %q without its %s image", rm.op, field)
 		}
 		if !img.converted {
-			st.convErr, st.dropped = nil, 0
+			st.reset()
 			ir := reader{b: r.b[:img.end], i: img.start, reread: true} // charged as it was skipped
 			if err := st.record(&ir, p.image, 0); err != nil {
 				return rm, decodeErr(err)
 			}
-			img.convErr, img.dropped = st.convErr, st.dropped
+			img.convErr, img.dropped = st.imageErr(), st.dropped
 		}
 		convErr = img.convErr
 		st.dropped = img.dropped
@@ -212,7 +212,7 @@ func (p *Plan) envelopeOf(st *state, r *reader) (rowMeta, error) {
 		return rm, err
 	}
 	if convErr != nil {
-		return rm, convertErr(convErr)
+		return rm, convErr
 	}
 	return rm, nil
 }
@@ -224,11 +224,11 @@ func (p *Plan) readImage(st *state, r *reader, ef *envField, img *image, k int, 
 	}
 	img.present, img.start = true, r.i
 	if convert {
-		st.convErr, st.dropped = nil, 0
+		st.reset()
 		if err := st.record(r, p.image, 0); err != nil {
 			return err
 		}
-		img.converted, img.convErr, img.dropped = true, st.convErr, st.dropped
+		img.converted, img.convErr, img.dropped = true, st.imageErr(), st.dropped
 	} else if err := r.skip(p.image); err != nil {
 		return err
 	}

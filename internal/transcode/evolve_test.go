@@ -1,7 +1,6 @@
 package transcode
 
 import (
-	"errors"
 	"testing"
 
 	"cloud.google.com/go/bigquery"
@@ -87,28 +86,41 @@ func TestEvolvedTableMatchesGenericPath(t *testing.T) {
 	}
 }
 
-func TestCompileRefuses(t *testing.T) {
-	tests := []struct {
-		name, writer string
-		unsupported  bool
-	}{
-		{"map", `{"type":"record","name":"R","fields":[{"name":"m","type":{"type":"map","values":"long"}}]}`, true},
-		{"multi-type union", `{"type":"record","name":"R","fields":[{"name":"u","type":["null","string","long"]}]}`, true},
-		{"nested array", `{"type":"record","name":"R","fields":[{"name":"a","type":{"type":"array","items":{"type":"array","items":"int"}}}]}`, true},
-		{"geometry", `{"type":"record","name":"R","fields":[{"name":"g","type":{"type":"record","name":"Geometry","namespace":"io.debezium.data.geometry","fields":[{"name":"wkb","type":"bytes"},{"name":"srid","type":["null","int"]}],"connect.name":"io.debezium.data.geometry.Geometry"}}]}`, true},
-		{"mislabelled date", `{"type":"record","name":"R","fields":[{"name":"d","type":{"type":"int","logicalType":"time-millis","connect.name":"io.debezium.time.Date"}}]}`, true},
-		{"array of null", `{"type":"record","name":"R","fields":[{"name":"a","type":{"type":"array","items":"null"}}]}`, true},
+// TestFallbackColumns: a column of a type the compiler does not cover
+// natively is compiled as a fallback column, and its rows (or errors) are
+// the reference's, in a table that has the column and in one that lacks it
+// (its values dropped and counted).
+func TestFallbackColumns(t *testing.T) {
+	tests := []struct{ name, column string }{
+		{"map", `{"name":"m","type":{"type":"map","values":"long"}}`},
+		{"multi-type union", `{"name":"u","type":["null","string","long"]}`},
+		{"nested array", `{"name":"a","type":{"type":"array","items":{"type":"array","items":"int"}}}`},
+		{"geometry", `{"name":"g","type":{"type":"record","name":"Geometry","namespace":"io.debezium.data.geometry","fields":[{"name":"wkb","type":"bytes"},{"name":"srid","type":["null","int"]}],"connect.name":"io.debezium.data.geometry.Geometry"}}`},
+		{"mislabelled date", `{"name":"d","type":{"type":"int","logicalType":"time-millis","connect.name":"io.debezium.time.Date"}}`},
+		{"array of null", `{"name":"a","type":{"type":"array","items":"null"}}`},
+		{"record holding a map", `{"name":"r","type":{"type":"record","name":"Inner","fields":[{"name":"k","type":"string"},{"name":"m","type":{"type":"map","values":"string"}}]}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w, err := registry.Parse(tt.writer)
+			w, err := registry.Parse(`{"type":"record","name":"R","fields":[{"name":"id","type":"long"},` + tt.column + `,{"name":"s","type":["null","string"]}]}`)
 			if err != nil {
 				t.Fatal(err)
 			}
-			table := bqschema.ToBigQuery(catalog.MetadataColumns())
-			_, err = Compile(Config{Writer: w, Table: table})
-			if err == nil || errors.Is(err, ErrUnsupported) != tt.unsupported {
-				t.Fatalf("Compile = %v; want an error, ErrUnsupported: %v", err, tt.unsupported)
+			for table, tbl := range map[string]bigquery.Schema{"with the column": tableFor(t, w), "without it": bqschema.ToBigQuery(catalog.MetadataColumns())} {
+				p := newPair(t, tt.name, w, tbl, nil)
+				if p.plan.image.fields[1].n.conv != cFallback || p.plan.image.fields[0].n.conv == cFallback {
+					t.Fatalf("%s: the column is not the only fallback column", table)
+				}
+				g := newGen(3)
+				stages := map[string]int{}
+				for i := 0; i < 500; i++ {
+					payload, err := g.payload(w)
+					if err != nil {
+						t.Fatal(err)
+					}
+					stages[string(p.compare(t, payload, testMeta))]++
+				}
+				t.Logf("%s: outcomes %v", table, stages)
 			}
 		})
 	}

@@ -56,6 +56,7 @@ type state struct {
 	levels  []level
 	tmp     []byte // the text of a converted value
 	convErr error  // the first conversion error of the image
+	encErr  error  // the first encoding error of a fallback column
 	dropped int
 	src     [nSlots]scalar
 }
@@ -79,8 +80,14 @@ func (st *state) level(d, slots int) *level {
 }
 
 func (st *state) fail(f *field, err error) {
+	st.failed(fmt.Errorf("column %q: %w", f.name, err))
+}
+
+// failed records err, which names its column, as the image's conversion
+// error unless an earlier column failed.
+func (st *state) failed(err error) {
 	if st.convErr == nil {
-		st.convErr = fmt.Errorf("column %q: %w", f.name, err)
+		st.convErr = err
 	}
 }
 
@@ -107,6 +114,9 @@ func (st *state) record(r *reader, n *node, d int) error {
 // takes precedence over a conversion error.
 func (st *state) column(r *reader, f *field, lv *level, d int) error {
 	n := f.n
+	if n.conv == cFallback {
+		return st.generic(r, f, lv)
+	}
 	if n.dec == dUnion {
 		i, err := r.index(len(n.branches), errBranch)
 		if err != nil {
@@ -177,7 +187,7 @@ func (st *state) array(r *reader, f *field, n *node, o *outField, lv *level, d i
 	items, count := n.items, 0
 	cost := limits.ItemCost + limits.ExpansionCost*items.expansion
 	for {
-		c, err := r.block(items.minSize, cost, "an array block")
+		c, err := r.block(items.minSize, cost, "array block")
 		if err != nil {
 			return err
 		}
@@ -536,7 +546,7 @@ func (st *state) vsd(r *reader, n *node) (val, error) {
 		case n.vsdIdx[0]:
 			scale, err = st.integer(r, fn)
 		case n.vsdIdx[1]:
-			b, err = r.bytes()
+			b, err = r.bytes("bytes")
 		default:
 			err = r.skip(fn)
 		}

@@ -83,6 +83,7 @@ type node struct {
 	dec10  decLim      // decimal column limits
 	vsdIdx [2]int      // VariableScaleDecimal: field index of scale and value
 	rec    *recordPlan
+	gen    *fallback // cFallback: how the column is converted
 }
 
 // field is one field of a record node.

@@ -131,7 +131,8 @@ func Compile(cfg Config) (*Plan, error) {
 		return nil, fmt.Errorf("writer schema: %w", err)
 	}
 	table := bqschema.FromBigQuery(cfg.Table)
-	if _, err := evolve.NewFitter(table, cols); err != nil {
+	fitter, err := evolve.NewFitter(table, cols)
+	if err != nil {
 		return nil, fmt.Errorf("writer schema does not fit the table: %w", err)
 	}
 	enc := cfg.Encoder
@@ -147,17 +148,17 @@ func Compile(cfg Config) (*Plan, error) {
 	if err := checkRequired(md, true, map[protoreflect.FullName]bool{}); err != nil {
 		return nil, err
 	}
-	var c compiler
-	img, imgCol, err := c.record(shape.Image, 0)
+	api := fallbackConfig.Freeze()
+	fallback := func(i int) *node {
+		return fallbackNode(shape.Image.Fields()[i].Type(), fields[i], fitter, enc, api)
+	}
+	img, imgCols, err := compileImage(shape.Image, fields, fallback)
 	if err != nil {
 		return nil, fmt.Errorf("writer schema %s: %w", shape.Image.FullName(), err)
 	}
-	if !sameColumns(imgCol.Fields, fields.Columns()) {
-		return nil, unsupported("the transcoder types the columns of %s differently from avrobq", shape.Image.FullName())
-	}
 	p := &Plan{envelope: shape.Envelope, image: img, md: md, shape: shape}
 	taken := map[protowire.Number]bool{}
-	rp, nums, err := binder{}.bindRecord(img, imgCol.Fields, table, md, taken)
+	rp, nums, err := binder{fallback: fallback}.bindRecord(img, imgCols, table, md, taken)
 	if err != nil {
 		return nil, err
 	}
@@ -179,6 +180,31 @@ func Compile(cfg Config) (*Plan, error) {
 	}
 	p.pool.New = func() any { return newState() }
 	return p, nil
+}
+
+// compileImage compiles the row image record: each column natively when
+// the compiler covers its type and arrives at avrobq's column for it, else
+// as a fallback column (a compiler that types a column otherwise than
+// avrobq would write other rows than the reference: the column falls back
+// instead).
+func compileImage(rec *avro.RecordSchema, fields avrobq.Fields, fallback func(i int) *node) (*node, []schema.Column, error) {
+	cols := fields.Columns()
+	if len(cols) != len(rec.Fields()) {
+		return nil, nil, fmt.Errorf("avrobq compiled %d columns from %d fields", len(cols), len(rec.Fields()))
+	}
+	var c compiler
+	n := &node{dec: dRecord, form: fRecord, conv: cRecord}
+	for i, f := range rec.Fields() {
+		fn, col, err := c.column(f.Type(), 0)
+		col.Name = cols[i].Name
+		if err != nil || !sameColumns([]schema.Column{col}, cols[i:i+1]) {
+			fn = fallback(i)
+		}
+		n.fields = append(n.fields, field{name: f.Name(), n: fn})
+		n.minSize += fn.minSize
+	}
+	n.zeroSize = n.minSize == 0
+	return n, cols, nil
 }
 
 func sameColumns(a, b []schema.Column) bool {
@@ -329,15 +355,15 @@ func (p *Plan) AppendContext(ctx context.Context, dst, payload []byte, m Meta) (
 	r := reader{b: payload, budget: limits.NewBudget(ctx, len(payload))}
 	var rm rowMeta
 	if !p.envelope {
-		st.convErr, st.dropped = nil, 0
+		st.reset()
 		if err := st.record(&r, p.image, 0); err != nil {
 			return dst, 0, decodeErr(err)
 		}
 		if r.left() > 0 {
 			return dst, 0, decodeErr(errTrailing)
 		}
-		if st.convErr != nil {
-			return dst, 0, convertErr(st.convErr)
+		if err := st.imageErr(); err != nil {
+			return dst, 0, err
 		}
 		rm.seq = cdc.TimestampSeq(m.PublishTime)
 		return p.assemble(dst, st, &rm, &m), st.dropped, nil
@@ -360,6 +386,22 @@ func decodeErr(err error) error {
 
 func convertErr(err error) error {
 	return failure.Permanent(failure.StageConvert, fmt.Errorf("converting to BigQuery values: %w", err))
+}
+
+// reset readies the state for converting an image.
+func (st *state) reset() { st.convErr, st.encErr, st.dropped = nil, nil, 0 }
+
+// imageErr is the error of the image just converted, classified: a
+// conversion error before an encoding error, as the reference converts
+// every column before it encodes the row.
+func (st *state) imageErr() error {
+	switch {
+	case st.convErr != nil:
+		return convertErr(st.convErr)
+	case st.encErr != nil:
+		return failure.Permanent(failure.StageEncode, fmt.Errorf("encoding the row: %w", st.encErr))
+	}
+	return nil
 }
 
 // envelopeWrap is cdc's error for a source block it refuses, as Flatten

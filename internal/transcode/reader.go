@@ -3,6 +3,7 @@ package transcode
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"unicode/utf8"
 
@@ -90,12 +91,13 @@ func (r *reader) long() (int64, error) { return r.varint(10) }
 // int reads an int: at most 5 bytes (hamba), and a value that fits in 32
 // bits (the generic path's validator).
 func (r *reader) int() (int32, error) {
+	at := r.i
 	x, err := r.varint(5)
 	if err != nil {
 		return 0, err
 	}
 	if x < -1<<31 || x > 1<<31-1 {
-		return 0, errVarint
+		return 0, fmt.Errorf("%w: int %d at byte %d overflows 32 bits", errVarint, x, at)
 	}
 	return int32(x), nil
 }
@@ -105,6 +107,7 @@ func (r *reader) int() (int32, error) {
 func (r *reader) varint(max int) (int64, error) {
 	var v uint64
 	var s uint
+	at := r.i
 	for n := 0; n < max; n++ {
 		if r.i >= len(r.b) {
 			return 0, errTruncated
@@ -112,7 +115,8 @@ func (r *reader) varint(max int) (int64, error) {
 		c := r.b[r.i]
 		r.i++
 		if s == 63 && c > 1 {
-			return 0, errVarint // beyond 64 bits: the generic path's validator refuses it
+			// Beyond 64 bits: the generic path's validator refuses it.
+			return 0, fmt.Errorf("%w: a varint at byte %d overflows 64 bits", errVarint, at)
 		}
 		v |= uint64(c&0x7f) << s
 		if c&0x80 == 0 {
@@ -120,7 +124,7 @@ func (r *reader) varint(max int) (int64, error) {
 		}
 		s += 7
 	}
-	return 0, errVarint
+	return 0, fmt.Errorf("%w: a varint at byte %d is longer than %d bytes", errVarint, at, max)
 }
 
 func (r *reader) bool() (bool, error) {
@@ -135,19 +139,21 @@ func (r *reader) bool() (bool, error) {
 	return c == 1, nil
 }
 
-// bytes reads bytes or a string as a sub-slice of the payload.
-func (r *reader) bytes() ([]byte, error) {
+// bytes reads bytes or a string (what: "bytes", "string", "map key") as a
+// sub-slice of the payload.
+func (r *reader) bytes(what string) ([]byte, error) {
+	at := r.i
 	n, err := r.long()
 	if err != nil {
 		return nil, err
 	}
 	switch {
 	case n < 0:
-		return nil, errLength
+		return nil, fmt.Errorf("%w: %s length %d at byte %d", errLength, what, n, at)
 	case n > maxByteSlice:
-		return nil, errTooLong
+		return nil, fmt.Errorf("%w: %s length %d at byte %d", errTooLong, what, n, at)
 	case n > int64(r.left()):
-		return nil, errTruncated
+		return nil, fmt.Errorf("%w: %s length %d at byte %d exceeds the %d bytes left", errTruncated, what, n, at, r.left())
 	}
 	b := r.b[r.i : r.i+int(n) : r.i+int(n)]
 	r.i += int(n)
@@ -157,7 +163,11 @@ func (r *reader) bytes() ([]byte, error) {
 // bytesOf reads bytes or a string of node n; a string must be UTF-8, as
 // the generic path's validator requires (formats.ErrNotUTF8).
 func (r *reader) bytesOf(n *node) ([]byte, error) {
-	b, err := r.bytes()
+	what := "bytes"
+	if n.form == fString {
+		what = "string"
+	}
+	b, err := r.bytes(what)
 	if err == nil && n.form == fString && !utf8.Valid(b) {
 		return nil, errNotUTF8
 	}
@@ -166,7 +176,7 @@ func (r *reader) bytesOf(n *node) ([]byte, error) {
 
 // key reads a map key, a string.
 func (r *reader) key() error {
-	b, err := r.bytes()
+	b, err := r.bytes("map key")
 	if err == nil && !utf8.Valid(b) {
 		return errNotUTF8
 	}
@@ -188,7 +198,7 @@ func (r *reader) fixedOrBytes(n *node) ([]byte, error) {
 	if n.dec == dFixed {
 		return r.fixed(n.size)
 	}
-	return r.bytes()
+	return r.bytes("bytes")
 }
 
 func (r *reader) float() (float32, error) {
@@ -225,6 +235,7 @@ func (r *reader) index(n int, bad error) (int, error) {
 // (node.itemCost), taken for the block before any item is read, after the
 // count is checked against the bytes left, as the validator does.
 func (r *reader) block(minItem int, cost int64, what string) (int, error) {
+	at := r.i
 	n, err := r.long()
 	if err != nil {
 		return 0, err
@@ -234,25 +245,25 @@ func (r *reader) block(minItem int, cost int64, what string) (int, error) {
 		// refuses one that is negative or beyond the payload.
 		n = -n
 		if n < 0 { // -MinInt64
-			return 0, errHostileCount
+			return 0, fmt.Errorf("%w: %s count at byte %d overflows", errHostileCount, what, at)
 		}
 		size, err := r.long()
 		if err != nil {
 			return 0, err
 		}
 		if size < 0 || size > int64(r.left()) {
-			return 0, errHostileCount
+			return 0, fmt.Errorf("%w: %s size %d at byte %d, with %d bytes left", errHostileCount, what, size, at, r.left())
 		}
 	}
 	if minItem == 0 {
 		// Items of no bytes draw on one budget per message, as in the
 		// validator.
 		if n > int64(maxZeroSizeItems-r.zero) {
-			return 0, errHostileCount
+			return 0, fmt.Errorf("%w: %s count %d at byte %d: items that encode in zero bytes are limited to %d per message", errHostileCount, what, n, at, maxZeroSizeItems)
 		}
 		r.zero += int(n)
 	} else if n > int64(r.left()/minItem) {
-		return 0, errHostileCount
+		return 0, fmt.Errorf("%w: %s count %d at byte %d, with %d bytes left", errHostileCount, what, n, at, r.left())
 	}
 	if err := r.charge(n*cost, what); err != nil {
 		return 0, err
@@ -317,11 +328,11 @@ func (r *reader) skip(n *node) error {
 // skipBlocks skips array items, or map entries (a string key, then the
 // value) when isMap is set.
 func (r *reader) skipBlocks(items *node, isMap *node) error {
-	min, what := items.minSize, "an array block"
+	min, what := items.minSize, "array block"
 	cost := limits.ItemCost + limits.ExpansionCost*items.expansion
 	if isMap != nil {
 		min++ // the key's length
-		what, cost = "a map block", limits.EntryCost+limits.ExpansionCost*items.expansion
+		what, cost = "map block", limits.EntryCost+limits.ExpansionCost*items.expansion
 	}
 	for {
 		count, err := r.block(min, cost, what)

@@ -142,7 +142,7 @@ func fuzzTargets(t testing.TB) []pair {
 			t.Fatal(err)
 		}
 		fuzzPairs = []pair{ps["customers"], ps["kitchen"], ps["accounts"], ps["plain"], ps["orders"],
-			newPair(t, "evolved", w, evolvedTable(), evolvedDefaults)}
+			newPair(t, "evolved", w, evolvedTable(), evolvedDefaults), ps["fallback"]}
 	})
 	return fuzzPairs
 }

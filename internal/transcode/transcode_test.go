@@ -13,6 +13,9 @@ func schemas(t testing.TB) map[string]pair {
 		"kitchen":   "testdata/kitchen.avsc",
 		"accounts":  "testdata/accounts.avsc",
 		"plain":     "testdata/plain.avsc",
+		// Columns of types the compiler does not cover, among native ones:
+		// their values take the fallback (see fallback.go).
+		"fallback": "testdata/fallback.avsc",
 	} {
 		s := loadSchema(t, path)
 		out[name] = newPair(t, name, s, tableFor(t, s), nil)
