@@ -4,7 +4,7 @@
 //
 // # Why compiled
 //
-// The generic path (formats.Writer decoding into map[string]any, cdc
+// The map pipeline, now the tests' reference (formats.Writer decoding into map[string]any, cdc
 // Flatten, avrobq Convert, evolve Fit, catalog.Row, bqwrite.Encoder
 // building a dynamicpb message and marshalling it) allocates a map per
 // record, boxes every value in an interface, looks converters and proto
@@ -21,7 +21,7 @@
 // # Using it
 //
 //	p, err := transcode.Compile(transcode.Config{Writer: w, Table: md.Schema, Encoder: t.Encoder, Defaults: defaults})
-//	if errors.Is(err, transcode.ErrUnsupported) { /* keep the generic path for this writer schema */ }
+//	if err != nil { /* every message of the writer schema is dead-lettered with err */ }
 //	row, dropped, err := p.Append(buf[:0], frame.Payload, transcode.Meta{MessageID: id, PublishTime: pt, IngestedAt: now, SchemaID: sid})
 //
 // Config carries what ingest's codec already has for a writer schema and
@@ -55,22 +55,30 @@
 // _cdc_source_ts, _cdc_sequence, _cdc_transaction) and from Meta
 // (_cdc_ingested_at, _cdc_publish_time, _cdc_message_id, _cdc_schema_id).
 //
-// Compile returns ErrUnsupported, and the caller keeps the generic path,
-// for: Avro maps; unions of several non-null types and arrays of arrays
-// (both stored as JSON); Debezium's spatial types (WKB to WKT); arrays of
-// values that take no bytes (array of null); a converter paired with a
-// decoded form it refuses on every value (a mislabelled semantic type,
-// such as io.debezium.time.Date on a time-millis int); before/after
-// images that are not a union of null and one record; source or
-// transaction blocks in a union with other types than null, or with a
-// one-field record or map where cdc reads a scalar; tables that lack a
-// metadata column, have required columns besides _cdc_ingested_at, or
-// whose row message types a column otherwise than bqwrite needs. Other
-// errors from Compile are the ones the generic path's codec meets for the
-// schema (an unusable schema, a conflict with the table); they fail every
-// message of the schema there too.
+// Column by column, what the compiler does not cover natively is a
+// fallback column inside the plan (fallback.go): Avro maps; unions of
+// several non-null types and arrays of arrays (stored as JSON); Debezium's
+// spatial types (WKB to WKT); arrays of values that take no bytes; a
+// converter paired with a decoded form it refuses (a mislabelled semantic
+// type, such as io.debezium.time.Date on a time-millis int); a column the
+// binder cannot tie to the row message natively. The plan's reader
+// validates and skips such a column's bytes, hamba decodes exactly those
+// bytes, and avrobq, evolve and the table's encoder convert, fit and write
+// the one field; the rest of the row stays compiled. There is no second
+// pipeline: ingest compiles every writer schema it accepts.
 //
-// # How it stays equal to the generic path
+// Compile still returns ErrUnsupported for what no Debezium connector
+// writes and no table bqcdc made has: before/after images that are not a
+// union of null and one record; source or transaction blocks in a union
+// with other types than null, or with a one-field record or map where cdc
+// reads a scalar; tables that lack a metadata column (ingest adds it
+// first), have required columns besides _cdc_ingested_at, or whose row
+// message types a metadata column otherwise than bqwrite needs. Ingest
+// dead-letters the messages of such a schema (stage schema) with the
+// reason. Other errors from Compile are the ones ingest's codec meets for
+// the schema (an unusable schema, a conflict with the table).
+//
+// # How it stays equal to the reference
 //
 // Every decision mirrors the generic code it replaces, and says so where
 // it is made: the Avro reader accepts and refuses exactly what hamba's
