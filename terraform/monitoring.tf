@@ -17,7 +17,7 @@ locals {
   metrics = {
     "bqcdc.ingest.messages"                  = { kind = "CUMULATIVE", value = "INT64", unit = "{message}", labels = ["outcome", "stage", "topic"], description = "Pub/Sub messages the ingest function finished, by topic and outcome (appended, tombstone, dead_lettered, retried) and failing stage." }
     "bqcdc.ingest.lag"                       = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "s", labels = ["topic"], description = "Pub/Sub publish time to changelog append acknowledged, by topic." }
-    "bqcdc.ingest.decode_time"               = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "s", labels = ["path"], description = "Payload to changelog row bytes, by path (compiled, generic)." }
+    "bqcdc.ingest.decode_time"               = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "s", labels = ["path"], description = "Payload to changelog row bytes, by path (always compiled: the one row path)." }
     "bqcdc.append.duration"                  = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "s", labels = ["outcome"], description = "One Storage Write AppendRows call, by outcome (ok, refused, error)." }
     "bqcdc.append.rows"                      = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "{row}", labels = [], description = "Rows one AppendRows call carried (batch size)." }
     "bqcdc.compaction.runs"                  = { kind = "CUMULATIVE", value = "INT64", unit = "{run}", labels = ["flow", "outcome"], description = "Compaction runs of each flow, by outcome." }

@@ -134,7 +134,7 @@ func runApply(ctx context.Context, args []string) error {
 	bound, err := apply.AllWith(ctx, bq, apply.Target{Project: t.bq.Project, Dataset: t.dataset, DeadLetterRetentionDays: *retention}, flows, schemas, opts, &rep)
 	if len(t.golds) > 0 && (err == nil || errors.As(err, new(*flow.Error))) {
 		// Materialized views read the flows' views: they come after them.
-		golds, refused := apply.BindGolds(t.golds, bound, t.dataset)
+		golds, refused := flow.BindGolds(t.golds, bound, t.dataset)
 		err = errors.Join(err, refused, apply.Golds(ctx, bq, catalog.Location{Project: t.bq.Project, DefaultDataset: t.dataset}, bound, golds, opts, &rep))
 	}
 	meter.Finish()

@@ -77,7 +77,7 @@ func runRender(ctx context.Context, args []string) error {
 	if t.bq.Project == "" {
 		t.bq.Project = "PROJECT"
 	}
-	bound, refused := apply.BindAll(flows, sources)
+	bound, refused := flow.BindAll(flows, apply.Changelogs(sources))
 	t.refused = append(t.refused, refused)
 	loc := catalog.Location{Project: t.bq.Project, DefaultDataset: t.dataset}
 	if *out != "" {
@@ -100,7 +100,7 @@ func runRender(ctx context.Context, args []string) error {
 		}
 		fmt.Println("wrote", path)
 	}
-	golds, refused := apply.BindGolds(d.Golds, bound, t.dataset)
+	golds, refused := flow.BindGolds(d.Golds, bound, t.dataset)
 	t.refused = append(t.refused, refused)
 	for _, g := range golds {
 		sql, err := render.GoldView(g, loc)

@@ -2,7 +2,6 @@ package apply
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 
@@ -25,17 +24,14 @@ type Target struct {
 	DeadLetterRetentionDays int
 }
 
-// BindAll checks every flow against its source's changelog columns. It
-// returns the flows that bind, and an error joining those of the flows that
-// do not (file:line:column, naming the flow; errors.As finds a *flow.Error
-// in it): one refused flow never stops the others.
-func BindAll(flows []*flow.Flow, sources map[string]SourceSchema) ([]*flow.Bound, error) {
+// Changelogs returns the changelog columns of each source, by source key,
+// as flow.BindAll takes them.
+func Changelogs(sources map[string]SourceSchema) map[string]schema.Columns {
 	changelogs := make(map[string]schema.Columns, len(sources))
 	for src, s := range sources {
 		changelogs[src] = s.Columns
 	}
-	bound, unbound := flow.BindAll(flows, changelogs)
-	return bound, errors.Join(unbound...)
+	return changelogs
 }
 
 // LookupSources resolves the changelog layout of every flow source,
@@ -56,15 +52,12 @@ func lookupSources(ctx context.Context, flows []*flow.Flow, schemas Schemas, n i
 		tables[name] = src
 	}
 	found := make([]SourceSchema, len(srcs))
-	steps := make([]step, len(srcs))
-	for i, src := range srcs {
-		steps[i] = step{run: func(*Report) error {
-			var err error
-			found[i], err = schemas.Lookup(ctx, src)
-			return err
-		}}
-	}
-	if err := runSteps(steps, n, nil, new(Report)); err != nil {
+	err := forEach(len(srcs), n, func(i int) error {
+		var err error
+		found[i], err = schemas.Lookup(ctx, srcs[i])
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	out := make(map[string]SourceSchema, len(srcs))
@@ -110,7 +103,7 @@ type Options struct {
 // source (clustered by the keys of its first flow), the dead-letter and
 // compaction report tables, and each flow's state and view. A flow that
 // does not bind is skipped: All applies the others and then returns the
-// bound flows with Bind's error. Objects are applied DefaultConcurrency at
+// bound flows with flow.BindAll's error. Objects are applied DefaultConcurrency at
 // a time (AllWith sets the bound); rep lists them in a fixed order
 // (datasets, changelogs by first use, the shared tables, then each flow's
 // state and view in flow order).
@@ -127,7 +120,7 @@ func AllWith(ctx context.Context, bq *bigquery.Client, t Target, flows []*flow.F
 	if _, err := SnapshotTables(ctx, bq, flows, sources); err != nil {
 		return nil, err
 	}
-	bound, refused := BindAll(flows, sources)
+	bound, refused := flow.BindAll(flows, Changelogs(sources))
 	if err := apply(ctx, bq, t, bound, sources, opts, rep); err != nil {
 		return nil, err
 	}

@@ -11,24 +11,18 @@ import (
 	"github.com/bqcdc/bqcdc/internal/bqerror"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
 )
-
-// BindToChangelogs binds flows to the schemas of their changelog tables as
-// they are in BigQuery now (compaction has no registry: the tables are the
-// truth, and ingest may have added columns since the last apply). It also
-// returns the tables' metadata by source, as read (compaction decides from
-// it which flows are idle); a snapshot flow's table is under its
-// flow.SourceKey. It is BindAll for flows whose schemas are the tables'.
-func BindToChangelogs(ctx context.Context, bq *bigquery.Client, loc catalog.Location, flows []*flow.Flow) ([]*flow.Bound, map[string]*bigquery.TableMetadata, error) {
-	return BindWith(ctx, clientReader{bq}, loc, flows, DefaultConcurrency)
-}
 
 // MetadataReader reads a table's metadata: nil and no error when it does
 // not exist (compaction's Warehouse is one).
 type MetadataReader interface {
 	Metadata(ctx context.Context, dataset, table string) (*bigquery.TableMetadata, error)
 }
+
+// ClientReader reads metadata with a BigQuery client.
+func ClientReader(bq *bigquery.Client) MetadataReader { return clientReader{bq} }
 
 type clientReader struct{ bq *bigquery.Client }
 
@@ -40,8 +34,15 @@ func (c clientReader) Metadata(ctx context.Context, dataset, table string) (*big
 	return md, err
 }
 
-// BindWith is BindToChangelogs reading the tables with read, n at a time.
-func BindWith(ctx context.Context, read MetadataReader, loc catalog.Location, flows []*flow.Flow, n int) ([]*flow.Bound, map[string]*bigquery.TableMetadata, error) {
+// ReadSources reads, n tables at a time, what flows read as it is in
+// BigQuery now: the columns of each source's changelog (and of each
+// snapshot flow's table, under its flow.SourceKey), as flow.BindAll takes
+// them, and the tables' metadata, as read (compaction decides from it which
+// flows are idle). Compaction has no registry: the tables are the truth,
+// and ingest may have added columns since the last apply. A snapshot table
+// that does not exist is left out (flow.BindAll refuses its flows, naming
+// it); a changelog that does not exist is an error.
+func ReadSources(ctx context.Context, read MetadataReader, loc catalog.Location, flows []*flow.Flow, n int) (map[string]schema.Columns, map[string]*bigquery.TableMetadata, error) {
 	type table struct {
 		key, dataset, name, what string
 		snapshot                 bool
@@ -55,39 +56,30 @@ func BindWith(ctx context.Context, read MetadataReader, loc catalog.Location, fl
 		tables = append(tables, table{key: flow.SnapshotKeyPrefix + st.String(), dataset: st.Dataset, name: st.Table, what: "the snapshot table " + st.String(), snapshot: true})
 	}
 	mds := make([]*bigquery.TableMetadata, len(tables))
-	steps := make([]step, len(tables))
-	for i, t := range tables {
-		steps[i] = step{run: func(*Report) error {
-			md, err := read.Metadata(ctx, t.dataset, t.name)
-			switch {
-			case err != nil:
-				return fmt.Errorf("reading %s: %w", t.what, err)
-			case md == nil && !t.snapshot:
-				return fmt.Errorf("reading %s: it does not exist (run bqcdc apply first?)", t.what)
-			}
-			mds[i] = md
-			return nil
-		}}
-	}
-	if err := runSteps(steps, n, nil, new(Report)); err != nil {
+	err := forEach(len(tables), n, func(i int) error {
+		t := tables[i]
+		md, err := read.Metadata(ctx, t.dataset, t.name)
+		switch {
+		case err != nil:
+			return fmt.Errorf("reading %s: %w", t.what, err)
+		case md == nil && !t.snapshot:
+			return fmt.Errorf("reading %s: it does not exist (run bqcdc apply first?)", t.what)
+		}
+		mds[i] = md
+		return nil
+	})
+	if err != nil {
 		return nil, nil, err
 	}
-	sources := map[string]SourceSchema{}
+	changelogs := map[string]schema.Columns{}
 	out := map[string]*bigquery.TableMetadata{}
 	for i, t := range tables {
-		md := mds[i]
-		if md == nil {
-			continue // a snapshot table that does not exist: its flows are refused at binding, naming it
+		if md := mds[i]; md != nil { // nil: a snapshot table that does not exist (its flows are refused at binding, naming it)
+			changelogs[t.key] = bqschema.FromBigQuery(md.Schema)
+			out[t.key] = md
 		}
-		origin := ""
-		if t.snapshot {
-			origin = "BigQuery table " + strings.TrimPrefix(t.key, flow.SnapshotKeyPrefix)
-		}
-		sources[t.key] = SourceSchema{Source: t.key, Columns: bqschema.FromBigQuery(md.Schema), Origin: origin}
-		out[t.key] = md
 	}
-	bound, err := BindAll(flows, sources)
-	return bound, out, err
+	return changelogs, out, nil
 }
 
 // Follower brings the flows of a topic up to its changelog after ingest
@@ -113,7 +105,7 @@ func (f *Follower) FollowChangelog(ctx context.Context, topic string, table *big
 		return nil
 	}
 	// A flow that no longer binds is reported; the others follow.
-	bound, err := BindAll(mine, map[string]SourceSchema{topic: {Source: topic, Columns: bqschema.FromBigQuery(table.Schema)}})
+	bound, err := flow.BindAll(mine, map[string]schema.Columns{topic: bqschema.FromBigQuery(table.Schema)})
 	errs := []error{err}
 	for _, b := range bound {
 		var rep Report

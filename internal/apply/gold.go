@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -14,23 +13,6 @@ import (
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/sql/render"
 )
-
-// BindGolds checks each materialized view against the bound flows. It
-// returns the views that bind and an error joining those that do not
-// (file:line:column): one refused view never stops the others.
-func BindGolds(golds []*flow.Gold, bound []*flow.Bound, defaultDataset string) ([]*flow.BoundGold, error) {
-	var out []*flow.BoundGold
-	var refused []error
-	for _, g := range golds {
-		bg, err := flow.BindGold(g, bound, defaultDataset)
-		if err != nil {
-			refused = append(refused, err)
-			continue
-		}
-		out = append(out, bg)
-	}
-	return out, errors.Join(refused...)
-}
 
 // Golds creates or updates the view of every materialized view, after the
 // flows' objects (BigQuery checks a view's query against the views it

@@ -145,7 +145,7 @@ func mustBind(t *testing.T, flows []*flow.Flow, schemas Schemas) []*flow.Bound {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bound, err := BindAll(flows, sources)
+	bound, err := flow.BindAll(flows, Changelogs(sources))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,15 +27,29 @@ type step struct {
 // the same on every run. After a step fails no further step starts (those
 // running finish); the error joins every failure, in step order.
 func runSteps(steps []step, n int, meter *progress.Meter, rep *Report) error {
+	reps := make([]Report, len(steps))
+	err := forEach(len(steps), n, func(i int) error {
+		defer meter.Add(steps[i].objects)
+		return steps[i].run(&reps[i])
+	})
+	for _, r := range reps {
+		*rep = append(*rep, r...)
+	}
+	return err
+}
+
+// forEach calls do(i) for each i in [0, count), at most n at a time (n <= 0:
+// DefaultConcurrency). After a call fails no further call starts (those
+// running finish); the error joins every failure, in index order.
+func forEach(count, n int, do func(i int) error) error {
 	if n <= 0 {
 		n = DefaultConcurrency
 	}
-	reps := make([]Report, len(steps))
-	errs := make([]error, len(steps))
+	errs := make([]error, count)
 	var failed atomic.Bool
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, n)
-	for i, s := range steps {
+	for i := range count {
 		slots <- struct{}{}
 		if failed.Load() {
 			<-slots
@@ -45,16 +59,12 @@ func runSteps(steps []step, n int, meter *progress.Meter, rep *Report) error {
 		go func() {
 			defer wg.Done()
 			defer func() { <-slots }()
-			if err := s.run(&reps[i]); err != nil {
+			if err := do(i); err != nil {
 				errs[i] = err
 				failed.Store(true)
 			}
-			meter.Add(s.objects)
 		}()
 	}
 	wg.Wait()
-	for _, r := range reps {
-		*rep = append(*rep, r...)
-	}
 	return errors.Join(errs...)
 }

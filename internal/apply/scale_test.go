@@ -299,7 +299,7 @@ func BenchmarkRenderCommand1000Flows(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		bound, err := BindAll(flows, sources)
+		bound, err := flow.BindAll(flows, Changelogs(sources))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -71,7 +71,11 @@ func (c *Compactor) Prepare(ctx context.Context, deployed []*flow.Flow, names []
 	if len(names) == 0 {
 		idle, flows = c.skipIdle(ctx, flows)
 	}
-	bound, changelogs, refused := apply.BindWith(ctx, c.wh, c.loc, flows, c.opts.Concurrency)
+	var bound []*flow.Bound
+	cols, changelogs, refused := apply.ReadSources(ctx, c.wh, c.loc, flows, c.opts.Concurrency)
+	if refused == nil {
+		bound, refused = flow.BindAll(flows, cols)
+	}
 	sel = Selection{Flows: bound, Unbound: apply.Unbound(flows, bound), Changelogs: changelogs,
 		Shard: shard, Shards: shards, Sharded: true, Idle: idle}
 	if len(names) > 0 {

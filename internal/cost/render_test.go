@@ -10,38 +10,27 @@ import (
 	"time"
 
 	"github.com/bqcdc/bqcdc/internal/catalog"
+	"github.com/bqcdc/bqcdc/internal/dev/rendercases"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/bqcdc/bqcdc/sql/render"
 )
 
 // The flows of sql/render/testdata/flows.sql, bound as sql/render's tests
-// bind them (the schemas of its testSources).
+// bind them (to the schemas of package rendercases).
 func renderFlows(t *testing.T) []*flow.Bound {
 	t.Helper()
-	meta := catalog.MetadataColumns()
-	with := func(cols ...schema.Column) schema.Columns { return append(schema.Columns(cols), meta...) }
-	sources := map[string]schema.Columns{
-		"users": with(
-			schema.Column{Name: "userId", Type: schema.Int64}, schema.Column{Name: "name", Type: schema.String},
-			schema.Column{Name: "city", Type: schema.String}, schema.Column{Name: "operation", Type: schema.String},
-			schema.Column{Name: "sequenceNum", Type: schema.Int64}, schema.Column{Name: "tags", Type: schema.String, Repeated: true}),
-		"odd.names": with(
-			schema.Column{Name: "order", Type: schema.Int64}, schema.Column{Name: "group", Type: schema.String},
-			schema.Column{Name: "select", Type: schema.String}, schema.Column{Name: "from", Type: schema.Date},
-			schema.Column{Name: "where", Type: schema.JSON}, schema.Column{Name: "by", Type: schema.Timestamp}),
-	}
 	flows, errs := flow.ParseDir("../../sql/render/testdata")
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
+	sources := rendercases.Sources()
 	var out []*flow.Bound
 	for _, f := range flows {
-		cols, ok := sources[f.SourceKey()]
-		if !ok {
+		if f.IsSnapshot() {
 			continue // snapshot flows: their own layout
 		}
-		b, err := flow.Bind(f, cols)
+		b, err := flow.Bind(f, sources[f.SourceKey()])
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"errors"
 	"strings"
 
 	"github.com/bqcdc/bqcdc/internal/catalog"
@@ -166,10 +167,13 @@ func Bind(f *Flow, changelog schema.Columns) (*Bound, error) {
 }
 
 // BindAll binds each flow to the changelog columns of its source
-// (changelogs, by Flow.SourceKey: the topic, or a snapshot flow's table). It returns the flows that bind and one
-// error per flow that does not (an ErrorList of that flow's problems): one
-// refused flow never stops the others.
-func BindAll(flows []*Flow, changelogs map[string]schema.Columns) ([]*Bound, []error) {
+// (changelogs, by Flow.SourceKey: the topic, or a snapshot flow's table):
+// the one way flows are bound, whatever read the columns (apply from the
+// registry, compaction and the dev tools from the tables). It returns the
+// flows that bind, and an error joining one ErrorList per flow that does
+// not (file:line:column, naming the flow; errors.As finds an *Error in it):
+// one refused flow never stops the others.
+func BindAll(flows []*Flow, changelogs map[string]schema.Columns) ([]*Bound, error) {
 	var bound []*Bound
 	var errs []error
 	for _, f := range flows {
@@ -180,7 +184,7 @@ func BindAll(flows []*Flow, changelogs map[string]schema.Columns) ([]*Bound, []e
 		}
 		bound = append(bound, b)
 	}
-	return bound, errs
+	return bound, errors.Join(errs...)
 }
 
 func lookup(id Ident, clause string, cols schema.Columns, source sourceRef) (schema.Column, *Error) {

@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -87,6 +88,23 @@ var otherAggregates = wordSet(`ARRAY_AGG STRING_AGG ARRAY_CONCAT_AGG BIT_AND BIT
 // would not be the same SELECT evaluated at another moment.
 var nondeterministic = wordSet(`CURRENT_TIMESTAMP CURRENT_DATE CURRENT_DATETIME CURRENT_TIME NOW RAND GENERATE_UUID
 	SESSION_USER UUID RANDOM`)
+
+// BindGolds binds each materialized view to the bound flows (BindGold):
+// the views that bind, and an error joining those that do not
+// (file:line:column): one refused view never stops the others.
+func BindGolds(golds []*Gold, flows []*Bound, defaultDataset string) ([]*BoundGold, error) {
+	var out []*BoundGold
+	var refused []error
+	for _, g := range golds {
+		bg, err := BindGold(g, flows, defaultDataset)
+		if err != nil {
+			refused = append(refused, err)
+			continue
+		}
+		out = append(out, bg)
+	}
+	return out, errors.Join(refused...)
+}
 
 // BindGold checks g against the flows it may read: flows are the bound
 // flows of the deployment; defaultDataset resolves unqualified names.

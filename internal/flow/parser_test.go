@@ -483,10 +483,15 @@ CREATE FLOW also_good AS AUTO CDC INTO t4 FROM STREAM(users_topic) KEYS (userId)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bound, errs := BindAll(flows, map[string]schema.Columns{"users_topic": usersChangelog})
+	bound, err := BindAll(flows, map[string]schema.Columns{"users_topic": usersChangelog})
 	if len(bound) != 2 || bound[0].Name != "good" || bound[1].Name != "also_good" {
 		t.Errorf("bound = %v", bound)
 	}
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		t.Fatalf("error %v joins no errors", err)
+	}
+	errs := joined.Unwrap()
 	if len(errs) != 2 {
 		t.Fatalf("errors = %v", errs)
 	}
@@ -495,7 +500,7 @@ CREATE FLOW also_good AS AUTO CDC INTO t4 FROM STREAM(users_topic) KEYS (userId)
 		t.Errorf("error of flow bad = %v", errs[0])
 	}
 	var fe *Error
-	if !errors.As(errors.Join(errs...), &fe) || fe.Flow != "bad" {
+	if !errors.As(err, &fe) || fe.Flow != "bad" {
 		t.Errorf("errors.As found %v", fe)
 	}
 }

@@ -188,8 +188,8 @@ func TestBindAllSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bound, errs := BindAll(flows, map[string]schema.Columns{"table:staging.snap": snapshotTable, "users_topic": usersChangelog})
-	if len(errs) != 0 || len(bound) != 2 {
-		t.Fatalf("bound %d, errors %v", len(bound), errs)
+	bound, err := BindAll(flows, map[string]schema.Columns{"table:staging.snap": snapshotTable, "users_topic": usersChangelog})
+	if err != nil || len(bound) != 2 {
+		t.Fatalf("bound %d, errors %v", len(bound), err)
 	}
 }

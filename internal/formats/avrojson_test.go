@@ -12,20 +12,6 @@ import (
 	"github.com/hamba/avro/v2"
 )
 
-// The shared test records (package avrocases), under this file's names.
-const customerV2 = avrocases.CustomerV2
-
-var customerV1 = avrocases.CustomerV1
-
-type (
-	customer = avrocases.Customer
-	address  = avrocases.Address
-)
-
-var avroJSONCases = avrocases.JSONCases
-
-func ptr[T any](v T) *T { return &v }
-
 // revision is one Pub/Sub schema revision's two Writers, as PubSubRevision
 // builds them for package pubsubschema.
 type revision struct{ binary, json *Writer }
@@ -48,8 +34,8 @@ func revisionFor(t *testing.T, definition string) *revision {
 }
 
 func TestAvroJSONMatchesBinary(t *testing.T) {
-	r := revisionFor(t, customerV2)
-	for _, tc := range avroJSONCases {
+	r := revisionFor(t, avrocases.CustomerV2)
+	for _, tc := range avrocases.JSONCases {
 		t.Run(tc.Name, func(t *testing.T) {
 			bin, err := avro.Marshal(r.binary.Schema, tc.Rec)
 			if err != nil {
@@ -71,8 +57,8 @@ func TestAvroJSONMatchesBinary(t *testing.T) {
 }
 
 func TestAvroDecodeErrors(t *testing.T) {
-	r := revisionFor(t, customerV2)
-	good := avroJSONCases[0].JSON
+	r := revisionFor(t, avrocases.CustomerV2)
+	good := avrocases.JSONCases[0].JSON
 	edit := func(old, new string) string {
 		if !strings.Contains(good, old) {
 			t.Fatalf("%q not in the JSON", old)
@@ -102,7 +88,7 @@ func TestAvroDecodeErrors(t *testing.T) {
 		})
 	}
 
-	bin, err := avro.Marshal(r.binary.Schema, avroJSONCases[0].Rec)
+	bin, err := avro.Marshal(r.binary.Schema, avrocases.JSONCases[0].Rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,8 +105,8 @@ func TestAvroDecodeErrors(t *testing.T) {
 // Two revisions of one record name must each decode with their own layout,
 // which a hamba config shared between them would not guarantee.
 func TestRevisionsDoNotShareCodecs(t *testing.T) {
-	v1, v2 := revisionFor(t, customerV1), revisionFor(t, customerV2)
-	rec := avroJSONCases[0].Rec
+	v1, v2 := revisionFor(t, avrocases.CustomerV1), revisionFor(t, avrocases.CustomerV2)
+	rec := avrocases.JSONCases[0].Rec
 	b2, err := avro.Marshal(v2.binary.Schema, rec)
 	if err != nil {
 		t.Fatal(err)

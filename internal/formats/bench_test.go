@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/bqcdc/bqcdc/internal/dev/avrocases"
 	"github.com/hamba/avro/v2"
 )
 
@@ -19,11 +20,11 @@ func BenchmarkDecode(b *testing.B) {
 		b.Fatal(err)
 	}
 	schemaless, _ := SchemalessJSON(reader)
-	rev, err := parseRevision("projects/p/schemas/customers@r", customerV2)
+	rev, err := parseRevision("projects/p/schemas/customers@r", avrocases.CustomerV2)
 	if err != nil {
 		b.Fatal(err)
 	}
-	bin, _ := avro.Marshal(rev.binary.Schema, avroJSONCases[0].Rec)
+	bin, _ := avro.Marshal(rev.binary.Schema, avrocases.JSONCases[0].Rec)
 	cs := NewConnectSchemas()
 	cases := []struct {
 		name   string
@@ -32,7 +33,7 @@ func BenchmarkDecode(b *testing.B) {
 		{"debezium json with schema", func() error { _, _, err := cs.Decode(wrapped); return err }},
 		{"debezium json schemaless", func() error { _, err := schemaless.Decode(payload); return err }},
 		{"pubsub binary", func() error { _, err := rev.binary.Decode(bin); return err }},
-		{"pubsub json", func() error { _, err := rev.json.Decode([]byte(avroJSONCases[0].JSON)); return err }},
+		{"pubsub json", func() error { _, err := rev.json.Decode([]byte(avrocases.JSONCases[0].JSON)); return err }},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {

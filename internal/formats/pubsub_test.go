@@ -3,6 +3,8 @@ package formats
 import (
 	"strings"
 	"testing"
+
+	"github.com/bqcdc/bqcdc/internal/dev/avrocases"
 )
 
 // PubSubRevision is what package pubsubschema builds a fetched revision
@@ -11,7 +13,7 @@ import (
 // makes them permanent).
 func TestPubSubRevision(t *testing.T) {
 	const id = schemaName + "@r1"
-	binary, json, err := PubSubRevision(id, customerV2)
+	binary, json, err := PubSubRevision(id, avrocases.CustomerV2)
 	if err != nil {
 		t.Fatal(err)
 	}

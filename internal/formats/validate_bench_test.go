@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/bqcdc/bqcdc/internal/dev/avrocases"
 	"github.com/hamba/avro/v2"
 )
 
@@ -12,11 +13,11 @@ import (
 // over an Avro record, the JSON bounds scan over a JsonConverter message,
 // and the SHA-256 that keys the Connect schema cache.
 func BenchmarkBounds(b *testing.B) {
-	rev, err := parseRevision("projects/p/schemas/customers@r", customerV2)
+	rev, err := parseRevision("projects/p/schemas/customers@r", avrocases.CustomerV2)
 	if err != nil {
 		b.Fatal(err)
 	}
-	bin, err := avro.Marshal(rev.binary.Schema, avroJSONCases[0].Rec)
+	bin, err := avro.Marshal(rev.binary.Schema, avrocases.JSONCases[0].Rec)
 	if err != nil {
 		b.Fatal(err)
 	}

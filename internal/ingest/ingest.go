@@ -308,7 +308,7 @@ func (s *Service) process(ctx context.Context, m Message, table string) (int, er
 	if err != nil {
 		return p.schemaID, err
 	}
-	s.metrics.Decoded(ctx, true, time.Since(start))
+	s.metrics.Decoded(ctx, time.Since(start))
 	if err := rowFits(len(row)); err != nil {
 		return p.schemaID, err
 	}

@@ -33,7 +33,8 @@ const (
 	// (attribute topic), for every appended message.
 	IngestLag = "bqcdc.ingest.lag"
 	// IngestDecodeTime is the time from a message's payload to its row's
-	// bytes, seconds (attribute path: compiled or generic).
+	// bytes, seconds (attribute path: always "compiled", the one row path;
+	// kept so the series of deployments made before it continue).
 	IngestDecodeTime = "bqcdc.ingest.decode_time"
 	// AppendDuration is one Storage Write AppendRows call, seconds
 	// (attribute outcome: ok, refused, error).
@@ -130,7 +131,6 @@ type Recorder struct {
 	rowsSkipped   metric.Int64Gauge
 	goldAge       metric.Float64Gauge
 	compiled      []metric.RecordOption
-	generic       []metric.RecordOption
 	appendOutcome map[string][]metric.RecordOption
 
 	topics sync.Map // topic -> *topicSets
@@ -160,7 +160,7 @@ func New(mp metric.MeterProvider) (*Recorder, error) {
 		metric.WithDescription("From the message's Pub/Sub publish time to its changelog append acknowledged, by topic."))
 	check(err)
 	r.decode, err = m.Float64Histogram(IngestDecodeTime, metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(decodeBuckets...),
-		metric.WithDescription("From a message's payload to its changelog row's bytes (decode, flatten, convert, encode), by path: compiled (transcoder) or generic."))
+		metric.WithDescription("From a message's payload to its changelog row's bytes (decode, flatten, convert, encode), by path (always compiled: the one row path)."))
 	check(err)
 	r.appendTime, err = m.Float64Histogram(AppendDuration, metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(appendBuckets...),
 		metric.WithDescription("One Storage Write AppendRows call (a batch of rows), by outcome: ok, refused (rows BigQuery refused), error (retried)."))
@@ -196,7 +196,6 @@ func New(mp metric.MeterProvider) (*Recorder, error) {
 		return nil, fmt.Errorf("creating the metric instruments: %v", errs)
 	}
 	r.compiled = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attribute.String(AttrPath, "compiled")))}
-	r.generic = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attribute.String(AttrPath, "generic")))}
 	for _, o := range []string{AppendOK, AppendRefused, AppendError} {
 		r.appendOutcome[o] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attribute.String(AttrOutcome, o)))}
 	}
@@ -250,15 +249,11 @@ func (r *Recorder) Failed(ctx context.Context, topic, outcome, stage string) {
 }
 
 // Decoded records the time from a payload to its row's bytes.
-func (r *Recorder) Decoded(ctx context.Context, compiled bool, d time.Duration) {
+func (r *Recorder) Decoded(ctx context.Context, d time.Duration) {
 	if r == nil {
 		return
 	}
-	opts := r.generic
-	if compiled {
-		opts = r.compiled
-	}
-	r.decode.Record(ctx, d.Seconds(), opts...)
+	r.decode.Record(ctx, d.Seconds(), r.compiled...)
 }
 
 // AppendCall records one AppendRows call: its rows, time and outcome

@@ -110,7 +110,7 @@ func TestNilRecorder(t *testing.T) {
 	r.Appended(ctx, "t", time.Now(), time.Now())
 	r.Tombstone(ctx, "t")
 	r.Failed(ctx, "t", DeadLettered, "wire")
-	r.Decoded(ctx, true, time.Microsecond)
+	r.Decoded(ctx, time.Microsecond)
 	r.AppendCall(ctx, 1, time.Millisecond, AppendOK)
 	r.Compacted(ctx, Compaction{Flow: "f"})
 	if err := p.Flush(ctx); err != nil {
@@ -162,7 +162,7 @@ func TestNamesAreUniqueAndPrefixed(t *testing.T) {
 	p := memory(t)
 	r := p.Recorder()
 	r.Appended(ctx, "t", time.Unix(1, 0), time.Unix(2, 0))
-	r.Decoded(ctx, false, time.Microsecond)
+	r.Decoded(ctx, time.Microsecond)
 	r.AppendCall(ctx, 1, time.Millisecond, AppendOK)
 	r.Compacted(ctx, Compaction{Flow: "f", Outcome: "idle", UnfoldedAge: time.Second, Snapshot: true})
 	r.GoldRefreshed(ctx, "v", time.Minute)
@@ -191,7 +191,7 @@ func TestInstrumentsDescribeWhatIsEmitted(t *testing.T) {
 	}
 	r.Appended(ctx, "t", time.Unix(1, 0), time.Unix(2, 0))
 	r.Failed(ctx, "t", DeadLettered, "wire")
-	r.Decoded(ctx, true, time.Microsecond)
+	r.Decoded(ctx, time.Microsecond)
 	r.AppendCall(ctx, 1, time.Millisecond, AppendOK)
 	r.Compacted(ctx, Compaction{Flow: "f", Outcome: "idle", UnfoldedAge: time.Second})
 	r.Compacted(ctx, Compaction{Flow: "s", Outcome: "up to date", Snapshot: true, SnapshotRowsSkipped: 2})
@@ -203,40 +203,31 @@ func TestInstrumentsDescribeWhatIsEmitted(t *testing.T) {
 	got := map[string]Instrument{}
 	for _, m := range rm.ScopeMetrics[0].Metrics {
 		in := Instrument{Name: m.Name, Unit: m.Unit}
-		keys := map[string]bool{}
-		collect := func(s attribute.Set) {
-			for _, kv := range s.ToSlice() {
-				keys[string(kv.Key)] = true
-			}
-		}
+		var sets []attribute.Set
 		switch d := m.Data.(type) {
 		case metricdata.Sum[int64]:
 			in.Kind, in.ValueType = "CUMULATIVE", "INT64"
-			for _, p := range d.DataPoints {
-				collect(p.Attributes)
-			}
+			sets = pointAttributes(d.DataPoints)
 		case metricdata.Histogram[float64]:
 			in.Kind, in.ValueType = "CUMULATIVE", "DISTRIBUTION"
-			for _, p := range d.DataPoints {
-				collect(p.Attributes)
-			}
+			sets = histogramAttributes(d.DataPoints)
 		case metricdata.Histogram[int64]:
 			in.Kind, in.ValueType = "CUMULATIVE", "DISTRIBUTION"
-			for _, p := range d.DataPoints {
-				collect(p.Attributes)
-			}
+			sets = histogramAttributes(d.DataPoints)
 		case metricdata.Gauge[float64]:
 			in.Kind, in.ValueType = "GAUGE", "DOUBLE"
-			for _, p := range d.DataPoints {
-				collect(p.Attributes)
-			}
+			sets = pointAttributes(d.DataPoints)
 		case metricdata.Gauge[int64]:
 			in.Kind, in.ValueType = "GAUGE", "INT64"
-			for _, p := range d.DataPoints {
-				collect(p.Attributes)
-			}
+			sets = pointAttributes(d.DataPoints)
 		default:
 			t.Errorf("%s: unexpected data %T", m.Name, m.Data)
+		}
+		keys := map[string]bool{}
+		for _, s := range sets {
+			for _, kv := range s.ToSlice() {
+				keys[string(kv.Key)] = true
+			}
 		}
 		for k := range keys {
 			in.Labels = append(in.Labels, k)
@@ -251,4 +242,23 @@ func TestInstrumentsDescribeWhatIsEmitted(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Instruments() (-listed +emitted):\n%s", d)
 	}
+}
+
+// pointAttributes and histogramAttributes return the attribute sets of a
+// metric's data points. The point types share the Attributes field but no
+// method, so one generic function serves one point type.
+func pointAttributes[N int64 | float64](points []metricdata.DataPoint[N]) []attribute.Set {
+	sets := make([]attribute.Set, len(points))
+	for i, p := range points {
+		sets[i] = p.Attributes
+	}
+	return sets
+}
+
+func histogramAttributes[N int64 | float64](points []metricdata.HistogramDataPoint[N]) []attribute.Set {
+	sets := make([]attribute.Set, len(points))
+	for i, p := range points {
+		sets[i] = p.Attributes
+	}
+	return sets
 }

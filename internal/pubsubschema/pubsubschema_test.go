@@ -14,6 +14,7 @@ import (
 	pubsubapi "cloud.google.com/go/pubsub/v2/apiv1"
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"cloud.google.com/go/pubsub/v2/pstest"
+	"github.com/bqcdc/bqcdc/internal/dev/avrocases"
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/formats"
 	"github.com/bqcdc/bqcdc/internal/pubsubschema"
@@ -91,17 +92,17 @@ func TestLookupOverPstest(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	rev1 := createSchema(t, sc, "customers", pubsubpb.Schema_AVRO, customerV1).RevisionId
+	rev1 := createSchema(t, sc, "customers", pubsubpb.Schema_AVRO, avrocases.CustomerV1).RevisionId
 	committed, err := sc.CommitSchema(ctx, &pubsubpb.CommitSchemaRequest{Name: schemaName,
-		Schema: &pubsubpb.Schema{Type: pubsubpb.Schema_AVRO, Definition: customerV2}})
+		Schema: &pubsubpb.Schema{Type: pubsubpb.Schema_AVRO, Definition: avrocases.CustomerV2}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rev2 := committed.RevisionId
-	v1, v2 := parseSchema(t, customerV1), parseSchema(t, customerV2)
+	v1, v2 := parseSchema(t, avrocases.CustomerV1), parseSchema(t, avrocases.CustomerV2)
 
 	msgs := map[string][]published{} // by encoding
-	for _, tc := range avroJSONCases {
+	for _, tc := range avrocases.JSONCases {
 		bin, err := avro.Marshal(v2, tc.Rec)
 		if err != nil {
 			t.Fatal(err)
@@ -109,7 +110,7 @@ func TestLookupOverPstest(t *testing.T) {
 		msgs[formats.EncodingBinary] = append(msgs[formats.EncodingBinary], published{tc.Name, bin, rev2})
 		msgs[formats.EncodingJSON] = append(msgs[formats.EncodingJSON], published{tc.Name, []byte(tc.JSON), rev2})
 	}
-	old, err := avro.Marshal(v1, avroJSONCases[0].Rec)
+	old, err := avro.Marshal(v1, avrocases.JSONCases[0].Rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,12 +145,12 @@ func TestLookupOverPstest(t *testing.T) {
 			decoded[enc][p.name] = rec
 		}
 	}
-	for _, tc := range avroJSONCases {
+	for _, tc := range avrocases.JSONCases {
 		if d := cmp.Diff(decoded[formats.EncodingBinary][tc.Name], decoded[formats.EncodingJSON][tc.Name], equateRats); d != "" {
 			t.Errorf("%s: JSON and BINARY decode differently (-binary +json):\n%s", tc.Name, d)
 		}
 	}
-	first := decoded[formats.EncodingBinary][avroJSONCases[0].Name]
+	first := decoded[formats.EncodingBinary][avrocases.JSONCases[0].Name]
 	if first["loyalty"] != int64(7) || first["balance"].(*big.Rat).FloatString(2) != "1234.56" {
 		t.Errorf("record 1: loyalty %v balance %v", first["loyalty"], first["balance"])
 	}
@@ -226,7 +227,7 @@ var equateRats = cmp.Comparer(func(a, b *big.Rat) bool { return a.Cmp(b) == 0 })
 func TestLookupErrors(t *testing.T) {
 	sc, _ := newPubSub(t)
 	ctx := context.Background()
-	good := createSchema(t, sc, "customers", pubsubpb.Schema_AVRO, customerV2)
+	good := createSchema(t, sc, "customers", pubsubpb.Schema_AVRO, avrocases.CustomerV2)
 	proto := createSchema(t, sc, "proto", pubsubpb.Schema_PROTOCOL_BUFFER, `syntax = "proto3"; message M { string s = 1; }`)
 	// pstest stores any definition; the real service would refuse these two.
 	broken := createSchema(t, sc, "broken", pubsubpb.Schema_AVRO, `{"type":"record","name":"R","fields":[`)

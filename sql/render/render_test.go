@@ -10,35 +10,13 @@ import (
 	"time"
 
 	"github.com/bqcdc/bqcdc/internal/catalog"
+	"github.com/bqcdc/bqcdc/internal/dev/rendercases"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/google/go-cmp/cmp"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
-
-// Changelog schemas of the test sources.
-func testSources() map[string]schema.Columns {
-	meta := catalog.MetadataColumns()
-	with := func(cols ...schema.Column) schema.Columns { return append(schema.Columns(cols), meta...) }
-	return map[string]schema.Columns{
-		"users": with(
-			schema.Column{Name: "userId", Type: schema.Int64}, schema.Column{Name: "name", Type: schema.String},
-			schema.Column{Name: "city", Type: schema.String}, schema.Column{Name: "operation", Type: schema.String},
-			schema.Column{Name: "sequenceNum", Type: schema.Int64}, schema.Column{Name: "tags", Type: schema.String, Repeated: true}),
-		"odd.names": with(
-			schema.Column{Name: "order", Type: schema.Int64}, schema.Column{Name: "group", Type: schema.String},
-			schema.Column{Name: "select", Type: schema.String}, schema.Column{Name: "from", Type: schema.Date},
-			schema.Column{Name: "where", Type: schema.JSON}, schema.Column{Name: "by", Type: schema.Timestamp}),
-		// Snapshot tables: a user's table of full extracts, no bqcdc columns.
-		"table:staging.customer_extracts": {
-			{Name: "id", Type: schema.Int64}, {Name: "name", Type: schema.String}, {Name: "city", Type: schema.String},
-			{Name: "tags", Type: schema.String, Repeated: true}, {Name: "extracted_at", Type: schema.Timestamp}},
-		"table:staging.odd extracts": {
-			{Name: "order", Type: schema.Int64}, {Name: "group", Type: schema.String}, {Name: "select", Type: schema.String},
-			{Name: "from", Type: schema.Date}, {Name: "by", Type: schema.Date}},
-	}
-}
 
 func boundTestFlows(t *testing.T) []*flow.Bound {
 	t.Helper()
@@ -48,7 +26,7 @@ func boundTestFlows(t *testing.T) []*flow.Bound {
 	}
 	var out []*flow.Bound
 	for _, f := range flows {
-		b, err := flow.Bind(f, testSources()[f.SourceKey()])
+		b, err := flow.Bind(f, rendercases.Sources()[f.SourceKey()])
 		if err != nil {
 			t.Fatal(err)
 		}

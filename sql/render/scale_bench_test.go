@@ -109,9 +109,9 @@ func parseAndBind(tb testing.TB, names []string, srcs map[string]string, changel
 	if len(errs) > 0 {
 		tb.Fatalf("%d errors, the first: %v", len(errs), errs[0])
 	}
-	bound, errs := flow.BindAll(flows, changelogs)
-	if len(errs) > 0 {
-		tb.Fatalf("%d errors, the first: %v", len(errs), errs[0])
+	bound, err := flow.BindAll(flows, changelogs)
+	if err != nil {
+		tb.Fatal(err)
 	}
 	return bound
 }
@@ -153,8 +153,8 @@ func BenchmarkRender1000Flows(b *testing.B) {
 	b.Run("bind", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, errs := flow.BindAll(flows, changelogs); len(errs) > 0 {
-				b.Fatalf("%d errors, the first: %v", len(errs), errs[0])
+			if _, err := flow.BindAll(flows, changelogs); err != nil {
+				b.Fatal(err)
 			}
 		}
 	})

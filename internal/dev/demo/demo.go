@@ -13,7 +13,6 @@ import (
 
 	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/pubsub/v2"
-	"github.com/bqcdc/bqcdc/internal/apply"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/cdc"
 	"github.com/bqcdc/bqcdc/internal/clients"
@@ -247,7 +246,7 @@ func CheckLanded(ctx context.Context, bq *bigquery.Client, loc catalog.Location,
 	}
 	// Bind the flows to the changelogs as they are now: schema evolution may
 	// have added columns since the stack applied them.
-	bound, _, err := apply.BindToChangelogs(ctx, bq, loc, flows)
+	bound, _, err := viewcheck.Bind(ctx, bq, loc, flows)
 	if err != nil {
 		return res, err
 	}

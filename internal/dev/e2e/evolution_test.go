@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"cloud.google.com/go/bigquery"
-	"github.com/bqcdc/bqcdc/internal/apply"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/cdc"
 	"github.com/bqcdc/bqcdc/internal/compact"
@@ -159,7 +158,7 @@ func TestSchemaEvolutionEndToEnd(t *testing.T) {
 			flows = append(flows, f)
 		}
 	}
-	bound, _, err := apply.BindToChangelogs(ctx, stack.BigQuery, stack.Location(), flows)
+	bound, _, err := viewcheck.Bind(ctx, stack.BigQuery, stack.Location(), flows)
 	if err != nil {
 		t.Fatal(err)
 	}

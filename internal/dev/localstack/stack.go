@@ -302,7 +302,7 @@ func (s *Stack) Apply(ctx context.Context) error {
 		apply.Schemas{Dir: s.SchemasDir, Registry: reg}, opts, &rep)
 	s.Bound = bound
 	if len(s.Golds) > 0 && (err == nil || errors.As(err, new(*flow.Error))) {
-		golds, refused := apply.BindGolds(s.Golds, bound, s.Dataset)
+		golds, refused := flow.BindGolds(s.Golds, bound, s.Dataset)
 		s.BoundGolds = golds
 		err = errors.Join(err, refused)
 		if gerr := apply.Golds(ctx, s.BigQuery, s.Location(), bound, golds, opts, &rep); gerr != nil {

@@ -1,7 +1,9 @@
 package model
 
 import (
+	"maps"
 	"reflect"
+	"slices"
 	"sort"
 )
 
@@ -61,13 +63,8 @@ func SnapshotSCD1(rows []SnapshotRow, cfg Config) []Row {
 		return nil
 	}
 	newest := byVersion[len(versions)-1]
-	keys := make([]string, 0, len(newest))
-	for k := range newest {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var out []Row
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(newest)) {
 		r := newest[k]
 		row := Row{Key: r.Key, Values: map[string]any{}}
 		for _, c := range cfg.Values {
@@ -86,13 +83,8 @@ func SnapshotSCD2(rows []SnapshotRow, cfg Config) []Version {
 	for _, r := range rows {
 		keySet[KeyString(r.Key)] = r.Key
 	}
-	keys := make([]string, 0, len(keySet))
-	for k := range keySet {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var out []Version
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(keySet)) {
 		var open *Version
 		for i, v := range versions {
 			r, present := byVersion[i][k]

@@ -147,17 +147,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.lookup(w, r, parts[1])
 	case len(parts) == 3 && parts[0] == "subjects" && parts[2] == "versions" && r.Method == http.MethodGet:
 		s.mu.Lock()
-		vs, ok := s.subjects[parts[1]]
+		vs, ok := s.subjectVersions(w, parts[1])
 		nums := make([]int, len(vs))
 		for i, v := range vs {
 			nums[i] = v.version
 		}
 		s.mu.Unlock()
-		if !ok {
-			fail(w, errSubjectNotFound(parts[1]))
-			return
+		if ok {
+			writeJSON(w, 200, nums)
 		}
-		writeJSON(w, 200, nums)
 	case len(parts) == 4 && parts[0] == "subjects" && parts[2] == "versions" && r.Method == http.MethodGet:
 		s.getVersion(w, parts[1], parts[3])
 	default:
@@ -225,9 +223,8 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request, subject string) 
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	vs, ok := s.subjects[subject]
+	vs, ok := s.subjectVersions(w, subject)
 	if !ok {
-		fail(w, errSubjectNotFound(subject))
 		return
 	}
 	for _, v := range vs {
@@ -242,9 +239,8 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request, subject string) 
 func (s *Server) getVersion(w http.ResponseWriter, subject, which string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	vs, ok := s.subjects[subject]
+	vs, ok := s.subjectVersions(w, subject)
 	if !ok {
-		fail(w, errSubjectNotFound(subject))
 		return
 	}
 	if which == "latest" || which == "-1" {
@@ -257,6 +253,16 @@ func (s *Server) getVersion(w http.ResponseWriter, subject, which string) {
 		return
 	}
 	writeJSON(w, 200, versionJSON(subject, vs[n-1]))
+}
+
+// subjectVersions returns subject's versions, oldest first, or answers 404
+// (subject not found) and false. The caller holds s.mu.
+func (s *Server) subjectVersions(w http.ResponseWriter, subject string) ([]version, bool) {
+	vs, ok := s.subjects[subject]
+	if !ok {
+		fail(w, errSubjectNotFound(subject))
+	}
+	return vs, ok
 }
 
 func versionJSON(subject string, v version) map[string]any {

@@ -259,7 +259,7 @@ func (e *Env) ApplyGolds(t testing.TB, file, text string, bound []*flow.Bound) [
 	if err != nil {
 		t.Fatal(err)
 	}
-	bg, err := apply.BindGolds(golds, bound, e.Loc.DefaultDataset)
+	bg, err := flow.BindGolds(golds, bound, e.Loc.DefaultDataset)
 	if err != nil {
 		t.Fatal(err)
 	}

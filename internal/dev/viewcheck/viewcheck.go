@@ -258,11 +258,23 @@ func Check(ctx context.Context, bq *bigquery.Client, b *flow.Bound, loc catalog.
 	return Diff(Expected(b, events), got), nil
 }
 
+// Bind binds flows to what they read as it is in BigQuery now (their
+// changelogs' and snapshot tables' columns), as compaction does, and
+// returns the tables' metadata by source key.
+func Bind(ctx context.Context, bq *bigquery.Client, loc catalog.Location, flows []*flow.Flow) ([]*flow.Bound, map[string]*bigquery.TableMetadata, error) {
+	cols, mds, err := apply.ReadSources(ctx, apply.ClientReader(bq), loc, flows, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	bound, err := flow.BindAll(flows, cols)
+	return bound, mds, err
+}
+
 // Flows binds flows to their changelogs and compares every view with the
 // model (Check); it returns the differences, one paragraph per view that
 // differs ("" when every view equals the model).
 func Flows(ctx context.Context, bq *bigquery.Client, loc catalog.Location, flows []*flow.Flow) (string, error) {
-	bound, _, err := apply.BindToChangelogs(ctx, bq, loc, flows)
+	bound, _, err := Bind(ctx, bq, loc, flows)
 	if err != nil {
 		return "", err
 	}

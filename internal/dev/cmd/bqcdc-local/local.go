@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bqcdc/bqcdc/internal/apply"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/compact"
 	"github.com/bqcdc/bqcdc/internal/dev/demo"
@@ -285,7 +284,7 @@ func compactDemo(ctx context.Context, st *localstack.Stack, sent []demo.Publishe
 // printViews prints the views as compaction left them: it bound the flows
 // to the evolved changelog, so they show the column schema v2 added.
 func printViews(ctx context.Context, st *localstack.Stack) error {
-	bound, _, err := apply.BindToChangelogs(ctx, st.BigQuery, st.Location(), st.Flows)
+	bound, _, err := viewcheck.Bind(ctx, st.BigQuery, st.Location(), st.Flows)
 	if err != nil {
 		return err
 	}

@@ -191,7 +191,7 @@ func readViews(t *testing.T, ctx context.Context, bq *bigquery.Client, bound []*
 func compactOnce(t *testing.T, ctx context.Context, bq *bigquery.Client, loc catalog.Location, flows []*flow.Flow, w *bqwrite.Writer) ([]compact.Report, [2]time.Time) {
 	t.Helper()
 	const pause = 5 * time.Second
-	bound, changelogs, err := apply.BindToChangelogs(ctx, bq, loc, flows)
+	bound, changelogs, err := viewcheck.Bind(ctx, bq, loc, flows)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bqcdc/bqcdc/internal/apply"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/compact"
 	"github.com/bqcdc/bqcdc/internal/dev/localstack"
@@ -125,7 +124,7 @@ func TestCompactionAtScale(t *testing.T) {
 	if compacted != 6 || idle != flows-6 {
 		t.Errorf("%d compacted and %d idle, want 6 and %d", compacted, idle, flows-6)
 	}
-	bound, _, err := apply.BindToChangelogs(ctx, st.BigQuery, st.Location(), st.Flows)
+	bound, _, err := viewcheck.Bind(ctx, st.BigQuery, st.Location(), st.Flows)
 	if err != nil {
 		t.Fatal(err)
 	}
