@@ -63,6 +63,15 @@ func BenchmarkCompactionCost(b *testing.B) {
 			})
 		}
 	}
+	// A view's read side: the whole view, and a query of it filtered by
+	// one key (a lookup), at 10k, 100k and 1M keys of state.
+	for _, kind := range []string{"scd1", "scd2", "bitemporal"} {
+		for _, keys := range []int{10_000, 100_000, 1_000_000} {
+			b.Run(fmt.Sprintf("lookup/%s/keys%dk", kind, keys/1000), func(b *testing.B) {
+				benchLookup(b, flows[kind], keys)
+			})
+		}
+	}
 	// The change feed's read side: <target>_changes(from, NULL) with from a
 	// few minutes before the end, at 30 and 300 days of history.
 	for _, kind := range []string{"scd1", "scd2"} {
@@ -283,6 +292,38 @@ func benchRun(b *testing.B, bd *flow.Bound, keys, touched int) {
 	b.ReportMetric(float64(written), "rows-written/run")
 	b.ReportMetric(float64(maintenance), "maintenance-bytes/day")
 	b.ReportMetric(float64(state.Bytes()), "state-bytes")
+}
+
+// benchLookup prices reading a flow's view as it stands after a run: the
+// whole view, and the view filtered by one key (the filter reaches the
+// state's scan through the view: internal/cost's pushdown), reporting
+//
+//   - state-bytes/read, state-bytes/lookup: bytes of the state scanned;
+//   - billed-bytes/read, billed-bytes/lookup: what each query is billed
+//     (the tail's changelog rows included, at least 10 MB a table).
+func benchLookup(b *testing.B, bd *flow.Bound, keys int) {
+	r := newCostRun(keys, 1)
+	m, _, state, _ := costModel(b, bd, keys, r)
+	sql, err := render.View(bd, costLoc, r.params.NewWatermark)
+	if err != nil {
+		b.Fatal(err)
+	}
+	view := cost.Name(costLoc.ViewTable(bd.Flow))
+	m.Views[view] = sql
+	key := catalog.QuoteIdent(bd.Keys[0].Name)
+	var whole, lookup *cost.Estimate
+	for b.Loop() {
+		if whole, err = m.Estimate(fmt.Sprintf("SELECT * FROM `%s`", view)); err != nil {
+			b.Fatal(err)
+		}
+		if lookup, err = m.Estimate(fmt.Sprintf("SELECT * FROM `%s` WHERE %s = %d", view, key, keys/2)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(whole.Scanned(state.Name)), "state-bytes/read")
+	b.ReportMetric(float64(whole.Billed), "billed-bytes/read")
+	b.ReportMetric(float64(lookup.Scanned(state.Name)), "state-bytes/lookup")
+	b.ReportMetric(float64(lookup.Billed), "billed-bytes/lookup")
 }
 
 func benchFeedRead(b *testing.B, bd *flow.Bound, days int) {

@@ -18,8 +18,11 @@
 //     [NOT] NULL, a parenthesized OR of these on one column; IFNULL,
 //     COALESCE and CAST(NULL AS t) of literals fold to constants). A filter
 //     with a subquery, a query parameter or another table's column prunes
-//     nothing, and so does a filter of an outer scope (BigQuery may push
-//     such filters down; the model does not, so it errs high).
+//     nothing. A constant filter of an outer scope prunes too where it
+//     moves down to the table's scan: through scopes of one source that
+//     keep its column as is, partition every window by it, group by it if
+//     they group, and have no LIMIT (pushdown.go; assumed of BigQuery's
+//     optimizer, as the standard rule, not verified against it).
 //   - SELECT * reads every column when its rows reach the statement's
 //     result, else the columns the statement names anywhere (BigQuery
 //     reads only the columns a query uses).
@@ -430,6 +433,7 @@ func (a *analyzer) prune(r *ref, kind string) (kept, free []bool) {
 	if res.never {
 		return kept, free
 	}
+	a.pushDown(r, &res, types)
 	partSet, partOK := res.cols[strings.ToLower(t.Partition)]
 	clustSet, clustOK := res.cols[strings.ToLower(t.Cluster)]
 	partType := types[strings.ToLower(t.Partition)]

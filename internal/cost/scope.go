@@ -14,7 +14,8 @@ type analyzer struct {
 	blocks []*block
 	main   []*block
 	refs   []*ref
-	hidden map[int]bool // token indices that name no column (table paths, * EXCEPT lists)
+	hidden map[int]bool        // token indices that name no column (table paths, * EXCEPT lists)
+	up     map[*block][]parent // the scopes that read each block (made when first needed)
 	err    error
 }
 
