@@ -245,7 +245,15 @@ type data struct {
 	// The bitemporal view's quoted sequence column and its type, and the
 	// system time's type as the view keys it.
 	SeqCol, SeqType, SysKeyType string
-	NullOutputAs                []string // the target's columns as typed NULLs, named
+	// KeyedNulls are the target's columns as the bitemporal view's marker
+	// rows carry them: the keys as they are, the others typed NULLs, named.
+	// AndKeys (", `k1`, `k2`") follows __key in every PARTITION BY and
+	// GROUP BY of that view, and NonKeyOutput are the output columns that
+	// are not keys: the keys, carried as they are down to the state's scan,
+	// let a query of one key prune the state's blocks (__key alone, a JSON
+	// string of them, would hide them from the optimizer).
+	KeyedNulls, NonKeyOutput []string
+	AndKeys                  string
 	// A system time as the bitemporal view keys it (SystemKey, SystemKeyE
 	// for event e) and shows it again (SystemOut, a format of one operand).
 	SystemKey, SystemKeyE, SystemOut string
@@ -392,10 +400,16 @@ func (d *data) bitemporal(b *flow.Bound) {
 	d.Part = append([]string{"__asof", "__last_n"}, d.Keys...)
 	d.PartQualified = append([]string{"e.__asof", "e.__last_n"}, d.KeysQualified...)
 	d.OutputPrefix = "__asof,\n  __last_n,\n  "
-	d.NullOutputAs = d.NullOutputAs[:0]
+	d.KeyedNulls, d.NonKeyOutput = d.KeyedNulls[:0], d.NonKeyOutput[:0]
 	for _, c := range b.Output {
-		d.NullOutputAs = append(d.NullOutputAs, nullOf(c)+" AS "+q(c.Name))
+		if _, key := b.Keys.Lookup(c.Name); key {
+			d.KeyedNulls = append(d.KeyedNulls, q(c.Name))
+			continue
+		}
+		d.KeyedNulls = append(d.KeyedNulls, nullOf(c)+" AS "+q(c.Name))
+		d.NonKeyOutput = append(d.NonKeyOutput, q(c.Name))
 	}
+	d.AndKeys = ", " + strings.Join(d.Keys, ", ")
 	d.SeqCol = q(b.Sequence[0].Name)
 	d.SeqType = b.Sequence[0].SQLType()
 	d.SysKeyType = schema.Int64

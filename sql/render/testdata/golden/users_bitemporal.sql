@@ -61,24 +61,25 @@ WITH
       LAG(`sequenceNum`) OVER w AS __prev_seq,
       LAG(__sys) OVER w AS __prev_sys
     FROM (SELECT *, UNIX_MICROS(`_cdc_ingested_at`) AS __sys FROM keyed)
-    WINDOW w AS (PARTITION BY __key ORDER BY `sequenceNum`, UNIX_MICROS(`_cdc_ingested_at`), IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, ''))
+    WINDOW w AS (PARTITION BY __key, `userId` ORDER BY `sequenceNum`, UNIX_MICROS(`_cdc_ingested_at`), IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, ''))
   ),
-  in_order AS (
-    SELECT __key
+  -- (A flag from a window over the key’s events, not a semi-join: the
+  -- keys pass through every step as they are, so a query of one key reads
+  -- that key’s blocks of the state.)
+  ordered_flagged AS (
+    SELECT *, COUNTIF(NOT (__prev_seq IS NULL OR (__prev_seq < `sequenceNum` AND __prev_sys < __sys))) OVER (PARTITION BY __key, `userId`) = 0 AS __in_order
     FROM ordered
-    GROUP BY __key
-    HAVING LOGICAL_AND(__prev_seq IS NULL OR (__prev_seq < `sequenceNum` AND __prev_sys < __sys))
   ),
   -- Each key’s system times (TIMESTAMPs as microseconds: the BigQuery
   -- emulator joins and partitions TIMESTAMPs with fractions wrongly).
   positions AS (
-    SELECT DISTINCT __key, UNIX_MICROS(`_cdc_ingested_at`) AS __asof
-    FROM keyed
-    WHERE __key NOT IN (SELECT __key FROM in_order)
+    SELECT DISTINCT __key, `userId`, __sys AS __asof
+    FROM ordered_flagged
+    WHERE NOT __in_order
   ),
   -- Each key’s system times in order.
   ordinals AS (
-    SELECT __key, __asof, ROW_NUMBER() OVER (PARTITION BY __key ORDER BY __asof) AS __n, COUNT(*) OVER (PARTITION BY __key) AS __last_n
+    SELECT __key, `userId`, __asof, ROW_NUMBER() OVER (PARTITION BY __key, `userId` ORDER BY __asof) AS __n, COUNT(*) OVER (PARTITION BY __key, `userId`) AS __last_n
     FROM positions
   ),
   -- The others are folded at each of their system times, but only from a
@@ -95,7 +96,7 @@ WITH
   late_flagged AS (
     SELECT
       *,
-      DENSE_RANK() OVER (PARTITION BY __key ORDER BY __sys) AS __n,
+      DENSE_RANK() OVER (PARTITION BY __key, `userId` ORDER BY __sys) AS __n,
       __op = 'D' OR (__op = 'U' AND (
         LAG(__op) OVER w IS DISTINCT FROM 'U'
         OR NOT (LAG(`name`) OVER w IS NOT DISTINCT FROM `name`)
@@ -103,9 +104,9 @@ WITH
         OR NOT (LAG(`sequenceNum`) OVER w IS NOT DISTINCT FROM `sequenceNum`)
         OR NOT (TO_JSON_STRING(LAG(`tags`) OVER w) = TO_JSON_STRING(`tags`))
       )) AS __cuts
-    FROM ordered
-    WHERE __key NOT IN (SELECT __key FROM in_order)
-    WINDOW w AS (PARTITION BY __key ORDER BY __i)
+    FROM ordered_flagged
+    WHERE NOT __in_order
+    WINDOW w AS (PARTITION BY __key, `userId` ORDER BY __i)
   ),
   -- Each system time’s first event (__first, in sequence order) and __m,
   -- the first event of the later ones: its suffix minimum (__s, of this
@@ -117,21 +118,21 @@ WITH
   late_s AS (
     SELECT
       *,
-      MAX(__n) OVER (PARTITION BY __key) AS __last_n,
-      MIN(__i) OVER (PARTITION BY __key, __n) AS __first,
-      MAX(__i) OVER (PARTITION BY __key, __n) AS __n_last_i
+      MAX(__n) OVER (PARTITION BY __key, `userId`) AS __last_n,
+      MIN(__i) OVER (PARTITION BY __key, `userId`, __n) AS __first,
+      MAX(__i) OVER (PARTITION BY __key, `userId`, __n) AS __n_last_i
     FROM late_flagged
   ),
   late_suffix AS (
-    SELECT *, MIN(__first) OVER (PARTITION BY __key ORDER BY __n DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __s
+    SELECT *, MIN(__first) OVER (PARTITION BY __key, `userId` ORDER BY __n DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __s
     FROM late_s
   ),
   late_next AS (
-    SELECT *, LEAD(__s) OVER (PARTITION BY __key ORDER BY __n, __i) AS __next_s
+    SELECT *, LEAD(__s) OVER (PARTITION BY __key, `userId` ORDER BY __n, __i) AS __next_s
     FROM late_suffix
   ),
   late AS (
-    SELECT *, MAX(IF(__i = __n_last_i, __next_s, NULL)) OVER (PARTITION BY __key, __n) AS __m
+    SELECT *, MAX(IF(__i = __n_last_i, __next_s, NULL)) OVER (PARTITION BY __key, `userId`, __n) AS __m
     FROM late_next
   ),
   -- The cut of each system time but the last (__c, 0: none; __cseq its
@@ -149,14 +150,14 @@ WITH
       CROSS JOIN UNNEST([FALSE, TRUE]) AS __horizon
       WHERE NOT __horizon OR (l.__i = l.__first AND l.__m IS NOT NULL)
     )
-    WINDOW wm AS (PARTITION BY __key ORDER BY __v, __horizon DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+    WINDOW wm AS (PARTITION BY __key, `userId` ORDER BY __v, __horizon DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
   ),
   -- Each event takes part in the folds from its own system time to the
   -- last one whose cut is not after it (cuts only move on), and in the last.
   ranges AS (
     SELECT *
     FROM (
-      SELECT *, MAX(IF(__horizon, __n, NULL)) OVER (PARTITION BY __key ORDER BY IF(__horizon, __c, __i), __horizon DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __to
+      SELECT *, MAX(IF(__horizon, __n, NULL)) OVER (PARTITION BY __key, `userId` ORDER BY IF(__horizon, __c, __i), __horizon DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __to
       FROM marks
     )
     WHERE NOT __horizon
@@ -165,7 +166,7 @@ WITH
   -- on; the fold partitions them by the system time’s ordinal (__asof
   -- here, until final below maps ordinals to system times).
   events AS (
-    SELECT __at AS __asof, r.* EXCEPT (__i, __prev_seq, __prev_sys, __sys, __n, __cuts, __first, __n_last_i, __s, __next_s, __m, __horizon, __v, __c, __cseq, __to)
+    SELECT __at AS __asof, r.* EXCEPT (__i, __prev_seq, __prev_sys, __sys, __n, __cuts, __first, __n_last_i, __s, __next_s, __m, __horizon, __v, __c, __cseq, __to, __in_order)
     FROM ranges AS r
     CROSS JOIN UNNEST(ARRAY_CONCAT(GENERATE_ARRAY(r.__n, LEAST(IFNULL(r.__to, 0), r.__last_n - 1)), [r.__last_n])) AS __at
   ),
@@ -255,7 +256,7 @@ WHERE __next0 IS NULL OR NOT (__next0 = __start0)
   -- columns the second has too: __key, __cseq, __n. frozen ignores __k of
   -- version rows.)
   frozen_merge AS (
-    SELECT __key, CAST(NULL AS STRING) AS __row, CAST(NULL AS INT64) AS `userId`, CAST(NULL AS STRING) AS `name`, CAST(NULL AS STRING) AS `city`, CAST(NULL AS INT64) AS `sequenceNum`, CAST([] AS ARRAY<STRING>) AS `tags`, CAST(NULL AS TIMESTAMP) AS `_cdc_ingested_at`, CAST(NULL AS STRING) AS `_cdc_message_id`, CAST(NULL AS INT64) AS `__START_AT`, CAST(NULL AS INT64) AS `__END_AT`,
+    SELECT __key, CAST(NULL AS STRING) AS __row, `userId`, CAST(NULL AS STRING) AS `name`, CAST(NULL AS STRING) AS `city`, CAST(NULL AS INT64) AS `sequenceNum`, CAST([] AS ARRAY<STRING>) AS `tags`, CAST(NULL AS TIMESTAMP) AS `_cdc_ingested_at`, CAST(NULL AS STRING) AS `_cdc_message_id`, CAST(NULL AS INT64) AS `__START_AT`, CAST(NULL AS INT64) AS `__END_AT`,
       CAST(NULL AS INT64) AS __last_n, __cseq AS __v, FALSE AS __is_row, __n AS __k
     FROM marks
     WHERE __horizon
@@ -271,20 +272,19 @@ WHERE __next0 IS NULL OR NOT (__next0 = __start0)
       IF(__k = __last_n, IFNULL(__below, 0) + 1, __k) AS __n,
       IF(__k = __last_n, __last_n, __k) AS __end_n
     FROM (
-      SELECT *, MAX(IF(__is_row, NULL, __k)) OVER (PARTITION BY __key ORDER BY __v, __is_row ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __below
+      SELECT *, MAX(IF(__is_row, NULL, __k)) OVER (PARTITION BY __key, `userId` ORDER BY __v, __is_row ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __below
       FROM frozen_merge
     )
     WHERE __is_row
   ),
   -- Consecutive system times at which a row holds form one island.
   islands AS (
-    SELECT *, __n - ROW_NUMBER() OVER (PARTITION BY __key, __row ORDER BY __n) AS __island
+    SELECT *, __n - ROW_NUMBER() OVER (PARTITION BY __key, `userId`, __row ORDER BY __n) AS __island
     FROM known
   ),
   beliefs AS (
     SELECT
-      __key,
-      ANY_VALUE(`userId`) AS `userId`,
+      __key, `userId`,
       ANY_VALUE(`name`) AS `name`,
       ANY_VALUE(`city`) AS `city`,
       ANY_VALUE(`sequenceNum`) AS `sequenceNum`,
@@ -297,22 +297,22 @@ WHERE __next0 IS NULL OR NOT (__next0 = __start0)
       ANY_VALUE(__last_n) AS __last_n,
       MAX(__end_n) AS __last
     FROM islands
-    GROUP BY __key, __row, __island
+    GROUP BY __key, `userId`, __row, __island
   ),
   -- The system times of the beliefs’ first and next ordinals, from one pass
   -- over them and the key’s system times in order.
   mapped AS (
     SELECT
       *,
-      MAX(__o_asof) OVER (PARTITION BY __key ORDER BY __start_n, __is_ord DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __system_start,
-      MAX(__o_asof) OVER (PARTITION BY __key ORDER BY __last + 1, __is_ord DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __next_asof
+      MAX(__o_asof) OVER (PARTITION BY __key, `userId` ORDER BY __start_n, __is_ord DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __system_start,
+      MAX(__o_asof) OVER (PARTITION BY __key, `userId` ORDER BY __last + 1, __is_ord DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __next_asof
     FROM (
       SELECT __key, `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, `__START_AT`, `__END_AT`, __start_n, __last, __last_n, __is_ord, __o_asof
       FROM (SELECT *, FALSE AS __is_ord, CAST(NULL AS INT64) AS __o_asof FROM beliefs)
       UNION ALL
       SELECT __key, `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, `__START_AT`, `__END_AT`, __start_n, __last, __last_n, __is_ord, __o_asof
       FROM (
-        SELECT __key, CAST(NULL AS INT64) AS `userId`, CAST(NULL AS STRING) AS `name`, CAST(NULL AS STRING) AS `city`, CAST(NULL AS INT64) AS `sequenceNum`, CAST([] AS ARRAY<STRING>) AS `tags`, CAST(NULL AS TIMESTAMP) AS `_cdc_ingested_at`, CAST(NULL AS STRING) AS `_cdc_message_id`, CAST(NULL AS INT64) AS `__START_AT`, CAST(NULL AS INT64) AS `__END_AT`,
+        SELECT __key, `userId`, CAST(NULL AS STRING) AS `name`, CAST(NULL AS STRING) AS `city`, CAST(NULL AS INT64) AS `sequenceNum`, CAST([] AS ARRAY<STRING>) AS `tags`, CAST(NULL AS TIMESTAMP) AS `_cdc_ingested_at`, CAST(NULL AS STRING) AS `_cdc_message_id`, CAST(NULL AS INT64) AS `__START_AT`, CAST(NULL AS INT64) AS `__END_AT`,
           __n AS __start_n, __n - 1 AS __last, CAST(NULL AS INT64) AS __last_n, TRUE AS __is_ord, __asof AS __o_asof
         FROM ordinals
       )
@@ -334,19 +334,19 @@ WHERE __next0 IS NULL OR NOT (__next0 = __start0)
       LEAD(__op) OVER w AS __next_op,
       LEAD(`sequenceNum`) OVER w AS __next_seq,
       LEAD(__sys) OVER w AS __next_sys
-    FROM ordered
-    WHERE __key IN (SELECT __key FROM in_order)
-    WINDOW w AS (PARTITION BY __key ORDER BY __i)
+    FROM ordered_flagged
+    WHERE __in_order
+    WINDOW w AS (PARTITION BY __key, `userId` ORDER BY __i)
   ),
   in_order_versioned AS (
     SELECT
       *,
-      COUNTIF(__opens) OVER (PARTITION BY __key ORDER BY __i ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __v,
-      LEAD(__opens) OVER (PARTITION BY __key ORDER BY __i) AS __next_opens
+      COUNTIF(__opens) OVER (PARTITION BY __key, `userId` ORDER BY __i ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __v,
+      LEAD(__opens) OVER (PARTITION BY __key, `userId` ORDER BY __i) AS __next_opens
     FROM in_order_flagged
   ),
   in_order_events AS (
-    SELECT *, MIN(IF(__opens, `sequenceNum`, NULL)) OVER (PARTITION BY __key, __v) AS __vstart
+    SELECT *, MIN(IF(__opens, `sequenceNum`, NULL)) OVER (PARTITION BY __key, `userId`, __v) AS __vstart
     FROM in_order_versioned
   ),
   -- While an upsert is the key’s last known event, its version is open and
@@ -378,12 +378,12 @@ WHERE __next0 IS NULL OR NOT (__next0 = __start0)
   ),
   -- An update that changes no column shows the same row: one belief.
   in_order_islands AS (
-    SELECT *, __i - ROW_NUMBER() OVER (PARTITION BY __key, __row ORDER BY __i) AS __island
+    SELECT *, __i - ROW_NUMBER() OVER (PARTITION BY __key, `userId`, __row ORDER BY __i) AS __island
     FROM in_order_rows
   ),
   in_order_beliefs AS (
     SELECT
-      ANY_VALUE(`userId`) AS `userId`,
+      `userId`,
       ANY_VALUE(`name`) AS `name`,
       ANY_VALUE(`city`) AS `city`,
       ANY_VALUE(`sequenceNum`) AS `sequenceNum`,
@@ -395,7 +395,7 @@ WHERE __next0 IS NULL OR NOT (__next0 = __start0)
       MIN(__system_start) AS __system_start,
       ANY_VALUE(__system_end HAVING MAX __i) AS __system_end
     FROM in_order_islands
-    GROUP BY __key, __row, __island
+    GROUP BY __key, `userId`, __row, __island
   )
 SELECT
   b.`userId`,
