@@ -30,7 +30,11 @@ func TestOuterFiltersPushDown(t *testing.T) {
 		{"a GROUP BY the key", "SELECT n FROM (SELECT id, COUNT(*) AS n FROM `p`.`d`.`events` GROUP BY id) WHERE id = 5", eventDays},
 		{"a UNION ALL", "SELECT name FROM (SELECT id, name FROM `p`.`d`.`events` UNION ALL SELECT id, name FROM `p`.`d`.`events`) WHERE id = 5", eventDays},
 		{"two readers: the blocks of either", "WITH x AS (SELECT * FROM `p`.`d`.`events`) SELECT name FROM x WHERE id = 5 UNION ALL SELECT name FROM x WHERE id = 999999", 2 * eventDays},
+		{"a window that names another", "SELECT name FROM (SELECT *, LAG(ts) OVER (w ORDER BY ts) AS prev FROM `p`.`d`.`events` WINDOW w AS (PARTITION BY id)) WHERE id = 5", eventDays},
+		{"DISTINCT and QUALIFY", "SELECT name FROM (SELECT DISTINCT id, name, ts FROM `p`.`d`.`events` QUALIFY ROW_NUMBER() OVER (PARTITION BY id ORDER BY ts) = 1) WHERE id = 5", eventDays},
+		{"a filter in the reading scope's own WHERE, through a window by another column", "SELECT n FROM (SELECT id, SUM(1) OVER (PARTITION BY name) AS n FROM (SELECT * FROM `p`.`d`.`events` WHERE id = 5))", eventDays},
 		// The filter stays above these.
+		{"a scalar subquery reads every row", "WITH x AS (SELECT * FROM `p`.`d`.`events`) SELECT name FROM x WHERE id = 5 AND ts > (SELECT MIN(ts) FROM x)", all},
 		{"a window over every key", "SELECT name FROM `p`.`d`.`ranked` WHERE id = 5", all},
 		{"a window by another column", "SELECT name FROM (SELECT *, SUM(1) OVER (PARTITION BY name) AS n FROM `p`.`d`.`events`) WHERE id = 5", all},
 		{"a LIMIT", "SELECT name FROM (SELECT * FROM `p`.`d`.`events` LIMIT 10) WHERE id = 5", all},
