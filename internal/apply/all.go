@@ -202,7 +202,7 @@ func apply(ctx context.Context, bq *bigquery.Client, t Target, bound []*flow.Bou
 // state table, its view and its table functions.
 func flowObjectCount(b *flow.Bound, opts Options) int {
 	n := 2 // state table and view
-	if b.Kind().ChangeFeed() {
+	if b.ChangeFeed() {
 		n++ // change table
 	}
 	if opts.SkipTableFunctions {

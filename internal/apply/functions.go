@@ -123,7 +123,7 @@ var routineSQL = map[string]func(*flow.Bound, catalog.Location) (string, error){
 // tableFunctions lists the table functions flow b gets.
 func tableFunctions(b *flow.Bound) []tableFunction {
 	var out []tableFunction
-	for _, suffix := range b.Kind().Routines() {
+	for _, suffix := range b.Routines() {
 		out = append(out, tableFunction{catalog.RoutineName(b.Flow, suffix), routineSQL[suffix]})
 	}
 	return out

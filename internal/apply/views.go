@@ -28,7 +28,7 @@ func State(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *fl
 // exist, so compaction, which reads that label with the state's metadata,
 // knows the change table is there without reading it.
 func state(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, listed listing, rep *Report) (created bool, err error) {
-	if b.Kind().ChangeFeed() {
+	if b.ChangeFeed() {
 		if err := changeTable(ctx, bq, loc, b, listed, rep); err != nil {
 			return false, err
 		}

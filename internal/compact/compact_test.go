@@ -12,6 +12,7 @@ import (
 
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/catalog"
+	"github.com/bqcdc/bqcdc/sql/render"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -444,5 +445,71 @@ func TestChangeFeedEvery(t *testing.T) {
 	c.Run(context.Background(), bound)
 	if d := cmp.Diff([]string{"stats", "fold", "changes"}, fake.kinds()); d != "" {
 		t.Errorf("a feed 2 hours behind (-want +got):\n%s", d)
+	}
+}
+
+// A flow whose change feed is off (TBLPROPERTIES ('delta.enableChangeDataFeed'
+// = 'false')) runs the statistics and the fold only: no state read, and
+// it is left clean (nothing lags).
+func TestNoChangeFeedReadsNoState(t *testing.T) {
+	fake := newFake()
+	bound := testFlows(t, fake, 1, 1)
+	bound[0].NoChangeFeed = true
+	fake.tables["cdc.t0__state"] = &bigquery.TableMetadata{NumRows: 1, Labels: map[string]string{
+		catalog.StateLayoutLabel: catalog.StateLayout, catalog.LabelWatermark: us(t0.Add(-20 * time.Minute)), catalog.LabelFoldedMax: us(t0.Add(-20 * time.Minute))}}
+	changed(fake, "src0_changelog", 1, t0.Add(-time.Minute), 5)
+	now := t0
+	c := compactor(fake, &now, Options{MaintainEvery: -1})
+	c.Run(context.Background(), bound)
+	if d := cmp.Diff([]string{"stats", "fold"}, fake.kinds()); d != "" {
+		t.Errorf("statements of a flow without a change feed (-want +got):\n%s", d)
+	}
+	for _, sql := range fake.queries {
+		if strings.Contains(sql, "t0__changes") {
+			t.Errorf("a statement names the change table:\n%s", sql)
+		}
+	}
+}
+
+// Maintenance reduces events only as of the position the change feed is
+// materialized to when the feed is behind the watermark (ChangeFeedEvery,
+// or a first materialization of a long history): the feed's later
+// positions still need the events before them as baselines, and once
+// reduced they would read an update as an insert. A flow without a feed
+// reduces as of the watermark.
+func TestMaintenanceKeepsWhatALaggingFeedNeeds(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		noFeed bool
+		want   time.Time // the position maintenance reduces as of
+	}{
+		{"feed 3 hours behind", false, t0.Add(-3 * time.Hour)},
+		{"no feed", true, t0.Add(-20 * time.Minute)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := newFake()
+			bound := testFlows(t, fake, 1, 1)
+			bound[0].NoChangeFeed = tt.noFeed
+			fake.tables["cdc.t0__state"] = &bigquery.TableMetadata{NumRows: 1, Labels: map[string]string{
+				catalog.StateLayoutLabel: catalog.StateLayout, catalog.LabelWatermark: us(t0.Add(-20 * time.Minute)), catalog.LabelFoldedMax: us(t0.Add(-20 * time.Minute))}}
+			changed(fake, "src0_changelog", 1, t0.Add(-time.Minute), 5)
+			fake.stats["`src0_changelog`"]["changes_until"] = t0.Add(-3 * time.Hour)
+			now := t0
+			c := compactor(fake, &now, Options{MaintainEvery: time.Hour, ChangeFeedEvery: 24 * time.Hour})
+			c.Run(context.Background(), bound)
+			var maintain string
+			for _, q := range fake.queries {
+				if kindOfSQL(q) == "maintain" {
+					maintain = q
+				}
+			}
+			if maintain == "" {
+				t.Fatalf("no maintenance among %v", fake.kinds())
+			}
+			kept := "`_cdc_ingested_at` > " + render.Literal(tt.want)
+			if !strings.Contains(maintain, kept) {
+				t.Errorf("maintenance does not keep the events after %s as they are:\n%s", tt.want, maintain)
+			}
+		})
 	}
 }

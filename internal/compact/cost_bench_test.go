@@ -50,6 +50,19 @@ func BenchmarkCompactionCost(b *testing.B) {
 			})
 		}
 	}
+	// SCD 1 and SCD 2 flows with their change feed off (TBLPROPERTIES
+	// ('delta.enableChangeDataFeed' = 'false')): a run reads no state.
+	for _, kind := range []string{"scd1", "scd2"} {
+		off := *flows[kind]
+		f := *off.Flow
+		f.NoChangeFeed = true
+		off.Flow = &f
+		for _, keys := range []int{10_000, 1_000_000, 10_000_000} {
+			b.Run(fmt.Sprintf("%s-nofeed/keys%dk/touched100", kind, keys/1000), func(b *testing.B) {
+				benchRun(b, &off, keys, 100)
+			})
+		}
+	}
 	// A materialized view's refresh (gold): a fixed delta of 100 touched
 	// keys of a source of 1M keys, at 10k, 100k and 1M groups of the view's
 	// state, with the touched groups' filter the run reads first (past
@@ -230,7 +243,7 @@ func costModel(b *testing.B, bd *flow.Bound, keys int, r costRun) (m *cost.Model
 	must(state.AddSpan(folded, cost.Int(0), cost.Int(int64(keys-1)), rows, 0))
 	m = cost.NewModel(changelog, state)
 
-	if bd.Kind().ChangeFeed() {
+	if bd.ChangeFeed() {
 		changes = cost.NewTable(cost.Name(costLoc.ChangesTable(bd.Flow)), cost.Columns(catalog.ChangesColumns(bd), costShapes, costShape), catalog.ColCommitPosition, catalog.ColCommitPosition)
 		must(changes.AddTimeRange(from, r.params.Watermark, int64(keys*costEventsPerKey)*changeRowsPerEvent(bd), 0))
 		must(changes.AddSpan(cost.Partition{Null: true}, cost.Null, cost.Null, int64(24*time.Hour/costSchedule), 0))
@@ -269,7 +282,7 @@ func benchRun(b *testing.B, bd *flow.Bound, keys, touched int) {
 		stats := r.params
 		stats.NewWatermark, stats.Generation = time.Time{}, time.Time{}
 		run := []*cost.Estimate{estimate(plan.Stats(stats)), estimate(plan.Fold(r.params))}
-		if bd.Kind().ChangeFeed() {
+		if bd.ChangeFeed() {
 			p := r.params
 			p.Keys = r.keyFilter()
 			run = append(run, estimate(plan.Changes(p)))
@@ -285,7 +298,7 @@ func benchRun(b *testing.B, bd *flow.Bound, keys, touched int) {
 		}
 	}
 	written := int64(touched) + 1 // the level: one event per touched key, and its marker
-	if bd.Kind().ChangeFeed() {
+	if bd.ChangeFeed() {
 		written += int64(touched)*changeRowsPerEvent(bd) + 1
 	}
 	b.ReportMetric(float64(stateBytes), "state-bytes/run")

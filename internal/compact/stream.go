@@ -107,7 +107,7 @@ func (s *streamRun) read(ctx context.Context) (bool, error) {
 		// folded, so the signature is clean if it was seen by then.
 		s.rep.Outcome = UpToDate
 	}
-	s.changes = b.Kind().ChangeFeed() && s.st.changesUntil.Before(s.watermark)
+	s.changes = b.ChangeFeed() && s.st.changesUntil.Before(s.watermark)
 	if s.changes && s.c.opts.ChangeFeedEvery > 0 && s.st.changesUntil.After(render.Epoch) &&
 		s.watermark.Sub(s.st.changesUntil) < s.c.opts.ChangeFeedEvery {
 		// Not yet: a later run materializes a longer range at once. The
@@ -280,6 +280,21 @@ func (s *streamRun) firstPosition(ctx context.Context) (time.Time, error) {
 // a day (Options.MaintainEvery).
 func (s *streamRun) maintain(ctx context.Context) error {
 	p := s.runParams()
+	// Events are reduced only as of a position every reader of the state
+	// has passed: for a flow with a change feed, also the position the
+	// feed is materialized to, since each later position still needs the
+	// events before it as its baseline (a feed behind: ChangeFeedEvery, or
+	// a first materialization of a long history, a day of positions a
+	// slice). Later events are kept as they are.
+	if s.t.b.ChangeFeed() {
+		fed := s.st.changesUntil
+		if s.changes {
+			fed = s.changesReached
+		}
+		if fed.Before(p.Watermark) {
+			p.Watermark = fed
+		}
+	}
 	sql, err := s.plan.Maintain(p)
 	if err != nil {
 		return err

@@ -53,6 +53,10 @@ type Flow struct {
 	SystemSequence *Ident      // SYSTEM SEQUENCE BY column; nil when absent
 	TrackHistory   *ColumnSpec // SCD 2 only
 	IgnoreNull     *ColumnSpec // IGNORE NULL UPDATES [ON ...]; All with no Except for the plain form
+	// NoChangeFeed: the target's declaration turns its change feed off
+	// (TBLPROPERTIES ('delta.enableChangeDataFeed' = 'false')); see
+	// Flow.ChangeFeed.
+	NoChangeFeed bool
 
 	clauses map[string]Pos // clause name -> first position, for duplicate checks
 	// fromSnapshot: the statement was spelled ... FROM SNAPSHOT INTO, so its

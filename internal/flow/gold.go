@@ -57,9 +57,18 @@ type GoldItem struct {
 // views (gold flows). Parse, which every caller that runs only change flows
 // uses, accepts a valid materialized view and leaves it out.
 func ParseAll(file, src string) ([]*Flow, []*Gold, error) {
+	flows, golds, decls, err := parseFile(file, src)
+	applyDecls(flows, decls)
+	return flows, golds, err
+}
+
+// parseFile parses one source: its flows, materialized views and
+// streaming table declarations (which ParseFilesAll applies to the flows
+// of every file).
+func parseFile(file, src string) ([]*Flow, []*Gold, []tableDecl, error) {
 	p := &parser{toks: lex(file, src)}
 	flows, errs := p.statements()
-	return flows, p.golds, errs.Err()
+	return flows, p.golds, p.decls, errs.Err()
 }
 
 // gold reads the rest of CREATE [OR REFRESH] MATERIALIZED VIEW, after VIEW;

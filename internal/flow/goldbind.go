@@ -656,6 +656,9 @@ func (g *BoundGold) Refreshable() error {
 	if g.Source.IsSnapshot() {
 		return fmt.Errorf("%s: its source %s is a snapshot flow, which has no change feed", g.Name, g.Source.Name)
 	}
+	if g.Source.NoChangeFeed {
+		return fmt.Errorf("%s: its source %s has its change feed off (TBLPROPERTIES ('%s' = 'false'))", g.Name, g.Source.Name, ChangeDataFeedProperty)
+	}
 	for _, it := range g.Items {
 		if !it.ByValue() || it.ArgColumn == "" {
 			continue

@@ -70,6 +70,25 @@ func (k Kind) Routines() []string {
 	return nil
 }
 
+// ChangeFeed reports whether the flow has a materialized change feed: its
+// kind has one (Kind.ChangeFeed) and its target's declaration does not turn
+// it off. Without it a compaction run reads no state.
+func (f *Flow) ChangeFeed() bool { return f.Kind().ChangeFeed() && !f.NoChangeFeed }
+
+// Routines are the suffixes of the table functions apply makes beside the
+// flow's view: its kind's (Kind.Routines), but <target>_changes when its
+// change feed is off.
+func (f *Flow) Routines() []string {
+	var out []string
+	for _, r := range f.Kind().Routines() {
+		if r == catalog.ChangesSuffix && !f.ChangeFeed() {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
 // ChangelogSource is the source topic whose changelog the flow reads, and
 // false for a flow that reads no changelog (a snapshot flow reads the
 // user's table). Code that concerns changelogs (their tables, tails,

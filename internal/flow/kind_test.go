@@ -2,7 +2,10 @@ package flow
 
 import (
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/bqcdc/bqcdc/internal/catalog"
 )
 
 // Every kind of flow parses to its Kind, and the kind says which objects
@@ -36,5 +39,40 @@ func TestKind(t *testing.T) {
 	}
 	if Kind(0).String() != "invalid" {
 		t.Error("the zero Kind has a name")
+	}
+}
+
+// TBLPROPERTIES ('delta.enableChangeDataFeed' = 'false') on a target's
+// declaration, in the same file, in another, or in Databricks SQL's
+// CREATE STREAMING TABLE ... FLOW AUTO CDC, turns the flow's change feed
+// off: no <target>_changes. Any other value is refused where it stands.
+func TestChangeDataFeedProperty(t *testing.T) {
+	const flowA = "CREATE FLOW a AS AUTO CDC INTO ta FROM STREAM(users_topic) KEYS (userId) SEQUENCE BY sequenceNum;\n"
+	const flowB = "CREATE FLOW b AS AUTO CDC INTO tb FROM STREAM(users_topic) KEYS (userId) SEQUENCE BY sequenceNum STORED AS SCD TYPE 2;\n"
+	names := []string{"decl.sql", "flows.sql"}
+	srcs := map[string]string{
+		"decl.sql": "CREATE OR REFRESH STREAMING TABLE tb TBLPROPERTIES (quality = 'gold', delta.enableChangeDataFeed = false);\n" +
+			"CREATE OR REFRESH STREAMING TABLE tc TBLPROPERTIES ('delta.enableChangeDataFeed' = 'false') FLOW AUTO CDC FROM STREAM(users_topic) KEYS (userId) SEQUENCE BY sequenceNum;\n",
+		"flows.sql": "CREATE STREAMING TABLE ta TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true');\n" + flowA + flowB,
+	}
+	flows, errs := ParseFiles(names, srcs)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	want := map[string][]string{"a": {catalog.AtSuffix, catalog.ChangesSuffix}, "b": {catalog.AtSuffix}, "tc": {catalog.AtSuffix}}
+	for _, f := range flows {
+		if got := f.Routines(); !slices.Equal(got, want[f.Name]) {
+			t.Errorf("flow %s: routines %v, want %v", f.Name, got, want[f.Name])
+		}
+		if f.ChangeFeed() != (f.Name == "a") {
+			t.Errorf("flow %s: ChangeFeed() = %v", f.Name, f.ChangeFeed())
+		}
+	}
+	if len(flows) != 3 {
+		t.Errorf("%d flows, want 3", len(flows))
+	}
+	_, err := Parse("p.sql", "CREATE STREAMING TABLE t TBLPROPERTIES ('delta.enableChangeDataFeed' = 'no');")
+	if err == nil || !strings.Contains(err.Error(), "p.sql:1:72: delta.enableChangeDataFeed is 'true' or 'false'") {
+		t.Errorf("a value that is no boolean: %v", err)
 	}
 }

@@ -59,9 +59,11 @@ func ParseFiles(names []string, srcs map[string]string) (flows []*Flow, errs []e
 func ParseFilesAll(names []string, srcs map[string]string) (Declarations, []error) {
 	var all []*Flow
 	var golds []*Gold
+	var decls []tableDecl
 	var errs []error
 	for _, name := range names {
-		parsed, gs, err := ParseAll(name, srcs[name])
+		parsed, gs, ds, err := parseFile(name, srcs[name])
+		decls = append(decls, ds...)
 		if list, ok := err.(ErrorList); ok {
 			for _, e := range list {
 				errs = append(errs, e)
@@ -70,6 +72,7 @@ func ParseFilesAll(names []string, srcs map[string]string) (Declarations, []erro
 		all = append(all, parsed...)
 		golds = append(golds, gs...)
 	}
+	applyDecls(all, decls) // a table may be declared in another file than its flow
 	var flows []*Flow
 	byName := map[string]*Flow{}
 	targets := map[string]*Flow{}

@@ -13,12 +13,12 @@ import (
 // Besides flows, a file may declare their target tables the way Databricks
 // requires before APPLY CHANGES INTO (CREATE OR REFRESH STREAMING TABLE t;,
 // with or without a schema, COMMENT or TBLPROPERTIES). Such declarations are
-// accepted and ignored: bqcdc creates each target itself, as a view whose
-// columns come from the flow.
+// accepted: bqcdc creates each target itself, as a view whose columns come
+// from the flow, and of their clauses takes only the change feed's table
+// property (ChangeDataFeedProperty).
 func Parse(file, src string) ([]*Flow, error) {
-	p := &parser{toks: lex(file, src)}
-	flows, errs := p.statements()
-	return flows, errs.Err()
+	flows, _, err := ParseAll(file, src)
+	return flows, err
 }
 
 // statements reads every statement: flows are returned, materialized views
@@ -54,7 +54,8 @@ func (p *parser) statements() ([]*Flow, ErrorList) {
 type parser struct {
 	toks  []token
 	i     int
-	golds []*Gold // the materialized views read so far
+	golds []*Gold     // the materialized views read so far
+	decls []tableDecl // the streaming tables declared so far
 }
 
 func (p *parser) peek() token { return p.toks[p.i] }
@@ -270,6 +271,7 @@ func (p *parser) streamingTable(f *Flow) (bool, *Error) {
 	if err != nil {
 		return false, err
 	}
+	d := tableDecl{target: target}
 	depth := 0
 	for {
 		t := p.peek()
@@ -278,8 +280,14 @@ func (p *parser) streamingTable(f *Flow) (bool, *Error) {
 			return false, errorf(t.Pos, "CREATE STREAMING TABLE %s is not terminated: add ';'", target)
 		case t.Kind == tokInvalid:
 			return false, errorf(t.Pos, "%s", t.Text)
+		case depth == 0 && t.is("TBLPROPERTIES"):
+			if err := p.tableProperties(&d); err != nil {
+				return false, err
+			}
+			continue
 		case t.Kind == tokPunct && t.Text == ";":
 			p.next()
+			p.decls = append(p.decls, d)
 			return false, nil
 		case t.Kind == tokPunct && t.Text == "(":
 			depth++
@@ -292,7 +300,7 @@ func (p *parser) streamingTable(f *Flow) (bool, *Error) {
 			if err := p.keywords("AUTO", "CDC"); err != nil {
 				return false, err
 			}
-			f.Spelling, f.Target, f.Name = "AUTO CDC", target, target.Table
+			f.Spelling, f.Target, f.Name, f.NoChangeFeed = "AUTO CDC", target, target.Table, d.noFeed
 			return true, p.body(f)
 		}
 		p.next()

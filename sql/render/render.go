@@ -526,7 +526,7 @@ func NewCompaction(b *flow.Bound, loc catalog.Location) *Compaction {
 		d.KeyRange = d.Keys[0]
 	}
 	d.RangeCount = KeyRanges
-	if b.Kind().ChangeFeed() {
+	if b.ChangeFeed() {
 		d.changeOutput(b, loc)
 	}
 	return &Compaction{b: b, d: *d}
@@ -747,7 +747,7 @@ func nullableLiteral(t time.Time) string {
 }
 
 func changes(b *flow.Bound, loc catalog.Location, ddl bool, a args) (string, error) {
-	if !b.Kind().ChangeFeed() {
+	if !b.ChangeFeed() {
 		return "", fmt.Errorf("flow %s has no change feed", b.Name)
 	}
 	d := newData(b, loc, Epoch)
