@@ -47,6 +47,11 @@ const (
 	// folded (µs): with the append ledger (AppendsTable), a flow is idle
 	// while no ledger row of its source reaches past it.
 	LabelReached = "bqcdc-reached-us"
+	// LabelFeedOff: "1" while a flow whose kind has a change feed runs with
+	// it off (its target's TBLPROPERTIES): maintenance then reduces events
+	// the feed's later positions would need, so a feed turned on again is
+	// rebuilt from an empty change table, not continued.
+	LabelFeedOff = "bqcdc-feed-off"
 )
 
 // ChangelogExpiredLabel on a changelog records the day before which its

@@ -319,6 +319,7 @@ type Report struct {
 	Maintained      bool          `json:"maintained,omitempty"`      // the run folded the state's levels into one
 	Golds           int           `json:"golds_refreshed,omitempty"` // materialized views over the flow whose state the run refreshed
 	GoldErrors      []string      `json:"gold_errors,omitempty"`     // those it could not refresh (the flow's run still counts)
+	FeedHeld        string        `json:"feed_held,omitempty"`       // why the change feed was not materialized (the run still counts)
 	Plan            []Statement   `json:"plan,omitempty"`            // a dry run: the statements the run would execute, priced
 	LedgerIdle      bool          `json:"ledger_idle,omitempty"`     // idle from the listing and the append ledger: not a table of the flow was read
 	Jobs            int           `json:"jobs"`                      // query jobs this flow's run started

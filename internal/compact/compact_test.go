@@ -513,3 +513,43 @@ func TestMaintenanceKeepsWhatALaggingFeedNeeds(t *testing.T) {
 		})
 	}
 }
+
+// A feed turned off labels the state (catalog.LabelFeedOff); turned on
+// again it is held (not continued from its old marker, whose later
+// positions' baselines maintenance may have reduced away) until its change
+// table is empty, and then rebuilt from the flow's first position.
+func TestFeedTurnedOnAgainIsRebuilt(t *testing.T) {
+	fake := newFake()
+	bound := testFlows(t, fake, 1, 1)
+	fake.tables["cdc.t0__state"] = &bigquery.TableMetadata{NumRows: 1, Labels: map[string]string{
+		catalog.StateLayoutLabel: catalog.StateLayout, catalog.LabelWatermark: us(t0.Add(-20 * time.Minute)), catalog.LabelFoldedMax: us(t0.Add(-20 * time.Minute))}}
+	now := t0
+	c := compactor(fake, &now, Options{MaintainEvery: -1})
+	run := func(noFeed bool, changesUntil any) Report {
+		t.Helper()
+		fake.reset()
+		bound[0].NoChangeFeed = noFeed
+		changed(fake, "src0_changelog", 1, now.Add(-time.Minute), 5)
+		fake.stats["`src0_changelog`"]["changes_until"] = changesUntil
+		now = now.Add(10 * time.Minute)
+		return c.Run(context.Background(), bound)[0]
+	}
+	if r := run(true, nil); r.FeedHeld != "" || fake.labels("cdc.t0__state")[catalog.LabelFeedOff] != "1" {
+		t.Fatalf("feed off: held %q, labels %v", r.FeedHeld, fake.labels("cdc.t0__state"))
+	}
+	r := run(false, t0.Add(-time.Hour)) // on again, the old marker still there
+	if d := cmp.Diff([]string{"stats", "fold"}, fake.kinds()); d != "" || r.FeedHeld == "" || !strings.Contains(r.FeedHeld, "t0__changes") {
+		t.Errorf("on again over the old change table: statements (-want +got):\n%s\nheld: %q", d, r.FeedHeld)
+	}
+	if fake.labels("cdc.t0__state")[catalog.LabelFeedOff] != "1" {
+		t.Errorf("the hold was not kept: %v", fake.labels("cdc.t0__state"))
+	}
+	fake.first = now.Add(-time.Hour)
+	r = run(false, nil) // the change table emptied (dropped and applied again)
+	if d := cmp.Diff([]string{"stats", "fold", "first", "changes"}, fake.kinds()); d != "" || r.FeedHeld != "" {
+		t.Errorf("on again over an empty change table: statements (-want +got):\n%s\nheld: %q", d, r.FeedHeld)
+	}
+	if l := fake.labels("cdc.t0__state"); l[catalog.LabelFeedOff] == "1" {
+		t.Errorf("the feed was rebuilt but the label stays: %v", l)
+	}
+}

@@ -19,6 +19,9 @@ func (r Report) Line() string {
 	if r.Error != "" {
 		s += "\n    error: " + r.Error
 	}
+	if r.FeedHeld != "" {
+		s += "\n    change feed held: " + r.FeedHeld
+	}
 	for _, e := range r.GoldErrors {
 		s += "\n    materialized view not refreshed: " + e
 	}

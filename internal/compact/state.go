@@ -24,6 +24,10 @@ type labels struct {
 	maintained           time.Time // zero: never
 	reached              time.Time // every changelog row ingested by then was folded (zero: unknown)
 	layout               bool      // the state is of catalog.StateLayout (its change table exists)
+	// feedOff: a run had the flow's change feed off, or held it after
+	// (catalog.LabelFeedOff: "1"); "0" clears a "1" (BigQuery merges
+	// labels on update), "" writes nothing.
+	feedOff string
 }
 
 func readLabels(l map[string]string) labels {
@@ -46,6 +50,7 @@ func readLabels(l map[string]string) labels {
 	out.reached, _ = us(catalog.LabelReached)
 	out.clean = l[catalog.LabelClean] == "1"
 	out.layout = l[catalog.StateLayoutLabel] == catalog.StateLayout
+	out.feedOff = l[catalog.LabelFeedOff]
 	return out
 }
 
@@ -73,6 +78,9 @@ func (l labels) values() map[string]string {
 	}
 	if l.layout {
 		out[catalog.StateLayoutLabel] = catalog.StateLayout
+	}
+	if l.feedOff != "" {
+		out[catalog.LabelFeedOff] = l.feedOff
 	}
 	return out
 }

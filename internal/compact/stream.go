@@ -108,6 +108,22 @@ func (s *streamRun) read(ctx context.Context) (bool, error) {
 		s.rep.Outcome = UpToDate
 	}
 	s.changes = b.ChangeFeed() && s.st.changesUntil.Before(s.watermark)
+	if l.feedOff == "1" {
+		s.nextLabels.feedOff = "0" // cleared unless off or held again below
+	}
+	switch {
+	case b.Kind().ChangeFeed() && !b.ChangeFeed():
+		s.nextLabels.feedOff = "1"
+	case b.ChangeFeed() && l.feedOff == "1" && s.st.changesUntil.After(render.Epoch):
+		// The feed was off while maintenance may have reduced the events
+		// its missed positions need: continuing it would read updates as
+		// inserts. It stays held until its change table is emptied (then
+		// the feed is rebuilt from the flow's first position, and the
+		// label goes).
+		s.changes, s.changesBehind, s.nextLabels.feedOff = false, true, "1"
+		s.rep.FeedHeld = fmt.Sprintf("the change feed was off (TBLPROPERTIES) and is on again: drop %s and run bqcdc apply to rebuild it from the changelog", s.c.loc.ChangesTable(b.Flow))
+		s.c.opts.Log.Warn("change feed held", "event", "change_feed_held", "flow", b.Name, "reason", s.rep.FeedHeld)
+	}
 	if s.changes && s.c.opts.ChangeFeedEvery > 0 && s.st.changesUntil.After(render.Epoch) &&
 		s.watermark.Sub(s.st.changesUntil) < s.c.opts.ChangeFeedEvery {
 		// Not yet: a later run materializes a longer range at once. The

@@ -48,7 +48,7 @@ func TestLaggingFeedSurvivesMaintenance(t *testing.T) {
 	lagging := compact.Options{MaintainEvery: -1, ChangeFeedEvery: 24 * time.Hour}
 	compactAt(at(4), lagging) // folded; the feed stays at minute 2
 	lagging.MaintainEvery, lagging.MaintainMargin, lagging.MaintainGranularity = time.Minute, time.Second, time.Second
-	compactAt(at(6), lagging) // nothing new: the levels are folded
+	compactAt(at(6), lagging)       // nothing new: the levels are folded
 	compactAt(at(8), noMaintenance) // the feed catches up
 	for _, b := range bound {
 		diff, err := viewcheck.CheckChanges(ctx, e.BQ, b, e.Loc, time.Time{}, time.Time{})
