@@ -39,3 +39,24 @@ func (e *Env) CompactCrashing(t testing.TB, opts compact.Options, bound []*flow.
 	}
 	check(fmt.Sprintf("%s, after re-running the crashed compaction", when))
 }
+
+// CompactAt runs compaction of bound with opts at the clock now (a
+// visibility lag of a second and a short backoff unless opts set them) and
+// fails the test if a flow's run fails; it returns the reports.
+func (e *Env) CompactAt(t testing.TB, bound []*flow.Bound, now time.Time, opts compact.Options) []compact.Report {
+	t.Helper()
+	if opts.VisibilityLag == 0 {
+		opts.VisibilityLag = time.Second
+	}
+	if opts.Backoff == 0 {
+		opts.Backoff = 20 * time.Millisecond
+	}
+	opts.Now = func() time.Time { return now }
+	reports := compact.New(e.BQ, e.Loc, opts).Run(context.Background(), bound)
+	for _, r := range reports {
+		if r.Error != "" {
+			t.Fatalf("compaction of %s: %s", r.Flow, r.Error)
+		}
+	}
+	return reports
+}

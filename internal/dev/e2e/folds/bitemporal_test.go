@@ -152,13 +152,7 @@ func TestDatabricksBitemporalScenario(t *testing.T) {
 				e.CheckViews(t, bound, when)
 			}
 			read("before compaction")
-			now := time.Now()
-			opts := compact.Options{VisibilityLag: time.Second, Now: func() time.Time { return now }, Backoff: 20 * time.Millisecond}
-			for _, r := range compact.New(e.BQ, e.Loc, opts).Run(ctx, bound) {
-				if r.Error != "" {
-					t.Fatalf("compaction: %s", r.Error)
-				}
-			}
+			e.CompactAt(t, bound, time.Now(), compact.Options{})
 			read("after compaction")
 
 			// What was believed at 10:02 about 10:03: only PENDING was known.
@@ -239,9 +233,7 @@ COLUMNS (sku, price, valid_from, known_at) STORED AS BITEMPORAL;`, i, src), src,
 		} else if d := cmp.Diff(first, got); d != "" {
 			t.Errorf("%s: rows differ from the first arrival (-first +this):\n%s", when, d)
 		}
-		now := time.Now()
-		opts := compact.Options{VisibilityLag: time.Second, Now: func() time.Time { return now }, Backoff: 20 * time.Millisecond}
-		compact.New(e.BQ, e.Loc, opts).Run(ctx, bound)
+		e.CompactAt(t, bound, time.Now(), compact.Options{})
 		e.CheckViews(t, bound, when+", after compaction")
 	}
 }
@@ -254,7 +246,6 @@ COLUMNS (sku, price, valid_from, known_at) STORED AS BITEMPORAL;`, i, src), src,
 // re-inserts) equal the model, before and after compaction.
 func TestBitemporalInOrderKeys(t *testing.T) {
 	e := testenv.New(t, stack, "bitemporal-in-order")
-	ctx := context.Background()
 	image := schema.Columns{{Name: "id", Type: schema.Int64}, {Name: "status", Type: schema.String}, {Name: "note", Type: schema.String},
 		{Name: "op", Type: schema.String}, {Name: "bt", Type: schema.Int64}, {Name: "st", Type: schema.Int64}}
 	bound := e.ApplySourceFlows(t, "bt.sql", `
@@ -285,9 +276,7 @@ COLUMNS (id, status, note, bt, st) STORED AS BITEMPORAL TRACK HISTORY ON (status
 	r.Shuffle(len(rows), func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
 	e.AppendIngested(t, "bt.accounts", rows, base)
 	e.CheckViews(t, bound, "before compaction")
-	now := time.Now()
-	opts := compact.Options{VisibilityLag: time.Second, Now: func() time.Time { return now }, Backoff: 20 * time.Millisecond}
-	for _, rep := range compact.New(e.BQ, e.Loc, opts).Run(ctx, bound) {
+	for _, rep := range e.CompactAt(t, bound, time.Now(), compact.Options{}) {
 		if rep.Outcome != compact.Compacted {
 			t.Fatalf("compaction: %+v", rep)
 		}

@@ -31,16 +31,7 @@ func TestLaggingFeedSurvivesMaintenance(t *testing.T) {
 	ctx := context.Background()
 	bound := e.ApplySourceFlows(t, "lf.sql", laggingFeedFlows, "lf.users", testenv.UsersImage)
 	at, row := ttClock()
-	compactAt := func(now time.Time, opts compact.Options) {
-		t.Helper()
-		opts.VisibilityLag, opts.Backoff = time.Second, 20*time.Millisecond
-		opts.Now = func() time.Time { return now }
-		for _, r := range compact.New(e.BQ, e.Loc, opts).Run(ctx, bound) {
-			if r.Error != "" {
-				t.Fatalf("compaction of %s: %s", r.Flow, r.Error)
-			}
-		}
-	}
+	compactAt := func(now time.Time, opts compact.Options) { t.Helper(); e.CompactAt(t, bound, now, opts) }
 	noMaintenance := compact.Options{MaintainEvery: -1}
 	e.AppendRows(t, "lf.users", []map[string]any{row(1, "a", "x", "INSERT", 1, "m1", 1), row(2, "b", "y", "INSERT", 1, "m2", 1)})
 	compactAt(at(2), noMaintenance) // the feed materialized to minute 2

@@ -87,14 +87,7 @@ func TestTimeTravelFunctions(t *testing.T) {
 			}
 		}
 	}
-	compactAt := func(now time.Time) {
-		opts := compact.Options{VisibilityLag: time.Second, Now: func() time.Time { return now }, Backoff: 20 * time.Millisecond}
-		for _, r := range compact.New(e.BQ, e.Loc, opts).Run(ctx, bound) {
-			if r.Error != "" {
-				t.Fatalf("compaction of %s: %s", r.Flow, r.Error)
-			}
-		}
-	}
+	compactAt := func(now time.Time) { t.Helper(); e.CompactAt(t, bound, now, compact.Options{}) }
 	e.AppendRows(t, "tt.users", batches[0])
 	check("before any compaction (the feed is empty: no watermark yet)")
 	compactAt(at(4).Add(30 * time.Second))
