@@ -60,7 +60,7 @@ STORED AS SCD TYPE 2 TRACK HISTORY ON (`+"`from`, `where`"+`);
 	}
 	check("before compaction")
 	now := at.Add(time.Minute)
-	for _, r := range compact.New(e.BQ, e.Loc, compact.Options{VisibilityLag: time.Second, Now: func() time.Time { return now }, Backoff: 20 * time.Millisecond}).Run(context.Background(), bound) {
+	for _, r := range e.CompactAt(t, bound, now, compact.Options{}) {
 		if r.Outcome != compact.Compacted {
 			t.Fatalf("compaction of %s: %+v", r.Flow, r)
 		}

@@ -1,7 +1,6 @@
 package goldviews
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"sort"
@@ -33,7 +32,6 @@ GROUP BY 1, region;
 // a repeated finalize appends nothing.
 func TestGoldFinalWindows(t *testing.T) {
 	e := testenv.New(t, stack, "gold-final")
-	ctx := context.Background()
 	bound := e.ApplySourceFlows(t, "f.sql", finalFlows, "f.orders", ordersImage)
 	golds := e.ApplyGolds(t, "f.sql", finalFlows, bound)
 	if len(golds) != 1 || golds[0].Watermark == nil {
@@ -52,8 +50,7 @@ func TestGoldFinalWindows(t *testing.T) {
 	compactNow := func(when string) {
 		t.Helper()
 		now = now.Add(2 * time.Minute) // the watermark passes every change
-		opts := compact.Options{VisibilityLag: time.Minute, Now: func() time.Time { return now }, Backoff: 20 * time.Millisecond, Golds: []*flow.Gold{g.Gold}}
-		for _, r := range compact.New(e.BQ, e.Loc, opts).Run(ctx, bound) {
+		for _, r := range e.CompactAt(t, bound, now, compact.Options{VisibilityLag: time.Minute, Golds: []*flow.Gold{g.Gold}}) {
 			if r.Error != "" || len(r.GoldErrors) > 0 || r.Golds != 1 {
 				t.Fatalf("%s: %+v", when, r)
 			}

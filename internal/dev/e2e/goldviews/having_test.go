@@ -71,10 +71,10 @@ func TestGoldWhereHavingAndFeed(t *testing.T) {
 	for run := 0; run < 4; run++ {
 		history(12, now.Add(-30*time.Second))
 		now = now.Add(2 * time.Minute) // the watermark passes every change
-		opts := compact.Options{VisibilityLag: time.Minute, Now: func() time.Time { return now }, Backoff: 20 * time.Millisecond, Reports: e.W,
+		opts := compact.Options{VisibilityLag: time.Minute, Reports: e.W,
 			Golds: []*flow.Gold{g.Gold}, GoldTouchedAbove: int64(run%2*2 - 1), MaintainEvery: time.Nanosecond,
 			MaintainMargin: time.Second, MaintainGranularity: time.Nanosecond, GoldFeedRetention: -1}
-		for _, r := range compact.New(e.BQ, e.Loc, opts).Run(ctx, bound) {
+		for _, r := range e.CompactAt(t, bound, now, opts) {
 			if r.Error != "" || r.Golds != 1 {
 				t.Fatalf("run %d: %+v", run, r)
 			}
