@@ -479,12 +479,13 @@ func TestNoChangeFeedReadsNoState(t *testing.T) {
 // reduces as of the watermark.
 func TestMaintenanceKeepsWhatALaggingFeedNeeds(t *testing.T) {
 	for _, tt := range []struct {
-		name   string
-		noFeed bool
-		want   time.Time // the position maintenance reduces as of
+		name         string
+		noFeed, held bool
+		want         time.Time // the position maintenance reduces as of
 	}{
-		{"feed 3 hours behind", false, t0.Add(-3 * time.Hour)},
-		{"no feed", true, t0.Add(-20 * time.Minute)},
+		{"feed 3 hours behind", false, false, t0.Add(-3 * time.Hour)},
+		{"no feed", true, false, t0.Add(-20 * time.Minute)},
+		{"feed held (off, then on again): rebuilt, not continued", false, true, t0.Add(-20 * time.Minute)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			fake := newFake()
@@ -492,6 +493,9 @@ func TestMaintenanceKeepsWhatALaggingFeedNeeds(t *testing.T) {
 			bound[0].NoChangeFeed = tt.noFeed
 			fake.tables["cdc.t0__state"] = &bigquery.TableMetadata{NumRows: 1, Labels: map[string]string{
 				catalog.StateLayoutLabel: catalog.StateLayout, catalog.LabelWatermark: us(t0.Add(-20 * time.Minute)), catalog.LabelFoldedMax: us(t0.Add(-20 * time.Minute))}}
+			if tt.held {
+				fake.tables["cdc.t0__state"].Labels[catalog.LabelFeedOff] = "1"
+			}
 			changed(fake, "src0_changelog", 1, t0.Add(-time.Minute), 5)
 			fake.stats["`src0_changelog`"]["changes_until"] = t0.Add(-3 * time.Hour)
 			now := t0

@@ -38,8 +38,11 @@ type streamRun struct {
 	changesBehind bool
 	// changesReached: the position the change feed is materialized to.
 	changesReached time.Time
-	maintained     bool
-	nextLabels     labels
+	// held: the feed was off and is on again over its old change table,
+	// which is to be rebuilt, not continued (catalog.LabelFeedOff).
+	held       bool
+	maintained bool
+	nextLabels labels
 }
 
 type streamStats struct {
@@ -120,7 +123,7 @@ func (s *streamRun) read(ctx context.Context) (bool, error) {
 		// inserts. It stays held until its change table is emptied (then
 		// the feed is rebuilt from the flow's first position, and the
 		// label goes).
-		s.changes, s.changesBehind, s.nextLabels.feedOff = false, true, "1"
+		s.changes, s.changesBehind, s.held, s.nextLabels.feedOff = false, true, true, "1"
 		s.rep.FeedHeld = fmt.Sprintf("the change feed was off (TBLPROPERTIES) and is on again: drop %s and run bqcdc apply to rebuild it from the changelog", s.c.loc.ChangesTable(b.Flow))
 		s.c.opts.Log.Warn("change feed held", "event", "change_feed_held", "flow", b.Name, "reason", s.rep.FeedHeld)
 	}
@@ -301,8 +304,9 @@ func (s *streamRun) maintain(ctx context.Context) error {
 	// feed is materialized to, since each later position still needs the
 	// events before it as its baseline (a feed behind: ChangeFeedEvery, or
 	// a first materialization of a long history, a day of positions a
-	// slice). Later events are kept as they are.
-	if s.t.b.ChangeFeed() {
+	// slice). Later events are kept as they are. A held feed is rebuilt
+	// from the changelog, so its old position binds nothing.
+	if s.t.b.ChangeFeed() && !s.held {
 		fed := s.st.changesUntil
 		if s.changes {
 			fed = s.changesReached

@@ -15,9 +15,8 @@ const ChangeDataFeedProperty = "delta.enableChangeDataFeed"
 // tableDecl is what a streaming table's declaration says that bqcdc uses:
 // for now whether its change feed is off.
 type tableDecl struct {
-	target  Target
-	noFeed  bool
-	feedPos Pos // where the property is set
+	target Target
+	noFeed bool
 }
 
 // tableProperties reads TBLPROPERTIES ('key' = value, ...) after the
@@ -60,7 +59,6 @@ func (p *parser) tableProperties(d *tableDecl) *Error {
 			default:
 				return errorf(v.Pos, "%s is 'true' or 'false', found %s", ChangeDataFeedProperty, v.describe())
 			}
-			d.feedPos = k.Pos
 		}
 		if !p.isPunct(",") {
 			return p.punct(")")
