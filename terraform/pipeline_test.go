@@ -199,10 +199,7 @@ func TestCloudBuildGraph(t *testing.T) {
 
 // The scripts parse, are executable and behave in --dry-run mode.
 func TestScripts(t *testing.T) {
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("bash is not installed")
-	}
+	bash := bashPath(t)
 	for _, s := range []string{"deploy.sh", "teardown.sh", "smoke-test.sh", "extract-provider-schema.sh"} {
 		path := filepath.Join("..", "scripts", s)
 		info, err := os.Stat(path)
@@ -221,14 +218,9 @@ func TestScripts(t *testing.T) {
 	}
 
 	const password = "pw-must-never-be-printed"
+	env := append(os.Environ(), "BQCDC_REGISTRY_PASSWORD="+password, "BQCDC_PROJECT=", "BQCDC_REGION=", "BQCDC_DATASET=", "BQCDC_TFVARS=")
 	run := func(script string, args ...string) (string, error) {
-		cmd := exec.Command(bash, append([]string{filepath.Join("scripts", script)}, args...)...)
-		cmd.Dir = ".."
-		cmd.Env = append(os.Environ(), "BQCDC_REGISTRY_PASSWORD="+password, "BQCDC_PROJECT=", "BQCDC_REGION=", "BQCDC_DATASET=", "BQCDC_TFVARS=")
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err := cmd.Run()
-		return out.String(), err
+		return runScript(bash, env, script, args...)
 	}
 	common := []string{"--project", "demo-proj-1", "--region", "europe-west1", "--dataset", "cdc_demo", "--tfvars", "terraform/examples/demo/terraform.tfvars"}
 
@@ -271,6 +263,29 @@ func TestScripts(t *testing.T) {
 	}
 }
 
+// bashPath returns the path of bash, skipping the test where it is missing.
+func bashPath(t *testing.T) string {
+	t.Helper()
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash is not installed")
+	}
+	return bash
+}
+
+// runScript runs scripts/NAME with bash from the repository root, with env as
+// its whole environment, and returns what it printed (stdout and stderr
+// interleaved, as a terminal shows them).
+func runScript(bash string, env []string, name string, args ...string) (string, error) {
+	cmd := exec.Command(bash, append([]string{filepath.Join("scripts", name)}, args...)...)
+	cmd.Dir = ".."
+	cmd.Env = env
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
 func readFile(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -284,10 +299,7 @@ func readFile(t *testing.T, path string) string {
 // order without credentials and without running any tool: terraform, go,
 // gcloud and bq on the PATH are stubs that record a call and fail.
 func TestSmokeTestDryRun(t *testing.T) {
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("bash is not installed")
-	}
+	bash := bashPath(t)
 	stubs := t.TempDir()
 	called := filepath.Join(stubs, "called")
 	for _, tool := range []string{"terraform", "go", "gcloud", "bq"} {
@@ -297,14 +309,9 @@ func TestSmokeTestDryRun(t *testing.T) {
 		}
 	}
 	run := func(args ...string) (string, error) {
-		cmd := exec.Command(bash, append([]string{filepath.Join("scripts", "smoke-test.sh")}, args...)...)
-		cmd.Dir = ".."
 		// No credentials of any kind, and the stubs first on the PATH.
-		cmd.Env = []string{"PATH=" + stubs + ":/usr/bin:/bin", "HOME=" + t.TempDir(), "CLOUDSDK_CONFIG=" + t.TempDir()}
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err := cmd.Run()
-		return out.String(), err
+		env := []string{"PATH=" + stubs + ":/usr/bin:/bin", "HOME=" + t.TempDir(), "CLOUDSDK_CONFIG=" + t.TempDir()}
+		return runScript(bash, env, "smoke-test.sh", args...)
 	}
 	out, err := run("--dry-run", "--project", "demo-proj-1", "--region", "europe-west1", "--tables", "3")
 	if err != nil {

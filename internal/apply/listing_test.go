@@ -139,7 +139,9 @@ func catalogLoc(t Target) catalog.Location {
 	return catalog.Location{Project: t.Project, DefaultDataset: t.Dataset}
 }
 
-func mustBind(t *testing.T, flows []*flow.Flow, schemas Schemas) []*flow.Bound {
+// mustBind reads the flows' source schemas and binds the flows to their
+// changelogs, as bqcdc render and apply do.
+func mustBind(t testing.TB, flows []*flow.Flow, schemas Schemas) []*flow.Bound {
 	t.Helper()
 	sources, err := LookupSources(context.Background(), flows, schemas)
 	if err != nil {

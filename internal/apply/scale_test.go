@@ -21,7 +21,6 @@ import (
 	"github.com/bqcdc/bqcdc/internal/progress"
 	"github.com/bqcdc/bqcdc/sql/render"
 	"github.com/google/go-cmp/cmp"
-	"google.golang.org/api/option"
 )
 
 var rtt = flag.Duration("apply.rtt", 10*time.Millisecond, "simulated round trip of a BigQuery REST call in BenchmarkApply1000Flows")
@@ -126,16 +125,7 @@ func fakeClients(t testing.TB, latency time.Duration) (*bigquery.Client, *client
 	t.Helper()
 	srv := fakebq.Start(t, fakebq.Options{})
 	counter := &countingTransport{base: http.DefaultTransport, latency: latency}
-	opts := []option.ClientOption{option.WithEndpoint(srv.RESTURL()), option.WithHTTPClient(&http.Client{Transport: counter})}
-	bq, err := bigquery.NewClient(context.Background(), srv.Project(), opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { bq.Close() })
-	lister, err := clients.NewTableListerWith(context.Background(), srv.Project(), opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bq, lister := srv.ClientsVia(t, counter)
 	return bq, lister, counter
 }
 
@@ -295,15 +285,7 @@ func BenchmarkRenderCommand1000Flows(b *testing.B) {
 	loc := catalog.Location{Project: "my-project", DefaultDataset: "cdc"}
 	b.ReportAllocs()
 	for b.Loop() {
-		sources, err := LookupSources(context.Background(), flows, schemas)
-		if err != nil {
-			b.Fatal(err)
-		}
-		bound, err := flow.BindAll(flows, Changelogs(sources))
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, f := range bound {
+		for _, f := range mustBind(b, flows, schemas) {
 			if _, err := render.View(f, loc, render.Epoch); err != nil {
 				b.Fatal(err)
 			}

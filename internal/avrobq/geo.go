@@ -20,11 +20,8 @@ func sridProblem(srid int64) error {
 // records {wkb bytes, srid optional int}, to WKT. The WKB may be PostGIS's
 // EWKB, whose SRID flag and SRID are checked too.
 func geometryConv(v any) (any, error) {
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, badType("geometry record", v)
-	}
-	if err := recordSRID(m); err != nil {
+	m, err := spatialRecord(v, "geometry record")
+	if err != nil {
 		return nil, err
 	}
 	wkb, ok := plain(m["wkb"]).([]byte)
@@ -42,11 +39,8 @@ func geometryConv(v any) (any, error) {
 // y double, wkb optional bytes, srid optional int} (PostgreSQL POINT), to
 // WKT from x and y.
 func pointConv(v any) (any, error) {
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, badType("point record", v)
-	}
-	if err := recordSRID(m); err != nil {
+	m, err := spatialRecord(v, "point record")
+	if err != nil {
 		return nil, err
 	}
 	x, okx := plain(m["x"]).(float64)
@@ -62,17 +56,23 @@ func pointConv(v any) (any, error) {
 	return b.String(), nil
 }
 
-func recordSRID(m map[string]any) error {
+// spatialRecord is v as one of Debezium's spatial records (what), whose
+// srid, when set, must pass sridProblem.
+func spatialRecord(v any, what string) (map[string]any, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, badType(what, v)
+	}
 	s := plain(m["srid"])
 	if s == nil {
-		return nil
+		return m, nil
 	}
 	srid, ok := Integer(s)
 	if !ok {
-		return badType("srid int", s)
+		return nil, badType("srid int", s)
 	}
 	if err := sridProblem(srid); err != nil {
-		return fmt.Errorf("%w: %w", ErrValue, err)
+		return nil, fmt.Errorf("%w: %w", ErrValue, err)
 	}
-	return nil
+	return m, nil
 }

@@ -169,6 +169,24 @@ func bitsColumn(name, at string, s avro.Schema) (Field, error) {
 	return f, nil
 }
 
+// logicalColumns maps the logical types whose column is a BigQuery type and
+// a converter alone; decimal, which also takes its precision and scale, is
+// the only other one.
+var logicalColumns = map[avro.LogicalType]struct {
+	typ  string
+	conv converter
+}{
+	avro.Date:                 {schema.Date, daysConv},
+	avro.TimeMillis:           {schema.Time, timeConv(Millis)},
+	avro.TimeMicros:           {schema.Time, timeConv(Micros)},
+	avro.TimestampMillis:      {schema.Timestamp, timestampConv(Millis)},
+	avro.TimestampMicros:      {schema.Timestamp, timestampConv(Micros)},
+	avro.LocalTimestampMillis: {schema.Datetime, datetimeConv(Millis)},
+	avro.LocalTimestampMicros: {schema.Datetime, datetimeConv(Micros)},
+	avro.UUID:                 {schema.String, uuidConv},
+	avro.Duration:             {schema.Bytes, bytesConv},
+}
+
 func logicalColumn(name string, s avro.Schema) (Field, bool, error) {
 	lts, ok := s.(avro.LogicalTypeSchema)
 	if !ok || lts.Logical() == nil {
@@ -177,35 +195,15 @@ func logicalColumn(name string, s avro.Schema) (Field, bool, error) {
 	}
 	ls := lts.Logical()
 	at := string(s.Type()) + " (" + string(ls.Type()) + ")"
-	col := func(typ string, conv converter) (Field, bool, error) { return newField(name, typ, at, conv), true, nil }
-	switch ls.Type() {
-	case avro.Date:
-		return col(schema.Date, daysConv)
-	case avro.TimeMillis:
-		return col(schema.Time, timeConv(Millis))
-	case avro.TimeMicros:
-		return col(schema.Time, timeConv(Micros))
-	case avro.TimestampMillis:
-		return col(schema.Timestamp, timestampConv(Millis))
-	case avro.TimestampMicros:
-		return col(schema.Timestamp, timestampConv(Micros))
-	case avro.LocalTimestampMillis:
-		return col(schema.Datetime, datetimeConv(Millis))
-	case avro.LocalTimestampMicros:
-		return col(schema.Datetime, datetimeConv(Micros))
-	case avro.UUID:
-		return col(schema.String, uuidConv)
-	case avro.Decimal:
-		d, ok := ls.(*avro.DecimalLogicalSchema)
-		if !ok {
-			return Field{}, false, nil
-		}
-		f, err := decimalColumn(name, at, d.Precision(), d.Scale())
-		return f, err == nil, err
-	case avro.Duration:
-		return col(schema.Bytes, bytesConv)
+	if c, ok := logicalColumns[ls.Type()]; ok {
+		return newField(name, c.typ, at, c.conv), true, nil
 	}
-	return Field{}, false, nil
+	d, ok := ls.(*avro.DecimalLogicalSchema)
+	if !ok {
+		return Field{}, false, nil
+	}
+	f, err := decimalColumn(name, at, d.Precision(), d.Scale())
+	return f, err == nil, err
 }
 
 // otherLogicalColumn maps the Avro 1.12 logical types hamba does not know,

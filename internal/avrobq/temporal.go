@@ -203,13 +203,9 @@ func formatTimeOfDay(Micros int64) string {
 // fractional digits), to the same instant as TIMESTAMP microseconds:
 // the offset is applied exactly and nanoseconds are truncated.
 func zonedTimestampConv(v any) (any, error) {
-	s, ok := v.(string)
-	if !ok {
-		return nil, badType("ISO-8601 timestamp string", v)
-	}
-	t, err := parseOffset(s, "2006-01-02T15:04:05")
+	t, err := parseZoned(v, "timestamp", "2006-01-02T15:04:05")
 	if err != nil {
-		return nil, failure.Errorf("%w: parsing zoned timestamp %q: %v", ErrValue, failure.Value(s), failure.Value(err))
+		return nil, err
 	}
 	return timestampConv(Micros)(t)
 }
@@ -225,16 +221,26 @@ func zonedTimestampConv(v any) (any, error) {
 // to UTC modulo 24 hours, as SQL's AT TIME ZONE does for such times
 // ("01:00+02:00" is 23:00 UTC). Nanoseconds are truncated.
 func zonedTimeConv(v any) (any, error) {
-	s, ok := v.(string)
-	if !ok {
-		return nil, badType("ISO-8601 time string", v)
-	}
-	t, err := parseOffset(s, "15:04:05")
+	t, err := parseZoned(v, "time", "15:04:05")
 	if err != nil {
-		return nil, failure.Errorf("%w: parsing zoned time %q: %v", ErrValue, failure.Value(s), failure.Value(err))
+		return nil, err
 	}
 	u := t.UTC()
 	return formatTimeOfDay(int64(u.Hour()*3600+u.Minute()*60+u.Second())*1e6 + int64(u.Nanosecond()/1e3)), nil
+}
+
+// parseZoned parses v, Debezium's ISO-8601 text of a zoned timestamp or
+// time (what), by parseOffset.
+func parseZoned(v any, what, layout string) (time.Time, error) {
+	s, ok := v.(string)
+	if !ok {
+		return time.Time{}, badType("ISO-8601 "+what+" string", v)
+	}
+	t, err := parseOffset(s, layout)
+	if err != nil {
+		return time.Time{}, failure.Errorf("%w: parsing zoned %s %q: %v", ErrValue, what, failure.Value(s), failure.Value(err))
+	}
+	return t, nil
 }
 
 // parseOffset parses text made of layout, optional fractional seconds and a

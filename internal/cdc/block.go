@@ -44,8 +44,8 @@ type SourceBlock struct {
 	File, Pos, Row, LSN, Sequence Field
 }
 
-// SourceFieldNames maps a source block's field names to the SourceBlock
-// field that holds them.
+// Lookup is the SourceBlock field that holds the source block's field of
+// that name, nil for a field ordering does not read.
 func (b *SourceBlock) Lookup(name string) *Field {
 	switch name {
 	case "ts_us":

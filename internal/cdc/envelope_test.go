@@ -12,13 +12,20 @@ import (
 	"github.com/hamba/avro/v2"
 )
 
-func customersSchema(t *testing.T) avro.Schema {
+// customersAvsc is the demo customers value schema, a Debezium MySQL
+// envelope.
+func customersAvsc(t *testing.T) []byte {
 	t.Helper()
 	b, err := os.ReadFile("../../schemas/dbserver1.inventory.customers-value.avsc")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return avro.MustParse(string(b))
+	return b
+}
+
+func customersSchema(t *testing.T) avro.Schema {
+	t.Helper()
+	return avro.MustParse(string(customersAvsc(t)))
 }
 
 const valueName = "dbserver1.inventory.customers.Value"
@@ -294,12 +301,8 @@ func TestEditImage(t *testing.T) {
 // (["null", Source]), in the namespace given ("" keeps Debezium's MySQL one).
 func nullableSource(t *testing.T, namespace string) avro.Schema {
 	t.Helper()
-	b, err := os.ReadFile("../../schemas/dbserver1.inventory.customers-value.avsc")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var env map[string]any
-	if err := json.Unmarshal(b, &env); err != nil {
+	if err := json.Unmarshal(customersAvsc(t), &env); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range env["fields"].([]any) {

@@ -26,14 +26,11 @@ import (
 func TestRunRefreshesMaterializedViews(t *testing.T) {
 	fake := newFake()
 	bound := testFlows(t, fake, 2, 1)
-	_, golds, err := flow.ParseAll("gold.sql", `
+	golds := parseGolds(t, `
 CREATE MATERIALIZED VIEW per_v AS SELECT v, COUNT(*) AS n, SUM(id) AS ids FROM t0 GROUP BY v;
 CREATE MATERIALIZED VIEW distinct_v AS SELECT COUNT(DISTINCT v) AS n, op FROM t0 GROUP BY op;
 CREATE MATERIALIZED VIEW other AS SELECT v, COUNT(*) AS n FROM t1 GROUP BY v;
 `)
-	if err != nil {
-		t.Fatal(err)
-	}
 	feedBefore := t0.Add(-2 * time.Hour)
 	fake.tables["cdc.per_v__state"] = &bigquery.TableMetadata{Labels: map[string]string{catalog.LabelWatermark: us(feedBefore)}}
 	now := t0
@@ -80,6 +77,16 @@ CREATE MATERIALIZED VIEW other AS SELECT v, COUNT(*) AS n FROM t1 GROUP BY v;
 	}
 }
 
+// parseGolds parses src, materialized views over the test flows' targets.
+func parseGolds(t *testing.T, src string) []*flow.Gold {
+	t.Helper()
+	_, golds, err := flow.ParseAll("gold.sql", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return golds
+}
+
 func lit(t time.Time) string {
 	return "TIMESTAMP '" + t.UTC().Format("2006-01-02 15:04:05.999999") + "+00:00'"
 }
@@ -90,10 +97,7 @@ func lit(t time.Time) string {
 func TestRefreshFailureDoesNotFailTheFlow(t *testing.T) {
 	fake := newFake()
 	bound := testFlows(t, fake, 1, 1)
-	_, golds, err := flow.ParseAll("gold.sql", "CREATE MATERIALIZED VIEW per_v AS SELECT v, COUNT(*) AS n FROM t0 GROUP BY v;")
-	if err != nil {
-		t.Fatal(err)
-	}
+	golds := parseGolds(t, "CREATE MATERIALIZED VIEW per_v AS SELECT v, COUNT(*) AS n FROM t0 GROUP BY v;")
 	fake.tables["cdc.per_v__state"] = &bigquery.TableMetadata{Labels: map[string]string{}}
 	fake.fail["per_v__state"] = failure{err: &googleapi.Error{Code: 403, Message: "Access Denied: Table p:cdc.per_v__state"}, times: -1}
 	now := t0
@@ -122,10 +126,7 @@ func TestRefreshFailureDoesNotFailTheFlow(t *testing.T) {
 func TestRefreshOfALargeStateReadsTheTouchedGroups(t *testing.T) {
 	fake := newFake()
 	bound := testFlows(t, fake, 1, 1)
-	_, golds, err := flow.ParseAll("gold.sql", "CREATE MATERIALIZED VIEW per_v AS SELECT v, COUNT(*) AS n FROM t0 GROUP BY v;")
-	if err != nil {
-		t.Fatal(err)
-	}
+	golds := parseGolds(t, "CREATE MATERIALIZED VIEW per_v AS SELECT v, COUNT(*) AS n FROM t0 GROUP BY v;")
 	fake.tables["cdc.per_v__state"] = &bigquery.TableMetadata{NumBytes: 1 << 30, Labels: map[string]string{}}
 	fake.touched = []bigquery.Value{int64(-5), int64(9)}
 	now := t0

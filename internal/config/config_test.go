@@ -34,19 +34,20 @@ func TestFromEnv(t *testing.T) {
 
 func TestFromEnvErrorsNameTheVariable(t *testing.T) {
 	t.Setenv(EnvProject, "p")
-	t.Setenv(EnvChangelogRetention, "-1")
-	if _, err := FromEnv(); err == nil || !strings.Contains(err.Error(), EnvChangelogRetention) {
-		t.Errorf("err = %v", err)
-	}
+	refused(t, EnvChangelogRetention, "-1")
 	t.Setenv(EnvChangelogRetention, "")
-	t.Setenv(EnvVisibilityLag, "soon")
-	if _, err := FromEnv(); err == nil || !strings.Contains(err.Error(), EnvVisibilityLag) {
-		t.Errorf("err = %v", err)
-	}
-	t.Setenv(EnvProject, "")
+	refused(t, EnvVisibilityLag, "soon")
 	t.Setenv("GOOGLE_CLOUD_PROJECT", "")
-	if _, err := FromEnv(); err == nil || !strings.Contains(err.Error(), EnvProject) {
-		t.Errorf("err = %v", err)
+	refused(t, EnvProject, "")
+}
+
+// refused sets the environment variable name to value and checks that
+// FromEnv refuses it with an error naming the variable.
+func refused(t *testing.T, name, value string) {
+	t.Helper()
+	t.Setenv(name, value)
+	if _, err := FromEnv(); err == nil || !strings.Contains(err.Error(), name) {
+		t.Errorf("%s=%q: err = %v, want one naming the variable", name, value, err)
 	}
 }
 
@@ -129,10 +130,7 @@ func TestReplayKeyAndLogValues(t *testing.T) {
 		t.Errorf("a short key: err = %v, want one naming the variable and not the value", err)
 	}
 	t.Setenv(EnvReplayKey, "")
-	t.Setenv(EnvLogValues, "maybe")
-	if _, err := FromEnv(); err == nil || !strings.Contains(err.Error(), EnvLogValues) {
-		t.Errorf("err = %v", err)
-	}
+	refused(t, EnvLogValues, "maybe")
 	t.Setenv(EnvLogValues, "")
 	if c, err := FromEnv(); err != nil || c.ReplayKey != nil || c.LogValues || !strings.Contains(c.Redacted(), "replay_key=none") {
 		t.Errorf("defaults: %+v, %v", c, err)
@@ -148,12 +146,7 @@ func TestMetricsSettings(t *testing.T) {
 		t.Fatalf("metrics settings = %q %v (%v)", c.MetricsExporter, c.MetricsInterval, err)
 	}
 	for name, value := range map[string]string{EnvMetricsExporter: "prometheus", EnvMetricsInterval: "1s"} {
-		t.Run(name, func(t *testing.T) {
-			t.Setenv(name, value)
-			if _, err := FromEnv(); err == nil || !strings.Contains(err.Error(), name) {
-				t.Errorf("%s=%s: err = %v", name, value, err)
-			}
-		})
+		t.Run(name, func(t *testing.T) { refused(t, name, value) })
 	}
 }
 
@@ -230,8 +223,5 @@ func TestAppendLedger(t *testing.T) {
 	if c, err = FromEnv(); err != nil || c.AppendLedger {
 		t.Errorf("%s=false: ledger %v (%v), want off", EnvAppendLedger, c.AppendLedger, err)
 	}
-	t.Setenv(EnvAppendLedger, "sometimes")
-	if _, err := FromEnv(); err == nil || !strings.Contains(err.Error(), EnvAppendLedger) {
-		t.Errorf("%s=sometimes: err %v, want one naming the variable", EnvAppendLedger, err)
-	}
+	refused(t, EnvAppendLedger, "sometimes")
 }

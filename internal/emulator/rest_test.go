@@ -10,27 +10,29 @@ import (
 )
 
 func TestLockedBecomesUnavailable(t *testing.T) {
-	h := WrapREST(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusInternalServerError)
-		io.WriteString(w, `{"error":{"code":500,"message":"failed to sync catalog: sqlite3: database is locked"}}`)
-	}))
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/bigquery/v2/projects/p/queries", strings.NewReader(`{}`)))
+	rec := replyTo(http.StatusInternalServerError, `{"error":{"code":500,"message":"failed to sync catalog: sqlite3: database is locked"}}`)
 	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "backendError") {
 		t.Errorf("got %d %s, want 503 backendError", rec.Code, rec.Body)
 	}
 }
 
 func TestOtherErrorsPassThrough(t *testing.T) {
-	h := WrapREST(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusBadRequest)
-		io.WriteString(w, `{"error":{"code":400,"message":"Unrecognized name: x"}}`)
-	}))
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/bigquery/v2/projects/p/queries", strings.NewReader(`{}`)))
+	rec := replyTo(http.StatusBadRequest, `{"error":{"code":400,"message":"Unrecognized name: x"}}`)
 	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "Unrecognized name") {
 		t.Errorf("got %d %s", rec.Code, rec.Body)
 	}
+}
+
+// replyTo is what a client of WrapREST gets for a query the emulator
+// answers with code and body.
+func replyTo(code int, body string) *httptest.ResponseRecorder {
+	h := WrapREST(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(code)
+		io.WriteString(w, body)
+	}))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/bigquery/v2/projects/p/queries", strings.NewReader(`{}`)))
+	return rec
 }
 
 func TestTablesAreCreatedWithFloat64(t *testing.T) {

@@ -485,6 +485,15 @@ func (p *parser) source() (Ident, *Error) {
 	return id, nil
 }
 
+// open reads the keywords kw that start a clause at t and records the
+// clause, named by them, in f: a clause may be given once.
+func (p *parser) open(f *Flow, t token, kw ...string) *Error {
+	if err := p.keywords(kw...); err != nil {
+		return err
+	}
+	return p.once(f, strings.Join(kw, " "), t.Pos)
+}
+
 func (p *parser) once(f *Flow, clause string, pos Pos) *Error {
 	if prev, dup := f.clauses[clause]; dup {
 		return errorf(pos, "%s given twice (first at line %d, column %d): keep one", clause, prev.Line, prev.Col)
@@ -523,25 +532,17 @@ func (p *parser) clause(f *Flow) *Error {
 }
 
 // keysClause reads KEYS (k, ...).
-func (p *parser) keysClause(f *Flow, t token) *Error {
-	p.next()
-	if err := p.once(f, "KEYS", t.Pos); err != nil {
+func (p *parser) keysClause(f *Flow, t token) (err *Error) {
+	if err = p.open(f, t, "KEYS"); err != nil {
 		return err
 	}
-	list, err := p.parenList("KEYS")
-	if err != nil {
-		return err
-	}
-	f.Keys = list
-	return nil
+	f.Keys, err = p.parenList("KEYS")
+	return err
 }
 
 // sequenceClause reads SEQUENCE BY col | SEQUENCE BY STRUCT(col, ...).
 func (p *parser) sequenceClause(f *Flow, t token) *Error {
-	if err := p.keywords("SEQUENCE", "BY"); err != nil {
-		return err
-	}
-	if err := p.once(f, "SEQUENCE BY", t.Pos); err != nil {
+	if err := p.open(f, t, "SEQUENCE", "BY"); err != nil {
 		return err
 	}
 	if p.peek().is("STRUCT") && p.peekN(1).Kind == tokPunct && p.peekN(1).Text == "(" {
@@ -586,15 +587,11 @@ func (p *parser) versionClause(f *Flow, t token) *Error {
 // oneColumnClause reads a clause of keywords kw and one column (what, in
 // errors), given at most once; why says why it takes no STRUCT.
 func (p *parser) oneColumnClause(f *Flow, t token, what, why string, kw ...string) (*Ident, *Error) {
-	clause := strings.Join(kw, " ")
-	if err := p.keywords(kw...); err != nil {
-		return nil, err
-	}
-	if err := p.once(f, clause, t.Pos); err != nil {
+	if err := p.open(f, t, kw...); err != nil {
 		return nil, err
 	}
 	if p.peek().is("STRUCT") && p.peekN(1).Kind == tokPunct && p.peekN(1).Text == "(" {
-		return nil, errorf(p.peek().Pos, "%s takes one column: %s", clause, why)
+		return nil, errorf(p.peek().Pos, "%s takes one column: %s", strings.Join(kw, " "), why)
 	}
 	n, err := p.name(what)
 	if err != nil {
@@ -604,31 +601,21 @@ func (p *parser) oneColumnClause(f *Flow, t token, what, why string, kw ...strin
 }
 
 // columnsClause reads COLUMNS col, ... | COLUMNS * EXCEPT (col, ...).
-func (p *parser) columnsClause(f *Flow, t token) *Error {
-	p.next()
-	if err := p.once(f, "COLUMNS", t.Pos); err != nil {
+func (p *parser) columnsClause(f *Flow, t token) (err *Error) {
+	if err = p.open(f, t, "COLUMNS"); err != nil {
 		return err
 	}
-	spec, err := p.columnSpec("COLUMNS", true)
-	if err != nil {
-		return err
-	}
-	f.Columns = spec
-	return nil
+	f.Columns, err = p.columnSpec("COLUMNS", true)
+	return err
 }
 
 // whereClause reads WHERE condition.
-func (p *parser) whereClause(f *Flow, t token) *Error {
-	p.next()
-	if err := p.once(f, "WHERE", t.Pos); err != nil {
+func (p *parser) whereClause(f *Flow, t token) (err *Error) {
+	if err = p.open(f, t, "WHERE"); err != nil {
 		return err
 	}
-	e, err := p.expr("WHERE")
-	if err != nil {
-		return err
-	}
-	f.Where = e
-	return nil
+	f.Where, err = p.expr("WHERE")
+	return err
 }
 
 // applyAsClause reads APPLY AS DELETE WHEN condition | APPLY AS TRUNCATE WHEN condition.
@@ -662,10 +649,7 @@ func (p *parser) applyAsClause(f *Flow, t token) *Error {
 
 // storedAsClause reads STORED AS SCD TYPE 1 | 2.
 func (p *parser) storedAsClause(f *Flow, t token) *Error {
-	if err := p.keywords("STORED", "AS"); err != nil {
-		return err
-	}
-	if err := p.once(f, "STORED AS", t.Pos); err != nil {
+	if err := p.open(f, t, "STORED", "AS"); err != nil {
 		return err
 	}
 	if b := p.peek(); b.is("BITEMPORAL") {
@@ -686,27 +670,20 @@ func (p *parser) storedAsClause(f *Flow, t token) *Error {
 }
 
 // trackHistoryClause reads TRACK HISTORY ON col, ... | * EXCEPT (col, ...).
-func (p *parser) trackHistoryClause(f *Flow, t token) *Error {
-	if err := p.keywords("TRACK", "HISTORY", "ON"); err != nil {
+func (p *parser) trackHistoryClause(f *Flow, t token) (err *Error) {
+	if err = p.keywords("TRACK", "HISTORY", "ON"); err != nil {
 		return err
 	}
-	if err := p.once(f, "TRACK HISTORY", t.Pos); err != nil {
+	if err = p.once(f, "TRACK HISTORY", t.Pos); err != nil {
 		return err
 	}
-	spec, err := p.columnSpec("TRACK HISTORY ON", false)
-	if err != nil {
-		return err
-	}
-	f.TrackHistory = spec
-	return nil
+	f.TrackHistory, err = p.columnSpec("TRACK HISTORY ON", false)
+	return err
 }
 
 // ignoreNullClause reads IGNORE NULL UPDATES [ON col, ... | * EXCEPT (col, ...)].
 func (p *parser) ignoreNullClause(f *Flow, t token) *Error {
-	if err := p.keywords("IGNORE", "NULL", "UPDATES"); err != nil {
-		return err
-	}
-	if err := p.once(f, "IGNORE NULL UPDATES", t.Pos); err != nil {
+	if err := p.open(f, t, "IGNORE", "NULL", "UPDATES"); err != nil {
 		return err
 	}
 	spec := &ColumnSpec{Pos: t.Pos, All: true}

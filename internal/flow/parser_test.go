@@ -297,13 +297,21 @@ var usersChangelog = schema.Columns{
 	{Name: "_cdc_op", Type: schema.String}, {Name: "_cdc_sequence", Type: schema.String}, {Name: "_cdc_message_id", Type: schema.String},
 }
 
+// bind parses src, one flow in u.sql, and binds it to usersChangelog.
 func bind(t *testing.T, src string) (*Bound, error) {
 	t.Helper()
-	flows, err := Parse("u.sql", src)
+	return bindFile(t, "u.sql", src, usersChangelog)
+}
+
+// bindFile parses src, one flow in the file name, and binds it to cols, the
+// columns of its source.
+func bindFile(t *testing.T, name, src string, cols schema.Columns) (*Bound, error) {
+	t.Helper()
+	flows, err := Parse(name, src)
 	if err != nil {
 		t.Fatalf("parse: %v", err)
 	}
-	return Bind(flows[0], usersChangelog)
+	return Bind(flows[0], cols)
 }
 
 func TestBind(t *testing.T) {

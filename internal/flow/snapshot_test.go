@@ -94,15 +94,6 @@ var snapshotTable = schema.Columns{
 	{Name: "loaded_at", Type: schema.Timestamp}, {Name: "run", Type: schema.Int64}, {Name: "amount", Type: schema.Numeric},
 }
 
-func bindSnapshot(t *testing.T, src string, cols schema.Columns) (*Bound, error) {
-	t.Helper()
-	flows, err := Parse("s.sql", src)
-	if err != nil {
-		t.Fatalf("parse: %v", err)
-	}
-	return Bind(flows[0], cols)
-}
-
 func TestBindSnapshot(t *testing.T) {
 	head := "CREATE FLOW f AS AUTO CDC FROM SNAPSHOT INTO t FROM staging.snap KEYS (id) "
 	tests := []struct {
@@ -119,7 +110,7 @@ func TestBindSnapshot(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, err := bindSnapshot(t, head+tt.clauses+";", snapshotTable)
+			b, err := bindFile(t, "s.sql", head+tt.clauses+";", snapshotTable)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -165,7 +156,7 @@ func TestBindSnapshotErrors(t *testing.T) {
 			if cols == nil {
 				cols = snapshotTable
 			}
-			_, err := bindSnapshot(t, tt.src, cols)
+			_, err := bindFile(t, "s.sql", tt.src, cols)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error = %v\nwant %q", err, tt.want)
 			}
@@ -175,7 +166,7 @@ func TestBindSnapshotErrors(t *testing.T) {
 
 // A missing table is one error, not one more per column the flow names.
 func TestBindSnapshotMissingTableOneError(t *testing.T) {
-	_, err := bindSnapshot(t, "CREATE FLOW f AS AUTO CDC FROM SNAPSHOT INTO t FROM staging.snap KEYS (id, region) VERSION BY run COLUMNS (id, name);", schema.Columns{})
+	_, err := bindFile(t, "s.sql", "CREATE FLOW f AS AUTO CDC FROM SNAPSHOT INTO t FROM staging.snap KEYS (id, region) VERSION BY run COLUMNS (id, name);", schema.Columns{})
 	if list, ok := err.(ErrorList); !ok || len(list) != 1 {
 		t.Errorf("error = %v, want exactly one (table not found)", err)
 	}

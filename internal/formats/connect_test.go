@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bqcdc/bqcdc/internal/avrobq"
 	"github.com/bqcdc/bqcdc/internal/cdc"
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/formats"
@@ -40,14 +39,7 @@ func TestConnectSchemaMapsLikeAvroConverter(t *testing.T) {
 				t.Errorf("record %s, want %s", got.FullName(), avsc.FullName())
 			}
 			// The whole envelope, so before/after/source/transaction too.
-			want, err := avrobq.FromRecord(avsc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			have, err := avrobq.FromRecord(got)
-			if err != nil {
-				t.Fatal(err)
-			}
+			want, have := fieldsOf(t, avsc), fieldsOf(t, got)
 			if d := cmp.Diff(want.Columns(), have.Columns(), cmpopts.IgnoreFields(schema.Column{}, "Description")); d != "" {
 				t.Errorf("columns (-avroconverter +converted):\n%s", d)
 			}
@@ -158,11 +150,7 @@ func TestDebeziumJSONMessages(t *testing.T) {
 				t.Fatalf("Decode without the wrapper: %v, want ErrNoSchema", err)
 			}
 			// The reader schema the owner supplies: the source's AvroConverter schema.
-			r, err := formats.SchemalessJSON(avsc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rec, err := r.Decode(payload)
+			rec, err := formats.DecodeJSONWith(avsc, payload)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -270,11 +258,7 @@ func TestConnectTypes(t *testing.T) {
 	if d := cmp.Diff(want, rec, equateRats, cmpopts.EquateNaNs()); d != "" {
 		t.Errorf("record (-want +got):\n%s", d)
 	}
-	fields, err := avrobq.FromRecord(rs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	values, err := fields.Convert(rec)
+	values, err := fieldsOf(t, rs).Convert(rec)
 	if err != nil {
 		t.Fatal(err)
 	}

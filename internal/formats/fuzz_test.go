@@ -1,7 +1,6 @@
 package formats_test
 
 import (
-	"os"
 	"testing"
 	"time"
 
@@ -21,22 +20,13 @@ import (
 // as the registry holds it.
 func envelopeSchema(f *testing.F) avro.Schema {
 	f.Helper()
-	text := readFileF(f, "../../schemas/dbserver1.inventory.customers-value.avsc")
-	s, err := avro.ParseBytesWithCache(text, "", &avro.SchemaCache{})
-	if err != nil {
-		f.Fatal(err)
-	}
-	return s
+	return parseSchema(f, readFile(f, "../../schemas/dbserver1.inventory.customers-value.avsc"))
 }
 
 func FuzzAvroDecode(f *testing.F) {
 	s := envelopeSchema(f)
 	w := formats.AvroBinary("fuzz", s)
-	shape, err := cdc.ShapeOf(s)
-	if err != nil {
-		f.Fatal(err)
-	}
-	fields, err := avrobq.FromRecord(shape.Image)
+	shape, fields, err := readerOf(s)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -84,11 +74,11 @@ func avroSeeds(f *testing.F, s avro.Schema) [][]byte {
 }
 
 func FuzzConnectDecode(f *testing.F) {
-	customers := readFileF(f, "testdata/debezium/customers.schema.json")
+	customers := readFile(f, "testdata/debezium/customers.schema.json")
 	for _, p := range []string{"customers-create.payload.json", "customers-update.payload.json", "customers-delete.payload.json"} {
-		f.Add(wrap(customers, readFileF(f, "testdata/debezium/"+p)))
+		f.Add(wrap(customers, readFile(f, "testdata/debezium/"+p)))
 	}
-	f.Add(wrap(readFileF(f, "testdata/debezium/orders.schema.json"), readFileF(f, "testdata/debezium/orders-create.payload.json")))
+	f.Add(wrap(readFile(f, "testdata/debezium/orders.schema.json"), readFile(f, "testdata/debezium/orders-create.payload.json")))
 	for _, seed := range []string{
 		`{"schema":null,"payload":null}`,
 		`{"id":1}`,
@@ -106,11 +96,7 @@ func FuzzConnectDecode(f *testing.F) {
 		if err != nil {
 			return
 		}
-		shape, err := cdc.ShapeOf(w.Schema)
-		if err != nil {
-			return
-		}
-		fields, err := avrobq.FromRecord(shape.Image)
+		shape, fields, err := readerOf(w.Schema)
 		if err != nil {
 			return
 		}
@@ -127,15 +113,6 @@ func flattenConvert(shape cdc.Shape, fields avrobq.Fields, rec map[string]any) {
 		return
 	}
 	_, _ = fields.Convert(ch.Image)
-}
-
-func readFileF(f *testing.F, path string) []byte {
-	f.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		f.Fatal(err)
-	}
-	return b
 }
 
 // bounded fails an input that takes more than a few seconds: a message's

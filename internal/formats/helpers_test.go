@@ -15,7 +15,7 @@ import (
 // equateRats compares decoded decimals by value.
 var equateRats = cmp.Comparer(func(a, b *big.Rat) bool { return a.Cmp(b) == 0 })
 
-func readFile(t *testing.T, path string) []byte {
+func readFile(t testing.TB, path string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -45,7 +45,7 @@ func trim(b []byte) []byte {
 }
 
 // parseSchema parses with a private cache, as the registry path does.
-func parseSchema(t *testing.T, text []byte) avro.Schema {
+func parseSchema(t testing.TB, text []byte) avro.Schema {
 	t.Helper()
 	s, err := avro.ParseBytesWithCache(text, "", &avro.SchemaCache{})
 	if err != nil {
@@ -58,15 +58,11 @@ func parseSchema(t *testing.T, text []byte) avro.Schema {
 // convert the row image to BigQuery values.
 func pipeline(t *testing.T, writer avro.Schema, rec map[string]any) (cdc.Change, map[string]any) {
 	t.Helper()
-	sh, err := cdc.ShapeOf(writer)
+	sh, fields, err := readerOf(writer)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ch, err := sh.Flatten(rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fields, err := avrobq.FromRecord(sh.Image)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,4 +71,25 @@ func pipeline(t *testing.T, writer avro.Schema, rec map[string]any) (cdc.Change,
 		t.Fatal(err)
 	}
 	return ch, values
+}
+
+// readerOf is how ingest reads the records of writer schema s: the
+// envelope's shape, and the fields of its row image.
+func readerOf(s avro.Schema) (cdc.Shape, avrobq.Fields, error) {
+	sh, err := cdc.ShapeOf(s)
+	if err != nil {
+		return cdc.Shape{}, nil, err
+	}
+	fields, err := avrobq.FromRecord(sh.Image)
+	return sh, fields, err
+}
+
+// fieldsOf is avrobq's mapping of rec.
+func fieldsOf(t *testing.T, rec *avro.RecordSchema) avrobq.Fields {
+	t.Helper()
+	fields, err := avrobq.FromRecord(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fields
 }

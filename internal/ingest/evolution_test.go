@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -26,11 +25,7 @@ import (
 // the fields of its row image.
 func customerVersion(t testing.TB, edit func(fields []any) []any) avro.Schema {
 	t.Helper()
-	text, err := os.ReadFile("../../schemas/dbserver1.inventory.customers-value.avsc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	edited, err := cdc.EditImage(text, edit)
+	edited, err := cdc.EditImage(customersAvsc(t), edit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,12 +280,8 @@ func TestLongDocIsCut(t *testing.T) {
 // every one of them. A connector named MySQL (not mysql) gets the binlog
 // layout, not the timestamp one.
 func TestLogPositionSourcesThroughBothPaths(t *testing.T) {
-	text, err := os.ReadFile("../../schemas/dbserver1.inventory.customers-value.avsc")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var env map[string]any
-	if err := json.Unmarshal(text, &env); err != nil {
+	if err := json.Unmarshal(customersAvsc(t), &env); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range env["fields"].([]any) {

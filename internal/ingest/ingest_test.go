@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -54,11 +53,7 @@ type fakeTables struct {
 
 func newFakeTables(t testing.TB) *fakeTables {
 	t.Helper()
-	text, err := os.ReadFile("../../schemas/dbserver1.inventory.customers-value.avsc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cols, err := apply.ChangelogColumns(string(text))
+	cols, err := apply.ChangelogColumns(string(customersAvsc(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,8 +169,7 @@ func newService(t testing.TB, reg SchemaSource) (*Service, *fakeTables, avro.Sch
 // are set here).
 func newServiceWith(t testing.TB, reg SchemaSource, o Options) (*Service, *fakeTables, avro.Schema) {
 	t.Helper()
-	text, _ := os.ReadFile("../../schemas/dbserver1.inventory.customers-value.avsc")
-	s, err := registry.Parse(string(text))
+	s, err := registry.Parse(string(customersAvsc(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,10 +56,7 @@ func TestCheck(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := sample()
-			var got []string
-			for _, p := range Check(&r, tt.th) {
-				got = append(got, p.String())
-			}
+			got := problems(&r, tt.th)
 			if d := cmp.Diff(tt.want, got); d != "" {
 				t.Errorf("problems (-want +got):\n%s", d)
 			}
@@ -73,12 +70,7 @@ func TestCheck(t *testing.T) {
 func TestWrite(t *testing.T) {
 	r := sample()
 	Check(&r, Off)
-	var buf bytes.Buffer
-	if err := Write(&buf, r); err != nil {
-		t.Fatal(err)
-	}
-	out := buf.String()
-	for _, want := range []string{
+	checkWrite(t, r,
 		"bqcdc status of p.cdc at 2026-05-01 12:00:00Z",
 		"fresh   db.a    2026-05-01 11:59:55  5s     2s ago    3     compacted 4m00s ago  10      3     20.0 MiB  4m00s ago  0",
 		"new     db.c    -                    -      -         0     none",
@@ -86,9 +78,29 @@ func TestWrite(t *testing.T) {
 		"db.c    db_c_changelog  no changelog table",
 		"  (no topic)  event   1      bad body",
 		"2 problem(s):",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
+	)
+}
+
+// problems runs Check on r and returns the problems it found as text.
+func problems(r *Report, th Thresholds) []string {
+	var got []string
+	for _, p := range Check(r, th) {
+		got = append(got, p.String())
+	}
+	return got
+}
+
+// checkWrite writes r and checks that the output holds each line of want.
+func checkWrite(t *testing.T, r Report, want ...string) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := Write(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
 		}
 	}
 }
@@ -104,21 +116,11 @@ func TestSnapshotFlow(t *testing.T) {
 		{Flow: "extracts_failing", Source: "staging.orders", Kind: "snapshot", LagSeconds: -1,
 			LastRun: &Run{At: at.Add(-10 * time.Minute), Outcome: "failed", Error: "Access Denied"}},
 	}}
-	var got []string
-	for _, p := range Check(&r, Thresholds{MaxLag: time.Minute, MaxTail: 0, MaxCompactionAge: 30 * time.Minute}) {
-		got = append(got, p.String())
-	}
+	got := problems(&r, Thresholds{MaxLag: time.Minute, MaxTail: 0, MaxCompactionAge: 30 * time.Minute})
 	if d := cmp.Diff([]string{"extracts_failing: compaction: last run failed: Access Denied"}, got); d != "" {
 		t.Errorf("problems (-want +got):\n%s", d)
 	}
-	var buf bytes.Buffer
-	if err := Write(&buf, r); err != nil {
-		t.Fatal(err)
-	}
-	want := "extracts          staging.customers  -              -    -         -     up to date 10m00s ago (at TIMESTAMP '2026-05-01 00:00:00+00:00', 2 rows skipped)  0       2     0 B     1h00m ago  -"
-	if !strings.Contains(buf.String(), want) {
-		t.Errorf("output lacks %q:\n%s", want, buf.String())
-	}
+	checkWrite(t, r, "extracts          staging.customers  -              -    -         -     up to date 10m00s ago (at TIMESTAMP '2026-05-01 00:00:00+00:00', 2 rows skipped)  0       2     0 B     1h00m ago  -")
 }
 
 func TestAgeAndBytes(t *testing.T) {
@@ -143,19 +145,10 @@ func TestWriteGolds(t *testing.T) {
 		{View: "sessions", Source: "orders"},
 		{View: "events", Source: "STREAM(db.a)", Refreshed: true},
 	}
-	var buf bytes.Buffer
-	if err := Write(&buf, r); err != nil {
-		t.Fatal(err)
-	}
-	out := buf.String()
-	for _, want := range []string{
+	checkWrite(t, r,
 		"MATERIALIZED VIEW  READS         EXACT NOW  REFRESHED (<view>_refreshed)",
 		"orders_per_day     orders        yes        to 2026-05-01 11:57:00 (3m00s ago)",
 		"sessions           orders        yes        no (not kept by compaction)",
 		"events             STREAM(db.a)  yes        not yet refreshed by compaction",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
-	}
+	)
 }

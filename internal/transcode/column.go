@@ -342,6 +342,24 @@ func decimalColumn(n *node, precision, scale int) (*node, schema.Column, error) 
 	return n, col, nil
 }
 
+// logicalLeaves mirrors avrobq's logicalColumns: the logical types whose
+// node is a conversion, a BigQuery type and a time unit alone.
+var logicalLeaves = map[avro.LogicalType]struct {
+	conv conv
+	typ  string
+	unit avrobq.Unit
+}{
+	avro.Date:                 {cDate, schema.Date, 0},
+	avro.TimeMillis:           {cTime, schema.Time, avrobq.Millis},
+	avro.TimeMicros:           {cTime, schema.Time, avrobq.Micros},
+	avro.TimestampMillis:      {cTimestamp, schema.Timestamp, avrobq.Millis},
+	avro.TimestampMicros:      {cTimestamp, schema.Timestamp, avrobq.Micros},
+	avro.LocalTimestampMillis: {cDatetime, schema.Datetime, avrobq.Millis},
+	avro.LocalTimestampMicros: {cDatetime, schema.Datetime, avrobq.Micros},
+	avro.UUID:                 {cUUID, schema.String, 0},
+	avro.Duration:             {cBytes, schema.Bytes, 0},
+}
+
 // logical mirrors avrobq's logicalColumn and otherLogicalColumn.
 func (c *compiler) logical(s avro.Schema) (*node, schema.Column, bool, error) {
 	lts, ok := s.(avro.LogicalTypeSchema)
@@ -349,39 +367,17 @@ func (c *compiler) logical(s avro.Schema) (*node, schema.Column, bool, error) {
 		return c.otherLogical(s)
 	}
 	n := skipNode(s, map[*avro.RecordSchema]*node{})
-	col := func(cv conv, typ string, u avrobq.Unit) (*node, schema.Column, bool, error) {
-		n.unit = u
-		n, col, err := leaf(n, cv, typ)
+	if l, ok := logicalLeaves[lts.Logical().Type()]; ok {
+		n.unit = l.unit
+		n, col, err := leaf(n, l.conv, l.typ)
 		return n, col, true, err
 	}
-	switch lts.Logical().Type() {
-	case avro.Date:
-		return col(cDate, schema.Date, 0)
-	case avro.TimeMillis:
-		return col(cTime, schema.Time, avrobq.Millis)
-	case avro.TimeMicros:
-		return col(cTime, schema.Time, avrobq.Micros)
-	case avro.TimestampMillis:
-		return col(cTimestamp, schema.Timestamp, avrobq.Millis)
-	case avro.TimestampMicros:
-		return col(cTimestamp, schema.Timestamp, avrobq.Micros)
-	case avro.LocalTimestampMillis:
-		return col(cDatetime, schema.Datetime, avrobq.Millis)
-	case avro.LocalTimestampMicros:
-		return col(cDatetime, schema.Datetime, avrobq.Micros)
-	case avro.UUID:
-		return col(cUUID, schema.String, 0)
-	case avro.Decimal:
-		d, ok := lts.Logical().(*avro.DecimalLogicalSchema)
-		if !ok {
-			return nil, schema.Column{}, false, nil
-		}
-		n, cl, err := decimalColumn(n, d.Precision(), d.Scale())
-		return n, cl, true, err
-	case avro.Duration:
-		return col(cBytes, schema.Bytes, 0)
+	d, ok := lts.Logical().(*avro.DecimalLogicalSchema)
+	if !ok {
+		return nil, schema.Column{}, false, nil
 	}
-	return nil, schema.Column{}, false, nil
+	n, cl, err := decimalColumn(n, d.Precision(), d.Scale())
+	return n, cl, true, err
 }
 
 func (c *compiler) otherLogical(s avro.Schema) (*node, schema.Column, bool, error) {

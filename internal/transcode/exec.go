@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"time"
 	"unicode/utf8"
 	"unsafe"
 
-	"github.com/bqcdc/bqcdc/internal/avrobq"
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/limits"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -365,20 +363,12 @@ func (st *state) leaf(r *reader, n *node) (val, error) {
 		return st.text(r, n)
 	case cBytes, cBit, cBits:
 		return st.binary(r, n)
-	case cDate:
+	case cDate, cTime, cDatetime, cTimestamp:
 		i, err := st.integer(r, n)
 		if err != nil {
 			return val{}, err
 		}
-		d, cerr := days(i)
-		if cerr != nil {
-			return errVal(cerr), nil
-		}
-		return val{k: vInt32, i: int64(d)}, nil
-	case cTime:
-		return st.timeOfDay(r, n)
-	case cDatetime, cTimestamp:
-		return st.instant(r, n)
+		return st.temporal(i, n), nil
 	case cDecimal:
 		return st.decimal(r, n)
 	case cVSD:
@@ -472,54 +462,33 @@ func (st *state) binary(r *reader, n *node) (val, error) {
 	return val{k: vBytes, b: b}, nil
 }
 
-func (st *state) timeOfDay(r *reader, n *node) (val, error) {
-	i, err := st.integer(r, n)
-	if err != nil {
-		return val{}, err
-	}
-	var m int64
-	var cerr error
-	switch n.form {
-	case fTimeMillis:
-		m, cerr = timeOfDayDuration(time.Duration(i) * time.Millisecond)
-	case fTimeMicros:
-		m, cerr = timeOfDayDuration(time.Duration(i) * time.Microsecond)
-	default:
-		m, cerr = timeOfDayCount(i, n.unit)
-	}
-	if cerr != nil {
-		return errVal(cerr), nil
-	}
-	st.tmp = appendTimeOfDay(st.tmp[:0], m)
-	return val{k: vString, b: st.tmp}, nil
-}
-
-// instant converts DATETIME and TIMESTAMP values.
-func (st *state) instant(r *reader, n *node) (val, error) {
-	i, err := st.integer(r, n)
-	if err != nil {
-		return val{}, err
-	}
-	var m int64
-	var cerr error
-	switch n.form {
-	case fInt, fLong:
-		m, cerr = microsOfCount(i, n.unit)
-	default:
-		t := hambaTime(i, n.form)
-		if n.conv == cDatetime && t.Location() == time.Local {
-			t = avrobq.HambaLocalWallClock(t)
+// temporal converts a DATE, TIME, DATETIME or TIMESTAMP count. A count
+// BigQuery cannot hold fails the value (errVal), not the read.
+func (st *state) temporal(i int64, n *node) val {
+	switch n.conv {
+	case cDate:
+		d, err := days(i)
+		if err != nil {
+			return errVal(err)
 		}
-		m, cerr = microsOfTime(t)
+		return val{k: vInt32, i: int64(d)}
+	case cTime:
+		m, err := timeOfDayMicros(i, n)
+		if err != nil {
+			return errVal(err)
+		}
+		st.tmp = appendTimeOfDay(st.tmp[:0], m)
+		return val{k: vString, b: st.tmp}
 	}
-	if cerr != nil {
-		return errVal(cerr), nil
+	m, err := instantMicros(i, n)
+	if err != nil {
+		return errVal(err)
 	}
 	if n.conv == cTimestamp {
-		return val{k: vInt, i: m}, nil
+		return val{k: vInt, i: m}
 	}
 	st.tmp = appendDatetime(st.tmp[:0], m)
-	return val{k: vString, b: st.tmp}, nil
+	return val{k: vString, b: st.tmp}
 }
 
 func (st *state) decimal(r *reader, n *node) (val, error) {

@@ -13,6 +13,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/bqwrite"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/cdc"
+	"github.com/bqcdc/bqcdc/internal/changelog"
 	"github.com/bqcdc/bqcdc/internal/evolve"
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/formats"
@@ -116,22 +117,15 @@ func tableFor(t testing.TB, s avro.Schema) bigquery.Schema {
 }
 
 // changelogOf is the envelope shape of writer schema s, its row image's
-// fields and the changelog columns `bqcdc apply` derives from them.
+// fields and the changelog columns `bqcdc apply` derives from them (by
+// changelog.Of, as apply does).
 func changelogOf(t testing.TB, s avro.Schema) (cdc.Shape, avrobq.Fields, schema.Columns) {
 	t.Helper()
-	shape, err := cdc.ShapeOf(s)
+	l, err := changelog.Of(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fields, err := avrobq.FromRecord(shape.Image)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cols, err := catalog.Schema(fields.Columns())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return shape, fields, cols
+	return l.Shape, l.Image, l.Columns
 }
 
 // pair is a compiled plan and its reference.

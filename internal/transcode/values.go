@@ -54,6 +54,19 @@ func microsOfTime(t time.Time) (int64, error) {
 	return t.UnixMicro(), nil
 }
 
+// instantMicros reads a DATETIME or TIMESTAMP written as n's int or long i,
+// as a count or as the time.Time hamba decodes it into.
+func instantMicros(i int64, n *node) (int64, error) {
+	if n.form == fInt || n.form == fLong {
+		return microsOfCount(i, n.unit)
+	}
+	t := hambaTime(i, n.form)
+	if n.conv == cDatetime && t.Location() == time.Local {
+		t = avrobq.HambaLocalWallClock(t)
+	}
+	return microsOfTime(t)
+}
+
 // hambaTime is the time.Time hamba decodes a timestamp or local-timestamp
 // long into (its timestampMillisCodec and timestampMicrosCodec).
 func hambaTime(i int64, f form) time.Time {
@@ -101,6 +114,18 @@ func append2(dst []byte, v int64) []byte {
 		return fmt.Appendf(dst, "%02d", v)
 	}
 	return append(dst, byte('0'+v/10), byte('0'+v%10))
+}
+
+// timeOfDayMicros reads a TIME written as n's int or long i, as a count or
+// as the Duration hamba decodes it into.
+func timeOfDayMicros(i int64, n *node) (int64, error) {
+	switch n.form {
+	case fTimeMillis:
+		return timeOfDayDuration(time.Duration(i) * time.Millisecond)
+	case fTimeMicros:
+		return timeOfDayDuration(time.Duration(i) * time.Microsecond)
+	}
+	return timeOfDayCount(i, n.unit)
 }
 
 // timeOfDayCount checks a time of day written as a count of u.

@@ -13,32 +13,21 @@ import (
 	"github.com/bqcdc/bqcdc/internal/compact"
 	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
 	"github.com/bqcdc/bqcdc/internal/flow"
-	"github.com/bqcdc/bqcdc/internal/registry"
 	"github.com/hamba/avro/v2"
-	"github.com/riferrei/srclient"
 )
 
 const evo = "test.evo.customers"
 
 // evoVersion registers a version of the test.evo.customers schema, derived
-// from the file the stack applied by editing the row image's fields, the way
-// Debezium's AvroConverter registers a changed table: over HTTP, through
-// srclient.
+// from the file the stack applied by editing the row image's fields, as
+// Debezium registers a changed table.
 func evoVersion(t *testing.T, edit func(fields []any) []any) (int, avro.Schema) {
 	t.Helper()
 	text, err := cdc.EditImage([]byte(readTestdata(t, "testdata/schemas/"+catalog.Subject(evo)+".avsc")), edit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := srclient.NewSchemaRegistryClient(stack.RegistryURL).CreateSchema(catalog.Subject(evo), text, srclient.Avro)
-	if err != nil {
-		t.Fatal(err)
-	}
-	parsed, err := registry.Parse(text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s.ID(), parsed
+	return registerSchema(t, catalog.Subject(evo), text)
 }
 
 func retype(fields []any, name string, typ any) []any {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"math/big"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -25,23 +24,29 @@ import (
 
 const items = "test.shop.items"
 
+// itemsSchema registers the test.shop.items schema the stack applied and
+// returns its id, the parsed schema and its text.
 func itemsSchema(t *testing.T) (int, avro.Schema, string) {
 	t.Helper()
-	text, err := os.ReadFile("testdata/schemas/" + catalog.Subject(items) + ".avsc")
+	text := readTestdata(t, "testdata/schemas/"+catalog.Subject(items)+".avsc")
+	id, parsed := registerSchema(t, catalog.Subject(items), text)
+	return id, parsed, text
+}
+
+// registerSchema registers schema text under subject as Debezium's
+// AvroConverter would (over HTTP, through srclient) and returns its id and
+// the schema parsed.
+func registerSchema(t *testing.T, subject, text string) (int, avro.Schema) {
+	t.Helper()
+	s, err := srclient.NewSchemaRegistryClient(stack.RegistryURL).CreateSchema(subject, text, srclient.Avro)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Register as Debezium's AvroConverter would: over HTTP, through srclient.
-	sr := srclient.NewSchemaRegistryClient(stack.RegistryURL)
-	s, err := sr.CreateSchema(catalog.Subject(items), string(text), srclient.Avro)
+	parsed, err := registry.Parse(text)
 	if err != nil {
 		t.Fatal(err)
 	}
-	parsed, err := registry.Parse(string(text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s.ID(), parsed, string(text)
+	return s.ID(), parsed
 }
 
 var t0 = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)

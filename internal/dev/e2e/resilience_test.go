@@ -7,8 +7,6 @@ import (
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/cdc"
-	"github.com/bqcdc/bqcdc/internal/registry"
-	"github.com/riferrei/srclient"
 )
 
 // A new writer schema (v2, one added field) is fetched from a registry that
@@ -17,18 +15,10 @@ import (
 func TestRegistryOutageIsRetriedAndNewWriterSchemaEvolves(t *testing.T) {
 	_, _, text := itemsSchema(t)
 	v2 := withField(t, text, map[string]any{"name": "color", "type": []any{"null", "string"}, "default": nil})
-	sr := srclient.NewSchemaRegistryClient(stack.RegistryURL)
-	s2, err := sr.CreateSchema(catalog.Subject(items), v2, srclient.Avro)
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema2, err := registry.Parse(v2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	v2ID, schema2 := registerSchema(t, catalog.Subject(items), v2)
 	row := itemRow(50, "SKU-50", "5.000")
 	row["color"] = map[string]any{"string": "teal"}
-	data := encode(t, schema2, s2.ID(), pgEnvelope("c", 50_000, nil, row))
+	data := encode(t, schema2, v2ID, pgEnvelope("c", 50_000, nil, row))
 
 	base, failedBase := delivered(), failedDeliveries()
 	stack.Registry.FailNext(2)
@@ -38,7 +28,7 @@ func TestRegistryOutageIsRetriedAndNewWriterSchemaEvolves(t *testing.T) {
 		t.Errorf("no failed delivery recorded: the 503 was not surfaced as a retry")
 	}
 	rows := query(t, "SELECT sku, color, _cdc_schema_id, _cdc_sequence FROM `cdc.test_shop_items_changelog` WHERE _cdc_message_id = '"+msgID+"'")
-	if len(rows) != 1 || rows[0]["sku"] != "SKU-50" || rows[0]["color"] != "teal" || rows[0]["_cdc_schema_id"] != int64(s2.ID()) || rows[0]["_cdc_sequence"] != cdc.PostgresSequence(50_000) {
+	if len(rows) != 1 || rows[0]["sku"] != "SKU-50" || rows[0]["color"] != "teal" || rows[0]["_cdc_schema_id"] != int64(v2ID) || rows[0]["_cdc_sequence"] != cdc.PostgresSequence(50_000) {
 		t.Fatalf("v2 message landed as %v; dead letters: %v", rows, query(t, "SELECT stage, reason FROM `cdc._bqcdc_dead_letters` WHERE message_id = '"+msgID+"'"))
 	}
 	if dead := query(t, "SELECT reason FROM `cdc._bqcdc_dead_letters` WHERE message_id = '"+msgID+"'"); len(dead) != 0 {
@@ -50,14 +40,9 @@ func TestRegistryOutageIsRetriedAndNewWriterSchemaEvolves(t *testing.T) {
 // op, no source time, and a sequence from the publish time.
 func TestIngestPlainRecord(t *testing.T) {
 	text := readTestdata(t, "testdata/schemas/app.users-value.avsc")
-	sr := srclient.NewSchemaRegistryClient(stack.RegistryURL)
-	s, err := sr.CreateSchema("app.users-value", text, srclient.Avro)
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema, _ := registry.Parse(text)
+	id, schema := registerSchema(t, "app.users-value", text)
 	base := delivered()
-	msgID := publish(t, "app.users", encode(t, schema, s.ID(), map[string]any{
+	msgID := publish(t, "app.users", encode(t, schema, id, map[string]any{
 		"userId": 124, "name": map[string]any{"string": "Raul"}, "city": map[string]any{"string": "Oaxaca"}, "operation": "INSERT", "sequenceNum": int64(1)}), nil)
 	waitDelivered(t, base, 1)
 	rows := query(t, "SELECT * FROM `cdc.app_users_changelog` WHERE _cdc_message_id = '"+msgID+"'")
@@ -95,20 +80,12 @@ func withField(t *testing.T, text string, field map[string]any) string {
 func TestExhaustedDeliveriesLandInPubSubDeadLetters(t *testing.T) {
 	text := withField(t, readTestdata(t, "testdata/schemas/test.shop.items-value.avsc"),
 		map[string]any{"name": "exhausted", "type": []any{"null", "string"}, "default": nil})
-	sr := srclient.NewSchemaRegistryClient(stack.RegistryURL)
-	s, err := sr.CreateSchema(catalog.Subject(items), text, srclient.Avro)
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema, err := registry.Parse(text)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id, schema := registerSchema(t, catalog.Subject(items), text)
 	row := itemRow(60, "SKU-60", "6.000")
 	row["exhausted"] = map[string]any{"string": "yes"}
 	stack.Registry.FailNext(1 << 30)
 	defer stack.Registry.FailNext(0)
-	data := encode(t, schema, s.ID(), pgEnvelope("c", 60_000, nil, row))
+	data := encode(t, schema, id, pgEnvelope("c", 60_000, nil, row))
 	msgID := publish(t, items, data, nil)
 	deadline := time.Now().Add(2 * time.Minute)
 	var copies []map[string]bigquery.Value

@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -19,7 +17,6 @@ import (
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/metrics"
 	"github.com/bqcdc/bqcdc/internal/schema"
-	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
 	"github.com/bqcdc/bqcdc/internal/status"
 	"github.com/google/go-cmp/cmp"
 )
@@ -44,31 +41,7 @@ type snapshotCase struct {
 
 func loadSnapshotCase(t *testing.T, name string) snapshotCase {
 	t.Helper()
-	b, err := os.ReadFile("testdata/databricks-temporal.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Cases []json.RawMessage `json:"cases"`
-	}
-	if err := json.Unmarshal(b, &doc); err != nil {
-		t.Fatal(err)
-	}
-	for _, raw := range doc.Cases {
-		var head struct {
-			Name string `json:"name"`
-		}
-		if err := json.Unmarshal(raw, &head); err != nil || head.Name != name {
-			continue // other cases have other shapes
-		}
-		var c snapshotCase
-		if err := json.Unmarshal(raw, &c); err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	t.Fatalf("no case %s in the acceptance data", name)
-	return snapshotCase{}
+	return testenv.AcceptanceCase[snapshotCase](t, "testdata/databricks-temporal.json", name)
 }
 
 // snapshotEnv is one test's snapshot table and flow.
@@ -107,18 +80,7 @@ func newSnapshotEnv(t *testing.T, project, table string, cols schema.Columns, fl
 // load appends one snapshot's rows, as a scheduled load would.
 func (s *snapshotEnv) load(t *testing.T, rows []map[string]bigquery.Value) {
 	t.Helper()
-	var savers []*bigquery.ValuesSaver
-	bqs := bqschema.ToBigQuery(s.cols)
-	for _, r := range rows {
-		vs := &bigquery.ValuesSaver{Schema: bqs}
-		for _, c := range s.cols {
-			vs.Row = append(vs.Row, r[c.Name])
-		}
-		savers = append(savers, vs)
-	}
-	if err := s.table.Inserter().Put(context.Background(), savers); err != nil {
-		t.Fatalf("loading %d rows: %v", len(rows), err)
-	}
+	testenv.LoadSnapshot(t, s.table, s.cols, rows)
 }
 
 // compact runs one compaction and returns its report.

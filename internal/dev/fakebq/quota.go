@@ -287,8 +287,15 @@ func restParts(r *http.Request) []string {
 // measures. They are closed when tb ends.
 func (s *Server) PacedClients(tb testing.TB) (*bigquery.Client, *clients.TableLister) {
 	tb.Helper()
-	hc := &http.Client{Transport: bqquota.NewTransport(http.DefaultTransport)}
-	opts := []option.ClientOption{option.WithEndpoint(s.RESTURL()), option.WithHTTPClient(hc)}
+	return s.ClientsVia(tb, bqquota.NewTransport(http.DefaultTransport))
+}
+
+// ClientsVia returns a BigQuery client and a table lister of the fake whose
+// requests go through rt (one that paces or counts them). They are closed
+// when tb ends.
+func (s *Server) ClientsVia(tb testing.TB, rt http.RoundTripper) (*bigquery.Client, *clients.TableLister) {
+	tb.Helper()
+	opts := []option.ClientOption{option.WithEndpoint(s.RESTURL()), option.WithHTTPClient(&http.Client{Transport: rt})}
 	bq, err := bigquery.NewClient(context.Background(), s.Project(), opts...)
 	if err != nil {
 		tb.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"cloud.google.com/go/bigquery"
 	"github.com/goccy/bigquery-emulator/server"
@@ -50,18 +49,11 @@ func (s *Stack) PurgeJobs(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-func (s *Stack) purgeJobsEvery(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if _, err := s.PurgeJobs(ctx); err != nil && ctx.Err() == nil {
-				s.Log.Warn("purging emulator jobs", "error", err.Error())
-			}
-		}
+// purgeJobsLogged is PurgeJobs on a schedule: a failure is logged, and the
+// next run tries again.
+func (s *Stack) purgeJobsLogged(ctx context.Context) {
+	if _, err := s.PurgeJobs(ctx); err != nil && ctx.Err() == nil {
+		s.Log.Warn("purging emulator jobs", "error", err.Error())
 	}
 }
 

@@ -357,34 +357,38 @@ func (s *Stack) Location() catalog.Location {
 func SubscriptionName(topic string) string { return topic + "-bqcdc" }
 func DeadLetterTopic(topic string) string  { return topic + "-dead-letter" }
 
+// every calls f every period, in a goroutine Close waits for, until ctx is
+// done.
+func (s *Stack) every(ctx context.Context, period time.Duration, f func()) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				f()
+			}
+		}
+	}()
+}
+
 func (s *Stack) startRelays(ctx context.Context) error {
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
 	if s.CompactEvery > 0 {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			t := time.NewTicker(s.CompactEvery)
-			defer t.Stop()
-			for {
-				select {
-				case <-rctx.Done():
-					return
-				case <-t.C:
-					reports, err := s.Compact(rctx, nil)
-					if s.OnCompaction != nil && rctx.Err() == nil {
-						s.OnCompaction(reports, err)
-					}
-				}
+		s.every(rctx, s.CompactEvery, func() {
+			reports, err := s.Compact(rctx, nil)
+			if s.OnCompaction != nil && rctx.Err() == nil {
+				s.OnCompaction(reports, err)
 			}
-		}()
+		})
 	}
 	if s.PurgeJobsEvery > 0 {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.purgeJobsEvery(rctx, s.PurgeJobsEvery)
-		}()
+		s.every(rctx, s.PurgeJobsEvery, func() { s.purgeJobsLogged(rctx) })
 	}
 	if s.FunctionConcurrency <= 0 {
 		s.FunctionConcurrency = 80

@@ -26,16 +26,9 @@ func Bitemporal(events []Event, cfg Config, render func(Version) string) []Belie
 		for _, e := range g {
 			times = append(times, e.Sys)
 		}
-		sort.SliceStable(times, func(i, j int) bool { return Compare(times[i], times[j]) < 0 })
-		var distinct []any
-		for _, t := range times {
-			if len(distinct) == 0 || Compare(distinct[len(distinct)-1], t) != 0 {
-				distinct = append(distinct, t)
-			}
-		}
 		open := map[string]*Belief{}
 		var beliefs []*Belief
-		for _, t := range distinct {
+		for _, t := range sortedDistinct(times) {
 			var known []Event
 			for _, e := range g {
 				if Compare(e.Sys, t) <= 0 {

@@ -122,6 +122,20 @@ func Compare(a, b any) int {
 	panic(fmt.Sprintf("model: cannot order %T", a))
 }
 
+// sortedDistinct sorts values by Compare (stably, in place) and returns
+// them without repeats: each value equal by Compare to the one before it is
+// dropped.
+func sortedDistinct(values []any) []any {
+	sort.SliceStable(values, func(i, j int) bool { return Compare(values[i], values[j]) < 0 })
+	var distinct []any
+	for _, v := range values {
+		if len(distinct) == 0 || Compare(distinct[len(distinct)-1], v) != 0 {
+			distinct = append(distinct, v)
+		}
+	}
+	return distinct
+}
+
 // compareNumbers orders two numbers by < and > (a NaN equals everything).
 func compareNumbers[N int64 | float64](x, y N) int {
 	switch {

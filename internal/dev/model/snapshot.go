@@ -37,13 +37,7 @@ func snapshotVersions(rows []SnapshotRow) ([]any, map[int]map[string]SnapshotRow
 	for _, r := range rows {
 		versions = append(versions, r.Version)
 	}
-	sort.SliceStable(versions, func(i, j int) bool { return Compare(versions[i], versions[j]) < 0 })
-	var distinct []any
-	for _, v := range versions {
-		if len(distinct) == 0 || Compare(distinct[len(distinct)-1], v) != 0 {
-			distinct = append(distinct, v)
-		}
-	}
+	distinct := sortedDistinct(versions)
 	byVersion := map[int]map[string]SnapshotRow{}
 	for _, r := range rows {
 		i := sort.Search(len(distinct), func(i int) bool { return Compare(distinct[i], r.Version) >= 0 })

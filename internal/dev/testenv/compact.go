@@ -2,7 +2,9 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math/rand"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +40,26 @@ func (e *Env) CompactCrashing(t testing.TB, opts compact.Options, bound []*flow.
 		}
 	}
 	check(fmt.Sprintf("%s, after re-running the crashed compaction", when))
+}
+
+// CrashingSteps is the AfterStep of a property test's compaction run (see
+// CompactCrashing): after the fold step it calls late once, when set, to
+// append rows the run did not read; after each step, half the time (as r
+// draws), it calls check; after step crashAt it fails with InjectedCrash.
+func CrashingSteps(r *rand.Rand, crashAt string, late func(), check func(flowName, step string)) func(flowName, step string) error {
+	return func(flowName, step string) error {
+		if late != nil && step == compact.StepFold {
+			late()
+			late = nil
+		}
+		if r.Intn(2) == 0 {
+			check(flowName, step)
+		}
+		if step == crashAt {
+			return errors.New(InjectedCrash)
+		}
+		return nil
+	}
 }
 
 // CompactAt runs compaction of bound with opts at the clock now (a

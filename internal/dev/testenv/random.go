@@ -1,18 +1,33 @@
 package testenv
 
-import "math/rand"
+import (
+	"flag"
+	"fmt"
+	"maps"
+	"math/rand"
+	"slices"
 
-// Seeds are the seeds of a property test: only, when it is set (to
-// reproduce a failure), else n seeds from first on.
-func Seeds(only int64, n int, first int64) []int64 {
-	if only != 0 {
-		return []int64{only}
+	"github.com/bqcdc/bqcdc/internal/catalog"
+)
+
+// SeedFlags declares the flags of a property test's seeds, <name>.seeds
+// (how many random histories: n unless set, usage says why) and
+// <name>.seed (run only this one, to reproduce a failure), and returns the
+// seeds they choose after flag.Parse: that one, or as many as
+// <name>.seeds says from first on.
+func SeedFlags(name string, n int, first int64, usage string) func() []int64 {
+	count := flag.Int(name+".seeds", n, usage)
+	only := flag.Int64(name+".seed", 0, "run only this seed (reproduce a failure)")
+	return func() []int64 {
+		if *only != 0 {
+			return []int64{*only}
+		}
+		out := make([]int64, *count)
+		for i := range out {
+			out[i] = first + int64(i)
+		}
+		return out
 	}
-	out := make([]int64, n)
-	for i := range out {
-		out[i] = first + int64(i)
-	}
-	return out
 }
 
 // Pick is one of xs, at random.
@@ -24,4 +39,38 @@ func Maybe(r *rand.Rand, v any) any {
 		return nil
 	}
 	return v
+}
+
+// MessageIDs returns a maker of message ids drawn from r, each one new: in
+// a random history, only a redelivery repeats an id.
+func MessageIDs(r *rand.Rand) func() string {
+	used := map[string]bool{}
+	return func() string {
+		for {
+			m := fmt.Sprintf("m%06d", r.Intn(1_000_000))
+			if !used[m] {
+				used[m] = true
+				return m
+			}
+		}
+	}
+}
+
+// Deliver returns events in an order Pub/Sub may deliver them: a fifth of
+// them twice, as a redelivery with the same message id or, when newID is
+// set, half of those as a re-send with a new one; then all shuffled.
+func Deliver(r *rand.Rand, events []map[string]any, newID func() string) []map[string]any {
+	out := slices.Clone(events)
+	for _, e := range events {
+		if r.Intn(5) != 0 {
+			continue
+		}
+		dup := maps.Clone(e)
+		if newID != nil && r.Intn(2) == 0 {
+			dup[catalog.ColMessageID] = newID()
+		}
+		out = append(out, dup)
+	}
+	r.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out
 }

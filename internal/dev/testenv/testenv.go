@@ -1,7 +1,10 @@
 // Package testenv gives integration tests a BigQuery project of their own on
 // the local stack's emulator: clients, a Storage Write writer, and helpers to
 // create changelogs and flows (as `bqcdc apply` does), append rows with exact
-// ingestion times, and compare views with the reference model.
+// ingestion times or load snapshots, and compare views with the reference
+// model; for property tests, seed flags, random values, message ids and
+// delivery orders (random.go) and compaction runs that crash (compact.go);
+// and the acceptance cases shared with other engines (acceptance.go).
 //
 // Each test gets its own emulator project: the emulator loads every job of a
 // project on each request, so a project's queries get slower with every query
@@ -162,6 +165,24 @@ func (e *Env) ApplySnapshotFlows(t testing.TB, file, text, table string, cols sc
 		columns[key] = s.Columns
 	}
 	return tb, e.ApplyFlows(t, file, text, columns)
+}
+
+// LoadSnapshot inserts rows (values by column name) into a snapshot table
+// of cols, as a scheduled load would.
+func LoadSnapshot(t testing.TB, tb *bigquery.Table, cols schema.Columns, rows []map[string]bigquery.Value) {
+	t.Helper()
+	bqs := bqschema.ToBigQuery(cols)
+	savers := make([]*bigquery.ValuesSaver, len(rows))
+	for i, r := range rows {
+		vs := &bigquery.ValuesSaver{Schema: bqs}
+		for _, c := range cols {
+			vs.Row = append(vs.Row, r[c.Name])
+		}
+		savers[i] = vs
+	}
+	if err := tb.Inserter().Put(context.Background(), savers); err != nil {
+		t.Fatalf("loading %d rows into %s: %v", len(rows), tb.TableID, err)
+	}
 }
 
 // AppendRows appends canonical rows to a source's changelog, retrying the

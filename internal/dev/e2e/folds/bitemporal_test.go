@@ -2,10 +2,8 @@ package folds
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand"
-	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -35,27 +33,6 @@ type temporalCase struct {
 	Expected []map[string]any `json:"expected"`
 }
 
-func loadTemporalCase(t *testing.T, name string) temporalCase {
-	t.Helper()
-	b, err := os.ReadFile("../testdata/databricks-temporal.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Cases []temporalCase `json:"cases"`
-	}
-	if err := json.Unmarshal(b, &doc); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range doc.Cases {
-		if c.Name == name {
-			return c
-		}
-	}
-	t.Fatalf("no case %s in the acceptance data", name)
-	return temporalCase{}
-}
-
 var customersImage = schema.Columns{
 	{Name: "customer_id", Type: schema.Int64}, {Name: "name", Type: schema.String}, {Name: "email", Type: schema.String},
 	{Name: "city", Type: schema.String}, {Name: "status", Type: schema.String}, {Name: "source_updated_at", Type: schema.Timestamp},
@@ -79,7 +56,7 @@ func acceptanceTime(t *testing.T, s string) time.Time {
 // model; <target>_as_of answers "what did we believe at system time S about
 // business time B".
 func TestDatabricksBitemporalScenario(t *testing.T) {
-	c := loadTemporalCase(t, "measured_bitemporal_three_events")
+	c := testenv.AcceptanceCase[temporalCase](t, "../testdata/databricks-temporal.json", "measured_bitemporal_three_events")
 	ctx := context.Background()
 	for i, order := range [][]int{{0, 1, 2}, {2, 1, 0}, {1, 2, 0}} {
 		t.Run(fmt.Sprint(order), func(t *testing.T) {

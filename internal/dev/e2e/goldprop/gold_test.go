@@ -2,8 +2,6 @@ package goldprop
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"math/rand"
 	"strings"
@@ -18,10 +16,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/schema"
 )
 
-var (
-	goldSeeds = flag.Int("gold.seeds", 2, "random histories (CI runs 2, to keep this binary within go test's 10 minutes beside the property binary on two cores; more for a longer search)")
-	goldSeed  = flag.Int64("gold.seed", 0, "run only this seed (reproduce a failure)")
-)
+var seeds = testenv.SeedFlags("gold", 2, 2000, "random histories (CI runs 2, to keep this binary within go test's 10 minutes beside the property binary on two cores; more for a longer search)")
 
 var image = schema.Columns{
 	{Name: "k1", Type: schema.Int64}, {Name: "k2", Type: schema.String},
@@ -67,20 +62,11 @@ FROM STREAM(`+"`%[1]s`"+`) GROUP BY op;
 
 // history: events of 6 keys (composite, a NULL k2 among them), updates
 // that move rows between regions and times, deletes, truncates, NULL
-// sequences, 20 % duplicates, shuffled; times at a few on window
+// sequences, 20 % redelivered, shuffled; times at a few on window
 // boundaries.
 func history(r *rand.Rand, base time.Time) []map[string]any {
 	n := 20 + r.Intn(25)
-	used := map[string]bool{}
-	msg := func() string {
-		for {
-			m := fmt.Sprintf("m%06d", r.Intn(1_000_000))
-			if !used[m] {
-				used[m] = true
-				return m
-			}
-		}
-	}
+	msg := testenv.MessageIDs(r)
 	var events []map[string]any
 	for i := 0; i < n; i++ {
 		e := map[string]any{
@@ -100,17 +86,7 @@ func history(r *rand.Rand, base time.Time) []map[string]any {
 		}
 		events = append(events, e)
 	}
-	for _, e := range append([]map[string]any(nil), events...) {
-		if r.Intn(5) == 0 {
-			dup := map[string]any{}
-			for k, v := range e {
-				dup[k] = v
-			}
-			events = append(events, dup) // redelivered: the same message id
-		}
-	}
-	r.Shuffle(len(events), func(i, j int) { events[i], events[j] = events[j], events[i] })
-	return events
+	return testenv.Deliver(r, events, nil)
 }
 
 // TestGoldMatchesSelect appends random histories in three batches and,
@@ -123,7 +99,7 @@ func history(r *rand.Rand, base time.Time) []map[string]any {
 // and is re-run; some runs see rows appended while they run.
 func TestGoldMatchesSelect(t *testing.T) {
 	const lag = 20 * time.Second
-	for _, seed := range testenv.Seeds(*goldSeed, *goldSeeds, 2000) {
+	for _, seed := range seeds() {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			r := rand.New(rand.NewSource(seed))
 			e := testenv.New(t, stack, testenv.Project("gold", seed))
@@ -181,7 +157,16 @@ func compactRandomly(t *testing.T, e *testenv.Env, r *rand.Rand, bound []*flow.B
 	if r.Intn(10) < 4 {
 		crashAt = testenv.Pick(r, compact.StepFold, compact.StepChanges, compact.StepGold, compact.StepGC, compact.StepView)
 	}
-	late := r.Intn(10) < 4
+	var late func()
+	if r.Intn(10) < 4 {
+		// Appended after the run read the changelog, stamped between the
+		// new watermark and now.
+		late = func() {
+			e.AppendRows(t, source, []map[string]any{{"k1": int64(1), "k2": "a", "s1": int64(11), "op": "U",
+				"region": "late", "qty": int64(9), "placed_at": now.UnixMicro(), catalog.ColMessageID: fmt.Sprintf("late%06d", r.Intn(1_000_000)),
+				catalog.ColIngestedAt: now.Add(-lag / 2).UnixMicro()}})
+		}
+	}
 	// Half the runs ask which groups they touch first (as a large state's
 	// do) and read only those; a third maintain (the flow's levels, and
 	// the views' versions that no longer count).
@@ -199,22 +184,8 @@ func compactRandomly(t *testing.T, e *testenv.Env, r *rand.Rand, bound []*flow.B
 	}
 	opts := compact.Options{VisibilityLag: lag, Now: func() time.Time { return now }, Backoff: 20 * time.Millisecond, Concurrency: 1,
 		MaintainEvery: maintain, MaintainMargin: time.Second, MaintainGranularity: time.Nanosecond, GoldTouchedAbove: touched, GoldFeedRetention: retention, Golds: golds,
-		AfterStep: func(flowName, name string) error {
-			if late && name == compact.StepFold {
-				// Appended after the run read the changelog, stamped
-				// between the new watermark and now.
-				e.AppendRows(t, source, []map[string]any{{"k1": int64(1), "k2": "a", "s1": int64(11), "op": "U",
-					"region": "late", "qty": int64(9), "placed_at": now.UnixMicro(), catalog.ColMessageID: fmt.Sprintf("late%06d", r.Intn(1_000_000)),
-					catalog.ColIngestedAt: now.Add(-lag / 2).UnixMicro()}})
-				late = false
-			}
-			if r.Intn(2) == 0 {
-				check(fmt.Sprintf("%s, compaction after step %s", when, name))
-			}
-			if name == crashAt {
-				return errors.New(testenv.InjectedCrash)
-			}
-			return nil
-		}}
+		AfterStep: testenv.CrashingSteps(r, crashAt, late, func(_, step string) {
+			check(fmt.Sprintf("%s, compaction after step %s", when, step))
+		})}
 	e.CompactCrashing(t, opts, bound, now, crashAt, when, check)
 }

@@ -14,11 +14,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/flow"
 )
 
-const finalFlows = `
-CREATE FLOW f_orders AS AUTO CDC INTO f_orders FROM STREAM(` + "`f.orders`" + `)
-KEYS (id) APPLY AS DELETE WHEN operation = 'DELETE'
-SEQUENCE BY seq COLUMNS (id, region, qty, ordered_at);
-
+const finalViews = `
 CREATE MATERIALIZED VIEW f_hourly AS
 SELECT window(ordered_at, '1 hour') AS hour, region, COUNT(*) AS n, SUM(qty) AS units
 FROM f_orders WATERMARK ordered_at DELAY OF INTERVAL 30 MINUTES
@@ -32,8 +28,7 @@ GROUP BY 1, region;
 // a repeated finalize appends nothing.
 func TestGoldFinalWindows(t *testing.T) {
 	e := testenv.New(t, stack, "gold-final")
-	bound := e.ApplySourceFlows(t, "f.sql", finalFlows, "f.orders", ordersImage)
-	golds := e.ApplyGolds(t, "f.sql", finalFlows, bound)
+	bound, golds := applyOrders(t, e, "f", finalViews)
 	if len(golds) != 1 || golds[0].Watermark == nil {
 		t.Fatalf("views %v", golds)
 	}

@@ -15,11 +15,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/flow"
 )
 
-const havingFlows = `
-CREATE FLOW h_orders AS AUTO CDC INTO h_orders FROM STREAM(` + "`h.orders`" + `)
-KEYS (id) APPLY AS DELETE WHEN operation = 'DELETE'
-SEQUENCE BY seq COLUMNS (id, region, qty, ordered_at);
-
+const havingViews = `
 CREATE MATERIALIZED VIEW h_busy AS
 SELECT region, COUNT(*) AS n, SUM(qty) AS units, MAX(qty) AS largest
 FROM h_orders WHERE qty IS NOT NULL AND region != 'east'
@@ -36,8 +32,7 @@ GROUP BY region HAVING n >= 2;
 func TestGoldWhereHavingAndFeed(t *testing.T) {
 	e := testenv.New(t, stack, "gold-having")
 	ctx := context.Background()
-	bound := e.ApplySourceFlows(t, "h.sql", havingFlows, "h.orders", ordersImage)
-	golds := e.ApplyGolds(t, "h.sql", havingFlows, bound)
+	bound, golds := applyOrders(t, e, "h", havingViews)
 	if len(golds) != 1 || golds[0].Refreshable() != nil {
 		t.Fatalf("%d views applied, refreshable: %v", len(golds), golds[0].Refreshable())
 	}

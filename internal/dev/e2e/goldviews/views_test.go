@@ -23,11 +23,27 @@ var ordersImage = schema.Columns{
 	{Name: "ordered_at", Type: schema.Timestamp}, {Name: "operation", Type: schema.String}, {Name: "seq", Type: schema.Int64},
 }
 
-const goldTestFlows = `
-CREATE FLOW g_orders AS AUTO CDC INTO g_orders FROM STREAM(` + "`g.orders`" + `)
+// ordersFlow declares the flow <p>_orders over the changelog <p>.orders
+// (ordersImage): the target the materialized views of a test read.
+func ordersFlow(p string) string {
+	return fmt.Sprintf(`
+CREATE FLOW %[1]s_orders AS AUTO CDC INTO %[1]s_orders FROM STREAM(`+"`%[1]s.orders`"+`)
 KEYS (id) APPLY AS DELETE WHEN operation = 'DELETE'
 SEQUENCE BY seq COLUMNS (id, region, qty, ordered_at);
+`, p)
+}
 
+// applyOrders creates the changelog <p>.orders and applies ordersFlow(p)
+// and the materialized views declared in views (file <p>.sql), as bqcdc
+// apply does.
+func applyOrders(t *testing.T, e *testenv.Env, p, views string) ([]*flow.Bound, []*flow.BoundGold) {
+	t.Helper()
+	text := ordersFlow(p) + views
+	bound := e.ApplySourceFlows(t, p+".sql", text, p+".orders", ordersImage)
+	return bound, e.ApplyGolds(t, p+".sql", text, bound)
+}
+
+const goldTestViews = `
 CREATE MATERIALIZED VIEW g_per_region AS
 SELECT region, COUNT(*) AS n, COUNT(qty) AS with_qty, SUM(qty) AS units, MIN(qty) AS smallest, MAX(qty) AS largest,
   AVG(qty) AS mean, COUNT(DISTINCT qty) AS sizes
@@ -62,8 +78,7 @@ FROM STREAM(` + "`g.orders`" + `) GROUP BY region, operation;
 func TestGoldViewsEqualTheirSelect(t *testing.T) {
 	e := testenv.New(t, stack, "gold-views")
 	ctx := context.Background()
-	bound := e.ApplySourceFlows(t, "g.sql", goldTestFlows, "g.orders", ordersImage)
-	golds := e.ApplyGolds(t, "g.sql", goldTestFlows, bound)
+	bound, golds := applyOrders(t, e, "g", goldTestViews)
 	if len(golds) != 6 {
 		t.Fatalf("%d materialized views applied, want 6", len(golds))
 	}
@@ -192,10 +207,10 @@ func TestGoldViewsEqualTheirSelect(t *testing.T) {
 	// A changed definition: bqcdc apply makes its state again, from the
 	// whole change feed, and the refreshed view follows it at once.
 	old := "COUNT(*) AS n, SUM(qty) AS units\nFROM g_orders GROUP BY 1, 2;"
-	if !strings.Contains(goldTestFlows, old) {
+	if !strings.Contains(goldTestViews, old) {
 		t.Fatal("the test's g_per_hour moved")
 	}
-	changedText := strings.Replace(goldTestFlows, old, "COUNT(*) AS n, SUM(qty) AS units, COUNT(qty) AS with_qty\nFROM g_orders GROUP BY 1, 2;", 1)
+	changedText := ordersFlow("g") + strings.Replace(goldTestViews, old, "COUNT(*) AS n, SUM(qty) AS units, COUNT(qty) AS with_qty\nFROM g_orders GROUP BY 1, 2;", 1)
 	for _, g := range e.ApplyGolds(t, "g.sql", changedText, bound) {
 		if g.Name.Table != "g_per_hour" {
 			continue

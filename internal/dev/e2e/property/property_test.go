@@ -2,8 +2,6 @@ package property
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"math/rand"
 	"strings"
@@ -20,10 +18,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/schema"
 )
 
-var (
-	propSeeds = flag.Int("prop.seeds", 4, "random histories per property test (CI runs 4: each compaction run now also materializes the change feed, and the binary must stay within go test's 10 minutes; -prop.seeds 8 or more for a longer search)")
-	propSeed  = flag.Int64("prop.seed", 0, "run only this seed (reproduce a failure)")
-)
+var seeds = testenv.SeedFlags("prop", 4, 1000, "random histories per property test (CI runs 4: each compaction run now also materializes the change feed, and the binary must stay within go test's 10 minutes; -prop.seeds 8 or more for a longer search)")
 
 // propImage has a column of every kind the views must fold: composite keys,
 // a two-column sequence, and values of each BigQuery type.
@@ -89,16 +84,7 @@ type history struct {
 func genHistory(r *rand.Rand, _ time.Time) history {
 	n := 15 + r.Intn(26)
 	var events []map[string]any
-	usedMsg := map[string]bool{}
-	newMsg := func() string {
-		for {
-			m := fmt.Sprintf("m%06d", r.Intn(1_000_000))
-			if !usedMsg[m] {
-				usedMsg[m] = true
-				return m
-			}
-		}
-	}
+	newMsg := testenv.MessageIDs(r)
 	for i := 0; i < n; i++ {
 		e := map[string]any{
 			"k1": int64(1 + r.Intn(3)), "k2": maybeNull(r, testenv.Pick(r, "a", "b"), 20),
@@ -126,20 +112,7 @@ func genHistory(r *rand.Rand, _ time.Time) history {
 		events = append(events, e)
 	}
 	// 20 % duplicates: a redelivery keeps the message id, a re-send gets a new one.
-	for _, e := range append([]map[string]any(nil), events...) {
-		if r.Intn(5) != 0 {
-			continue
-		}
-		dup := map[string]any{}
-		for k, v := range e {
-			dup[k] = v
-		}
-		if r.Intn(2) == 0 {
-			dup[catalog.ColMessageID] = newMsg()
-		}
-		events = append(events, dup)
-	}
-	r.Shuffle(len(events), func(i, j int) { events[i], events[j] = events[j], events[i] })
+	events = testenv.Deliver(r, events, newMsg)
 
 	a, b := 1+r.Intn(len(events)-2), 0
 	b = a + 1 + r.Intn(len(events)-a-1)
@@ -152,8 +125,6 @@ func maybeNull(r *rand.Rand, v any, percent int) any {
 	}
 	return v
 }
-
-func seeds() []int64 { return testenv.Seeds(*propSeed, *propSeeds, 1000) }
 
 // TestViewsMatchModel appends random histories (composite keys, every column
 // type, deletes, truncates, NULL sequences, 20 % duplicates, shuffled and
@@ -243,8 +214,12 @@ func compactRandomly(t *testing.T, e *testenv.Env, r *rand.Rand, bound []*flow.B
 	if r.Intn(10) < 3 {
 		crashAt = testenv.Pick(r, compact.StepFold, compact.StepChanges, compact.StepGC, compact.StepView)
 	}
-	late := r.Intn(10) < 4
-	step := 0
+	var late func()
+	if r.Intn(10) < 4 {
+		// Rows whose append became visible after the run read the
+		// changelog, stamped between the new watermark and now.
+		late = func() { e.AppendRows(t, source, lateRows(r, now.Add(-lag/2))) }
+	}
 	// One flow at a time: AfterStep appends rows and checks views between
 	// steps, which is only a well-defined interleaving (and the model read
 	// only comparable with the view read) when no other flow runs meanwhile.
@@ -260,23 +235,10 @@ func compactRandomly(t *testing.T, e *testenv.Env, r *rand.Rand, bound []*flow.B
 	}
 	opts := compact.Options{VisibilityLag: lag, Now: func() time.Time { return now }, Backoff: 20 * time.Millisecond, Concurrency: 1,
 		MaintainEvery: maintain, MaintainMargin: time.Second, MaintainGranularity: time.Nanosecond,
-		AfterStep: func(flowName, name string) error {
-			step++
-			if late && name == compact.StepFold {
-				// Rows whose append became visible after the run read the
-				// changelog, stamped between the new watermark and now.
-				e.AppendRows(t, source, lateRows(r, now.Add(-lag/2)))
-				late = false
-			}
-			if r.Intn(2) == 0 {
-				// The flow being compacted is the one whose state changes.
-				e.CheckViews(t, only(bound, flowName), fmt.Sprintf("%s, compaction of %s after step %s", when, flowName, name))
-			}
-			if name == crashAt {
-				return errors.New(testenv.InjectedCrash)
-			}
-			return nil
-		}}
+		AfterStep: testenv.CrashingSteps(r, crashAt, late, func(flowName, step string) {
+			// The flow being compacted is the one whose state changes.
+			e.CheckViews(t, only(bound, flowName), fmt.Sprintf("%s, compaction of %s after step %s", when, flowName, step))
+		})}
 	e.CompactCrashing(t, opts, bound, now, crashAt, when, func(when string) { e.CheckViews(t, bound, when) })
 }
 

@@ -17,7 +17,6 @@ import (
 	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/schema"
-	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
 )
 
 // snapshotSeeds bounds the seeds of TestSnapshotsMatchModel (each loads
@@ -148,7 +147,7 @@ func TestSnapshotsMatchModel(t *testing.T) {
 							check(fmt.Sprintf("%s, compaction of %s after %s", when, flowName, step))
 						}
 						if step == crashAt {
-							return errors.New("injected crash")
+							return errors.New(testenv.InjectedCrash)
 						}
 						return nil
 					}}
@@ -172,17 +171,7 @@ func TestSnapshotsMatchModel(t *testing.T) {
 			loads := genSnapshots(r, timestamps, time.Now().Add(-24*time.Hour).UTC().Truncate(time.Hour))
 			for i, l := range loads {
 				if len(l.rows) > 0 {
-					savers := make([]*bigquery.ValuesSaver, len(l.rows))
-					for j, row := range l.rows {
-						vs := &bigquery.ValuesSaver{Schema: bqschema.ToBigQuery(cols)}
-						for _, c := range cols {
-							vs.Row = append(vs.Row, row[c.Name])
-						}
-						savers[j] = vs
-					}
-					if err := tb.Inserter().Put(ctx, savers); err != nil {
-						t.Fatal(err)
-					}
+					testenv.LoadSnapshot(t, tb, cols, l.rows)
 				}
 				if appliedMax != nil && !versionLess(appliedMax, l.version) {
 					skipped += int64(len(l.rows)) // at or before the applied version: skipped
