@@ -140,15 +140,15 @@ func runRender(ctx context.Context, args []string) error {
 				loc.GoldDataset(g.Gold), catalog.GoldRefreshedName(g.Gold), loc.GoldRefreshed(g.Gold), view,
 				loc.GoldDataset(g.Gold), catalog.GoldChangesName(g.Gold), feed)
 			if g.Watermark != nil {
-				create, err := render.GoldFinal(g, loc, true)
+				create, err := render.GoldFinal(g, loc, render.FinalTable)
 				if err != nil {
 					return err
 				}
-				emit, err := render.GoldFinal(g, loc, false)
+				emit, err := render.GoldFinal(g, loc, render.FinalAppend)
 				if err != nil {
 					return err
 				}
-				view, err := render.GoldFinalView(g, loc)
+				view, err := render.GoldFinal(g, loc, render.FinalView)
 				if err != nil {
 					return err
 				}

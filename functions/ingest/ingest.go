@@ -135,11 +135,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Function, error) {
 		o.Log = logging.New(os.Stdout)
 	}
 	ctx = context.WithoutCancel(ctx) // clients outlive the first request
-	bq, err := clients.NewBigQuery(ctx, cfg.BigQuery)
-	if err != nil {
-		return nil, err
-	}
-	mw, err := clients.NewWriter(ctx, cfg.BigQuery)
+	bq, mw, err := clients.NewAppendClients(ctx, cfg.BigQuery)
 	if err != nil {
 		return nil, err
 	}

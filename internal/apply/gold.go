@@ -139,7 +139,7 @@ func goldChanges(ctx context.Context, bq *bigquery.Client, loc catalog.Location,
 // (the hash of the statement that makes it) changes with the definition:
 // compaction appends the windows final by then again.
 func goldFinal(ctx context.Context, bq *bigquery.Client, loc catalog.Location, g *flow.BoundGold, rep *Report) error {
-	ddl, err := render.GoldFinal(g, loc, true)
+	ddl, err := render.GoldFinal(g, loc, render.FinalTable)
 	if err != nil {
 		return err
 	}
@@ -155,7 +155,7 @@ func goldFinal(ctx context.Context, bq *bigquery.Client, loc catalog.Location, g
 	default:
 		rep.add("table %s: created (%s)", catalog.GoldFinalName(g.Gold), what)
 	}
-	sql, err := render.GoldFinalView(g, loc)
+	sql, err := render.GoldFinal(g, loc, render.FinalView)
 	if err != nil {
 		return err
 	}

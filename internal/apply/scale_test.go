@@ -17,6 +17,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/dev/fakebq"
+	"github.com/bqcdc/bqcdc/internal/dev/rendercases"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/progress"
 	"github.com/bqcdc/bqcdc/sql/render"
@@ -59,9 +60,9 @@ func (c *countingTransport) take() map[string]int {
 }
 
 // scaleDeployment generates sources topics, each with an Avro value schema
-// of 12 fields (a 20-column changelog) in a schemas folder, and two flows:
-// an SCD 1 current state in the default dataset and an SCD 2 history in
-// dataset history.
+// of 12 fields (a 20-column changelog) in a schemas folder, and two flows
+// (rendercases.ScaleFlowFile): an SCD 1 current state in the default
+// dataset and an SCD 2 history in dataset history.
 func scaleDeployment(t testing.TB, sources int) ([]*flow.Flow, Schemas) {
 	t.Helper()
 	dir := t.TempDir()
@@ -87,24 +88,7 @@ func scaleDeployment(t testing.TB, sources int) ([]*flow.Flow, Schemas) {
 		}
 		name := fmt.Sprintf("table_%03d.sql", i)
 		names = append(names, name)
-		srcs[name] = fmt.Sprintf(`
-CREATE FLOW t%03[1]d_current AS AUTO CDC INTO t%03[1]d_current
-FROM STREAM(`+"`%[2]s`"+`)
-KEYS (id)
-APPLY AS DELETE WHEN _cdc_op = 'd'
-SEQUENCE BY _cdc_sequence
-COLUMNS * EXCEPT (_cdc_message_id, _cdc_transaction)
-STORED AS SCD TYPE 1;
-
-CREATE FLOW t%03[1]d_history AS AUTO CDC INTO history.t%03[1]d
-FROM STREAM(`+"`%[2]s`"+`)
-KEYS (tenant_id, id)
-APPLY AS DELETE WHEN _cdc_op = 'd'
-SEQUENCE BY STRUCT(updated_at, _cdc_sequence)
-COLUMNS * EXCEPT (_cdc_transaction)
-STORED AS SCD TYPE 2
-TRACK HISTORY ON * EXCEPT (updated_at);
-`, i, topic)
+		srcs[name] = rendercases.ScaleFlowFile(i, topic)
 	}
 	flows, errs := flow.ParseFiles(names, srcs)
 	if len(errs) > 0 {

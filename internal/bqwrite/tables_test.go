@@ -86,11 +86,7 @@ func TestThousandTables(t *testing.T) {
 	}
 	ctx := context.Background()
 	cfg := fake.ClientConfig()
-	bq, err := clients.NewBigQuery(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mw, err := clients.NewWriter(ctx, cfg) // an endpoint: not multiplexed
+	bq, mw, err := clients.NewAppendClients(ctx, cfg) // an endpoint: the writer is not multiplexed
 	if err != nil {
 		t.Fatal(err)
 	}

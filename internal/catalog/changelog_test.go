@@ -3,6 +3,7 @@ package catalog
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -79,8 +80,8 @@ func TestRowTransaction(t *testing.T) {
 
 func TestDeadLetterRow(t *testing.T) {
 	at := time.UnixMicro(5)
-	got := DeadLetter{At: at, Topic: "t", MessageID: "9", Data: []byte{1}, Stage: "wire", Reason: "bad magic",
-		Attributes: map[string]string{"b": "2", "a": "1"}}.Row()
+	got := DeadLetter{At: at, Stage: "wire", Reason: "bad magic",
+		Delivery: Delivery{Topic: "t", MessageID: "9", Data: []byte{1}, Attributes: map[string]string{"b": "2", "a": "1"}}}.Row()
 	want := map[string]any{"dead_lettered_at": int64(5), "topic": "t", "message_id": "9", "data": []byte{1}, "stage": "wire", "reason": "bad magic",
 		"attributes": []any{map[string]any{"key": "a", "value": "1"}, map[string]any{"key": "b", "value": "2"}}}
 	if d := cmp.Diff(want, got); d != "" {
@@ -139,5 +140,22 @@ func TestSourceHash(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { IsSourceHashOf("0123456789abcdef0123456789abcdef", "db.inv.t") }); n != 0 {
 		t.Errorf("IsSourceHashOf allocates %.0f times", n)
+	}
+}
+
+// A run that held its change feed says so in its row, and only such a run
+// fills the column (the status view reads the newest run's).
+func TestCompactionRunRowFeedHeld(t *testing.T) {
+	at := time.UnixMicro(7)
+	run := CompactionRun{RunAt: at, Flow: "f", Outcome: "compacted"}
+	if _, ok := run.Row()["change_feed_held"]; ok {
+		t.Error("a run that held nothing fills change_feed_held")
+	}
+	run.FeedHeld = "drop the change table"
+	if got := run.Row()["change_feed_held"]; got != "drop the change table" {
+		t.Errorf("change_feed_held = %v", got)
+	}
+	if !slices.Contains(CompactionRunsColumns().Names(), "change_feed_held") {
+		t.Error("the runs table has no change_feed_held column")
 	}
 }

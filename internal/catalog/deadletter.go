@@ -30,9 +30,9 @@ func DeadLetterColumns() schema.Columns {
 	}
 }
 
-// DeadLetter is one dead-letter row.
-type DeadLetter struct {
-	At           time.Time
+// Delivery is one Pub/Sub message as delivered (ingest.Message): a dead
+// letter keeps all of it, so that the message can be replayed as it came.
+type Delivery struct {
 	Topic        string
 	Subscription string
 	MessageID    string
@@ -40,10 +40,17 @@ type DeadLetter struct {
 	OrderingKey  string
 	Attributes   map[string]string
 	Data         []byte
-	Stage        string
-	Reason       string
-	SchemaID     int
-	Table        string
+}
+
+// DeadLetter is one dead-letter row: the message, when and why the ingest
+// function gave up on it.
+type DeadLetter struct {
+	At time.Time
+	Delivery
+	Stage    string
+	Reason   string
+	SchemaID int
+	Table    string
 }
 
 // Row renders the dead letter in canonical form.

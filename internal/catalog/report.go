@@ -49,6 +49,7 @@ func CompactionRunsColumns() schema.Columns {
 		{Name: "newest_source_ts", Type: schema.Timestamp, Description: "Runs that read the changelog's new rows: the newest _cdc_source_ts among them (the status view's freshness when it reads no changelog)."},
 		{Name: "last_ingested_at", Type: schema.Timestamp, Description: "Runs that read the changelog's new rows: the newest _cdc_ingested_at among them."},
 		{Name: "tail_rows", Type: schema.Int64, Description: "Runs that read the changelog's new rows: those left after the run's watermark (a view's tail)."},
+		{Name: "change_feed_held", Type: schema.String, Description: "Why the run did not materialize the flow's change feed, and what to do (a feed turned off and on again is held until its change table is dropped and bqcdc apply runs)."},
 	}
 }
 
@@ -72,6 +73,7 @@ type CompactionRun struct {
 	Duration                                    time.Duration
 	AppliedVersion                              string
 	RowsSkipped                                 int64
+	FeedHeld                                    string
 	// Of runs that read the changelog's new rows (TailRows nil otherwise).
 	NewestSourceTS, LastIngestedAt time.Time
 	TailRows                       *int64
@@ -92,6 +94,9 @@ func (r CompactionRun) Row() map[string]any {
 	}
 	if r.Error != "" {
 		row["error"] = r.Error
+	}
+	if r.FeedHeld != "" {
+		row["change_feed_held"] = r.FeedHeld
 	}
 	if r.AppliedVersion != "" {
 		row["applied_version"] = r.AppliedVersion

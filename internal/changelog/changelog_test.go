@@ -6,19 +6,10 @@ import (
 	"testing"
 
 	"github.com/bqcdc/bqcdc/internal/catalog"
+	"github.com/bqcdc/bqcdc/internal/dev/avrocases"
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/limits"
-	"github.com/hamba/avro/v2"
 )
-
-func parse(t *testing.T, text string) avro.Schema {
-	t.Helper()
-	s, err := avro.ParseWithCache(text, "", &avro.SchemaCache{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
 
 // TestOf checks the mapping of an envelope and of a plain record (image
 // columns first, then catalog's metadata), and the stage each refusal
@@ -31,7 +22,7 @@ func TestOf(t *testing.T) {
 		{"name":"source","type":{"type":"record","name":"Source","fields":[{"name":"ts_ms","type":"long"}]}},
 		{"name":"op","type":"string"},{"name":"ts_ms","type":["null","long"]}]}`
 	for name, text := range map[string]string{"envelope": envelope, "plain": image} {
-		l, err := Of(parse(t, text))
+		l, err := Of(avrocases.Parse(t, text))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -53,7 +44,7 @@ func TestOf(t *testing.T) {
 		{"an image at the column limit, the metadata past it", wide(limits.MaxColumns), failure.StageSchema},
 		{"an image past the column limit", wide(limits.MaxColumns + 1), failure.StageConvert},
 	} {
-		l, err := Of(parse(t, tc.text))
+		l, err := Of(avrocases.Parse(t, tc.text))
 		if err == nil || !failure.IsPermanent(err) || failure.StageOf(err) != tc.stage {
 			t.Errorf("%s: error %v, want a permanent one at stage %s", tc.name, err, tc.stage)
 		}

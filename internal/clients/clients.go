@@ -188,6 +188,21 @@ func NewWriter(ctx context.Context, c Config) (*managedwriter.Client, error) {
 	return mw, nil
 }
 
+// NewAppendClients returns the BigQuery client and the Storage Write client
+// of c: the two a changelog writer (bqwrite.NewWriter) appends with.
+func NewAppendClients(ctx context.Context, c Config) (*bigquery.Client, *managedwriter.Client, error) {
+	bq, err := NewBigQuery(ctx, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	mw, err := NewWriter(ctx, c)
+	if err != nil {
+		bq.Close()
+		return nil, nil, err
+	}
+	return bq, mw, nil
+}
+
 // NewPubSubSchemas returns a client of Pub/Sub's schema service (for
 // pubsubschema.New), or of the emulator at endpoint (host:port) when it is
 // set. The connection is made on first use.

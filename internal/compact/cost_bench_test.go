@@ -10,6 +10,7 @@ import (
 
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/cost"
+	"github.com/bqcdc/bqcdc/internal/dev/rendercases"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/bqcdc/bqcdc/sql/render"
@@ -138,28 +139,14 @@ var (
 )
 
 // costFlows binds sql/render's test flows users_scd1, users_scd2 and
-// users_bitemporal over the users changelog.
+// users_bitemporal over the users changelog (rendercases).
 func costFlows(b *testing.B) map[string]*flow.Bound {
 	b.Helper()
-	flows, errs := flow.ParseDir("../../sql/render/testdata")
-	if len(errs) > 0 {
-		b.Fatal(errs)
-	}
-	users := append(schema.Columns{
-		{Name: "userId", Type: schema.Int64}, {Name: "name", Type: schema.String}, {Name: "city", Type: schema.String},
-		{Name: "operation", Type: schema.String}, {Name: "sequenceNum", Type: schema.Int64},
-		{Name: "tags", Type: schema.String, Repeated: true}}, catalog.MetadataColumns()...)
 	out := map[string]*flow.Bound{}
-	for _, f := range flows {
-		kind, ok := map[string]string{"users_scd1": "scd1", "users_scd2": "scd2", "users_bitemporal": "bitemporal"}[f.Name]
-		if !ok {
-			continue
+	for _, bd := range rendercases.Flows(b, "../../sql/render/testdata") {
+		if kind, ok := map[string]string{"users_scd1": "scd1", "users_scd2": "scd2", "users_bitemporal": "bitemporal"}[bd.Name]; ok {
+			out[kind] = bd
 		}
-		bd, err := flow.Bind(f, users)
-		if err != nil {
-			b.Fatal(err)
-		}
-		out[kind] = bd
 	}
 	if len(out) != 3 {
 		b.Fatalf("found %d of the 3 flows", len(out))

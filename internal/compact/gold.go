@@ -138,7 +138,7 @@ func (s *streamRun) refreshGold(ctx context.Context, g *flow.BoundGold, stateByt
 // finalize appends the windows of a view with a WATERMARK that became final
 // (compared with what the table holds, so a repeat appends nothing).
 func (s *streamRun) finalize(ctx context.Context, g *flow.BoundGold) error {
-	sql, err := render.GoldFinal(g, s.c.loc, false)
+	sql, err := render.GoldFinal(g, s.c.loc, render.FinalAppend)
 	if err != nil {
 		return err
 	}

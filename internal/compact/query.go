@@ -97,6 +97,23 @@ func (c *Compactor) one(ctx context.Context, step, sql string, acct *account) (m
 	return res.Rows[0], nil
 }
 
+// statsRow is the one row of a run's statistics query: counts and bounds
+// of what the run is to fold or apply.
+type statsRow map[string]bigquery.Value
+
+// stats runs a run's statistics query; what says what it reads, for the
+// error.
+func (c *Compactor) stats(ctx context.Context, sql string, acct *account, what string) (statsRow, error) {
+	r, err := c.one(ctx, "stats", sql, acct)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", what, err)
+	}
+	return r, nil
+}
+
+// n is column k as a count (0 when NULL).
+func (r statsRow) n(k string) int64 { return int64Of(r[k]) }
+
 func ts(v bigquery.Value, def time.Time) time.Time {
 	if t, ok := v.(time.Time); ok {
 		return t.UTC()

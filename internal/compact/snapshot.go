@@ -126,12 +126,11 @@ func (s *snapshotRun) readStats(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := s.c.one(ctx, "stats", sql, s.acct)
+	r, err := s.c.stats(ctx, sql, s.acct, "what to apply")
 	if err != nil {
-		return fmt.Errorf("reading what to apply: %w", err)
+		return err
 	}
-	n := func(k string) int64 { return int64Of(r[k]) }
-	s.st = snapshotStats{total: n("total_rows"), events: n("events"), versions: n("versions"), keys: n("keys"), processed: n("processed_rows")}
+	s.st = snapshotStats{total: r.n("total_rows"), events: r.n("events"), versions: r.n("versions"), keys: r.n("keys"), processed: r.n("processed_rows")}
 	s.st.newest, _ = r["newest_version"].(string)
 	s.st.older, _ = r["older_version"].(string)
 	return nil

@@ -156,14 +156,13 @@ func (s *streamRun) readStats(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	row, err := s.c.one(ctx, "stats", sql, s.acct)
+	row, err := s.c.stats(ctx, sql, s.acct, "what to fold")
 	if err != nil {
-		return fmt.Errorf("reading what to fold: %w", err)
+		return err
 	}
-	n := func(k string) int64 { return int64Of(row[k]) }
-	s.st = streamStats{events: n("events"), withoutSequence: n("without_sequence"), unfolded: n("unfolded"), keys: n("keys"),
-		truncates: n("truncates"), keyNulls: n("key_nulls"), newest: ts(row["newest"], render.Epoch),
-		newestSource: ts(row["newest_source_ts"], time.Time{}), tail: n("tail_rows"),
+	s.st = streamStats{events: row.n("events"), withoutSequence: row.n("without_sequence"), unfolded: row.n("unfolded"), keys: row.n("keys"),
+		truncates: row.n("truncates"), keyNulls: row.n("key_nulls"), newest: ts(row["newest"], render.Epoch),
+		newestSource: ts(row["newest_source_ts"], time.Time{}), tail: row.n("tail_rows"),
 		changesUntil: ts(row["changes_until"], render.Epoch)}
 	if lo, ok := row["key_lo"]; ok {
 		s.st.hasKeys = true

@@ -20,21 +20,11 @@ import (
 // bind them (to the schemas of package rendercases).
 func renderFlows(t *testing.T) []*flow.Bound {
 	t.Helper()
-	flows, errs := flow.ParseDir("../../sql/render/testdata")
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
-	sources := rendercases.Sources()
 	var out []*flow.Bound
-	for _, f := range flows {
-		if f.IsSnapshot() {
-			continue // snapshot flows: their own layout
+	for _, b := range rendercases.Flows(t, "../../sql/render/testdata") {
+		if !b.IsSnapshot() { // snapshot flows: their own layout
+			out = append(out, b)
 		}
-		b, err := flow.Bind(f, sources[f.SourceKey()])
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, b)
 	}
 	if len(out) != 6 {
 		t.Fatalf("%d change-stream flows in sql/render/testdata/flows.sql, want 6", len(out))

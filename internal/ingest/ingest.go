@@ -38,16 +38,9 @@ import (
 	"github.com/bqcdc/bqcdc/internal/wire"
 )
 
-// Message is one Pub/Sub message as delivered.
-type Message struct {
-	Topic        string
-	Subscription string
-	MessageID    string
-	PublishTime  time.Time
-	OrderingKey  string
-	Attributes   map[string]string
-	Data         []byte
-}
+// Message is one Pub/Sub message as delivered. It is the delivery a dead
+// letter keeps, so the two cannot drift apart.
+type Message = catalog.Delivery
 
 // Outcome says how a message ended.
 type Outcome int
@@ -270,9 +263,7 @@ func (s *Service) deadLetter(ctx context.Context, m Message, table string, schem
 	if stage == "" {
 		stage = failure.StageEvent
 	}
-	dl := catalog.DeadLetter{At: s.now(), Topic: m.Topic, Subscription: m.Subscription, MessageID: m.MessageID,
-		PublishTime: m.PublishTime, OrderingKey: m.OrderingKey, Attributes: m.Attributes, Data: m.Data,
-		Stage: string(stage), Reason: s.Reason(cause), SchemaID: schemaID, Table: table}
+	dl := catalog.DeadLetter{At: s.now(), Delivery: m, Stage: string(stage), Reason: s.Reason(cause), SchemaID: schemaID, Table: table}
 	if err := s.writer.Append(ctx, catalog.DeadLetterTable, []map[string]any{dl.Row()}); err != nil {
 		// Not stored anywhere yet: the message must come back.
 		s.retries.Add(1)

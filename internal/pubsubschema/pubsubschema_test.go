@@ -99,7 +99,7 @@ func TestLookupOverPstest(t *testing.T) {
 		t.Fatal(err)
 	}
 	rev2 := committed.RevisionId
-	v1, v2 := parseSchema(t, avrocases.CustomerV1), parseSchema(t, avrocases.CustomerV2)
+	v1, v2 := avrocases.Parse(t, avrocases.CustomerV1), avrocases.Parse(t, avrocases.CustomerV2)
 
 	msgs := map[string][]published{} // by encoding
 	for _, tc := range avrocases.JSONCases {
@@ -211,15 +211,6 @@ func publishAndReceive(t *testing.T, ctx context.Context, ps *pubsub.Client, enc
 		t.Fatalf("received %d of %d messages", len(got), len(list))
 	}
 	return got
-}
-
-func parseSchema(t *testing.T, definition string) avro.Schema {
-	t.Helper()
-	s, err := avro.ParseWithCache(definition, "", &avro.SchemaCache{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
 }
 
 var equateRats = cmp.Comparer(func(a, b *big.Rat) bool { return a.Cmp(b) == 0 })

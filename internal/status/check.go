@@ -22,15 +22,15 @@ type Thresholds struct {
 	MaxDeadLetters int64
 }
 
-// Off is a Thresholds with every check off: only failed compactions and
-// unreadable changelogs are problems.
+// Off is a Thresholds with every check off: only failed compactions, held
+// change feeds and unreadable changelogs are problems.
 var Off = Thresholds{MaxTail: -1, MaxDeadLetters: -1}
 
 // Problem is one fact past a threshold.
 type Problem struct {
 	Flow   string `json:"flow,omitempty"`
 	Source string `json:"source,omitempty"`
-	Check  string `json:"check"` // lag, tail, compaction, dead_letters, changelog
+	Check  string `json:"check"` // lag, tail, compaction, change_feed, dead_letters, changelog
 	Detail string `json:"detail"`
 }
 
@@ -43,8 +43,9 @@ func (p Problem) String() string {
 }
 
 // Check lists what in r is past th, flows first (in r's order), and stores
-// the list in r.Problems. A flow whose last compaction failed is always a
-// problem, as is a changelog whose metadata cannot be read.
+// the list in r.Problems. A flow whose last compaction failed or held its
+// change feed is always a problem, as is a changelog whose metadata cannot
+// be read.
 func Check(r *Report, th Thresholds) []Problem {
 	var out []Problem
 	add := func(p Problem) { out = append(out, p) }
@@ -69,6 +70,11 @@ func Check(r *Report, th Thresholds) []Problem {
 			add(Problem{Flow: f.Flow, Check: "compaction", Detail: "no run in the window"})
 		case th.MaxCompactionAge > 0 && r.At.Sub(f.LastRun.At) > th.MaxCompactionAge:
 			add(Problem{Flow: f.Flow, Check: "compaction", Detail: fmt.Sprintf("last run %s ago, more than %s", Age(r.At.Sub(f.LastRun.At)), th.MaxCompactionAge)})
+		}
+		// A held feed stays held until an operator acts: its readers see
+		// no new changes, so it is a problem whatever the thresholds.
+		if f.LastRun != nil && f.LastRun.FeedHeld != "" {
+			add(Problem{Flow: f.Flow, Check: "change_feed", Detail: "held: " + f.LastRun.FeedHeld})
 		}
 	}
 	perTopic := map[string]int64{}

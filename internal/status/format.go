@@ -23,6 +23,9 @@ func Write(w io.Writer, r Report) error {
 		if f.LastRun != nil {
 			run = fmt.Sprintf("%s %s ago", f.LastRun.Outcome, Age(r.At.Sub(f.LastRun.At)))
 			events, jobs, billed = fmt.Sprint(f.LastRun.Events), fmt.Sprint(f.LastRun.Jobs), Bytes(f.LastRun.BytesBilled)
+			if f.LastRun.FeedHeld != "" {
+				run += " (change feed held)"
+			}
 		}
 		tail, dead := fmt.Sprint(f.TailRows), fmt.Sprint(f.DeadLetters)
 		if f.Kind == "snapshot" {

@@ -69,6 +69,8 @@ type Run struct {
 	// applied (a SQL literal) and the rows of its table never applied.
 	AppliedVersion string `json:"applied_version,omitempty"`
 	RowsSkipped    int64  `json:"snapshot_rows_skipped,omitempty"`
+	// FeedHeld says why the run did not materialize the change feed.
+	FeedHeld string `json:"change_feed_held,omitempty"`
 }
 
 // Source is one changelog, from its table metadata.
@@ -243,7 +245,8 @@ func flowOf(r map[string]bigquery.Value) Flow {
 	if at := ts(r["last_run_at"]); !at.IsZero() {
 		f.LastRun = &Run{At: at, Outcome: str(r["last_run_outcome"]), Events: num(r["last_run_events"]), Jobs: num(r["last_run_jobs"]),
 			BytesBilled: num(r["last_run_bytes_billed"]), Error: str(r["last_run_error"]),
-			AppliedVersion: str(r["last_run_applied_version"]), RowsSkipped: num(r["last_run_snapshot_rows_skipped"])}
+			AppliedVersion: str(r["last_run_applied_version"]), RowsSkipped: num(r["last_run_snapshot_rows_skipped"]),
+			FeedHeld: str(r["last_run_change_feed_held"])}
 	}
 	return f
 }

@@ -81,6 +81,20 @@ func TestWrite(t *testing.T) {
 	)
 }
 
+// A change feed held by compaction (turned off, then on again) is a problem
+// under every threshold, and the flow's line says so: its readers see no
+// new changes until an operator acts.
+func TestHeldChangeFeed(t *testing.T) {
+	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	held := "the change feed was off (TBLPROPERTIES) and is on again: drop `p.cdc.t__changes` and run bqcdc apply to rebuild it from the changelog"
+	r := Report{Project: "p", Dataset: "cdc", At: at, Flows: []Flow{{Flow: "t", Source: "db.a", NewestSourceTS: at.Add(-5 * time.Second), LagSeconds: 5,
+		LastRun: &Run{At: at.Add(-time.Minute), Outcome: "compacted", Events: 4, Jobs: 2, FeedHeld: held}}}}
+	if d := cmp.Diff([]string{"t: change_feed: held: " + held}, problems(&r, Off)); d != "" {
+		t.Errorf("problems (-want +got):\n%s", d)
+	}
+	checkWrite(t, r, "compacted 1m00s ago (change feed held)", "1 problem(s):", "t: change_feed: held: the change feed was off")
+}
+
 // problems runs Check on r and returns the problems it found as text.
 func problems(r *Report, th Thresholds) []string {
 	var got []string

@@ -415,28 +415,36 @@ func goldChanges(g *flow.BoundGold, loc catalog.Location, ddl bool, a args) (str
 	return d.execute("gold_changes.sql.tmpl", "the change feed of ")
 }
 
-// GoldFinal renders the statements of a materialized view's final windows
-// (WATERMARK, append mode): create renders the empty table of them
-// (catalog.GoldFinalName), else the statement compaction runs after each
-// refresh, appending the windows that became final.
-func GoldFinal(g *flow.BoundGold, loc catalog.Location, create bool) (string, error) {
-	d, err := goldFinalData(g, loc)
-	if err != nil {
-		return "", err
-	}
-	d.FinalMake = create
-	d.Summary = fmt.Sprintf("final windows of materialized view %s", g.Name)
-	return d.execute("gold_final.sql.tmpl", "the final windows of ")
-}
+// FinalStatement names one of the statements of a materialized view's final
+// windows (WATERMARK, append mode).
+type FinalStatement int
 
-// GoldFinalView renders <name>_final: each final window once.
-func GoldFinalView(g *flow.BoundGold, loc catalog.Location) (string, error) {
+const (
+	// FinalTable creates the empty table of them (catalog.GoldFinalName).
+	FinalTable FinalStatement = iota + 1
+	// FinalAppend is what compaction runs after each refresh: it appends
+	// the windows that became final.
+	FinalAppend
+	// FinalView is <name>_final: each final window once.
+	FinalView
+)
+
+// GoldFinal renders statement s of a materialized view's final windows.
+func GoldFinal(g *flow.BoundGold, loc catalog.Location, s FinalStatement) (string, error) {
 	d, err := goldFinalData(g, loc)
 	if err != nil {
 		return "", err
 	}
-	d.FinalView = true
-	d.Summary = fmt.Sprintf("materialized view %s, final windows (append mode)", g.Name)
+	switch s {
+	case FinalTable, FinalAppend:
+		d.FinalMake = s == FinalTable
+		d.Summary = fmt.Sprintf("final windows of materialized view %s", g.Name)
+	case FinalView:
+		d.FinalView = true
+		d.Summary = fmt.Sprintf("materialized view %s, final windows (append mode)", g.Name)
+	default:
+		return "", fmt.Errorf("materialized view %s: no final-window statement %d", g.Name, s)
+	}
 	return d.execute("gold_final.sql.tmpl", "the final windows of ")
 }
 

@@ -18,22 +18,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files")
 
-func boundTestFlows(t *testing.T) []*flow.Bound {
-	t.Helper()
-	flows, errs := flow.ParseDir("testdata")
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
-	var out []*flow.Bound
-	for _, f := range flows {
-		b, err := flow.Bind(f, rendercases.Sources()[f.SourceKey()])
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, b)
-	}
-	return out
-}
+func boundTestFlows(t *testing.T) []*flow.Bound { return rendercases.Flows(t, "testdata") }
 
 var loc = catalog.Location{Project: "my-project", DefaultDataset: "cdc"}
 
@@ -335,15 +320,15 @@ func TestGoldGolden(t *testing.T) {
 						if bg.Watermark == nil {
 							return "-- no final windows", nil
 						}
-						create, err := GoldFinal(bg, loc, true)
+						create, err := GoldFinal(bg, loc, FinalTable)
 						if err != nil {
 							return "", err
 						}
-						emit, err := GoldFinal(bg, loc, false)
+						emit, err := GoldFinal(bg, loc, FinalAppend)
 						if err != nil {
 							return "", err
 						}
-						view, err := GoldFinalView(bg, loc)
+						view, err := GoldFinal(bg, loc, FinalView)
 						return create + ";\n\n" + emit + ";\n\n" + view, err
 					},
 					func() (string, error) {

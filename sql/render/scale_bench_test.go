@@ -5,68 +5,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bqcdc/bqcdc/internal/catalog"
+	"github.com/bqcdc/bqcdc/internal/dev/rendercases"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/schema"
 )
 
-// scaleSources is the deployment size issue 11 targets: 500 source tables,
+// scaleSources is the deployment size the scale benchmarks measure: 500 source tables,
 // each read by an SCD 1 and an SCD 2 flow (1,000 flows).
 const scaleSources = 500
 
-// scaleChangelog is a realistic changelog: a 12-column row image (keys,
-// text, money, times, a flag, an array) plus bqcdc's 8 metadata columns,
-// 20 columns in all.
-func scaleChangelog() schema.Columns {
-	image := schema.Columns{
-		{Name: "id", Type: schema.Int64, Required: true},
-		{Name: "tenant_id", Type: schema.String, Required: true},
-		{Name: "name", Type: schema.String},
-		{Name: "email", Type: schema.String},
-		{Name: "status", Type: schema.String},
-		{Name: "amount", Type: schema.Numeric},
-		{Name: "balance", Type: schema.Float64},
-		{Name: "created_at", Type: schema.Timestamp},
-		{Name: "updated_at", Type: schema.Timestamp},
-		{Name: "birth_date", Type: schema.Date},
-		{Name: "is_active", Type: schema.Bool},
-		{Name: "tags", Type: schema.String, Repeated: true},
-	}
-	return append(image, catalog.MetadataColumns()...)
-}
-
-// scaleFlowFiles generates one flow file per source, as a team that keeps a
-// table's flows together would write them: an SCD 1 current state (with truncates) and an
-// SCD 2 history with a composite key, a STRUCT sequence, tracked and
-// NULL-ignored columns and a filter.
+// scaleFlowFiles generates one flow file per source
+// (rendercases.ScaleFlowFile).
 func scaleFlowFiles(sources int) (names []string, srcs map[string]string) {
 	srcs = make(map[string]string, sources)
 	for i := range sources {
-		topic := fmt.Sprintf("dbserver1.shop%02d.table_%03d", i%20, i)
 		name := fmt.Sprintf("sql/flows/table_%03d.sql", i)
 		names = append(names, name)
-		srcs[name] = fmt.Sprintf(`-- Flows of source %[2]s.
-
-CREATE FLOW t%03[1]d_current AS AUTO CDC INTO t%03[1]d_current
-FROM STREAM(`+"`%[2]s`"+`)
-KEYS (id)
-APPLY AS DELETE WHEN _cdc_op = 'd'
-APPLY AS TRUNCATE WHEN _cdc_op = 't'
-SEQUENCE BY _cdc_sequence
-COLUMNS * EXCEPT (_cdc_message_id, _cdc_transaction)
-STORED AS SCD TYPE 1;
-
-CREATE FLOW t%03[1]d_history AS AUTO CDC INTO history.t%03[1]d
-FROM STREAM(`+"`%[2]s`"+`)
-KEYS (tenant_id, id)
-APPLY AS DELETE WHEN _cdc_op = 'd'
-SEQUENCE BY STRUCT(updated_at, _cdc_sequence)
-COLUMNS * EXCEPT (_cdc_transaction)
-WHERE status IS NULL OR status != 'test'
-STORED AS SCD TYPE 2
-TRACK HISTORY ON * EXCEPT (updated_at, balance)
-IGNORE NULL UPDATES ON (email, status);
-`, i, topic)
+		srcs[name] = rendercases.ScaleFlowFile(i, fmt.Sprintf("dbserver1.shop%02d.table_%03d", i%20, i))
 	}
 	return names, srcs
 }
@@ -123,7 +78,7 @@ func parseAndBind(tb testing.TB, names []string, srcs map[string]string, changel
 func BenchmarkRender1000Flows(b *testing.B) {
 	names, srcs := scaleFlowFiles(scaleSources)
 	changelogs := map[string]schema.Columns{}
-	cols := scaleChangelog()
+	cols := rendercases.ScaleChangelog()
 	flows, errs := flow.ParseFiles(names, srcs)
 	if len(errs) > 0 {
 		b.Fatalf("%d errors, the first: %v", len(errs), errs[0])

@@ -1,7 +1,8 @@
 // Package avrocases holds the Avro test records that more than one package
 // checks its decoders with (formats and pubsubschema): one record of every
 // type and logical type Pub/Sub schemas allow, in two revisions, and its
-// Avro JSON encodings. Test files cannot cross packages, so they live here.
+// Avro JSON encodings; and Parse, the schema parser those tests share.
+// Test files cannot cross packages, so they live here.
 package avrocases
 
 import (

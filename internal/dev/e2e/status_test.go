@@ -63,7 +63,7 @@ func TestStatusOfFlows(t *testing.T) {
 	// Two more rows after the watermark; the newest change is 90 s old.
 	e.AppendRows(t, "s.users", []map[string]any{row(4, 1, "m4", 3*time.Minute, 2*time.Minute), row(1, 2, "m5", 90*time.Second, time.Minute)})
 	dead := func(stage, reason string, ago time.Duration) map[string]any {
-		return catalog.DeadLetter{At: now.Add(-ago), Topic: "s.users", MessageID: "d" + stage, Stage: stage, Reason: reason, Data: []byte{1}}.Row()
+		return catalog.DeadLetter{At: now.Add(-ago), Delivery: catalog.Delivery{Topic: "s.users", MessageID: "d" + stage, Data: []byte{1}}, Stage: stage, Reason: reason}.Row()
 	}
 	if err := e.W.Append(ctx, catalog.DeadLetterTable, []map[string]any{
 		dead("decode", "truncated payload", time.Hour), dead("decode", "truncated payload", 2*time.Hour),

@@ -1,7 +1,9 @@
 // Package rendercases holds the changelog schemas of the test sources that
-// sql/render/testdata/flows.sql reads. More than one package binds those
-// flows (sql/render for its golden files, internal/cost for its model), and
-// test files cannot cross packages, so the schemas live here.
+// sql/render/testdata/flows.sql reads, and the flow files of the many-table
+// deployment the scale tests use. More than one package binds those flows
+// (sql/render for its golden files and scale benchmarks, internal/cost for
+// its model, internal/apply for its scale tests), and test files cannot
+// cross packages, so they live here.
 package rendercases
 
 import (

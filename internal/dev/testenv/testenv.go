@@ -67,11 +67,7 @@ func New(t testing.TB, st *localstack.Stack, project string) *Env {
 	ctx := context.Background()
 	cfg := st.BQConfig
 	cfg.Project = project
-	bq, err := clients.NewBigQuery(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mw, err := clients.NewWriter(ctx, cfg)
+	bq, mw, err := clients.NewAppendClients(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

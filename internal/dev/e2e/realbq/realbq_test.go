@@ -76,11 +76,7 @@ func newLive(t *testing.T) *live {
 	if cfg.Location == "" {
 		cfg.Location = "US"
 	}
-	bq, err := clients.NewBigQuery(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mw, err := clients.NewWriter(ctx, cfg)
+	bq, mw, err := clients.NewAppendClients(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

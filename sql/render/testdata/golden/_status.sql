@@ -6,7 +6,7 @@
 -- changelog: their rows come from their compaction runs alone.
 WITH runs AS (
   SELECT flow, run_at, outcome, events_read, jobs, bytes_billed, watermark, error, applied_version, snapshot_rows_skipped,
-    newest_source_ts, last_ingested_at, tail_rows,
+    newest_source_ts, last_ingested_at, tail_rows, change_feed_held,
     ROW_NUMBER() OVER (PARTITION BY flow ORDER BY run_at DESC) AS rn
   FROM `my-project`.`cdc`.`_bqcdc_compaction_runs`
   WHERE run_at >= TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 7 DAY)
@@ -106,7 +106,8 @@ SELECT
   IFNULL(d.dead_letters_1d, 0) AS dead_letters_1d,
   d.dead_letter_reasons,
   r.applied_version AS last_run_applied_version,
-  r.snapshot_rows_skipped AS last_run_snapshot_rows_skipped
+  r.snapshot_rows_skipped AS last_run_snapshot_rows_skipped,
+  r.change_feed_held AS last_run_change_feed_held
 FROM changelogs AS f
 LEFT JOIN last_run AS r ON r.flow = f.flow
 LEFT JOIN folds AS w ON w.flow = f.flow
