@@ -273,6 +273,13 @@ func ensureTable(ctx context.Context, t *bigquery.Table, want *bigquery.TableMet
 // made since the listing is read and updated instead). Otherwise it reads
 // the table's metadata once.
 func ensureTableCreated(ctx context.Context, t *bigquery.Table, want *bigquery.TableMetadata, listed listing, rep *Report) (created bool, err error) {
+	return ensureTableThen(ctx, t, want, listed, rep, nil)
+}
+
+// ensureTableThen is ensureTableCreated that calls before (unless nil) with an
+// existing table's metadata before it updates the table: a change of the
+// rows that the new metadata (a layout label) vouches for.
+func ensureTableThen(ctx context.Context, t *bigquery.Table, want *bigquery.TableMetadata, listed listing, rep *Report, before func(have *bigquery.TableMetadata) error) (created bool, err error) {
 	if spec := tableSpec(want); spec != "" {
 		want.Labels = maps.Clone(want.Labels)
 		if want.Labels == nil {
@@ -307,6 +314,11 @@ func ensureTableCreated(ctx context.Context, t *bigquery.Table, want *bigquery.T
 	}
 	if err != nil {
 		return false, fmt.Errorf("reading table %s: %w", t.TableID, err)
+	}
+	if before != nil {
+		if err := before(have); err != nil {
+			return false, err
+		}
 	}
 	return false, updateTable(ctx, t, have, want, rep)
 }

@@ -46,6 +46,22 @@ func state(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *fl
 		keys = keys[:4]
 	}
 	want.Clustering = &bigquery.Clustering{Fields: keys}
+	var migrate func(have *bigquery.TableMetadata) error
+	if sql := render.KeylessTruncates(b, loc); sql != "" {
+		// An older layout's truncate rows may carry a key: cleared before
+		// the state is labelled with the layout that says they carry none
+		// (a crash in between clears them again).
+		migrate = func(have *bigquery.TableMetadata) error {
+			if have.Labels[catalog.StateLayoutLabel] == catalog.StateLayout {
+				return nil
+			}
+			if err := runDDL(ctx, bq, sql); err != nil {
+				return fmt.Errorf("state of flow %s: clearing the keys of its truncate rows (layout %s): %w", b.Name, catalog.StateLayout, err)
+			}
+			rep.add("table %s: truncate rows keyless (layout %s)", catalog.StateName(b.Flow), catalog.StateLayout)
+			return nil
+		}
+	}
 	if !b.IsSnapshot() {
 		// By day of the generation: maintenance deletes the levels it
 		// folded by whole days, which BigQuery does without billing (a DML
@@ -54,7 +70,7 @@ func state(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *fl
 		// works the same, its maintenance DELETE billed.
 		want.TimePartitioning = &bigquery.TimePartitioning{Type: bigquery.DayPartitioningType, Field: catalog.ColStateGen}
 	}
-	return ensureTableCreated(ctx, bq.Dataset(loc.Dataset(b.Flow)).Table(catalog.StateName(b.Flow)), want, listed, rep)
+	return ensureTableThen(ctx, bq.Dataset(loc.Dataset(b.Flow)).Table(catalog.StateName(b.Flow)), want, listed, rep, migrate)
 }
 
 // changeTable creates or evolves a flow's change table: the materialized

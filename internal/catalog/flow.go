@@ -266,9 +266,12 @@ func ChangesColumns(f Shaped) schema.Columns {
 // an older bqcdc (generations per key, no change table): compaction brings
 // it to the layout (creating the change table; its first run materializes
 // the feed's history), losing nothing, as its rows are valid levels.
+// levels-2: a truncate row carries no key (NULL keys, with the markers);
+// levels-1 kept the key of the truncate's row, which bqcdc apply (or the
+// next run) clears before it labels the state levels-2.
 const (
 	StateLayoutLabel = "bqcdc-layout"
-	StateLayout      = "levels-1"
+	StateLayout      = "levels-2"
 )
 
 // GoldDataset is the dataset of a materialized view (gold flow): the one

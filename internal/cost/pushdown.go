@@ -9,15 +9,19 @@ import "strings"
 // moves such a filter down through the view to the scans of its tables,
 // where it prunes by the clustering column. The model applies the standard
 // rule, and only where it surely holds: a filter on a column c moves from a
-// scope into the query it reads when that scope reads one source (no
-// join), and it moves through each scope on the way down to the table's
-// scope only when that scope passes c through unchanged (c, q.c or a * that
-// keeps it in its SELECT list), partitions every window by c (PARTITION
-// BY c), groups by c if it groups, and has no LIMIT. Then dropping the
-// rows of other values of c before that scope changes none of the rows
-// the filter keeps. A scope read by several others keeps the rows any of
-// them needs (the union of their filters); one that is the statement's
-// result, a scalar or IN subquery, or read by a join, needs every row.
+// scope into the query it reads, through each scope on the way down to the
+// table's scope, when that scope passes c through unchanged (c, q.c or a *
+// that keeps it in its SELECT list), partitions every window by c
+// (PARTITION BY c), groups by c if it groups, and has no LIMIT. Then
+// dropping the rows of other values of c before that scope changes none of
+// the rows the filter keeps. A scope that joins moves a filter into one of
+// its inputs when it joins without LEFT, RIGHT or FULL (an inner or cross
+// join: a row of the output is a row of each input) and passes c through
+// from that input by its alias (q.c, q.*; a bare * or another input's c
+// stops it), partitioning and grouping by q.c. A scope read by several
+// others keeps the rows any of them needs (the union of their filters);
+// one that is the statement's result, or a scalar or IN subquery, needs
+// every row.
 // The operands of a UNION are matched by name (the renderer lists the same
 // columns in the same order in each). This is assumed of BigQuery, not
 // verified against it (the emulator prunes nothing).
@@ -90,7 +94,23 @@ func (a *analyzer) pushed(x *block, col, typ string, seen map[*block]bool) *set 
 	var all set
 	for _, pr := range ps {
 		if len(pr.p.sources) != 1 {
-			return nil // a join: its filters may name the other side
+			// A join: what the scopes above keep of its output, where that
+			// moves into this input. (Its own WHERE and ON may name either
+			// input: not read.)
+			name := pr.s.alias
+			if name == "" {
+				name = pr.s.cte
+			}
+			if !a.innerJoin(pr.p) || !a.passesFrom(pr.p, name, col) {
+				return nil
+			}
+			need := a.pushed(pr.p, col, typ, seen)
+			if need == nil {
+				return nil
+			}
+			all.ivs = append(all.ivs, need.ivs...)
+			all.null = all.null || need.null
+			continue
 		}
 		// What p keeps of its input: its WHERE's restriction on col (applied
 		// before p's windows and groups, so it moves down whatever p does)...
@@ -204,6 +224,80 @@ func (a *analyzer) transparent(b *block, col string) bool {
 		}
 	}
 	return true
+}
+
+// innerJoin reports whether block b's FROM joins its inputs without LEFT,
+// RIGHT or FULL: every row of its output is a row of each input.
+func (a *analyzer) innerJoin(b *block) bool {
+	t := a.toks
+	from := false
+	for j := b.lo; j < b.hi; j++ {
+		x := t[j]
+		switch {
+		case x.punct("("):
+			j = x.match
+		case x.is("FROM"):
+			from = true
+		case !from:
+		case x.is("WHERE") || x.is("GROUP") || x.is("HAVING") || x.is("QUALIFY") || x.is("WINDOW") || x.is("ORDER") || x.is("LIMIT"):
+			return true
+		case x.is("LEFT") || x.is("RIGHT") || x.is("FULL") || x.is("OUTER"):
+			return false
+		}
+	}
+	return from
+}
+
+// passesFrom is transparent for a scope that joins: it passes column col of
+// its input alias (its alias, or the CTE's name) through as it is (alias.col or alias.*, no bare * and no
+// other item named col), every window partitions by it and its GROUP BY
+// (if any) groups by it, by alias.col or col, and it has no LIMIT.
+func (a *analyzer) passesFrom(b *block, alias, col string) bool {
+	if alias == "" || !a.transparent(b, col) {
+		return false
+	}
+	t := a.toks
+	selLo, selHi := -1, -1
+	for j := b.lo; j < b.hi; j++ {
+		switch {
+		case t[j].punct("("):
+			j = t[j].match
+		case t[j].is("SELECT") && selLo < 0:
+			selLo = j + 1
+		case t[j].is("FROM") && selHi < 0:
+			selHi = j
+		}
+	}
+	// Another input's col anywhere in the scope (a window or group by it)
+	// is not this input's.
+	for j := b.lo; j+2 < b.hi; j++ {
+		if isIdent(t[j]) && t[j+1].punct(".") && sameName(t[j+2], col) && strings.ToLower(t[j].text) != alias {
+			return false
+		}
+	}
+	passes := false
+	for _, it := range splitList(t, selLo, selHi) {
+		x, n := t[it[0]], it[1]-it[0]
+		qual := ""
+		if n >= 3 && isIdent(x) && t[it[0]+1].punct(".") {
+			qual = strings.ToLower(x.text)
+		}
+		switch {
+		case x.punct("*"):
+			return false // a bare *: col may come from either input
+		case n >= 3 && qual != "" && t[it[0]+2].punct("*"):
+			if qual != alias {
+				return false // another input's columns may hold a col too
+			}
+			passes = true
+		case isColumn(t, it[0], it[1], col) || n >= 3 && isColumn(t, it[0], it[1]-2, col) && t[it[1]-2].is("AS"):
+			if qual != alias {
+				return false // col of another input, or unqualified
+			}
+			passes = true
+		}
+	}
+	return passes
 }
 
 // selects reports whether the SELECT list toks[lo:hi] passes col through

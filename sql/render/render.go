@@ -158,6 +158,25 @@ func newSQLBuilder() *strings.Builder {
 	return &b
 }
 
+// KeylessTruncates renders the UPDATE that brings a state table of an
+// older layout to catalog.StateLayout: its truncate rows lose the key of
+// the row that carried them (a truncate empties every key; the state keeps
+// it under none, where a filter on NULL keys finds it). "" for a flow
+// without APPLY AS TRUNCATE. It is billed a read of the state's keys and
+// op column, once.
+func KeylessTruncates(b *flow.Bound, loc catalog.Location) string {
+	if b.Truncate == "" {
+		return ""
+	}
+	var set, null []string
+	for _, k := range b.Keys {
+		set = append(set, q(k.Name)+" = NULL")
+		null = append(null, q(k.Name)+" IS NULL")
+	}
+	return fmt.Sprintf("UPDATE %s SET %s\nWHERE %s = 'T' AND NOT (%s)",
+		loc.StateTable(b.Flow), strings.Join(set, ", "), catalog.ColStateOp, strings.Join(null, " AND "))
+}
+
 // Epoch is the watermark of a state table that was never compacted.
 var Epoch = time.Unix(0, 0).UTC()
 
@@ -174,6 +193,7 @@ func View(b *flow.Bound, loc catalog.Location, hint time.Time) (string, error) {
 	switch k {
 	case flow.SCD1:
 		name = "scd1.sql.tmpl"
+		d.TruncatesApart = d.HasTruncate
 	case flow.SCD2:
 		name = "scd2.sql.tmpl"
 	case flow.Bitemporal:
@@ -205,10 +225,20 @@ type valueCol struct {
 }
 
 type data struct {
-	Summary, File         string
-	Changelog, State      string
-	Hint                  string
-	Events                []string // quoted columns every event row carries
+	Summary, File    string
+	Changelog, State string
+	Hint             string
+	Events           []string // quoted columns every event row carries
+	// TruncateRow is Events as the state keeps a truncate: its keys NULL.
+	// A truncate empties every key, whatever key its row carries, so the
+	// state files it under none: with the markers, in the blocks of NULL
+	// keys, which a filter on the first clustering column selects (the
+	// change feed's statement and a view looked up by key read them).
+	TruncateRow []string
+	// TruncatesApart: the view reads the latest truncate from the tail and
+	// the state's NULL-key blocks, apart from the events, so a filter on
+	// the keys still prunes the state (SCD 1 views with APPLY AS TRUNCATE).
+	TruncatesApart        bool
 	Keys                  []string
 	KeysQualified         []string
 	Sequence              []seqCol
@@ -343,6 +373,11 @@ func newData(b *flow.Bound, loc catalog.Location, hint time.Time) *data {
 func (d *data) columns(b *flow.Bound, events schema.Columns) {
 	for _, c := range events {
 		d.Events = append(d.Events, q(c.Name))
+		if isIn(b.Keys, c.Name) {
+			d.TruncateRow = append(d.TruncateRow, "CAST(NULL AS "+c.SQLType()+")")
+		} else {
+			d.TruncateRow = append(d.TruncateRow, q(c.Name))
+		}
 	}
 	for _, k := range b.Keys {
 		d.Keys = append(d.Keys, q(k.Name))

@@ -130,7 +130,7 @@ func TestViewQuotesEveryIdentifier(t *testing.T) {
 	for _, w := range strings.Fields(`WITH AS SELECT FROM WHERE AND OR NOT IS NULL IN TRUE QUALIFY OVER PARTITION BY ORDER
 		ROWS BETWEEN UNBOUNDED PRECEDING CURRENT ROW UNION ALL CASE WHEN THEN ELSE END DESC ASC LIMIT GROUP HAVING MIN MAX
 		CROSS JOIN DISTINCT IGNORE NULLS WINDOW TIMESTAMP DATE IFNULL ANY_VALUE ARRAY_AGG STRUCT SAFE_OFFSET ROW_NUMBER COUNTIF
-		COUNT IF FIRST_VALUE LAG LEAD TO_JSON_STRING e lt w folded_until watermark tail state events last_truncate ranked
+		COUNT IF FIRST_VALUE LAG LEAD TO_JSON_STRING e lt w folded_until watermark tail state events last_truncate truncate_events ranked
 		segmented current_state numbered filled_counts filled flagged versioned versions INSERT INTO DELETE EXISTS
 		LOGICAL_OR CAST STRING FALSE marked touched TIMESTAMP INT64 BOOL DATE JSON ARRAY NUMERIC STRUCT
 		newest_gen folded_max events without_sequence unfolded newest keys truncates state_generations arrivals EXCEPT UNIX_MICROS TIMESTAMP_MICROS

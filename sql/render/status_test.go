@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -36,6 +37,9 @@ func TestStatusGolden(t *testing.T) {
 	}
 	if !strings.Contains(got, "'materialized view'") {
 		t.Error("no row of a materialized view")
+	}
+	if n := topLevelSelectWidths(got); len(n) < 2 || slices.Min(n) != slices.Max(n) {
+		t.Errorf("the branches of the status query's UNION ALL select %v columns", n)
 	}
 	checkGolden(t, "_status.sql", got)
 	if _, err := Status(nil, loc); err == nil {
@@ -126,4 +130,38 @@ func TestStatusViewFitsAtEverySize(t *testing.T) {
 			t.Errorf("the statements end with %q, not dropping the scratch table", last)
 		}
 	}
+}
+
+// topLevelSelectWidths counts the items of each SELECT outside parentheses
+// in sql (the branches of its main query: the CTEs are parenthesized), so
+// that a column added to one branch of a UNION ALL and not the others is
+// caught without running the query.
+func topLevelSelectWidths(sql string) []int {
+	sql = regexp.MustCompile("(?s)--[^\n]*|'(?:[^'\\\\]|\\\\.)*'|`[^`]*`").ReplaceAllString(sql, "x")
+	var widths []int
+	depth, items, in := 0, 0, false
+	word := regexp.MustCompile(`^\b(SELECT|FROM)\b`)
+	for i := 0; i < len(sql); i++ {
+		switch c := sql[i]; {
+		case c == '(':
+			depth++
+		case c == ')':
+			depth--
+		case depth > 0:
+		case c == ',' && in:
+			items++
+		default:
+			if m := word.FindString(sql[i:]); m == "SELECT" && (i == 0 || !isWordByte(sql[i-1])) {
+				in, items = true, 1
+			} else if m == "FROM" && in && !isWordByte(sql[i-1]) {
+				widths = append(widths, items)
+				in = false
+			}
+		}
+	}
+	return widths
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z'
 }

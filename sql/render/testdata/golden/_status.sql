@@ -118,7 +118,7 @@ UNION ALL
 SELECT 'analytics.users_per_city', 'analytics.users_per_city_refreshed', 'users_current', 'materialized view',
   NULL, TIMESTAMP_DIFF(CURRENT_TIMESTAMP(), g.refreshed_to, SECOND), NULL, NULL,
   r.run_at, r.outcome, NULL, NULL, NULL, r.error,
-  w.last_compacted_at, g.refreshed_to, 0, NULL, NULL, NULL
+  w.last_compacted_at, g.refreshed_to, 0, NULL, NULL, NULL, NULL
 FROM (SELECT MAX(__watermark) AS refreshed_to FROM `my-project`.`analytics`.`users_per_city__state` WHERE __window_start IS NULL AND __op = 'W') AS g
 LEFT JOIN last_run AS r ON r.flow = 'users_scd1'
 LEFT JOIN folds AS w ON w.flow = 'users_scd1'
@@ -128,7 +128,7 @@ UNION ALL
 SELECT 'cdc.user_sessions', 'cdc.user_sessions_refreshed', 'users_current', 'materialized view',
   NULL, TIMESTAMP_DIFF(CURRENT_TIMESTAMP(), g.refreshed_to, SECOND), NULL, NULL,
   r.run_at, r.outcome, NULL, NULL, NULL, r.error,
-  w.last_compacted_at, g.refreshed_to, 0, NULL, NULL, NULL
+  w.last_compacted_at, g.refreshed_to, 0, NULL, NULL, NULL, NULL
 FROM (SELECT MAX(__watermark) AS refreshed_to FROM `my-project`.`cdc`.`user_sessions__state` WHERE __window_start IS NULL AND __op = 'W') AS g
 LEFT JOIN last_run AS r ON r.flow = 'users_scd1'
 LEFT JOIN folds AS w ON w.flow = 'users_scd1'
@@ -138,7 +138,7 @@ UNION ALL
 SELECT 'cdc.users_per_hour', 'cdc.users_per_hour_refreshed', 'users_current', 'materialized view',
   NULL, TIMESTAMP_DIFF(CURRENT_TIMESTAMP(), g.refreshed_to, SECOND), NULL, NULL,
   r.run_at, r.outcome, NULL, NULL, NULL, r.error,
-  w.last_compacted_at, g.refreshed_to, 0, NULL, NULL, NULL
+  w.last_compacted_at, g.refreshed_to, 0, NULL, NULL, NULL, NULL
 FROM (SELECT MAX(__watermark) AS refreshed_to FROM `my-project`.`cdc`.`users_per_hour__state` WHERE __window_start IS NULL AND __op = 'W') AS g
 LEFT JOIN last_run AS r ON r.flow = 'users_scd1'
 LEFT JOIN folds AS w ON w.flow = 'users_scd1'
@@ -148,7 +148,7 @@ UNION ALL
 SELECT 'cdc.users_final_hours', 'cdc.users_final_hours_refreshed', 'users_current', 'materialized view',
   NULL, TIMESTAMP_DIFF(CURRENT_TIMESTAMP(), g.refreshed_to, SECOND), NULL, NULL,
   r.run_at, r.outcome, NULL, NULL, NULL, r.error,
-  w.last_compacted_at, g.refreshed_to, 0, NULL, NULL, NULL
+  w.last_compacted_at, g.refreshed_to, 0, NULL, NULL, NULL, NULL
 FROM (SELECT MAX(__watermark) AS refreshed_to FROM `my-project`.`cdc`.`users_final_hours__state` WHERE __window_start IS NULL AND __op = 'W') AS g
 LEFT JOIN last_run AS r ON r.flow = 'users_scd1'
 LEFT JOIN folds AS w ON w.flow = 'users_scd1'

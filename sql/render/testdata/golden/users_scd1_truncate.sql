@@ -26,6 +26,16 @@ WITH
     FROM `my-project`.`analytics`.`users_partial__state`
     WHERE __op IN ('U', 'D', 'T')
   ),
+  -- The truncates, apart: the state keeps them with NULL keys, so the
+  -- filter on the first clustering column keeps BigQuery to the blocks of
+  -- NULL keys, and a filter on the view’s keys still prunes the rest.
+  truncate_events AS (
+    SELECT * FROM tail WHERE __op = 'T'
+    UNION ALL
+    SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, __op
+    FROM `my-project`.`analytics`.`users_partial__state`
+    WHERE `userId` IS NULL AND __op = 'T'
+  ),
   -- Every Pub/Sub message once: a redelivered copy keeps its message id.
   -- (A message is one row image, so its copies share its key: partitioned
   -- by the keys too, every window of the view is, and BigQuery can take a
@@ -42,7 +52,7 @@ WITH
   -- The latest truncate: everything sequenced before it is gone.
   last_truncate AS (
     SELECT ARRAY_AGG(STRUCT(`sequenceNum` AS __p0, IFNULL(`_cdc_message_id`, '') AS __pm) ORDER BY `sequenceNum` DESC, IF(__op = 'D', 1, 0) DESC, IFNULL(`_cdc_message_id`, '') DESC LIMIT 1)[SAFE_OFFSET(0)] AS __t
-    FROM events
+    FROM truncate_events
     WHERE __op = 'T'
   ),
   -- Newest first per key: the highest sequence wins, ties broken by message id.
@@ -206,7 +216,7 @@ SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cd
 FROM marked
 WHERE (__rn = 1 OR __rn = __first_delete OR __rn = __n1 OR __rn = __n2)
 UNION ALL
-SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, CAST(NULL AS STRING), __op, TIMESTAMP '2026-11-30 08:00:00+00:00', CAST(NULL AS TIMESTAMP)
+SELECT CAST(NULL AS INT64), `name`, `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, CAST(NULL AS STRING), __op, TIMESTAMP '2026-11-30 08:00:00+00:00', CAST(NULL AS TIMESTAMP)
 FROM truncates
 WHERE __newest = 1
 UNION ALL
@@ -289,7 +299,7 @@ FROM marked
 WHERE (__rn = 1 OR __rn = __first_delete OR __rn = __n1 OR __rn = __n2)
   AND NOT (__op = 'D' AND `_cdc_ingested_at` < TIMESTAMP '2026-10-31 08:00:00+00:00')
 UNION ALL
-SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, CAST(NULL AS STRING), __op, TIMESTAMP '2026-11-30 08:00:00+00:00', CAST(NULL AS TIMESTAMP)
+SELECT CAST(NULL AS INT64), `name`, `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, CAST(NULL AS STRING), __op, TIMESTAMP '2026-11-30 08:00:00+00:00', CAST(NULL AS TIMESTAMP)
 FROM truncates
 WHERE __newest = 1
 UNION ALL

@@ -1,0 +1,146 @@
+package folds
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"github.com/bqcdc/bqcdc/internal/catalog"
+	"github.com/bqcdc/bqcdc/internal/compact"
+	"github.com/bqcdc/bqcdc/internal/dev/testenv"
+	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
+)
+
+const laggingFeedFlows = `
+CREATE FLOW lf_current AS AUTO CDC INTO lf_current FROM STREAM(` + "`lf.users`" + `)
+KEYS (userId) APPLY AS DELETE WHEN operation = 'DELETE'
+SEQUENCE BY sequenceNum COLUMNS (userId, name, city);
+
+CREATE FLOW lf_history AS AUTO CDC INTO lf_history FROM STREAM(` + "`lf.users`" + `)
+KEYS (userId) APPLY AS DELETE WHEN operation = 'DELETE'
+SEQUENCE BY sequenceNum COLUMNS (userId, name, city) STORED AS SCD TYPE 2;
+`
+
+// TestLaggingFeedSurvivesMaintenance: a change feed behind the watermark
+// (ChangeFeedEvery) when the daily maintenance folds the levels still gets
+// its baselines: an update made while the feed lagged is an update (pre-
+// and post-image) once the feed catches up, not an insert. Maintenance
+// reduces events only as of the feed's position; before, it reduced them
+// as of the watermark and dropped the update's predecessor.
+func TestLaggingFeedSurvivesMaintenance(t *testing.T) {
+	e := testenv.New(t, stack, "laggingfeed")
+	ctx := context.Background()
+	bound := e.ApplySourceFlows(t, "lf.sql", laggingFeedFlows, "lf.users", testenv.UsersImage)
+	at, row := ttClock()
+	compactAt := func(now time.Time, opts compact.Options) { t.Helper(); e.CompactAt(t, bound, now, opts) }
+	noMaintenance := compact.Options{MaintainEvery: -1}
+	e.AppendRows(t, "lf.users", []map[string]any{row(1, "a", "x", "INSERT", 1, "m1", 1), row(2, "b", "y", "INSERT", 1, "m2", 1)})
+	compactAt(at(2), noMaintenance) // the feed materialized to minute 2
+	e.AppendRows(t, "lf.users", []map[string]any{row(1, "c", "x", "UPDATE", 2, "m3", 3), row(2, nil, nil, "DELETE", 2, "m4", 3)})
+	lagging := compact.Options{MaintainEvery: -1, ChangeFeedEvery: 24 * time.Hour}
+	compactAt(at(4), lagging) // folded; the feed stays at minute 2
+	lagging.MaintainEvery, lagging.MaintainMargin, lagging.MaintainGranularity = time.Minute, time.Second, time.Second
+	compactAt(at(6), lagging)       // nothing new: the levels are folded
+	compactAt(at(8), noMaintenance) // the feed catches up
+	for _, b := range bound {
+		diff, err := viewcheck.CheckChanges(ctx, e.BQ, b, e.Loc, time.Time{}, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff != "" {
+			t.Errorf("%s_changes differs from the model after maintenance with the feed behind:\n%s", b.Target, diff)
+		}
+		if diff, err := viewcheck.Check(ctx, e.BQ, b, e.Loc); err != nil || diff != "" {
+			t.Errorf("%s: view differs from the model (%v):\n%s", b.Target, err, diff)
+		}
+	}
+}
+
+const keyedTruncateFlows = `
+CREATE FLOW kt_current AS AUTO CDC INTO kt_current FROM STREAM(` + "`kt.users`" + `)
+KEYS (userId) APPLY AS DELETE WHEN operation = 'DELETE' APPLY AS TRUNCATE WHEN operation = 'TRUNCATE'
+SEQUENCE BY sequenceNum COLUMNS (userId, name, city);
+`
+
+// TestKeyedTruncate: a truncate whose row carries a key (a producer that
+// fills the key of its truncate events) truncates every key, in the view
+// and in the change feed of a run that touches another key. The state
+// keeps its truncates without a key, so the change feed's statement, which
+// reads the blocks of the touched keys and of NULL keys, sees them, and a
+// view looked up by key reads the NULL-key blocks for them. A state of the
+// previous layout (a truncate row with its key) is brought to it by the
+// next run, through bqcdc apply's state update.
+func TestKeyedTruncate(t *testing.T) {
+	e := testenv.New(t, stack, "keyedtruncate")
+	ctx := context.Background()
+	bound := e.ApplySourceFlows(t, "kt.sql", keyedTruncateFlows, "kt.users", testenv.UsersImage)
+	b := bound[0]
+	at, row := ttClock()
+	noMaintenance := compact.Options{MaintainEvery: -1}
+	check := func(when string) {
+		t.Helper()
+		if diff, err := viewcheck.Check(ctx, e.BQ, b, e.Loc); err != nil || diff != "" {
+			t.Errorf("%s: view differs from the model (%v):\n%s", when, err, diff)
+		}
+		diff, err := viewcheck.CheckChanges(ctx, e.BQ, b, e.Loc, time.Time{}, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff != "" {
+			t.Errorf("%s: %s_changes differs from the model:\n%s", when, b.Target, diff)
+		}
+	}
+	e.AppendRows(t, "kt.users", []map[string]any{row(1, "a", "x", "INSERT", 1, "m1", 1), row(2, "b", "y", "INSERT", 1, "m2", 1)})
+	e.CompactAt(t, bound, at(2), noMaintenance)
+	e.AppendRows(t, "kt.users", []map[string]any{row(2, "b", "y", "TRUNCATE", 2, "m3", 3)})
+	e.CompactAt(t, bound, at(4), noMaintenance)
+	e.AppendRows(t, "kt.users", []map[string]any{row(1, "c", "x", "UPDATE", 3, "m4", 5)})
+	e.CompactAt(t, bound, at(6), noMaintenance)
+	check("after a keyed truncate")
+	keyed := func() int64 {
+		t.Helper()
+		rows, err := e.Query(fmt.Sprintf("SELECT COUNT(*) AS n FROM %s WHERE %s = 'T' AND userId IS NOT NULL", e.Loc.StateTable(b.Flow), catalog.ColStateOp))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rows[0]["n"].(int64)
+	}
+	if n := keyed(); n != 0 {
+		t.Fatalf("%d truncate rows of the state carry a key", n)
+	}
+
+	// The previous layout: its truncate rows kept their key.
+	if _, err := e.Query(fmt.Sprintf("UPDATE %s SET userId = 2 WHERE %s = 'T'", e.Loc.StateTable(b.Flow), catalog.ColStateOp)); err != nil {
+		t.Fatal(err)
+	}
+	state := e.BQ.Dataset(e.Loc.Dataset(b.Flow)).Table(catalog.StateName(b.Flow))
+	md, err := state.Metadata(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var upd bigquery.TableMetadataToUpdate
+	for k, v := range md.Labels { // the emulator replaces labels: repeat them all
+		upd.SetLabel(k, v)
+	}
+	upd.SetLabel(catalog.StateLayoutLabel, "levels-1")
+	if _, err := state.Update(ctx, upd, ""); err != nil {
+		t.Fatal(err)
+	}
+	if keyed() != 1 {
+		t.Fatal("the test did not make a keyed truncate row")
+	}
+	e.AppendRows(t, "kt.users", []map[string]any{row(3, "d", "z", "INSERT", 4, "m5", 7)})
+	e.CompactAt(t, bound, at(8), noMaintenance)
+	if n := keyed(); n != 0 {
+		t.Errorf("after the upgrade run, %d truncate rows of the state carry a key", n)
+	}
+	if md, err = state.Metadata(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := md.Labels[catalog.StateLayoutLabel]; got != catalog.StateLayout {
+		t.Errorf("layout label %q after the upgrade run, want %q", got, catalog.StateLayout)
+	}
+	check("after the upgrade")
+}
