@@ -81,7 +81,7 @@ func BenchmarkCompactionCost(b *testing.B) {
 	}
 	// A view's read side: the whole view, and a query of it filtered by
 	// one key (a lookup), at 10k, 100k and 1M keys of state.
-	for _, kind := range []string{"scd1", "scd2", "bitemporal"} {
+	for _, kind := range []string{"scd1", "scd1-truncate", "scd2", "bitemporal"} {
 		for _, keys := range []int{10_000, 100_000, 1_000_000} {
 			b.Run(fmt.Sprintf("lookup/%s/keys%dk", kind, keys/1000), func(b *testing.B) {
 				benchLookup(b, flows[kind], keys)
@@ -144,12 +144,12 @@ func costFlows(b *testing.B) map[string]*flow.Bound {
 	b.Helper()
 	out := map[string]*flow.Bound{}
 	for _, bd := range rendercases.Flows(b, "../../sql/render/testdata") {
-		if kind, ok := map[string]string{"users_scd1": "scd1", "users_scd2": "scd2", "users_bitemporal": "bitemporal"}[bd.Name]; ok {
+		if kind, ok := map[string]string{"users_scd1": "scd1", "users_scd1_truncate": "scd1-truncate", "users_scd2": "scd2", "users_bitemporal": "bitemporal"}[bd.Name]; ok {
 			out[kind] = bd
 		}
 	}
-	if len(out) != 3 {
-		b.Fatalf("found %d of the 3 flows", len(out))
+	if len(out) != 4 {
+		b.Fatalf("found %d of the 4 flows", len(out))
 	}
 	return out
 }

@@ -169,7 +169,6 @@ func meet(a, b *set) (*set, bool) {
 // GROUP BY (if any) by col, and no LIMIT.
 func (a *analyzer) transparent(b *block, col string) bool {
 	t := a.toks
-	selLo, selHi := -1, -1
 	var groupBy, partitions [][2]int
 	var byName []string            // OVER w: windows named in the WINDOW clause
 	windows := map[string][2]int{} // the WINDOW clause: name -> its spec's tokens
@@ -183,10 +182,6 @@ func (a *analyzer) transparent(b *block, col string) bool {
 			continue
 		}
 		switch {
-		case x.is("SELECT") && selLo < 0:
-			selLo = j + 1
-		case x.is("FROM") && selHi < 0:
-			selHi = j
 		case x.is("LIMIT"):
 			return false
 		case x.is("GROUP") && j+1 < b.hi && t[j+1].is("BY"):
@@ -203,7 +198,7 @@ func (a *analyzer) transparent(b *block, col string) bool {
 			}
 		}
 	}
-	if selLo < 0 || selHi < 0 || !a.selects(selLo, selHi, col) {
+	if selLo, selHi := a.selectList(b); selLo < 0 || selHi < 0 || !a.selects(selLo, selHi, col) {
 		return false
 	}
 	for _, g := range groupBy {
@@ -248,26 +243,35 @@ func (a *analyzer) innerJoin(b *block) bool {
 	return from
 }
 
-// passesFrom is transparent for a scope that joins: it passes column col of
-// its input alias (its alias, or the CTE's name) through as it is (alias.col or alias.*, no bare * and no
-// other item named col), every window partitions by it and its GROUP BY
-// (if any) groups by it, by alias.col or col, and it has no LIMIT.
+// selectList returns the tokens of block b's SELECT list (-1 where b has
+// no SELECT or no FROM).
+func (a *analyzer) selectList(b *block) (lo, hi int) {
+	t := a.toks
+	lo, hi = -1, -1
+	for j := b.lo; j < b.hi; j++ {
+		switch {
+		case t[j].punct("("):
+			j = t[j].match
+		case t[j].is("SELECT") && lo < 0:
+			lo = j + 1
+		case t[j].is("FROM") && hi < 0:
+			hi = j
+		}
+	}
+	return lo, hi
+}
+
+// passesFrom is transparent for a scope that joins: it passes column col
+// of its input alias (its alias, or the CTE's name) through as it is
+// (alias.col or alias.*; no bare *, no other input's star or col), every
+// window partitions by it and its GROUP BY (if any) groups by it, and it
+// has no LIMIT.
 func (a *analyzer) passesFrom(b *block, alias, col string) bool {
 	if alias == "" || !a.transparent(b, col) {
 		return false
 	}
 	t := a.toks
-	selLo, selHi := -1, -1
-	for j := b.lo; j < b.hi; j++ {
-		switch {
-		case t[j].punct("("):
-			j = t[j].match
-		case t[j].is("SELECT") && selLo < 0:
-			selLo = j + 1
-		case t[j].is("FROM") && selHi < 0:
-			selHi = j
-		}
-	}
+	selLo, selHi := a.selectList(b)
 	// Another input's col anywhere in the scope (a window or group by it)
 	// is not this input's.
 	for j := b.lo; j+2 < b.hi; j++ {

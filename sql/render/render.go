@@ -162,8 +162,9 @@ func newSQLBuilder() *strings.Builder {
 // older layout to catalog.StateLayout: its truncate rows lose the key of
 // the row that carried them (a truncate empties every key; the state keeps
 // it under none, where a filter on NULL keys finds it). "" for a flow
-// without APPLY AS TRUNCATE. It is billed a read of the state's keys and
-// op column, once.
+// without APPLY AS TRUNCATE. Run once per state, it is billed as a DML
+// UPDATE: the keys and op column of the whole state, and every column of
+// the partitions that hold truncate rows.
 func KeylessTruncates(b *flow.Bound, loc catalog.Location) string {
 	if b.Truncate == "" {
 		return ""
