@@ -91,6 +91,7 @@ func TestCloudBuildGraph(t *testing.T) {
 		"go-vet":             {"args: ['.ci/run', 'vet']"},
 		"go-test":            {"args: ['.ci/run', 'test']"},
 		"go-race":            {"args: ['.ci/run', 'race']"},
+		"go-bench":           {"args: ['.ci/run', 'bench']"},
 		"render-sql":         {"args: ['.ci/run', 'render']"},
 		"terraform-fmt":      {"'fmt', '-check', '-recursive'"},
 		"terraform-init":     {"init -input=false", "-backend-config=bucket="},
@@ -129,7 +130,7 @@ func TestCloudBuildGraph(t *testing.T) {
 		}
 		return visit(id)
 	}
-	for _, dep := range []string{"go-vet", "go-test", "go-race", "go-live", "render-sql", "terraform-fmt", "terraform-validate", "terraform-plan"} {
+	for _, dep := range []string{"go-vet", "go-test", "go-race", "go-bench", "go-live", "render-sql", "terraform-fmt", "terraform-validate", "terraform-plan"} {
 		if !after("terraform-apply", dep) {
 			t.Errorf("terraform-apply must wait (directly or not) for %s", dep)
 		}
@@ -157,7 +158,7 @@ func TestCloudBuildGraph(t *testing.T) {
 	// steps (and no test command of its own), so CI and the deploy pipeline
 	// test the same things.
 	ci := readFile(t, filepath.Join("..", ".ci", "run"))
-	for _, n := range []string{"go vet ./...", "go test ./...", "go test -race", "go run ./cmd/bqcdc render --out build/sql", "go test ./internal/dev/e2e/realbq -v -count=1 -timeout 30m", "live suite not run"} {
+	for _, n := range []string{"go vet ./...", "go test ./...", "go test -race", "go test -short -run '^$' -bench . -benchtime 1x ./...", "go run ./cmd/bqcdc render --out build/sql", "go test ./internal/dev/e2e/realbq -v -count=1 -timeout 30m", "live suite not run"} {
 		if !strings.Contains(ci, n) {
 			t.Errorf(".ci/run should contain %q", n)
 		}

@@ -275,3 +275,99 @@ func slug(heading string) string {
 	}
 	return b.String()
 }
+
+// TestDocsBenchmarks checks that every benchmark the docs quote exists:
+// each `go test <package> ... -bench <pattern>` names a package whose
+// tests define a benchmark the pattern's first element matches (as go
+// test matches it), each `-test.bench <pattern>` matches one somewhere,
+// and each BenchmarkName the prose names is defined. CI runs every
+// benchmark once (.ci/run bench), so a quoted one cannot rot unseen.
+func TestDocsBenchmarks(t *testing.T) {
+	root := filepath.Join("..", "..")
+	byPkg := map[string][]string{} // "./internal/apply" -> benchmark names
+	all := map[string]bool{}
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, filepath.Dir(path))
+		pkg := "./" + filepath.ToSlash(rel)
+		for _, m := range regexp.MustCompile(`(?m)^func (Benchmark\w*)\(b \*testing\.B\)`).FindAllStringSubmatch(string(b), -1) {
+			byPkg[pkg] = append(byPkg[pkg], m[1])
+			all[m[1]] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) == 0 {
+		t.Fatal("no benchmarks found in the source")
+	}
+	files, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, filepath.Join(root, "README.md"))
+	goTest := regexp.MustCompile(`go test (\./[\w/.-]+)[^\n` + "`" + `]*?-bench '?([^\s']+)'?`)
+	binary := regexp.MustCompile(`-test\.bench '?([^\s']+)'?`)
+	named := regexp.MustCompile(`\bBenchmark[A-Z]\w*`)
+	matches := func(pattern string, names []string) (bool, error) {
+		first, _, _ := strings.Cut(pattern, "/")
+		re, err := regexp.Compile(first)
+		if err != nil {
+			return false, err
+		}
+		for _, n := range names {
+			if re.MatchString(n) {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	quoted := 0
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name, _ := filepath.Rel(root, file)
+		text := strings.ReplaceAll(string(b), "\n", " \n") // a command may wrap in prose
+		for _, m := range goTest.FindAllStringSubmatch(strings.ReplaceAll(text, " \n", " "), -1) {
+			quoted++
+			ok, err := matches(m[2], byPkg[strings.TrimSuffix(m[1], "/")])
+			if err != nil || !ok {
+				t.Errorf("%s: `go test %s ... -bench %s`: no such benchmark in %s (%v)", name, m[1], m[2], m[1], err)
+			}
+		}
+		names := make([]string, 0, len(all))
+		for n := range all {
+			names = append(names, n)
+		}
+		for _, m := range binary.FindAllStringSubmatch(text, -1) {
+			quoted++
+			if ok, err := matches(m[1], names); err != nil || !ok {
+				t.Errorf("%s: -test.bench %s matches no benchmark (%v)", name, m[1], err)
+			}
+		}
+		for _, n := range named.FindAllString(text, -1) {
+			quoted++
+			if !all[n] {
+				t.Errorf("%s: %s is not a benchmark of the source", name, n)
+			}
+		}
+	}
+	if quoted == 0 {
+		t.Error("the docs quote no benchmark: the patterns above no longer read them")
+	}
+}

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/bqcdc/bqcdc/internal/bqquota"
+	"github.com/bqcdc/bqcdc/internal/dev/benchsize"
 	"github.com/bqcdc/bqcdc/internal/dev/fakebq"
+	"github.com/bqcdc/bqcdc/sql/render"
 )
 
 var (
@@ -28,12 +30,20 @@ var (
 // over methods), quota-floor-s (the most of one method: the least wall
 // time the quota allows) and rejected; "second-reading-each" is a second
 // apply without the listing (one tables.get per object), as before it. -apply.sources 500 gives the same
-// figures at 1,000 flows.
+// figures at 1,000 flows. Under -short (CI's run of every benchmark): 100
+// flows, a 10 ms round trip, and the status view reading the table of
+// flows as it does past ~2,000 flows, so the short run takes the full
+// size's paths.
 func BenchmarkApply10000Flows(b *testing.B) {
-	flows, schemas := scaleDeployment(b, *quotaSources)
+	flows, schemas := scaleDeployment(b, benchsize.Pick(*quotaSources, 50, "apply.sources"))
+	if testing.Short() {
+		maxView := render.StatusMaxView
+		render.StatusMaxView = 1
+		b.Cleanup(func() { render.StatusMaxView = maxView })
+	}
 	target := Target{Project: fakebq.DefaultProject, Dataset: "cdc"}
 	limits := bqquota.Default
-	srv := fakebq.Start(b, fakebq.Options{Quota: &limits, RTT: *quotaRTT})
+	srv := fakebq.Start(b, fakebq.Options{Quota: &limits, RTT: benchsize.Pick(*quotaRTT, 10*time.Millisecond, "apply.quota-rtt")})
 	bq, lister := srv.PacedClients(b)
 	apply := func(b *testing.B, lister Lister) {
 		srv.ResetRequests()

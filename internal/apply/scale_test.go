@@ -16,6 +16,7 @@ import (
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/clients"
+	"github.com/bqcdc/bqcdc/internal/dev/benchsize"
 	"github.com/bqcdc/bqcdc/internal/dev/fakebq"
 	"github.com/bqcdc/bqcdc/internal/dev/rendercases"
 	"github.com/bqcdc/bqcdc/internal/flow"
@@ -219,9 +220,10 @@ func TestApplyConcurrentlyThenReadOnly(t *testing.T) {
 // call delayed by a simulated round trip (-apply.rtt, 10 ms by default;
 // BigQuery's table metadata calls take tens to hundreds of milliseconds),
 // so that the time shows what the concurrency bound buys: first applies
-// create everything, second applies find everything unchanged.
+// create everything, second applies find everything unchanged (-short:
+// 40 flows).
 func BenchmarkApply1000Flows(b *testing.B) {
-	flows, schemas := scaleDeployment(b, 500)
+	flows, schemas := scaleDeployment(b, benchsize.Pick(500, 20, ""))
 	target := Target{Project: fakebq.DefaultProject, Dataset: "cdc"}
 	apply := func(b *testing.B, bq *bigquery.Client, n int) {
 		var rep Report

@@ -11,6 +11,7 @@ import (
 
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/bqquota"
+	"github.com/bqcdc/bqcdc/internal/dev/benchsize"
 	"github.com/bqcdc/bqcdc/internal/dev/fakebq"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"google.golang.org/api/option"
@@ -35,9 +36,9 @@ var (
 // (-ingest.schemas: how many distinct schemas; by default each table has
 // its own).
 func BenchmarkColdInstance10000Tables(b *testing.B) {
-	n := *coldTables
+	n := benchsize.Pick(*coldTables, 100, "ingest.tables")
 	limits := bqquota.Default
-	fake := fakebq.Start(b, fakebq.Options{Quota: &limits, RTT: *coldRTT})
+	fake := fakebq.Start(b, fakebq.Options{Quota: &limits, RTT: benchsize.Pick(*coldRTT, 5*time.Millisecond, "ingest.rtt")})
 	cols := schema.Columns{{Name: "id", Type: schema.Int64}, {Name: "v", Type: schema.String}}
 	for i := len(cols); i < *coldCols; i++ {
 		cols = append(cols, schema.Column{Name: fmt.Sprintf("c%02d", i), Type: []string{schema.String, schema.Int64, schema.Timestamp, schema.Float64}[i%4]})

@@ -12,6 +12,7 @@ import (
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/bqquota"
 	"github.com/bqcdc/bqcdc/internal/catalog"
+	"github.com/bqcdc/bqcdc/internal/dev/benchsize"
 	"github.com/bqcdc/bqcdc/internal/dev/fakebq"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/schema"
@@ -41,7 +42,7 @@ func BenchmarkCompactMetadata10000Flows(b *testing.B) {
 	srv := fakebq.Start(b, fakebq.Options{Quota: &limits})
 	bq, lister := srv.PacedClients(b)
 	loc := catalog.Location{Project: srv.Project(), DefaultDataset: "cdc"}
-	flows, appended := metadataDeployment(b, srv, *metaSources, *metaChanged)
+	flows, appended := metadataDeployment(b, srv, benchsize.Pick(*metaSources, 100, "compact.sources"), *metaChanged)
 	srv.AnswerQueries(func(sql string) (bigquery.Schema, [][]string, bool) {
 		if !strings.Contains(sql, "-- bqcdc append ledger") {
 			return nil, nil, false
@@ -53,7 +54,7 @@ func BenchmarkCompactMetadata10000Flows(b *testing.B) {
 		}
 		return bigquery.Schema{{Name: "source", Type: bigquery.StringFieldType}, {Name: "until", Type: bigquery.TimestampFieldType}}, rows, true
 	})
-	srv.SetRTT(*metaRTT)
+	srv.SetRTT(benchsize.Pick(*metaRTT, 10*time.Millisecond, "compact.rtt"))
 	for _, mode := range []string{"ledger", "tables.get"} {
 		b.Run(mode, func(b *testing.B) {
 			c := New(bq, loc, Options{Ledger: mode == "ledger", Lister: lister, LedgerSettle: time.Nanosecond,

@@ -46,6 +46,11 @@ func (h restHandler) serveAdmin(w http.ResponseWriter, r *http.Request, parts []
 func (s *Server) hasDataset(project, dataset string) bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	return s.hasDatasetLocked(project, dataset)
+}
+
+// hasDatasetLocked is hasDataset for a caller holding s.mu.
+func (s *Server) hasDatasetLocked(project, dataset string) bool {
 	if s.datasets[project+"/"+dataset] {
 		return true
 	}
@@ -137,9 +142,16 @@ func (s *Server) insertTable(w http.ResponseWriter, r *http.Request, project, da
 		return
 	}
 	s.mu.Lock()
-	if s.tables[path] != nil {
+	if s.tables[path] != nil || s.routines[path] {
 		s.mu.Unlock()
 		writeError(w, http.StatusConflict, "duplicate", fmt.Sprintf("Already Exists: Table %s:%s.%s", project, dataset, name))
+		return
+	}
+	// BigQuery analyses a view's query when it is made: what it reads
+	// must exist (ddl.go).
+	if msg := s.missingReference(spec.ViewQuery, path); spec.ViewQuery != "" && msg != "" {
+		s.mu.Unlock()
+		writeError(w, http.StatusNotFound, "notFound", msg)
 		return
 	}
 	s.tables[path] = t

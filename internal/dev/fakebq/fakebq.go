@@ -161,6 +161,7 @@ type Server struct {
 	results  map[string]*bq.GetQueryResultsResponse // answered queries' results by "project/jobID" (queries.go)
 	answer   QueryFunc                              // answers queries (queries.go); nil: none
 	ddl      []string                               // the DDL statements run, in order (jobs.go)
+	routines map[string]bool                        // table functions made by DDL, by tablePath (ddl.go)
 	jobSeq   atomic.Int64
 
 	faultMu   sync.Mutex

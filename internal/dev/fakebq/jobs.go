@@ -27,6 +27,7 @@ import (
 // and each statement is recorded in DDL separately, without its closing
 // semicolon; if any statement is not a CREATE, the whole job is refused.
 // A ";\n\n" inside a statement (in a comment or a string) would split it.
+// What the statements make and need is modelled (ddl.go).
 
 // scriptSeparator ends a statement of a script (see above).
 const scriptSeparator = ";\n\n"
@@ -100,6 +101,14 @@ func (s *Server) insertJob(w http.ResponseWriter, r *http.Request, project strin
 	job.Status = &bq.JobStatus{State: "DONE"}
 	job.Statistics = &bq.JobStatistics{Query: &bq.JobStatistics2{StatementType: statementType}}
 	s.mu.Lock()
+	// The statements take effect first: a failed one fails the job's
+	// insert, as BigQuery fails a DDL job whose statement it cannot
+	// analyse (ddl.go).
+	if e := s.runDDL(stmts, project); e != nil {
+		s.mu.Unlock()
+		writeError(w, e.code, e.reason, e.msg)
+		return
+	}
 	if s.jobs == nil {
 		s.jobs = map[string]*bq.Job{}
 	}

@@ -18,7 +18,9 @@ import (
 // only, and a message is dead-lettered by Pub/Sub after 5 attempts.
 func Main(m *testing.M, name, dir string, stack **localstack.Stack) {
 	flag.Parse()
-	if testing.Short() {
+	// -short skips the emulator suites, but not their benchmarks: CI runs
+	// every benchmark once at its -short size (internal/dev/benchsize).
+	if testing.Short() && flag.Lookup("test.bench").Value.String() == "" {
 		fmt.Printf("%s: skipping the emulator integration tests in -short mode\n", name)
 		os.Exit(0)
 	}

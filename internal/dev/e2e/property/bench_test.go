@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bqcdc/bqcdc/internal/dev/benchsize"
 	"github.com/bqcdc/bqcdc/internal/dev/testenv"
 
 	"github.com/bqcdc/bqcdc/internal/catalog"
@@ -22,7 +23,7 @@ import (
 //
 //	go test ./internal/dev/e2e/property -run '^$' -bench Compaction -benchmem -benchtime 5x
 func BenchmarkCompaction(b *testing.B) {
-	for _, history := range []int{1_000, 10_000} {
+	for _, history := range benchsize.Pick([]int{1_000, 10_000}, []int{1_000}, "") {
 		b.Run(fmt.Sprintf("history=%d/delta=100", history), func(b *testing.B) {
 			benchCompaction(b, history, 100)
 		})
@@ -106,7 +107,7 @@ func BenchmarkReadGrowth(b *testing.B) {
 	// took over 15 minutes on the emulator: as of each of its 400 positions
 	// the fold reads its events. BigQuery runs that in seconds; see
 	// docs/compaction.md.)
-	for _, n := range []int{50, 100, 200} {
+	for _, n := range benchsize.Pick([]int{50, 100, 200}, []int{20}, "") {
 		e, bound, positions := readGrowthSetup(b, n, true, true, false)
 		hist := bound[0]
 		b.Run(fmt.Sprintf("changes/all/events=%d", n), func(b *testing.B) {
@@ -135,7 +136,7 @@ func BenchmarkReadGrowth(b *testing.B) {
 //
 //	go test ./internal/dev/e2e/property -run '^$' -bench BitemporalReadGrowth -benchtime 1x -timeout 60m
 func BenchmarkBitemporalReadGrowth(b *testing.B) {
-	for _, n := range []int{50, 100, 200, 400} {
+	for _, n := range benchsize.Pick([]int{50, 100, 200, 400}, []int{20}, "") {
 		for _, v := range []struct {
 			name       string
 			late, fill bool
