@@ -27,6 +27,8 @@ type target struct {
 	schemas  string
 	registry string
 	refused  []error // flows open could not parse; the others run
+	printed  int     // how many of refused open printed already
+	envErr   error   // an invalid BQCDC_CONNECT_TIMEOUT
 	golds    []*flow.Gold
 }
 
@@ -39,6 +41,27 @@ func (t *target) register(fs *flag.FlagSet) {
 	fs.StringVar(&t.flows, "flows", "sql/flows", "folder of flow declarations (*.sql)")
 	fs.StringVar(&t.schemas, "schemas", "schemas", "folder of Avro value schemas (<topic>-value.avsc), used when the registry lacks a subject")
 	fs.StringVar(&t.registry, "registry-url", os.Getenv(config.EnvRegistryURL), "Schema Registry URL; credentials from env "+config.EnvRegistryUsername+" / "+config.EnvRegistryPassword)
+	// An invalid environment value is reported by parse, as the flag's.
+	t.bq.ConnectTimeout, t.envErr = config.ConnectTimeoutFromEnv()
+	fs.DurationVar(&t.bq.ConnectTimeout, "connect-timeout", t.bq.ConnectTimeout,
+		"fail once BigQuery has been unreachable (connection refused, host name unresolvable, TLS handshake) this long (env "+config.EnvConnectTimeout+")")
+}
+
+// parse parses a command's flags (parseFlags) and checks the target's:
+// a wrong value is a usage error, found before any network work.
+func (t *target) parse(ctx context.Context, fs *flag.FlagSet, args []string) error {
+	if err := parseFlags(ctx, fs, args); err != nil {
+		return err
+	}
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "connect-timeout" })
+	if t.envErr != nil && !set {
+		return usageError{t.envErr}
+	}
+	if d := t.bq.ConnectTimeout; d <= 0 || d > config.MaxConnectTimeout {
+		return usagef("--connect-timeout %s: want 1s to %s", d, config.MaxConnectTimeout)
+	}
+	return nil
 }
 
 func envOr(name, def string) string {
@@ -63,14 +86,19 @@ func (t *target) schemaSource() (apply.Schemas, error) {
 // open reads the flows and connects to BigQuery for commands that need both.
 func (t *target) open(ctx context.Context) ([]*flow.Flow, *bigquery.Client, error) {
 	if t.bq.Project == "" {
-		return nil, nil, fmt.Errorf("--project (or %s) is required", config.EnvProject)
+		return nil, nil, usagef("--project (or %s) is required", config.EnvProject)
 	}
 	d, refused := flow.ParseDirAll(t.flows)
 	flows := d.Flows
 	if len(flows) == 0 {
 		return nil, nil, errors.Join(refused...)
 	}
-	t.refused, t.golds = refused, d.Golds
+	// Refusals are printed before any network work: a command that then
+	// waits on BigQuery has said what it will not run.
+	for _, err := range refused {
+		fmt.Fprintln(os.Stderr, "refused:", err)
+	}
+	t.refused, t.printed, t.golds = refused, len(refused), d.Golds
 	bq, err := clients.NewBigQuery(ctx, t.bq)
 	if err != nil {
 		return nil, nil, err
@@ -96,16 +124,16 @@ func runApply(ctx context.Context, args []string) error {
 	concurrency := fs.Int("concurrency", cliApplyConcurrency, "objects (tables, views) applied and schemas looked up at once; requests are paced to BigQuery's per-method quota whatever the number")
 	verify := fs.Bool("verify", false, "read every object instead of trusting the labels a listing shows (one request per object); after editing objects by hand")
 	readWatermarks := fs.Bool("read-watermarks", false, "read each flow's watermark with a query (one job per flow) instead of reusing its view's pruning bound; after deleting state rows by hand")
-	if err := parseFlags(ctx, fs, args); err != nil {
+	if err := t.parse(ctx, fs, args); err != nil {
 		return err
 	}
 	if *retention < 0 || *retention > config.MaxRetentionDays {
 		// Days become milliseconds of partition expiration: bounded so they
 		// cannot overflow.
-		return fmt.Errorf("--dead-letter-retention-days=%d: want 0 (keep) to %d", *retention, config.MaxRetentionDays)
+		return usagef("--dead-letter-retention-days=%d: want 0 (keep) to %d", *retention, config.MaxRetentionDays)
 	}
 	if *concurrency < 1 {
-		return fmt.Errorf("--concurrency must be at least 1, got %d", *concurrency)
+		return usagef("--concurrency must be at least 1, got %d", *concurrency)
 	}
 	flows, bq, err := t.open(ctx)
 	if err != nil {
@@ -151,9 +179,14 @@ func (t *target) notAll(err error) error {
 	if errors.As(err, new(*flow.Error)) {
 		t.refused, err = append(t.refused, err), nil
 	}
-	refused := errors.Join(t.refused...)
-	if refused == nil {
+	refused := errors.Join(t.refused[t.printed:]...)
+	switch {
+	case refused == nil && t.printed == 0:
 		return err
+	case refused == nil:
+		return errors.Join(err, fmt.Errorf("%d flow(s) refused (printed above; the others ran)", t.printed))
+	case t.printed > 0:
+		return errors.Join(err, fmt.Errorf("flows refused (the others ran; %d more printed above):\n%w", t.printed, refused))
 	}
 	return errors.Join(err, fmt.Errorf("flows refused (the others ran):\n%w", refused))
 }

@@ -51,14 +51,14 @@ func runCompact(ctx context.Context, args []string) error {
 	maintainEvery := fs.Duration("maintain-every", compact.DefaultMaintainEvery, "fold each flow's state levels into one this often (negative: never)")
 	ledger := fs.Bool("ledger", envBool(config.EnvAppendLedger, true), "tell idle flows from the append ledger and a listing of the datasets instead of reading every table's metadata (env "+config.EnvAppendLedger+")")
 	changeFeedEvery := fs.Duration("change-feed-every", 0, "materialize each flow's change feed only once it lags this long (0: every run); fewer, longer ranges read the touched keys' state fewer times")
-	if err := parseFlags(ctx, fs, args); err != nil {
+	if err := t.parse(ctx, fs, args); err != nil {
 		return err
 	}
 	if err := checkCompactFlags(*lag, *tombstones, *retention, *concurrency); err != nil {
 		return err
 	}
 	if err := compact.ValidShards(*shard, *shards); err != nil {
-		return fmt.Errorf("--shard %d --shards %d: %w", *shard, *shards, err)
+		return usagef("--shard %d --shards %d: %w", *shard, *shards, err)
 	}
 	flows, bq, err := t.open(ctx)
 	if err != nil {
@@ -155,13 +155,13 @@ func formatBytes(n int64) string {
 func checkCompactFlags(lag time.Duration, tombstones, retention, concurrency int) error {
 	switch {
 	case lag <= 0:
-		return fmt.Errorf("--visibility-lag %s: want a positive duration, at least the ingest timeout", lag)
+		return usagef("--visibility-lag %s: want a positive duration, at least the ingest timeout", lag)
 	case tombstones < 0 || tombstones > config.MaxRetentionDays:
-		return fmt.Errorf("--tombstone-retention-days %d: want 0 to %d", tombstones, config.MaxRetentionDays)
+		return usagef("--tombstone-retention-days %d: want 0 to %d", tombstones, config.MaxRetentionDays)
 	case retention < 0 || retention > config.MaxRetentionDays:
-		return fmt.Errorf("--changelog-retention-days %d: want 0 to %d", retention, config.MaxRetentionDays)
+		return usagef("--changelog-retention-days %d: want 0 to %d", retention, config.MaxRetentionDays)
 	case concurrency < 1 || concurrency > config.MaxCompactConcurrency:
-		return fmt.Errorf("--concurrency %d: want 1 to %d", concurrency, config.MaxCompactConcurrency)
+		return usagef("--concurrency %d: want 1 to %d", concurrency, config.MaxCompactConcurrency)
 	}
 	return nil
 }

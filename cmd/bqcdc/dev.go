@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -130,14 +131,46 @@ type flagsOnlyKey struct{}
 
 // parseFlags parses a command's flags: every command calls it first, before
 // it does anything, so flagSet can return a command's flag set by running
-// the command with a context that asks for it.
+// the command with a context that asks for it. -h and --help print the
+// usage on stdout and end the command with errHelp (exit 0); a flag that
+// does not parse prints the usage on stderr and is a usage error (exit 2),
+// as Go's and POSIX tools do.
 func parseFlags(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	if out, ok := ctx.Value(flagsOnlyKey{}).(**flag.FlagSet); ok {
 		*out = fs
 		return errFlagsOnly
 	}
-	return fs.Parse(args)
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(os.Stdout)
+		fs.Usage()
+		return errHelp
+	case err != nil:
+		fs.SetOutput(os.Stderr)
+		fs.Usage()
+		return usageError{err}
+	case fs.NArg() > 0:
+		fs.SetOutput(os.Stderr)
+		fs.Usage()
+		return usagef("unexpected argument %q (flags only)", fs.Arg(0))
+	}
+	return nil
 }
+
+// errHelp ends a command whose help was asked for: exit 0.
+var errHelp = errors.New("help requested")
+
+// usageError is a command line that is wrong (a flag that does not parse,
+// a value out of range): exit 2, checked before any credential or network
+// work.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
 // flagSet is the flag set of the command name, as the command builds it
 // (nil for an unknown command). The docs test parses every `bqcdc` command

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"encoding/json"
 	"bufio"
 	"context"
 	"errors"
@@ -25,6 +26,13 @@ import (
 const envRunDev = "BQCDC_TEST_RUN_DEV"
 
 func TestMain(m *testing.M) {
+	if args, ok := os.LookupEnv(envMain); ok {
+		var argv []string
+		if err := json.Unmarshal([]byte(args), &argv); err != nil {
+			panic(err)
+		}
+		os.Exit(run(context.Background(), argv))
+	}
 	if args, ok := os.LookupEnv(envRunDev); ok {
 		err := runDev(context.Background(), "local", strings.Fields(args))
 		fmt.Fprintln(os.Stderr, "runDev returned:", err)

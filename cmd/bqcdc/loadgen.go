@@ -36,11 +36,11 @@ func runLoadgen(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
 	t.register(fs)
 	c.Register(fs)
-	if err := parseFlags(ctx, fs, args); err != nil {
+	if err := t.parse(ctx, fs, args); err != nil {
 		return err
 	}
-	if err := c.Spec.Validate(); err != nil {
-		return err
+	if err := c.Validate(); err != nil {
+		return usageError{err}
 	}
 	if c.Write != "" {
 		return writeLoad(c.Spec, c.Write)

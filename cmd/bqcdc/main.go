@@ -19,7 +19,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -40,29 +42,52 @@ var commands = []command{
 	{"loadgen", "publish synthetic Debezium traffic (tables, keys, rate or burst, row width) and measure what lands, locally or in a project", runLoadgen},
 }
 
-func usage() {
-	fmt.Fprintln(os.Stderr, "usage: bqcdc <command> [flags]\n\ncommands:")
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: bqcdc <command> [flags]\n\ncommands:")
 	for _, c := range commands {
-		fmt.Fprintf(os.Stderr, "  %-8s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
+	fmt.Fprintln(w, "\nbqcdc <command> --help lists the flags of a command.")
 }
 
 func main() {
-	if len(os.Args) < 2 {
-		usage()
-		os.Exit(2)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	code := run(ctx, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+// run runs the command line args (without the program name) and returns
+// the exit status: 0 done (or help shown), 1 the command failed, 2 the
+// command line is wrong (usage on stderr).
+func run(ctx context.Context, args []string) int {
+	if len(args) == 0 {
+		usage(os.Stderr)
+		return 2
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		usage(os.Stdout)
+		return 0
+	}
 	for _, c := range commands {
-		if c.name == os.Args[1] {
-			if err := c.run(ctx, os.Args[2:]); err != nil {
-				fmt.Fprintln(os.Stderr, "bqcdc "+c.name+":", err)
-				os.Exit(1)
-			}
-			return
+		if c.name != args[0] {
+			continue
+		}
+		err := c.run(ctx, args[1:])
+		var ue usageError
+		switch {
+		case err == nil, errors.Is(err, errHelp):
+			return 0
+		case errors.As(err, &ue):
+			fmt.Fprintln(os.Stderr, "bqcdc "+c.name+":", err)
+			return 2
+		default:
+			fmt.Fprintln(os.Stderr, "bqcdc "+c.name+":", err)
+			return 1
 		}
 	}
-	usage()
-	os.Exit(2)
+	fmt.Fprintf(os.Stderr, "bqcdc: unknown command %q\n\n", args[0])
+	usage(os.Stderr)
+	return 2
 }

@@ -46,7 +46,7 @@ func runRender(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("render", flag.ContinueOnError)
 	t.register(fs)
 	out := fs.String("out", "", "write one <flow>.sql file per flow into this folder instead of printing")
-	if err := parseFlags(ctx, fs, args); err != nil {
+	if err := t.parse(ctx, fs, args); err != nil {
 		return err
 	}
 	d, invalid := flow.ParseDirAll(t.flows)

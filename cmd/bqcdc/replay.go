@@ -5,11 +5,14 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"regexp"
+	"slices"
 	"time"
 
 	"cloud.google.com/go/pubsub/v2"
 	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/config"
+	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/progress"
 	"github.com/bqcdc/bqcdc/internal/replay"
 )
@@ -23,15 +26,18 @@ func runReplay(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	t.register(fs)
 	fs.StringVar(&f.Topic, "topic", "", "replay only dead letters of this topic")
-	fs.StringVar(&f.Stage, "stage", "", "replay only dead letters of this stage (wire, registry, decode, envelope, convert, table, schema, encode, append)")
+	fs.StringVar(&f.Stage, "stage", "", fmt.Sprintf("replay only dead letters of this stage (%s)", failure.Stages()))
 	fs.Var(&ids, "message-id", "replay only this message (repeatable)")
 	since := fs.Duration("since", 7*24*time.Hour, "replay only messages dead-lettered within this long (0: any time)")
 	dryRun := fs.Bool("dry-run", false, "list what would be replayed, publish nothing")
-	if err := parseFlags(ctx, fs, args); err != nil {
+	if err := t.parse(ctx, fs, args); err != nil {
 		return err
 	}
 	if t.bq.Project == "" {
-		return fmt.Errorf("--project is required")
+		return usagef("--project is required")
+	}
+	if err := checkReplayFlags(f, ids, *since); err != nil {
+		return err
 	}
 	// Ingest honours a replay id only with its proof, signed with the
 	// function's replay key; without it, replayed messages would be stored
@@ -75,6 +81,28 @@ func runReplay(ctx context.Context, args []string) error {
 	fmt.Printf("%d of %d dead letter(s) published again\n", n, len(letters))
 	return err
 }
+
+// checkReplayFlags refuses what cannot select a dead letter: a negative
+// --since, a --stage that is not a pipeline stage, a --message-id that no
+// Pub/Sub message id looks like.
+func checkReplayFlags(f replay.Filter, ids []string, since time.Duration) error {
+	if since < 0 {
+		return usagef("--since %s: want 0 (any time) or a positive duration such as 24h", since)
+	}
+	if f.Stage != "" && !slices.Contains(failure.Stages(), failure.Stage(f.Stage)) {
+		return usagef("--stage %q: want one of %s", f.Stage, failure.Stages())
+	}
+	for _, id := range ids {
+		if !messageID.MatchString(id) {
+			return usagef("--message-id %q: want a Pub/Sub message id (up to 256 letters, digits, '.', '_', ':' or '-')", id)
+		}
+	}
+	return nil
+}
+
+// messageID is what a Pub/Sub message id looks like: decimal digits on
+// Google's Pub/Sub, "m0"-like on the emulator.
+var messageID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,256}$`)
 
 func truncate(s string, n int) string {
 	if len(s) <= n {

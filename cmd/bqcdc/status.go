@@ -32,7 +32,7 @@ func runStatus(ctx context.Context, args []string) error {
 	var onlyFlows, onlySources names
 	fs.Var(&onlyFlows, "flow", "report only this flow (repeatable)")
 	fs.Var(&onlySources, "source", "report only the flows of this source: a topic, or a snapshot flow's dataset.table (repeatable)")
-	if err := parseFlags(ctx, fs, args); err != nil {
+	if err := t.parse(ctx, fs, args); err != nil {
 		return err
 	}
 	flows, bq, err := t.open(ctx)

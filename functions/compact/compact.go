@@ -6,7 +6,9 @@
 // from the environment when deployed, built directly by the local stack),
 // one constructor, an HTTP handler. It answers 200 with a per-flow JSON
 // report, or 500 with the same report when any flow failed, so the
-// scheduler records the failure (and may retry: compaction is idempotent).
+// scheduler records the failure (and may retry: compaction is idempotent),
+// or 503 with the reason when BigQuery could not be reached at all for
+// the connect timeout (BQCDC_CONNECT_TIMEOUT, 30 s by default).
 package compact
 
 import (
@@ -23,6 +25,7 @@ import (
 	"cloud.google.com/go/bigquery"
 	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
 	"github.com/bqcdc/bqcdc/internal/apply"
+	"github.com/bqcdc/bqcdc/internal/bqerror"
 	"github.com/bqcdc/bqcdc/internal/bqwrite"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/clients"
@@ -174,12 +177,20 @@ func (f *Function) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// fold are bound (one metadata read per source); the rest cost a share
 	// of a listing.
 	sel, unbindable, err := f.compactor.Prepare(r.Context(), f.flows, names, shard, shards)
+	if bqerror.IsUnreachable(err) {
+		writeJSON(w, http.StatusServiceUnavailable, Response{Error: err.Error()})
+		return
+	}
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, Response{Error: err.Error()})
 		return
 	}
 	if len(sel.Flows) == 0 && len(sel.Idle) == 0 && unbindable != nil {
-		writeJSON(w, http.StatusInternalServerError, Response{Error: unbindable.Error()})
+		status := http.StatusInternalServerError
+		if bqerror.IsUnreachable(unbindable) {
+			status = http.StatusServiceUnavailable // retry later: nothing is wrong with the flows
+		}
+		writeJSON(w, status, Response{Error: unbindable.Error()})
 		return
 	}
 	reports, err := f.compactor.Compact(r.Context(), sel)
@@ -190,13 +201,24 @@ func (f *Function) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := f.metrics.Flush(r.Context()); err != nil {
 		f.log.Warn("metrics not exported", "event", "metrics_flush_failed", "error", err.Error())
 	}
-	status := http.StatusOK
+	status, unreachable := http.StatusOK, ""
 	for _, rep := range reports {
 		if rep.Outcome == compact.Failed {
 			status = http.StatusInternalServerError
 		}
+		if rep.Unreachable && unreachable == "" {
+			unreachable = rep.Error
+		}
 	}
 	resp := Response{Reports: reports}
+	if unreachable != "" {
+		// BigQuery did not answer at all: 503, so the scheduler retries
+		// later, with the reason (the connect timeout bounds the wait,
+		// well inside the function's deadline).
+		resp.Error = unreachable
+		writeJSON(w, http.StatusServiceUnavailable, resp)
+		return
+	}
 	if refused := errors.Join(f.refused, unbindable); refused != nil {
 		// Flows that do not load or bind: the others were compacted.
 		status, resp.Error = http.StatusInternalServerError, "flows refused (the others ran): "+refused.Error()

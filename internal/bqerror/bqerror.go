@@ -13,6 +13,8 @@ package bqerror
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
 	"net/http"
 	"strings"
 
@@ -43,6 +45,9 @@ func (c Class) String() string { return [...]string{"permanent", "transient"}[c]
 func Classify(err error) Class {
 	if err == nil {
 		return Transient
+	}
+	if IsUnreachable(err) {
+		return Permanent // the retries are spent: see Unreachable
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return Transient
@@ -189,4 +194,27 @@ func SchemaNotYetKnown(err error) bool {
 	}
 	msg := err.Error()
 	return strings.Contains(msg, "more fields than") || strings.Contains(msg, "extra fields")
+}
+
+// Unreachable is BigQuery not answering at all for longer than a budget:
+// every connection to it refused, its host name not resolving, or its TLS
+// handshake failing. The client libraries retry a refused connection
+// without end (cloud.google.com/go/bigquery retries any error whose text
+// says "connection refused"), so a command pointed at a dead endpoint
+// would hang; package clients ends that after the budget with this error,
+// which is permanent and whose text names no retryable cause.
+type Unreachable struct {
+	Host   string
+	For    time.Duration // how long every attempt failed
+	Reason string        // "the connection is refused", ...
+}
+
+func (e *Unreachable) Error() string {
+	return fmt.Sprintf("BigQuery at %s is unreachable: %s, every attempt for %s (raise the connect timeout to wait longer)", e.Host, e.Reason, e.For.Round(time.Second))
+}
+
+// IsUnreachable reports whether err is (or wraps) an *Unreachable.
+func IsUnreachable(err error) bool {
+	var u *Unreachable
+	return errors.As(err, &u)
 }

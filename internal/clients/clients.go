@@ -29,6 +29,11 @@ type Config struct {
 	// emulator; StorageEndpoint its Storage Write gRPC host:port.
 	Endpoint        string
 	StorageEndpoint string
+	// ConnectTimeout bounds how long a request that cannot reach BigQuery
+	// at all (connection refused, host name unresolvable, TLS handshake)
+	// is retried: past it the client fails with a *bqerror.Unreachable.
+	// 0 means DefaultConnectTimeout.
+	ConnectTimeout time.Duration
 }
 
 // Emulated reports whether the config points at an emulator.
@@ -59,7 +64,8 @@ func NewBigQuery(ctx context.Context, c Config) (*bigquery.Client, error) {
 // limiter.
 func restOptions(ctx context.Context, c Config) ([]option.ClientOption, error) {
 	if c.Emulated() {
-		return []option.ClientOption{option.WithEndpoint(c.Endpoint), option.WithoutAuthentication()}, nil
+		return []option.ClientOption{option.WithEndpoint(c.Endpoint), option.WithoutAuthentication(),
+			option.WithHTTPClient(&http.Client{Transport: sharedReach(http.DefaultTransport, c.ConnectTimeout, c.Endpoint)})}, nil
 	}
 	// The authenticated transport the client library would make itself
 	// (its scopes), wrapped: WithHTTPClient replaces the library's own.
@@ -68,7 +74,7 @@ func restOptions(ctx context.Context, c Config) ([]option.ClientOption, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the BigQuery transport: %w", err)
 	}
-	return []option.ClientOption{option.WithHTTPClient(&http.Client{Transport: bqquota.NewTransport(base)})}, nil
+	return []option.ClientOption{option.WithHTTPClient(&http.Client{Transport: bqquota.NewTransport(sharedReach(base, c.ConnectTimeout, ""))})}, nil
 }
 
 // ListedTable is what BigQuery's table listing (tables.list) says of one

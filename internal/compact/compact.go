@@ -326,6 +326,9 @@ type Report struct {
 	BytesBilled     int64         `json:"bytes_billed"`              // by those jobs (the emulator reports 0)
 	Duration        time.Duration `json:"duration_ns"`
 	Error           string        `json:"error,omitempty"`
+	// Unreachable: the run failed because BigQuery could not be reached
+	// at all (bqerror.Unreachable): the compact function answers 503.
+	Unreachable bool `json:"unreachable,omitempty"`
 
 	// Snapshot flows: the applied version (a SQL literal of the version
 	// column, as far as the run read), and the rows of the snapshot table

@@ -3,6 +3,7 @@ package compact
 import (
 	"context"
 	"fmt"
+	"github.com/bqcdc/bqcdc/internal/bqerror"
 	"hash/fnv"
 	"slices"
 	"sync"
@@ -96,7 +97,7 @@ func (c *Compactor) runFlow(ctx context.Context, t *task) Report {
 	rep.Duration = c.opts.Now().Sub(start)
 	rep.Jobs, rep.BytesBilled, rep.Plan = acct.jobs, acct.bytes, acct.plan
 	if err != nil {
-		rep.Outcome, rep.Error = Failed, err.Error()
+		rep.Outcome, rep.Error, rep.Unreachable = Failed, err.Error(), bqerror.IsUnreachable(err)
 	}
 	return rep
 }

@@ -97,6 +97,7 @@ const (
 	EnvPubSubEmulator     = "PUBSUB_EMULATOR_HOST"
 	EnvCompactConcurrency = "BQCDC_COMPACT_CONCURRENCY"
 	EnvCompactBudget      = "BQCDC_COMPACT_BUDGET"
+	EnvConnectTimeout     = "BQCDC_CONNECT_TIMEOUT" // clients.Config.ConnectTimeout; the CLI's --connect-timeout
 	EnvChangeFeedEvery    = "BQCDC_CHANGE_FEED_EVERY"
 	EnvReplayKey          = "BQCDC_REPLAY_KEY" // a secret: Secret Manager in production
 	EnvLogValues          = "BQCDC_LOG_VALUES"
@@ -141,8 +142,28 @@ const (
 	DefaultTombstoneRetention = 30
 )
 
+// MaxConnectTimeout bounds BQCDC_CONNECT_TIMEOUT: past an hour a dead
+// endpoint is a hang by another name.
+const MaxConnectTimeout = time.Hour
+
+// ConnectTimeoutFromEnv reads BQCDC_CONNECT_TIMEOUT (unset:
+// clients.DefaultConnectTimeout): how long a BigQuery client retries
+// requests that cannot reach BigQuery before it fails.
+func ConnectTimeoutFromEnv() (time.Duration, error) {
+	v := os.Getenv(EnvConnectTimeout)
+	if v == "" {
+		return clients.DefaultConnectTimeout, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 || d > MaxConnectTimeout {
+		return 0, fmt.Errorf("%s=%q: want a Go duration from 1s to %s, such as 30s", EnvConnectTimeout, v, MaxConnectTimeout)
+	}
+	return d, nil
+}
+
 // FromEnv reads the configuration.
 func FromEnv() (Config, error) {
+	var err error
 	c := Config{
 		BigQuery: clients.Config{
 			Project:         first(os.Getenv(EnvProject), os.Getenv("GOOGLE_CLOUD_PROJECT")),
@@ -184,6 +205,9 @@ func FromEnv() (Config, error) {
 		}
 		c.ChangeFeedEvery = d
 	}
+	if c.BigQuery.ConnectTimeout, err = ConnectTimeoutFromEnv(); err != nil {
+		return c, err
+	}
 	if v := os.Getenv(EnvCompactBudget); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {
@@ -203,7 +227,6 @@ func FromEnv() (Config, error) {
 		}
 		c.MetricsInterval = d
 	}
-	var err error
 	if c.CompactConcurrency, err = boundedInt(EnvCompactConcurrency, 8, 1, MaxCompactConcurrency, "flows folded at once"); err != nil {
 		return c, err
 	}

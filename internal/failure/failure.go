@@ -35,6 +35,12 @@ const (
 	StageInternal Stage = "internal"
 )
 
+// Stages lists every stage a dead letter can carry, in pipeline order.
+func Stages() []Stage {
+	return []Stage{StageEvent, StageWire, StageRegistry, StageDecode, StageEnvelope, StageConvert,
+		StageTable, StageSchema, StageEncode, StageAppend, StageInternal}
+}
+
 // Recovered turns the value of a recovered panic into a permanent failure
 // at StageInternal whose text is the panic's. Use it in the deferred
 // recover of the code that handles one message; log the stack beside it.

@@ -39,9 +39,20 @@ func (c *Command) Register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Check, "check", false, "once every message landed, also check every view of the load against the reference model (locally or in the project)")
 }
 
+// Validate checks the command's numbers (the spec's and the wait).
+func (c *Command) Validate() error {
+	if c.Wait <= 0 {
+		return fmt.Errorf("wait = %s: want a positive duration such as 10m", c.Wait)
+	}
+	return c.Spec.Validate()
+}
+
 // Report prints res (as JSON with --json) and returns the run's error, or
 // one saying how many messages did not land within the wait.
 func (c *Command) Report(w io.Writer, res Result, err error) error {
+	if err != nil && res.Published == 0 {
+		return err // nothing was measured: no result line
+	}
 	if c.JSON {
 		b, _ := json.MarshalIndent(res, "", "  ")
 		fmt.Fprintln(w, string(b))

@@ -19,6 +19,7 @@ package loadgen
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -45,13 +46,20 @@ func DefaultSpec() Spec {
 	return Spec{Prefix: "loadgen.db", Tables: 3, Messages: 300, Width: 8, ValueBytes: 100}
 }
 
+// MaxMessages bounds a load's messages over all tables: a run keeps a
+// few dozen bytes per message to match what landed, so 10^9 is tens of GB
+// of memory already, and days of publishing at Pub/Sub's default quota.
+const MaxMessages = 1_000_000_000
+
 // Validate checks the spec's numbers.
 func (s Spec) Validate() error {
 	switch {
 	case s.Tables < 1 || s.Tables > 10000:
 		return fmt.Errorf("tables = %d: want 1 to 10000", s.Tables)
-	case s.Messages < 1:
-		return fmt.Errorf("messages = %d: want at least 1 per table", s.Messages)
+	case s.Messages < 1 || s.Messages > MaxMessages/s.Tables:
+		return fmt.Errorf("messages = %d: want 1 to %d per table (%d over %d tables at most)", s.Messages, MaxMessages/s.Tables, MaxMessages, s.Tables)
+	case math.IsNaN(s.Rate) || math.IsInf(s.Rate, 0):
+		return fmt.Errorf("rate = %v: want 0 (burst) or a positive, finite rate", s.Rate)
 	case s.Keys < 0 || s.Width < 0 || s.Width > 1000 || s.ValueBytes < 0 || s.ValueBytes > 1<<20:
 		return fmt.Errorf("keys, width (at most 1000) and value bytes (at most 1 MiB) must be non-negative")
 	case s.Rate < 0:

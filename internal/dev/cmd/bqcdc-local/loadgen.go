@@ -23,7 +23,7 @@ func runLoadgen(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if err := c.Spec.Validate(); err != nil {
+	if err := c.Validate(); err != nil {
 		return err
 	}
 	res, err := loadLocal(ctx, c.Spec, c.Wait, c.Check)
