@@ -2,6 +2,7 @@ package flow
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/bqcdc/bqcdc/internal/catalog"
@@ -152,6 +153,9 @@ func Bind(f *Flow, changelog schema.Columns) (*Bound, error) {
 		}
 		s, err := renderExpr(e, clause, changelog, source, refs)
 		add(err)
+		if err == nil {
+			add(checkBool(e, clause, changelog))
+		}
 		return s
 	}
 	b.Where = cond(f.Where, "WHERE")
@@ -195,6 +199,60 @@ func lookup(id Ident, clause string, cols schema.Columns, source sourceRef) (sch
 	return c, nil
 }
 
+// lookupAll resolves every id, in order (found holds the known ones). Unknown
+// names are one error, at the first, naming how many there are and the
+// first few: a list of 10,000 unknown columns made a 3.4 MB error when
+// each was its own, each listing the changelog's columns.
+func lookupAll(ids []Ident, clause string, cols schema.Columns, source sourceRef) (schema.Columns, *Error) {
+	found := make(schema.Columns, 0, len(ids))
+	var unknown []Ident
+	for _, id := range ids {
+		if c, ok := cols.Lookup(id.Name); ok {
+			found = append(found, c)
+		} else {
+			unknown = append(unknown, id)
+		}
+	}
+	switch len(unknown) {
+	case 0:
+		return found, nil
+	case 1:
+		_, err := lookup(unknown[0], clause, cols, source)
+		return found, err
+	}
+	names := make([]string, 0, maxListed)
+	for _, id := range unknown[:min(len(unknown), maxListed)] {
+		names = append(names, id.Name)
+	}
+	more := ""
+	if len(unknown) > maxListed {
+		more = fmt.Sprintf(" and %d more", len(unknown)-maxListed)
+	}
+	return found, errorf(unknown[0].Pos, "%d unknown columns in %s: %s%s: %s has %s", len(unknown), clause,
+		strings.Join(names, ", "), more, source, listed(cols.Names()))
+}
+
+// identNamed is the first of ids named name (case-insensitively).
+func identNamed(ids []Ident, name string) Ident {
+	for _, id := range ids {
+		if strings.EqualFold(id.Name, name) {
+			return id
+		}
+	}
+	return Ident{}
+}
+
+// maxListed bounds the names an error lists.
+const maxListed = 10
+
+// listed joins names for an error: the first maxListed*2 and how many more.
+func listed(names []string) string {
+	if len(names) <= 2*maxListed {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:2*maxListed], ", "), len(names)-2*maxListed)
+}
+
 func (b *Bound) output(errs ErrorList) (schema.Columns, ErrorList) {
 	spec := b.Columns
 	source := sourceRef{b.Flow}
@@ -211,12 +269,11 @@ func (b *Bound) output(errs ErrorList) (schema.Columns, ErrorList) {
 			}
 		}
 		if spec != nil {
-			for _, e := range spec.Except {
-				c, err := lookup(e, "COLUMNS * EXCEPT", b.Changelog, source)
-				if err != nil {
-					errs = append(errs, err)
-					continue
-				}
+			found, err := lookupAll(spec.Except, "COLUMNS * EXCEPT", b.Changelog, source)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			for _, c := range found {
 				excluded[c.Name] = true
 			}
 		}
@@ -226,14 +283,13 @@ func (b *Bound) output(errs ErrorList) (schema.Columns, ErrorList) {
 			}
 		}
 	default:
-		for _, id := range spec.List {
-			c, err := lookup(id, "COLUMNS", b.Changelog, source)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
+		found, err := lookupAll(spec.List, "COLUMNS", b.Changelog, source)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for _, c := range found {
 			if b.Version != nil && strings.EqualFold(c.Name, b.Version.Name) {
-				errs = append(errs, errorf(id.Pos, "COLUMNS names the version column %s: a snapshot's version is not a target column (SCD 2 shows it as __START_AT and __END_AT); drop it here", c.Name))
+				errs = append(errs, errorf(identNamed(spec.List, c.Name).Pos, "COLUMNS names the version column %s: a snapshot's version is not a target column (SCD 2 shows it as __START_AT and __END_AT); drop it here", c.Name))
 				continue
 			}
 			out = append(out, c)

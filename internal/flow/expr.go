@@ -170,7 +170,7 @@ func notAnExpression(t token, clause string) *Error {
 }
 
 func unknownColumn(t token, clause string, cols schema.Columns, source sourceRef) *Error {
-	msg := "unknown column " + t.Text + " in " + clause + ": " + source.String() + " has " + strings.Join(cols.Names(), ", ")
+	msg := "unknown column " + t.Text + " in " + clause + ": " + source.String() + " has " + listed(cols.Names())
 	if s := suggest(t.Text, cols.Names()); s != "" {
 		msg += " (did you mean " + s + "?)"
 	}

@@ -66,6 +66,9 @@ func ParseAll(file, src string) ([]*Flow, []*Gold, error) {
 // streaming table declarations (which ParseFilesAll applies to the flows
 // of every file).
 func parseFile(file, src string) ([]*Flow, []*Gold, []tableDecl, error) {
+	if len(src) > MaxFileBytes {
+		return nil, nil, nil, ErrorList{errorf(Pos{File: file, Line: 1, Col: 1}, "flow file of %d bytes: at most %d are read (split it into files of its own)", len(src), MaxFileBytes)}
+	}
 	p := &parser{toks: lex(file, src)}
 	flows, errs := p.statements()
 	return flows, p.golds, p.decls, errs.Err()
@@ -80,7 +83,7 @@ func (p *parser) gold(start Pos) (*Gold, *Error) {
 	}
 	g, err := p.goldBody(&Gold{Pos: start, Name: name})
 	if err != nil && err.Flow == "" {
-		err.Flow = name.Table
+		err.Flow, err.View = name.Table, true
 	}
 	return g, err
 }

@@ -112,7 +112,7 @@ func BindGold(g *Gold, flows []*Bound, defaultDataset string) (*BoundGold, error
 	bg := &BoundGold{Gold: g}
 	fail := func(err *Error) (*BoundGold, error) {
 		if err.Flow == "" {
-			err.Flow = g.Name.Table
+			err.Flow, err.View = g.Name.Table, true
 		}
 		return nil, ErrorList{err}
 	}
@@ -126,6 +126,9 @@ func BindGold(g *Gold, flows []*Bound, defaultDataset string) (*BoundGold, error
 			return fail(err)
 		}
 		w, err := renderExpr(g.Where, "WHERE", bg.Input, src, refs)
+		if err == nil {
+			err = checkBool(g.Where, "WHERE", bg.Input)
+		}
 		if err != nil {
 			return fail(err)
 		}
@@ -210,7 +213,7 @@ func BindGold(g *Gold, flows []*Bound, defaultDataset string) (*BoundGold, error
 	if g.Having != nil {
 		cols := make(schema.Columns, len(bg.Items))
 		for i, it := range bg.Items {
-			cols[i] = schema.Column{Name: it.Name}
+			cols[i] = schema.Column{Name: it.Name, Type: bg.outputType(it)}
 		}
 		for _, t := range g.Having.toks {
 			if t.Kind == tokIdent && (goldAggregates[strings.ToUpper(t.Text)] || otherAggregates[strings.ToUpper(t.Text)]) {
@@ -218,6 +221,9 @@ func BindGold(g *Gold, flows []*Bound, defaultDataset string) (*BoundGold, error
 			}
 		}
 		h, err := renderExpr(g.Having, "HAVING", cols, sourceRef{f: &Flow{Name: g.Name.Table, Source: Ident{Name: "the view's columns"}}}, map[string]bool{})
+		if err == nil {
+			err = checkBool(g.Having, "HAVING", cols)
+		}
 		if err != nil {
 			return fail(err)
 		}
@@ -493,6 +499,8 @@ func checkRowExpr(e *Expr, clause string) *Error {
 		}
 		u := strings.ToUpper(t.Text)
 		switch {
+		case overAfter(e.toks, i+1):
+			return errorf(t.Pos, "%s(...) OVER (...): window functions are not supported in a materialized view (it is one aggregate per group); compute them in a query over the view", u)
 		case goldAggregates[u] || otherAggregates[u]:
 			return errorf(t.Pos, "%s may not hold an aggregate (%s): it is an expression of one source row", clause, u)
 		case u == "WINDOW" || u == "SESSION_WINDOW" || u == "WINDOW_TIME":
@@ -502,6 +510,39 @@ func checkRowExpr(e *Expr, clause string) *Error {
 		}
 	}
 	return nil
+}
+
+// outputType is the type of a column of the view, as far as HAVING's type
+// check needs it ("" when bqcdc does not know it).
+func (bg *BoundGold) outputType(o GoldOutput) string {
+	switch {
+	case o.Window:
+		return schema.Record
+	case o.Func == "COUNT", o.Func == "COUNTIF", o.Func == "APPROX_COUNT_DISTINCT":
+		return schema.Int64
+	case o.Func == "LOGICAL_AND", o.Func == "LOGICAL_OR":
+		return schema.Bool
+	case o.Func == "AVG":
+		return "a number"
+	case o.Func == "SUM" && o.Float:
+		return schema.Float64
+	case o.Func == "":
+		if c, ok := bg.Input.Lookup(o.Name); ok && o.Group >= 0 {
+			return c.Type // a GROUP BY column shown under its own name
+		}
+		return ""
+	}
+	if c, ok := bg.Input.Lookup(o.ArgColumn); ok && o.ArgColumn != "" {
+		return c.Type // SUM of an integer, MIN, MAX, ANY_VALUE of a column
+	}
+	return ""
+}
+
+// overAfter reports whether the call whose '(' is toks[open] is followed
+// by OVER: a window function.
+func overAfter(toks []token, open int) bool {
+	j := closes(toks, open)
+	return j >= 0 && j+1 < len(toks) && toks[j+1].is("OVER")
 }
 
 // groupable refuses a GROUP BY of a column BigQuery cannot group by.

@@ -28,13 +28,18 @@ func (p Pos) String() string {
 // statement got as far as its name.
 type Error struct {
 	Pos  Pos
-	Flow string // the flow's name; "" when not known
+	Flow string // the flow's (or materialized view's) name; "" when not known
 	Msg  string
+	// View: the statement is a materialized view, not a flow.
+	View bool
 }
 
 func (e *Error) Error() string {
-	if e.Flow == "" {
+	switch {
+	case e.Flow == "":
 		return e.Pos.String() + ": " + e.Msg
+	case e.View:
+		return e.Pos.String() + ": materialized view " + e.Flow + ": " + e.Msg
 	}
 	return e.Pos.String() + ": flow " + e.Flow + ": " + e.Msg
 }
@@ -125,16 +130,56 @@ type lexer struct {
 func lex(file, src string) []token {
 	// Flow text averages a token per 5 to 6 bytes; sizing the slice
 	// up front saves regrowing it (and copying every token) as it fills.
-	lx := &lexer{src: src, file: file, line: 1, col: 1, toks: make([]token, 0, len(src)/5+1)}
+	lx := &lexer{src: src, file: file, line: 1, col: 1, toks: make([]token, 0, min(len(src)/5+1, MaxTokens+2))}
+	// A byte-order mark (editors on Windows write one) is not text.
+	if strings.HasPrefix(src, "\ufeff") {
+		lx.off = len("\ufeff")
+	}
+	depth := 0 // of parentheses, within the statement
 	for {
 		lx.skipSpaceAndComments()
 		if lx.off >= len(lx.src) {
 			lx.toks = append(lx.toks, token{Kind: tokEOF, Pos: lx.pos()})
 			return lx.toks
 		}
+		if len(lx.toks) >= MaxTokens {
+			lx.toks = append(lx.toks, token{Kind: tokInvalid, Pos: lx.pos(),
+				Text: fmt.Sprintf("more than %d tokens in one file: the rest is not read (split the file)", MaxTokens)},
+				token{Kind: tokEOF, Pos: lx.pos()})
+			return lx.toks
+		}
 		if err := lx.next(); err != nil {
 			lx.toks = append(lx.toks, token{Kind: tokInvalid, Text: err.Msg, Pos: err.Pos})
+			continue
 		}
+		switch t := lx.toks[len(lx.toks)-1]; {
+		case t.Kind != tokPunct:
+		case t.Text == ";":
+			depth = 0
+		case t.Text == "(":
+			if depth++; depth > MaxNesting {
+				// Refused here, before the rest of the statement becomes
+				// tokens: a million nested parentheses took ~700 MB.
+				lx.toks[len(lx.toks)-1] = token{Kind: tokInvalid, Pos: t.Pos,
+					Text: fmt.Sprintf("parentheses nested deeper than %d: simplify the expression", MaxNesting)}
+				lx.skipStatement()
+				depth = 0
+			}
+		case t.Text == ")":
+			depth = max(0, depth-1)
+		}
+	}
+}
+
+// MaxNesting bounds how deep parentheses nest in a statement (BigQuery
+// refuses far shallower expressions than memory would allow).
+const MaxNesting = 256
+
+// skipStatement moves to the ';' that ends the statement (or the end of
+// the file), making no tokens.
+func (lx *lexer) skipStatement() {
+	for lx.off < len(lx.src) && lx.peek(0) != ';' {
+		lx.advance()
 	}
 }
 

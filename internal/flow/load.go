@@ -2,6 +2,7 @@ package flow
 
 import (
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -42,7 +43,27 @@ func ParseDirAll(dir string) (Declarations, []error) {
 	if len(files) == 0 {
 		return Declarations{}, []error{fmt.Errorf("no flow files (*.sql) in %s", dir)}
 	}
-	return parseRead(files, func(f string) string { return f }, os.ReadFile)
+	return parseRead(files, func(f string) string { return f }, readBounded)
+}
+
+// MaxFileBytes bounds a flow file, and MaxTokens the tokens the parse of
+// one holds (a flow file averages a token per 5 to 6 bytes; a file of
+// commas, one per byte): together they bound the memory a parse takes to
+// about 200 MB. Ten thousand flows take about 4 MB and 750,000 tokens.
+const (
+	MaxFileBytes = 8 << 20
+	MaxTokens    = 1_000_000
+)
+
+// readBounded reads a flow file, or its first MaxFileBytes + 1 bytes (the
+// parse refuses it): an oversized file is never read whole.
+func readBounded(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
 }
 
 // ParseFiles parses the named sources in the given order (used by ParseDir
@@ -101,11 +122,11 @@ func ParseFilesAll(names []string, srcs map[string]string) (Declarations, []erro
 	for _, g := range golds {
 		n := strings.ToLower(g.Name.String())
 		if f, dup := targets[n]; dup {
-			errs = append(errs, &Error{Pos: g.Name.Pos, Flow: g.Name.Table, Msg: fmt.Sprintf("%s is already the target of flow %s at %s", g.Name, f.Name, f.Pos)})
+			errs = append(errs, &Error{Pos: g.Name.Pos, Flow: g.Name.Table, View: true, Msg: fmt.Sprintf("%s is already the target of flow %s at %s", g.Name, f.Name, f.Pos)})
 			continue
 		}
 		if prev, dup := views[n]; dup {
-			errs = append(errs, &Error{Pos: g.Name.Pos, Flow: g.Name.Table, Msg: fmt.Sprintf("materialized view %s is already declared at %s", g.Name, prev)})
+			errs = append(errs, &Error{Pos: g.Name.Pos, Flow: g.Name.Table, View: true, Msg: fmt.Sprintf("materialized view %s is already declared at %s", g.Name, prev)})
 			continue
 		}
 		views[n] = g.Pos

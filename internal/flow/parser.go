@@ -32,6 +32,7 @@ func (p *parser) statements() ([]*Flow, ErrorList) {
 			continue
 		}
 		f := &Flow{Pos: p.peek().Pos, SCDType: 1, clauses: map[string]Pos{}}
+		first := p.i
 		isFlow, err := p.statement(f)
 		if err != nil {
 			if t := p.peek(); t.Kind == tokInvalid {
@@ -41,6 +42,9 @@ func (p *parser) statements() ([]*Flow, ErrorList) {
 				err.Flow = f.Name
 			}
 			errs = append(errs, err)
+			if p.i > first && p.statementStartAt(0) && err.Pos == p.peek().Pos {
+				continue // a ';' is missing: the next statement is read on its own
+			}
 			p.skipStatement()
 			continue
 		}
@@ -505,6 +509,8 @@ func (p *parser) once(f *Flow, clause string, pos Pos) *Error {
 func (p *parser) clause(f *Flow) *Error {
 	t := p.peek()
 	switch {
+	case p.statementStartAt(0):
+		return errorf(t.Pos, "missing ';' before %s: this statement ends there (the next one is read on its own)", p.describeStatement())
 	case t.is("KEYS"):
 		return p.keysClause(f, t)
 	case t.is("SEQUENCE"):
@@ -771,12 +777,48 @@ func (p *parser) columnSpec(clause string, bare bool) (*ColumnSpec, *Error) {
 // starts the next clause, which ends the condition.
 func (p *parser) clauseStart() bool { return p.clauseStartAt(0) }
 
+// statementStartAt reports whether the token n ahead starts a statement
+// (CREATE FLOW, CREATE [OR REFRESH] ... STREAMING TABLE or MATERIALIZED
+// VIEW, APPLY CHANGES INTO, AUTO CDC INTO), which no clause or
+// condition holds: a statement before it lacks its ';'.
+func (p *parser) statementStartAt(n int) bool {
+	t := p.peekN(n)
+	switch {
+	case t.is("CREATE"):
+		next := p.peekN(n + 1)
+		return next.is("FLOW") || next.is("OR") || next.is("STREAMING") || next.is("MATERIALIZED") ||
+			next.is("PRIVATE") || next.is("TEMPORARY")
+	case t.is("APPLY"):
+		return p.peekN(n+1).is("CHANGES")
+	case t.is("AUTO"):
+		return p.peekN(n+1).is("CDC")
+	}
+	return false
+}
+
+// describeStatement names the statement that starts at the next token, for
+// an error: "CREATE FLOW b at file:line:column".
+func (p *parser) describeStatement() string {
+	t := p.peek()
+	switch name := p.peekN(2); {
+	case t.is("CREATE") && p.peekN(1).is("FLOW") && (name.Kind == tokIdent || name.Kind == tokQuoted):
+		return fmt.Sprintf("CREATE FLOW %s at %s", name.Text, t.Pos)
+	case t.is("APPLY"), t.is("AUTO"):
+		if target := p.peekN(3); target.Kind == tokIdent || target.Kind == tokQuoted {
+			return fmt.Sprintf("%s %s INTO %s at %s", strings.ToUpper(t.Text), strings.ToUpper(p.peekN(1).Text), target.Text, t.Pos)
+		}
+	}
+	return fmt.Sprintf("the statement at %s", t.Pos)
+}
+
 // clauseStartAt reports whether the token n ahead starts a clause (or ends
-// the statement).
+// the statement, or starts the next one: see statementStartAt).
 func (p *parser) clauseStartAt(n int) bool {
 	t := p.peekN(n)
 	switch {
 	case t.Kind == tokEOF, t.Kind == tokPunct && t.Text == ";":
+		return true
+	case p.statementStartAt(n):
 		return true
 	case t.is("KEYS"), t.is("SEQUENCE"), t.is("COLUMNS"), t.is("STORED"), t.is("WHERE"):
 		return true
@@ -796,6 +838,7 @@ func (p *parser) clauseStartAt(n int) bool {
 
 func (p *parser) expr(clause string) (*Expr, *Error) {
 	e := &Expr{Pos: p.peek().Pos}
+	start := p.i
 	depth := 0
 	for depth > 0 || !p.clauseStart() {
 		t := p.peek()
@@ -814,8 +857,11 @@ func (p *parser) expr(clause string) (*Expr, *Error) {
 			}
 			depth--
 		}
-		e.toks = append(e.toks, p.next())
+		p.next()
 	}
+	// The condition's tokens are the parser's, not a copy: a long one
+	// costs no second array.
+	e.toks = p.toks[start:p.i:p.i]
 	if len(e.toks) == 0 {
 		return nil, errorf(e.Pos, "%s needs a condition", clause)
 	}

@@ -94,7 +94,7 @@ func TestParseErrors(t *testing.T) {
 		{"three-part target", "CREATE FLOW f AS AUTO CDC INTO p.d.t FROM STREAM(abc) KEYS(id) SEQUENCE BY s;", "f.sql:1:32: flow f: target \"p.d.t\""},
 		// What Databricks has and bqcdc cannot run: refused with the reason.
 		{"append flow", "CREATE FLOW f AS INSERT INTO t BY NAME SELECT * FROM STREAM(abc);", "f.sql:1:18: flow f: append flows (CREATE FLOW ... AS INSERT INTO) are not supported"},
-		{"materialized view without a source", "CREATE OR REFRESH MATERIALIZED VIEW v AS SELECT 1;", "f.sql:1:50: flow v: expected FROM after the SELECT list, found \";\""},
+		{"materialized view without a source", "CREATE OR REFRESH MATERIALIZED VIEW v AS SELECT 1;", "f.sql:1:50: materialized view v: expected FROM after the SELECT list, found \";\""},
 		{"streaming table from a query", "CREATE OR REFRESH STREAMING TABLE raw COMMENT 'x' AS SELECT * FROM STREAM read_files('/x');", "f.sql:1:51: streaming table raw is defined by a query"},
 		// Bitemporal flows: the rules of rules.go.
 		{"bitemporal without system sequence", head + "KEYS (id) SEQUENCE BY s STORED AS BITEMPORAL;", "f.sql:2:25: flow f: STORED AS BITEMPORAL needs SYSTEM SEQUENCE BY"},
