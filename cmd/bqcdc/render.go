@@ -59,10 +59,9 @@ func runRender(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	sources, err := apply.LookupSources(ctx, flows, schemas)
-	if err != nil {
-		return err
-	}
+	// A source whose schema is bad refuses its flows alone.
+	sources, flows, noSchema := apply.LookupSources(ctx, flows, schemas)
+	t.refused = append(t.refused, noSchema)
 	if t.bq.Project != "" && len(flow.SnapshotTables(flows)) > 0 {
 		bq, err := clients.NewBigQuery(ctx, t.bq)
 		if err != nil {

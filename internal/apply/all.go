@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -36,35 +37,59 @@ func Changelogs(sources map[string]SourceSchema) map[string]schema.Columns {
 
 // LookupSources resolves the changelog layout of every flow source,
 // DefaultConcurrency sources at a time (with a registry each is a round
-// trip, and 500 of them one after another take minutes).
-func LookupSources(ctx context.Context, flows []*flow.Flow, schemas Schemas) (map[string]SourceSchema, error) {
+// trip, and 500 of them one after another take minutes). A source whose
+// schema cannot be had (not found, unreadable, invalid, or sharing its
+// changelog table with another source) refuses only the flows that read
+// it, each at its FROM (a *flow.Error in refused): the others go on, with
+// their sources in sources and themselves in ok.
+func LookupSources(ctx context.Context, flows []*flow.Flow, schemas Schemas) (sources map[string]SourceSchema, ok []*flow.Flow, refused error) {
 	return lookupSources(ctx, flows, schemas, DefaultConcurrency)
 }
 
-func lookupSources(ctx context.Context, flows []*flow.Flow, schemas Schemas, n int) (map[string]SourceSchema, error) {
+func lookupSources(ctx context.Context, flows []*flow.Flow, schemas Schemas, n int) (map[string]SourceSchema, []*flow.Flow, error) {
 	srcs := flow.Sources(flows)
+	failed := map[string]error{}
 	tables := map[string]string{}
 	for _, src := range srcs {
 		name := catalog.TableName(src)
 		if other, clash := tables[name]; clash {
-			return nil, fmt.Errorf("sources %s and %s would share the changelog table %s: rename one topic", other, src, name)
+			err := fmt.Errorf("sources %s and %s would share the changelog table %s: rename one topic", other, src, name)
+			failed[src], failed[other] = err, err
+			continue
 		}
 		tables[name] = src
 	}
 	found := make([]SourceSchema, len(srcs))
-	err := forEach(len(srcs), n, func(i int) error {
-		var err error
-		found[i], err = schemas.Lookup(ctx, srcs[i])
-		return err
+	errs := make([]error, len(srcs))
+	_ = forEach(len(srcs), n, func(i int) error {
+		if failed[srcs[i]] == nil {
+			found[i], errs[i] = schemas.Lookup(ctx, srcs[i])
+		}
+		return nil // one source's failure is its flows' alone
 	})
-	if err != nil {
-		return nil, err
-	}
 	out := make(map[string]SourceSchema, len(srcs))
 	for i, src := range srcs {
-		out[src] = found[i]
+		switch {
+		case failed[src] != nil:
+		case errs[i] != nil:
+			failed[src] = errs[i]
+		default:
+			out[src] = found[i]
+		}
 	}
-	return out, nil
+	var ok []*flow.Flow
+	var refused []error
+	for _, f := range flows {
+		src, reads := f.ChangelogSource()
+		if err := failed[src]; reads && err != nil {
+			e := flow.Errorf(f.Source.Pos, "%v", err)
+			e.Flow = f.Name
+			refused = append(refused, flow.ErrorList{e})
+			continue
+		}
+		ok = append(ok, f)
+	}
+	return out, ok, errors.Join(refused...)
 }
 
 // Options tune All.
@@ -113,9 +138,9 @@ func All(ctx context.Context, bq *bigquery.Client, t Target, flows []*flow.Flow,
 
 // AllWith is All with options.
 func AllWith(ctx context.Context, bq *bigquery.Client, t Target, flows []*flow.Flow, schemas Schemas, opts Options, rep *Report) ([]*flow.Bound, error) {
-	sources, err := lookupSources(ctx, flows, schemas, opts.Concurrency)
-	if err != nil {
-		return nil, err
+	sources, flows, noSchema := lookupSources(ctx, flows, schemas, opts.Concurrency)
+	if err := ctx.Err(); err != nil {
+		return nil, err // not the sources' fault
 	}
 	if _, err := SnapshotTables(ctx, bq, flows, sources); err != nil {
 		return nil, err
@@ -124,7 +149,7 @@ func AllWith(ctx context.Context, bq *bigquery.Client, t Target, flows []*flow.F
 	if err := apply(ctx, bq, t, bound, sources, opts, rep); err != nil {
 		return nil, err
 	}
-	return bound, refused
+	return bound, errors.Join(noSchema, refused)
 }
 
 func apply(ctx context.Context, bq *bigquery.Client, t Target, bound []*flow.Bound, sources map[string]SourceSchema, opts Options, rep *Report) error {

@@ -143,7 +143,7 @@ func catalogLoc(t Target) catalog.Location {
 // changelogs, as bqcdc render and apply do.
 func mustBind(t testing.TB, flows []*flow.Flow, schemas Schemas) []*flow.Bound {
 	t.Helper()
-	sources, err := LookupSources(context.Background(), flows, schemas)
+	sources, flows, err := LookupSources(context.Background(), flows, schemas)
 	if err != nil {
 		t.Fatal(err)
 	}

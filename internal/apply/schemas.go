@@ -12,6 +12,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/registry"
 	"github.com/bqcdc/bqcdc/internal/schema"
+	"github.com/hamba/avro/v2"
 )
 
 // SourceSchema is the changelog layout of one source topic.
@@ -77,6 +78,12 @@ func ChangelogColumns(avroSchema string) (schema.Columns, error) {
 	parsed, err := registry.Parse(avroSchema)
 	if err != nil {
 		return nil, fmt.Errorf("parsing Avro schema: %w", err)
+	}
+	if parsed.Type() != avro.Record {
+		return nil, fmt.Errorf("the top level is %s, not a record: a value schema is a Debezium envelope or a row record", parsed.Type())
+	}
+	if err := registry.CheckFinite(parsed); err != nil {
+		return nil, err
 	}
 	l, err := changelog.Of(parsed)
 	var fe *failure.Error

@@ -86,9 +86,18 @@ func splitCredentials(raw string) (clean, user, password string) {
 
 // Parse parses schema text with a private name cache: versions of one schema
 // share record names, and hamba's global cache would let one version's
-// definition leak into another's.
+// definition leak into another's. The text is checked first (check.go):
+// an error says what is wrong and where, in at most MaxErrorBytes, and
+// never echoes the text.
 func Parse(text string) (avro.Schema, error) {
-	return avro.ParseWithCache(text, "", &avro.SchemaCache{})
+	if err := checkText(text); err != nil {
+		return nil, err
+	}
+	s, err := avro.ParseWithCache(text, "", &avro.SchemaCache{})
+	if err != nil {
+		return nil, errors.New(clip(err.Error(), text))
+	}
+	return s, nil
 }
 
 // Schema returns the parsed schema with the given id.
