@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 
 	"cloud.google.com/go/bigquery"
 
@@ -89,19 +90,52 @@ func (t *target) open(ctx context.Context) ([]*flow.Flow, *bigquery.Client, erro
 		return nil, nil, usagef("--project (or %s) is required", config.EnvProject)
 	}
 	d, refused := flow.ParseDirAll(t.flows)
-	flows := d.Flows
-	if len(flows) == 0 {
+	if len(d.Flows) == 0 && len(d.Contested) == 0 {
 		return nil, nil, errors.Join(refused...)
 	}
 	// Refusals are printed before any network work: a command that then
-	// waits on BigQuery has said what it will not run.
-	for _, err := range refused {
-		fmt.Fprintln(os.Stderr, "refused:", err)
+	// waits on BigQuery has said what it will not run. Flows refused only
+	// for a name another flow claims are printed once it is known which
+	// of them the deployment keeps (apply.KeepDeployed).
+	contested := func(e error) bool {
+		var fe *flow.Error
+		return errors.As(e, &fe) && !fe.View && slices.ContainsFunc(d.Contested, func(f *flow.Flow) bool { return f.Name == fe.Flow })
 	}
-	t.refused, t.printed, t.golds = refused, len(refused), d.Golds
+	printed := 0
+	for _, err := range refused {
+		if !contested(err) {
+			fmt.Fprintln(os.Stderr, "refused:", err)
+			printed++
+		}
+	}
 	bq, err := clients.NewBigQuery(ctx, t.bq)
 	if err != nil {
 		return nil, nil, err
+	}
+	flows, refused, kept, err := apply.KeepDeployed(ctx, bq, catalog.Location{Project: t.bq.Project, DefaultDataset: t.dataset}, d, refused)
+	if err != nil {
+		bq.Close()
+		return nil, nil, err
+	}
+	for _, f := range kept {
+		fmt.Fprintf(os.Stderr, "kept: flow %s keeps target %s: its deployed view names it (label %s); the other claimants stay refused\n", f.Name, f.Target, catalog.FlowLabel)
+	}
+	// The refusals printed come first in refused: the contested ones were
+	// last in claim order, after every refusal of the parse.
+	slices.SortStableFunc(refused, func(a, b error) int {
+		ca, cb := contested(a), contested(b)
+		switch {
+		case ca == cb:
+			return 0
+		case cb:
+			return -1
+		}
+		return 1
+	})
+	t.refused, t.printed, t.golds = refused, printed, d.Golds
+	if len(flows) == 0 {
+		bq.Close()
+		return nil, nil, errors.Join(refused...)
 	}
 	return flows, bq, nil
 }

@@ -52,7 +52,7 @@ func fromEnv(builtin fs.FS) http.HandlerFunc {
 	fn := config.NewLazy(func(ctx context.Context, cfg config.Config) (*Function, error) {
 		d, refused := flow.LoadAll(cfg.FlowsDir, builtin)
 		flows := d.Flows
-		if len(flows) == 0 {
+		if len(flows) == 0 && len(d.Contested) == 0 {
 			return nil, fmt.Errorf("no flow loads: %w", errors.Join(refused...))
 		}
 		log := logging.New(os.Stdout)
@@ -61,7 +61,7 @@ func fromEnv(builtin fs.FS) http.HandlerFunc {
 		if err != nil {
 			return nil, fmt.Errorf("starting metrics: %w", err)
 		}
-		return New(ctx, cfg, Options{Flows: flows, Golds: d.Golds, Refused: refused, Log: log, Metrics: mp})
+		return New(ctx, cfg, Options{Flows: flows, Golds: d.Golds, Contested: d.Contested, Refused: refused, Log: log, Metrics: mp})
 	})
 	return func(w http.ResponseWriter, r *http.Request) {
 		f, err := fn.Get(r.Context())
@@ -82,6 +82,10 @@ type Options struct {
 	// Refused are the deployed flows that did not load (file:line:column):
 	// every run answers 500 naming them, after compacting the others.
 	Refused []error
+	// Contested are refused flows that New keeps if the deployment says
+	// they own their target (apply.KeepDeployed): a new flow claiming a
+	// running flow's target does not stop that flow's compaction.
+	Contested []*flow.Flow
 	// Log receives one line per flow and run; nil means JSON on stdout.
 	Log *slog.Logger
 	// Metrics receives each flow's run; nil measures nothing. The
@@ -114,6 +118,16 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Function, error) {
 		return nil, err
 	}
 	loc := catalog.Location{Project: cfg.BigQuery.Project, DefaultDataset: cfg.Dataset}
+	if len(o.Contested) > 0 {
+		flows, refused, kept, err := apply.KeepDeployed(ctx, bq, loc, flow.Declarations{Flows: o.Flows, Contested: o.Contested}, o.Refused)
+		if err != nil {
+			return nil, err
+		}
+		o.Flows, o.Refused = flows, refused
+		for _, f := range kept {
+			o.Log.Warn("contested flow kept: its deployed view names it", "event", "flow_kept", "flow", f.Name, "target", f.Target.String())
+		}
+	}
 	o.Log.Info("compact configured", "config", cfg.Redacted(), "flows", len(o.Flows))
 	for _, err := range o.Refused {
 		o.Log.Error("flow refused: it is not compacted", "event", "flow_refused", "error", err.Error())

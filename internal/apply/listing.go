@@ -97,16 +97,17 @@ type wantedView struct {
 	sql, desc    string
 	label, value string            // the bound it is rendered with, as a label
 	columns      map[string]string // column descriptions, by lower-case name
+	owner        string            // catalog.FlowLabel's value: the flow that makes the view
 	spec         string
 }
 
-func newWantedView(sql, desc, label, value string, columns map[string]string) wantedView {
-	w := wantedView{sql: sql, desc: desc, label: label, value: value, columns: columns}
+func newWantedView(flowName, sql, desc, label, value string, columns map[string]string) wantedView {
+	w := wantedView{sql: sql, desc: desc, label: label, value: value, columns: columns, owner: catalog.FlowLabelValue(flowName)}
 	names := slices.Sorted(maps.Keys(columns))
 	var cols strings.Builder
 	for _, n := range names {
 		cols.WriteString(n + "\x00" + columns[n] + "\x00")
 	}
-	w.spec = specHash([]byte(sql), []byte(desc), []byte(label+"="+value), []byte(cols.String()))
+	w.spec = specHash([]byte(sql), []byte(desc), []byte(label+"="+value), []byte(cols.String()), []byte(catalog.FlowLabel+"="+w.owner))
 	return w
 }

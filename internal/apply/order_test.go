@@ -8,6 +8,8 @@ import (
 
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/dev/fakebq"
+	"github.com/bqcdc/bqcdc/internal/dev/rendercases"
+	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/sql/render"
 )
 
@@ -56,5 +58,49 @@ func TestFirstApplyOnEmptyDatasetInOrder(t *testing.T) {
 	}
 	if _, err := bq.Dataset("cdc").Table(catalog.FlowsTable + "__next").Metadata(ctx); err == nil {
 		t.Errorf("the scratch table %s__next is left behind", catalog.FlowsTable)
+	}
+}
+
+// A target already deployed stays with its flow: of a running flow and a
+// new file's flow writing its target (both refused by the parse, in
+// either file order), KeepDeployed keeps the one the deployed view names
+// (catalog.FlowLabel, which apply writes) and leaves the newcomer refused;
+// on a deployment that has neither, both stay refused (issue 38).
+func TestKeepDeployedOwner(t *testing.T) {
+	ctx := context.Background()
+	flows, schemas := scaleDeployment(t, 2)
+	srv := fakebq.Start(t, fakebq.Options{})
+	bq, lister := srv.ClientsVia(t, http.DefaultTransport)
+	target := Target{Project: fakebq.DefaultProject, Dataset: "cdc"}
+	loc := catalog.Location{Project: target.Project, DefaultDataset: target.Dataset}
+	var rep Report
+	if _, err := AllWith(ctx, bq, target, flows, schemas, Options{Lister: lister}, &rep); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"0_new.sql", "table_000.sql", "table_001.sql"}
+	srcs := map[string]string{
+		"0_new.sql":     "CREATE FLOW newcomer AS AUTO CDC INTO t000_current FROM STREAM(`dbserver1.shop.table_001`) KEYS (id) SEQUENCE BY _cdc_sequence;",
+		"table_000.sql": rendercases.ScaleFlowFile(0, "dbserver1.shop.table_000"),
+		"table_001.sql": rendercases.ScaleFlowFile(1, "dbserver1.shop.table_001"),
+	}
+	d, refused := flow.ParseFilesAll(names, srcs)
+	if len(d.Contested) != 2 || len(refused) != 2 {
+		t.Fatalf("contested %v, refused %v", d.Contested, refused)
+	}
+	kept, still, keptFlows, err := KeepDeployed(ctx, bq, loc, d, refused)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keptFlows) != 1 || keptFlows[0].Name != "t000_current" || len(kept) != 4 || kept[0].Name != "t000_current" {
+		t.Errorf("kept %v of %v, want t000_current back in file order", keptFlows, kept)
+	}
+	if len(still) != 1 || !strings.Contains(still[0].Error(), "flow newcomer:") {
+		t.Errorf("still refused: %v, want the newcomer", still)
+	}
+	// A deployment where neither is deployed keeps neither.
+	fresh := fakebq.Start(t, fakebq.Options{})
+	fbq, _ := fresh.ClientsVia(t, http.DefaultTransport)
+	if _, _, keptFlows, err := KeepDeployed(ctx, fbq, loc, d, refused); err != nil || len(keptFlows) != 0 {
+		t.Errorf("a fresh deployment kept %v (%v)", keptFlows, err)
 	}
 }

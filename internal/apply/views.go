@@ -3,6 +3,7 @@ package apply
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -161,7 +162,7 @@ func wantView(loc catalog.Location, b *flow.Bound, hint time.Time, labels map[st
 	if err != nil {
 		return wantedView{}, err
 	}
-	return newWantedView(sql, viewDescription(b, loc), catalog.ViewHintLabel, strconv.FormatInt(hint.UnixMicro(), 10), columnDescriptions(b)), nil
+	return newWantedView(b.Name, sql, viewDescription(b, loc), catalog.ViewHintLabel, strconv.FormatInt(hint.UnixMicro(), 10), columnDescriptions(b)), nil
 }
 
 // SnapshotView creates or updates a snapshot flow's view with the constant
@@ -204,7 +205,7 @@ func wantSnapshotView(loc catalog.Location, b *flow.Bound, key string) (wantedVi
 	if err != nil {
 		return wantedView{}, err
 	}
-	return newWantedView(sql, viewDescription(b, loc), catalog.ViewVersionLabel, key, columnDescriptions(b)), nil
+	return newWantedView(b.Name, sql, viewDescription(b, loc), catalog.ViewVersionLabel, key, columnDescriptions(b)), nil
 }
 
 // putView brings view t (have: its metadata, nil if it does not exist) to
@@ -262,6 +263,11 @@ func putView(ctx context.Context, t *bigquery.Table, have *bigquery.TableMetadat
 // metadata as it then is.
 func finishView(ctx context.Context, t *bigquery.Table, b *flow.Bound, md *bigquery.TableMetadata, w wantedView, extra map[string]string) (*bigquery.TableMetadata, error) {
 	schema, described := describe(md.Schema, w.columns)
+	extra = maps.Clone(extra)
+	if extra == nil {
+		extra = map[string]string{}
+	}
+	extra[catalog.FlowLabel] = w.owner // the flow that owns the target (claims: apply.Contested)
 	labelled := md.Labels[catalog.SpecLabel] == w.spec
 	for k, v := range extra {
 		labelled = labelled && md.Labels[k] == v

@@ -111,7 +111,7 @@ var (
 // TableName is the changelog table of a source topic: the topic with every
 // character BigQuery does not allow replaced by '_', plus "_changelog".
 func TableName(source string) string {
-	return notNameChar.ReplaceAllString(source, "_") + "_changelog"
+	return notNameChar.ReplaceAllString(source, "_") + ChangelogSuffix
 }
 
 // Subject is the Schema Registry subject of a topic's value schema under

@@ -307,7 +307,7 @@ const (
 // GoldFinalName and GoldFinalViewName are the ids of a materialized view's
 // final windows (WATERMARK: append mode): the table compaction appends
 // them to, and the view that reads it.
-func GoldFinalName(g Gold) string { return goldTable(g) + "__final" }
+func GoldFinalName(g Gold) string { return goldTable(g) + GoldFinalSuffix }
 
 func GoldFinalViewName(g Gold) string { return goldTable(g) + "_final" }
 

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/bqcdc/bqcdc/internal/catalog"
 )
 
 // Loading flow files yields the flows that can run and one error per flow
@@ -24,6 +26,10 @@ import (
 type Declarations struct {
 	Flows []*Flow
 	Golds []*Gold
+	// Contested are flows refused only because another flow or view
+	// claims one of their names (each has its error): bqcdc apply keeps,
+	// of them, the one whose deployed view names it (apply.Contested).
+	Contested []*Flow
 }
 
 // ParseDir parses every *.sql file in dir, in name order. Materialized
@@ -67,9 +73,10 @@ func readBounded(name string) ([]byte, error) {
 }
 
 // ParseFiles parses the named sources in the given order (used by ParseDir
-// and by deployments that embed their flow files). Flow names and targets
-// must be unique across all of them: of two flows sharing one, the first
-// (in file order) is kept and the second refused.
+// and by deployments that embed their flow files). Flow names must be
+// unique across all of them (of two flows sharing one, the first in file
+// order is kept); every name a flow's or a view's objects take must be
+// its alone (claim: every claimant is refused).
 func ParseFiles(names []string, srcs map[string]string) (flows []*Flow, errs []error) {
 	d, errs := ParseFilesAll(names, srcs)
 	return d.Flows, errs
@@ -94,43 +101,148 @@ func ParseFilesAll(names []string, srcs map[string]string) (Declarations, []erro
 		golds = append(golds, gs...)
 	}
 	applyDecls(all, decls) // a table may be declared in another file than its flow
-	var flows []*Flow
+	var named []*Flow
 	byName := map[string]*Flow{}
-	targets := map[string]*Flow{}
 	for _, f := range all {
 		if prev, dup := byName[strings.ToLower(f.Name)]; dup {
 			errs = append(errs, &Error{Pos: f.Pos, Flow: f.Name, Msg: fmt.Sprintf("the name is already used by the flow at %s: flow names must be unique", prev.Pos)})
 			continue
 		}
-		// bqcdc maintains one view per target from one flow; Databricks can
-		// merge several AUTO CDC flows into one streaming table, which
-		// bqcdc does not support.
-		t := strings.ToLower(f.Target.String())
-		if prev, dup := targets[t]; dup {
-			errs = append(errs, &Error{Pos: f.Target.Pos, Flow: f.Name, Msg: fmt.Sprintf("target %s is already written by flow %s at %s: each target table has one flow", f.Target, prev.Name, prev.Pos)})
-			continue
-		}
 		byName[strings.ToLower(f.Name)] = f
-		targets[t] = f
-		flows = append(flows, f)
+		named = append(named, f)
 	}
-	if len(flows) == 0 && len(errs) == 0 {
+	d, claimErrs := claim(named, golds)
+	errs = append(errs, claimErrs...)
+	if len(d.Flows) == 0 && len(errs) == 0 {
 		errs = append(errs, fmt.Errorf("no flows declared in %s", strings.Join(names, ", ")))
 	}
-	d := Declarations{Flows: flows}
-	views := map[string]Pos{}
+	return d, errs
+}
+
+// A claimant of a name: a flow, a materialized view, or bqcdc itself (a
+// deployment table, a changelog) when both are nil.
+type claimant struct {
+	flow  *Flow
+	gold  *Gold
+	obj   Object
+	owner string // bqcdc's own: what the name is ("the changelog of source x")
+}
+
+func (c claimant) String() string {
+	switch {
+	case c.flow != nil:
+		return fmt.Sprintf("the %s %s of flow %s at %s", c.obj.What, c.obj.Name, c.flow.Name, c.flow.Target.Pos)
+	case c.gold != nil:
+		return fmt.Sprintf("the %s %s of materialized view %s at %s", c.obj.What, c.obj.Name, c.gold.Name, c.gold.Name.Pos)
+	}
+	return c.owner
+}
+
+// claim gives every name the deployment will hold one owner: bqcdc's own
+// tables (catalog.DeploymentTables) and changelogs first, then each flow's
+// and materialized view's objects (Flow.Objects, Gold.Objects). A target
+// or view whose name is reserved (reservedName) is refused even when its
+// owner does not exist yet; a name two flows or views claim refuses every
+// claimant, each error naming the others (never the first in file order:
+// a new file must not take a running flow's target). Flows refused only
+// for a claim of another flow or view are Declarations.Contested: bqcdc
+// apply keeps the one whose deployed view names it (catalog.FlowLabel).
+func claim(flows []*Flow, golds []*Gold) (Declarations, []error) {
+	var errs []error
+	refusedFlow := map[*Flow]bool{}
+	refusedGold := map[*Gold]bool{}
+	for _, f := range flows {
+		if why := reservedName(f.Target.Dataset, f.Target.Table); why != "" {
+			errs = append(errs, &Error{Pos: f.Target.Pos, Flow: f.Name, Msg: fmt.Sprintf("target %s: %s; choose another name", f.Target, why)})
+			refusedFlow[f] = true
+		}
+	}
 	for _, g := range golds {
-		n := strings.ToLower(g.Name.String())
-		if f, dup := targets[n]; dup {
-			errs = append(errs, &Error{Pos: g.Name.Pos, Flow: g.Name.Table, View: true, Msg: fmt.Sprintf("%s is already the target of flow %s at %s", g.Name, f.Name, f.Pos)})
+		if why := reservedName(g.Name.Dataset, g.Name.Table); why != "" {
+			errs = append(errs, &Error{Pos: g.Name.Pos, Flow: g.Name.Table, View: true, Msg: fmt.Sprintf("%s: %s; choose another name", g.Name, why)})
+			refusedGold[g] = true
+		}
+	}
+	claims := map[string][]claimant{}
+	var order []string
+	add := func(c claimant) {
+		k := strings.ToLower(c.obj.Dataset) + "." + strings.ToLower(c.obj.Name)
+		if _, seen := claims[k]; !seen {
+			order = append(order, k)
+		}
+		claims[k] = append(claims[k], c)
+	}
+	for _, t := range catalog.DeploymentTables() {
+		add(claimant{obj: Object{Name: t}, owner: "bqcdc's own table " + t})
+	}
+	for _, src := range Sources(flows) {
+		add(claimant{obj: Object{Name: catalog.TableName(src)}, owner: "the changelog of source " + src})
+	}
+	for _, f := range flows {
+		if !refusedFlow[f] {
+			for _, o := range f.Objects() {
+				add(claimant{flow: f, obj: o})
+			}
+		}
+	}
+	for _, g := range golds {
+		if !refusedGold[g] {
+			for _, o := range g.Objects() {
+				add(claimant{gold: g, obj: o})
+			}
+		}
+	}
+	contested := map[*Flow]bool{}
+	for _, k := range order {
+		cs := claims[k]
+		if len(cs) < 2 {
 			continue
 		}
-		if prev, dup := views[n]; dup {
-			errs = append(errs, &Error{Pos: g.Name.Pos, Flow: g.Name.Table, View: true, Msg: fmt.Sprintf("materialized view %s is already declared at %s", g.Name, prev)})
-			continue
+		own := ""
+		for _, c := range cs {
+			if c.flow == nil && c.gold == nil {
+				own = c.owner
+			}
 		}
-		views[n] = g.Pos
-		d.Golds = append(d.Golds, g)
+		for i, c := range cs {
+			if (c.flow == nil && c.gold == nil) || refusedFlow[c.flow] && c.flow != nil || refusedGold[c.gold] && c.gold != nil {
+				continue
+			}
+			var msg string
+			if own != "" {
+				msg = fmt.Sprintf("its %s %s would be %s: choose another name", c.obj.What, c.obj.Name, own)
+			} else {
+				var others []string
+				for j, o := range cs {
+					if j != i {
+						others = append(others, o.String())
+					}
+				}
+				msg = fmt.Sprintf("its %s %s is also %s: each is refused, as a name has one owner (rename one; bqcdc apply keeps a flow whose deployed view is its own)", c.obj.What, c.obj.Name, strings.Join(others, " and "))
+			}
+			if c.flow != nil {
+				errs = append(errs, &Error{Pos: c.flow.Target.Pos, Flow: c.flow.Name, Msg: msg})
+				refusedFlow[c.flow] = true
+				contested[c.flow] = own == ""
+			} else {
+				errs = append(errs, &Error{Pos: c.gold.Name.Pos, Flow: c.gold.Name.Table, View: true, Msg: msg})
+				refusedGold[c.gold] = true
+			}
+		}
+	}
+	var d Declarations
+	for _, f := range flows {
+		switch {
+		case !refusedFlow[f]:
+			d.Flows = append(d.Flows, f)
+		case contested[f]:
+			d.Contested = append(d.Contested, f)
+		}
+	}
+	for _, g := range golds {
+		if !refusedGold[g] {
+			d.Golds = append(d.Golds, g)
+		}
 	}
 	return d, errs
 }
