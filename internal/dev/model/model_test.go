@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -128,6 +129,31 @@ func TestTieRules(t *testing.T) {
 		}
 		if got := SCD2(events, cfg); len(got) != 0 {
 			t.Errorf("SCD 2, messages %v: a version survived the delete at its sequence: %v", msgs, got)
+		}
+	}
+	// A correction replaces the belief it corrects (issue 38): 100 from
+	// business time 1; 105 believed for business time 2 from system time 2;
+	// corrected at system time 3 to 100 (no change at 2 after all), then a
+	// delete at business time 3 corrected at system time 5 to an upsert of
+	// the same value (no delete after all). From system time 5 on, one
+	// version, open, as if the corrected events had never been.
+	{
+		cfg := Config{Values: []string{"price"}, Tracked: map[string]bool{"price": true}}
+		at := func(bt, st int64, msg string, op Op, price int64) Event {
+			e := ev(1, bt, msg, op, map[string]any{"price": price})
+			e.Sys = st
+			return e
+		}
+		evs := []Event{at(1, 1, "z", Upsert, 100), at(2, 2, "y", Upsert, 105), at(2, 3, "x", Upsert, 100),
+			at(3, 4, "w", Delete, 100), at(3, 5, "a", Upsert, 100)}
+		var current []string
+		for _, b := range Bitemporal(evs, cfg, func(v Version) string { return fmt.Sprint(v.Start, v.End, v.Values) }) {
+			if b.SysEnd == nil {
+				current = append(current, fmt.Sprint(b.Start, b.End, b.Values["price"]))
+			}
+		}
+		if want := "[1] [] 100"; strings.Join(current, "; ") != want {
+			t.Errorf("the current belief after corrections: %v, want %s", current, want)
 		}
 	}
 	// The Acme price correction: 105 believed from Jan 5, corrected to 104

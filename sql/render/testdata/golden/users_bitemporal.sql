@@ -66,8 +66,11 @@ WITH
   -- (A flag from a window over the key’s events, not a semi-join: the
   -- keys pass through every step as they are, so a query of one key reads
   -- that key’s blocks of the state.)
+  -- (__seq_n: the key’s events at this business time; more than one means
+  -- a correction, which replaces what it corrects from its system time on.)
   ordered_flagged AS (
-    SELECT *, COUNTIF(NOT (__prev_seq IS NULL OR (__prev_seq < `sequenceNum` AND __prev_sys < __sys))) OVER (PARTITION BY __key, `userId`) = 0 AS __in_order
+    SELECT *, COUNTIF(NOT (__prev_seq IS NULL OR (__prev_seq < `sequenceNum` AND __prev_sys < __sys))) OVER (PARTITION BY __key, `userId`) = 0 AS __in_order,
+      COUNT(*) OVER (PARTITION BY __key, `userId`, `sequenceNum`) AS __seq_n
     FROM ordered
   ),
   -- Each key’s system times (TIMESTAMPs as microseconds: the BigQuery
@@ -97,13 +100,18 @@ WITH
     SELECT
       *,
       DENSE_RANK() OVER (PARTITION BY __key, `userId` ORDER BY __sys) AS __n,
-      __op = 'D' OR (__op = 'U' AND (
+      -- A key with a correction (two events at one business time) has no
+      -- cut: the event a correction replaces may have opened or closed a
+      -- version, so no history before it is final until the correction is
+      -- known; such a key is folded at each system time from its first
+      -- event (quadratic in its events, where the others are linear).
+      (__op = 'D' OR (__op = 'U' AND (
         LAG(__op) OVER w IS DISTINCT FROM 'U'
         OR NOT (LAG(`name`) OVER w IS NOT DISTINCT FROM `name`)
         OR NOT (LAG(`city`) OVER w IS NOT DISTINCT FROM `city`)
         OR NOT (LAG(`sequenceNum`) OVER w IS NOT DISTINCT FROM `sequenceNum`)
         OR NOT (TO_JSON_STRING(LAG(`tags`) OVER w) = TO_JSON_STRING(`tags`))
-      )) AS __cuts
+      ))) AND MAX(__seq_n) OVER (PARTITION BY __key, `userId`) = 1 AS __cuts
     FROM ordered_flagged
     WHERE NOT __in_order
     WINDOW w AS (PARTITION BY __key, `userId` ORDER BY __i)
@@ -120,7 +128,8 @@ WITH
       *,
       MAX(__n) OVER (PARTITION BY __key, `userId`) AS __last_n,
       MIN(__i) OVER (PARTITION BY __key, `userId`, __n) AS __first,
-      MAX(__i) OVER (PARTITION BY __key, `userId`, __n) AS __n_last_i
+      MAX(__i) OVER (PARTITION BY __key, `userId`, __n) AS __n_last_i,
+      MAX(__seq_n) OVER (PARTITION BY __key, `userId`) > 1 AS __corrected
     FROM late_flagged
   ),
   late_suffix AS (
@@ -165,10 +174,18 @@ WITH
   -- Each key’s events as known at each of its system times, from the cut
   -- on; the fold partitions them by the system time’s ordinal (__asof
   -- here, until final below maps ordinals to system times).
-  events AS (
-    SELECT __at AS __asof, r.* EXCEPT (__i, __prev_seq, __prev_sys, __sys, __n, __cuts, __first, __n_last_i, __s, __next_s, __m, __horizon, __v, __c, __cseq, __to, __in_order)
+  events_known AS (
+    SELECT __at AS __asof, r.__i AS __ei, r.* EXCEPT (__i, __prev_seq, __prev_sys, __sys, __n, __cuts, __first, __n_last_i, __s, __next_s, __m, __horizon, __v, __c, __cseq, __to, __in_order, __seq_n, __corrected)
     FROM ranges AS r
     CROSS JOIN UNNEST(ARRAY_CONCAT(GENERATE_ARRAY(r.__n, LEAST(IFNULL(r.__to, 0), r.__last_n - 1)), [r.__last_n])) AS __at
+  ),
+  -- Of the events known at a system time at one business time, the one
+  -- learnt last (its position: the latest system time, then a delete, then
+  -- the greater message id) replaces the others there: a correction.
+  events AS (
+    SELECT * EXCEPT (__ei, __last_ei)
+    FROM (SELECT *, MAX(__ei) OVER (PARTITION BY __key, `userId`, __asof, `sequenceNum`) AS __last_ei FROM events_known)
+    WHERE __ei = __last_ei
   ),
   -- Per key in sequence order: row number and delete segment (a delete ends
   -- the current version; the next upsert opens a new one).
