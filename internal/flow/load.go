@@ -69,7 +69,12 @@ func readBounded(name string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	buf := make([]byte, MaxFileBytes+1)
+	n, err := io.ReadFull(f, buf)
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		err = nil // shorter than the bound: the whole file
+	}
+	return buf[:n], err
 }
 
 // ParseFiles parses the named sources in the given order (used by ParseDir
