@@ -373,9 +373,9 @@ func checkBqcdcFlags(t *testing.T, out string) {
 	declared := map[string]map[string]bool{}
 	decl := regexp.MustCompile(`fs\.(?:String|Int|Int64|Bool|Duration|Float64)(?:Var)?\((?:&[\w.]+, )?"([a-z-]+)"|fs\.Var\(&\w+, "([a-z-]+)"`)
 	files, _ := filepath.Glob(filepath.Join("..", "cmd", "bqcdc", "*.go"))
-	// loadgen's own flags are registered by loadgen.Command (shared with the
-	// dev binary's loadgen --local).
-	files = append(files, filepath.Join("..", "internal", "loadgen", "command.go"))
+	// loadgen's own flags are registered by loadgen.Command, and the target
+	// flags by config.Target (both shared with the dev binary's loadgen).
+	files = append(files, filepath.Join("..", "internal", "loadgen", "command.go"), filepath.Join("..", "internal", "config", "target.go"))
 	target := map[string]bool{}
 	for _, f := range files {
 		src := readFile(t, f)
@@ -390,8 +390,9 @@ func checkBqcdcFlags(t *testing.T, out string) {
 				flags[m[1]+m[2]] = true
 			}
 			switch {
-			case name == "register":
+			case name == "Register" && strings.HasSuffix(f, "target.go"):
 				target = flags
+				continue
 			case name == "Register" && strings.HasSuffix(f, "command.go"):
 				for k := range flags {
 					if declared["loadgen"] == nil {
@@ -401,8 +402,7 @@ func checkBqcdcFlags(t *testing.T, out string) {
 				}
 				continue
 			}
-			if name == "register" {
-			} else if cmd, ok := strings.CutPrefix(name, "run"); ok && cmd != "" {
+			if cmd, ok := strings.CutPrefix(name, "run"); ok && cmd != "" {
 				declared[strings.ToLower(cmd)] = flags
 			}
 		}

@@ -20,33 +20,16 @@ import (
 	"github.com/bqcdc/bqcdc/internal/registry"
 )
 
-// target flags shared by commands that talk to BigQuery.
+// target is a deployment's flags (config.Target) and what a command
+// learnt of its flows.
 type target struct {
-	bq       clients.Config
-	dataset  string
-	flows    string
-	schemas  string
-	registry string
-	refused  []error // flows open could not parse; the others run
-	printed  int     // how many of refused open printed already
-	envErr   error   // an invalid BQCDC_CONNECT_TIMEOUT
-	golds    []*flow.Gold
+	config.Target
+	refused []error // flows open could not parse; the others run
+	printed int     // how many of refused open printed already
+	golds   []*flow.Gold
 }
 
-func (t *target) register(fs *flag.FlagSet) {
-	fs.StringVar(&t.bq.Project, "project", os.Getenv(config.EnvProject), "Google Cloud project (env "+config.EnvProject+")")
-	fs.StringVar(&t.bq.Location, "location", os.Getenv(config.EnvLocation), "BigQuery location for a new dataset and for jobs (env "+config.EnvLocation+")")
-	fs.StringVar(&t.bq.Endpoint, "bigquery-endpoint", os.Getenv(config.EnvBigQueryEndpoint), "BigQuery REST endpoint of an emulator, e.g. http://127.0.0.1:9050 (empty: Google)")
-	fs.StringVar(&t.bq.StorageEndpoint, "storage-endpoint", os.Getenv(config.EnvStorageEndpoint), "Storage Write gRPC endpoint of an emulator, e.g. 127.0.0.1:9060 (empty: Google)")
-	fs.StringVar(&t.dataset, "dataset", envOr(config.EnvDataset, config.DefaultDataset), "dataset for changelogs, state and views")
-	fs.StringVar(&t.flows, "flows", "sql/flows", "folder of flow declarations (*.sql)")
-	fs.StringVar(&t.schemas, "schemas", "schemas", "folder of Avro value schemas (<topic>-value.avsc), used when the registry lacks a subject")
-	fs.StringVar(&t.registry, "registry-url", os.Getenv(config.EnvRegistryURL), "Schema Registry URL; credentials from env "+config.EnvRegistryUsername+" / "+config.EnvRegistryPassword)
-	// An invalid environment value is reported by parse, as the flag's.
-	t.bq.ConnectTimeout, t.envErr = config.ConnectTimeoutFromEnv()
-	fs.DurationVar(&t.bq.ConnectTimeout, "connect-timeout", t.bq.ConnectTimeout,
-		"fail once BigQuery has been unreachable (connection refused, host name unresolvable, TLS handshake) this long (env "+config.EnvConnectTimeout+")")
-}
+func (t *target) register(fs *flag.FlagSet) { t.Target.Register(fs) }
 
 // parse parses a command's flags (parseFlags) and checks the target's:
 // a wrong value is a usage error, found before any network work.
@@ -54,31 +37,19 @@ func (t *target) parse(ctx context.Context, fs *flag.FlagSet, args []string) err
 	if err := parseFlags(ctx, fs, args); err != nil {
 		return err
 	}
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "connect-timeout" })
-	if t.envErr != nil && !set {
-		return usageError{t.envErr}
-	}
-	if d := t.bq.ConnectTimeout; d <= 0 || d > config.MaxConnectTimeout {
-		return usagef("--connect-timeout %s: want 1s to %s", d, config.MaxConnectTimeout)
+	if err := t.Check(fs); err != nil {
+		return usageError{err}
 	}
 	return nil
 }
 
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
 func (t *target) schemaSource() (apply.Schemas, error) {
-	s := apply.Schemas{Dir: t.schemas}
-	if t.registry != "" {
-		if err := redact.CheckURL(t.registry); err != nil {
+	s := apply.Schemas{Dir: t.Schemas}
+	if t.Registry != "" {
+		if err := redact.CheckURL(t.Registry); err != nil {
 			return s, fmt.Errorf("--registry-url (or %s): %w", config.EnvRegistryURL, err)
 		}
-		s.Registry = registry.New(t.registry, registry.Options{
+		s.Registry = registry.New(t.Registry, registry.Options{
 			Username: os.Getenv(config.EnvRegistryUsername), Password: os.Getenv(config.EnvRegistryPassword)})
 	}
 	return s, nil
@@ -86,10 +57,10 @@ func (t *target) schemaSource() (apply.Schemas, error) {
 
 // open reads the flows and connects to BigQuery for commands that need both.
 func (t *target) open(ctx context.Context) ([]*flow.Flow, *bigquery.Client, error) {
-	if t.bq.Project == "" {
+	if t.BigQuery.Project == "" {
 		return nil, nil, usagef("--project (or %s) is required", config.EnvProject)
 	}
-	d, refused := flow.ParseDirAll(t.flows)
+	d, refused := flow.ParseDirAll(t.Flows)
 	if len(d.Flows) == 0 && len(d.Contested) == 0 {
 		return nil, nil, errors.Join(refused...)
 	}
@@ -108,11 +79,11 @@ func (t *target) open(ctx context.Context) ([]*flow.Flow, *bigquery.Client, erro
 			printed++
 		}
 	}
-	bq, err := clients.NewBigQuery(ctx, t.bq)
+	bq, err := clients.NewBigQuery(ctx, t.BigQuery)
 	if err != nil {
 		return nil, nil, err
 	}
-	flows, refused, kept, err := apply.KeepDeployed(ctx, bq, catalog.Location{Project: t.bq.Project, DefaultDataset: t.dataset}, d, refused)
+	flows, refused, kept, err := apply.KeepDeployed(ctx, bq, catalog.Location{Project: t.BigQuery.Project, DefaultDataset: t.Dataset}, d, refused)
 	if err != nil {
 		bq.Close()
 		return nil, nil, err
@@ -178,14 +149,14 @@ func runApply(ctx context.Context, args []string) error {
 	// stays one line per object.
 	meter := progress.New(os.Stderr, "apply", "objects", 0, progress.IsTerminal(os.Stderr))
 	var rep apply.Report
-	lister, err := clients.NewTableLister(ctx, t.bq)
+	lister, err := clients.NewTableLister(ctx, t.BigQuery)
 	if err != nil {
 		return err
 	}
 	opts := apply.Options{Concurrency: *concurrency, Progress: meter, ReadWatermarks: *readWatermarks, Lister: lister, Verify: *verify,
 		// An emulator cannot call table functions, and creating them grows
 		// its analyzer's memory (internal/emulator, concession 11).
-		SkipTableFunctions: t.bq.Emulated(),
+		SkipTableFunctions: t.BigQuery.Emulated(),
 		// Materialized views' rows join the status view once their
 		// states exist.
 		StatusWithGolds: len(t.golds) > 0}
@@ -193,11 +164,11 @@ func runApply(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	bound, err := apply.AllWith(ctx, bq, apply.Target{Project: t.bq.Project, Dataset: t.dataset, DeadLetterRetentionDays: *retention}, flows, schemas, opts, &rep)
+	bound, err := apply.AllWith(ctx, bq, apply.Target{Project: t.BigQuery.Project, Dataset: t.Dataset, DeadLetterRetentionDays: *retention}, flows, schemas, opts, &rep)
 	if len(t.golds) > 0 && (err == nil || errors.As(err, new(*flow.Error))) {
 		// Materialized views read the flows' views: they come after them.
-		golds, refused := flow.BindGolds(t.golds, bound, t.dataset)
-		err = errors.Join(err, refused, apply.Golds(ctx, bq, catalog.Location{Project: t.bq.Project, DefaultDataset: t.dataset}, bound, golds, opts, &rep))
+		golds, refused := flow.BindGolds(t.golds, bound, t.Dataset)
+		err = errors.Join(err, refused, apply.Golds(ctx, bq, catalog.Location{Project: t.BigQuery.Project, DefaultDataset: t.Dataset}, bound, golds, opts, &rep))
 	}
 	meter.Finish()
 	for _, line := range rep {

@@ -71,7 +71,7 @@ func runCompact(ctx context.Context, args []string) error {
 		fmt.Fprintln(os.Stderr, "changelog retention suspended: some flows do not parse")
 		*retention = 0
 	}
-	loc := catalog.Location{Project: t.bq.Project, DefaultDataset: t.dataset}
+	loc := catalog.Location{Project: t.BigQuery.Project, DefaultDataset: t.Dataset}
 	opts := compact.Options{VisibilityLag: *lag, Ledger: *ledger,
 		TombstoneRetention: time.Duration(*tombstones) * 24 * time.Hour,
 		ChangelogRetention: time.Duration(*retention) * 24 * time.Hour,
@@ -84,15 +84,15 @@ func runCompact(ctx context.Context, args []string) error {
 		}
 		opts.DryRun = est
 		fmt.Fprintf(os.Stderr, "dry run: nothing is written; bytes are %s\n", label)
-	} else if mw, err := clients.NewWriter(ctx, t.bq); err == nil {
-		w := bqwrite.NewWriter(bq, mw, t.bq.Project, t.dataset)
+	} else if mw, err := clients.NewWriter(ctx, t.BigQuery); err == nil {
+		w := bqwrite.NewWriter(bq, mw, t.BigQuery.Project, t.Dataset)
 		defer w.Close()
 		opts.Reports = w
 	} else {
 		fmt.Fprintln(os.Stderr, "compaction reports not written:", err)
 	}
 	if opts.Ledger {
-		if opts.Lister, err = clients.NewTableLister(ctx, t.bq); err != nil {
+		if opts.Lister, err = clients.NewTableLister(ctx, t.BigQuery); err != nil {
 			return err
 		}
 	}

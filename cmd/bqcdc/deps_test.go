@@ -8,7 +8,9 @@ import (
 
 // TestNoEmulator: the operator CLI, which scripts/deploy.sh and Cloud Build
 // run with `go run ./cmd/bqcdc apply`, must not link the BigQuery emulator
-// (a cold build of it takes minutes); the commands that need it live in
+// (a cold build of it takes minutes), nor the reference model, the view
+// checker or any other dev package but the local command's options
+// (issue 39): the commands that need them (local, loadgen) live in
 // internal/dev/cmd/bqcdc-local.
 func TestNoEmulator(t *testing.T) {
 	goCmd, err := exec.LookPath("go")
@@ -23,6 +25,9 @@ func TestNoEmulator(t *testing.T) {
 	for _, p := range strings.Fields(string(out)) {
 		if strings.HasPrefix(p, "github.com/goccy/bigquery-emulator") {
 			emulator = append(emulator, p)
+		}
+		if strings.HasPrefix(p, modulePath+"/internal/dev/") && p != modulePath+"/internal/dev/localopts" {
+			t.Errorf("go list -deps ./cmd/bqcdc holds the dev package %s: the operator CLI carries what operators run", p)
 		}
 	}
 	if len(emulator) > 0 {

@@ -30,7 +30,7 @@ const (
 // and signals, so it behaves as the command did when it was part of bqcdc.
 // It returns only if the binary cannot be built or started.
 func runDev(ctx context.Context, name string, args []string) error {
-	how := fmt.Sprintf("`bqcdc %s` runs the local stack, which links the BigQuery emulator and so is not built into this binary", name)
+	how := fmt.Sprintf("`bqcdc %s` runs in the dev binary, which links the BigQuery emulator and the reference model and so is not built into this one", name)
 	wd, err := os.Getwd()
 	if err != nil {
 		return fmt.Errorf("%s: reading the working directory: %w", how, err)

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bqcdc/bqcdc/internal/config"
 	"github.com/bqcdc/bqcdc/internal/loadgen"
 )
 
@@ -184,33 +185,35 @@ func TestRunDevWithoutSource(t *testing.T) {
 	}
 }
 
-// TestLoadgenLocalForwards: `bqcdc loadgen --local` hands the dev binary
-// the loadgen flags it was given, which parse there to the same Command,
-// and none of the flags naming a deployment.
-func TestLoadgenLocalForwards(t *testing.T) {
+// TestLoadgenForwards: `bqcdc loadgen` hands the dev binary every flag it
+// was given, the loadgen flags and those naming a deployment, which parse
+// there (config.Target and loadgen.Command, as the dev binary registers
+// them) to what they parsed to here.
+func TestLoadgenForwards(t *testing.T) {
+	line := []string{"--local", "--tables", "5", "--rate=12.5", "--wait", "90s", "--check",
+		"--project", "p", "--dataset=d", "--prefix", "x.y", "--connect-timeout", "7s"}
 	fs := flagSet("loadgen")
-	if err := fs.Parse([]string{"--local", "--tables", "5", "--rate=12.5", "--wait", "90s", "--check",
-		"--project", "p", "--dataset=d", "--prefix", "x.y"}); err != nil {
+	if err := fs.Parse(line); err != nil {
 		t.Fatal(err)
 	}
-	args := setFlags(fs, loadgenFlag)
-	for _, a := range args {
-		if strings.HasPrefix(a, "-project") || strings.HasPrefix(a, "-dataset") {
-			t.Errorf("forwarded %s, a flag the dev binary does not know", a)
+	args := setFlags(fs, func(string) bool { return true })
+	parse := func(args []string) (config.Target, loadgen.Command) {
+		var tg config.Target
+		var c loadgen.Command
+		fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+		tg.Register(fs)
+		c.Register(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatalf("the dev binary cannot parse %q: %v", args, err)
 		}
+		return tg, c
 	}
-	var want, got loadgen.Command
-	wantFS := flag.NewFlagSet("want", flag.ContinueOnError)
-	want.Register(wantFS)
-	if err := wantFS.Parse([]string{"--local", "--tables", "5", "--rate=12.5", "--wait", "90s", "--check", "--prefix", "x.y"}); err != nil {
-		t.Fatal(err)
+	wantT, wantC := parse(line)
+	gotT, gotC := parse(args)
+	if !reflect.DeepEqual(gotC, wantC) || !reflect.DeepEqual(gotT, wantT) {
+		t.Errorf("forwarded %q parse to %+v %+v, want %+v %+v", args, gotT, gotC, wantT, wantC)
 	}
-	gotFS := flag.NewFlagSet("got", flag.ContinueOnError)
-	got.Register(gotFS)
-	if err := gotFS.Parse(args); err != nil {
-		t.Fatalf("the dev binary cannot parse %q: %v", args, err)
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("forwarded %q parse to %+v, want %+v", args, got, want)
+	if gotT.BigQuery.Project != "p" || gotT.Dataset != "d" || gotC.Spec.Tables != 5 {
+		t.Errorf("forwarded %q lost flags: %+v %+v", args, gotT, gotC)
 	}
 }

@@ -13,7 +13,7 @@ import (
 // report the size of the result rather than what a statement scans, the
 // cost model's estimate from the tables' metadata.
 func estimator(ctx context.Context, t target, bq *bigquery.Client, loc catalog.Location) (compact.Estimator, string, error) {
-	if t.bq.Emulated() {
+	if t.BigQuery.Emulated() {
 		return modelEstimator(ctx, bq, loc)
 	}
 	return compact.DryRun(bq), "BigQuery's dry-run estimates (bytes processed, before the 10 MB per table minimum)", nil

@@ -49,7 +49,7 @@ func runRender(ctx context.Context, args []string) error {
 	if err := t.parse(ctx, fs, args); err != nil {
 		return err
 	}
-	d, invalid := flow.ParseDirAll(t.flows)
+	d, invalid := flow.ParseDirAll(t.Flows)
 	flows := d.Flows
 	if len(flows) == 0 {
 		return errors.Join(invalid...)
@@ -62,8 +62,8 @@ func runRender(ctx context.Context, args []string) error {
 	// A source whose schema is bad refuses its flows alone.
 	sources, flows, noSchema := apply.LookupSources(ctx, flows, schemas)
 	t.refused = append(t.refused, noSchema)
-	if t.bq.Project != "" && len(flow.SnapshotTables(flows)) > 0 {
-		bq, err := clients.NewBigQuery(ctx, t.bq)
+	if t.BigQuery.Project != "" && len(flow.SnapshotTables(flows)) > 0 {
+		bq, err := clients.NewBigQuery(ctx, t.BigQuery)
 		if err != nil {
 			return err
 		}
@@ -73,12 +73,12 @@ func runRender(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	if t.bq.Project == "" {
-		t.bq.Project = "PROJECT"
+	if t.BigQuery.Project == "" {
+		t.BigQuery.Project = "PROJECT"
 	}
 	bound, refused := flow.BindAll(flows, apply.Changelogs(sources))
 	t.refused = append(t.refused, refused)
-	loc := catalog.Location{Project: t.bq.Project, DefaultDataset: t.dataset}
+	loc := catalog.Location{Project: t.BigQuery.Project, DefaultDataset: t.Dataset}
 	if *out != "" {
 		if err := os.MkdirAll(*out, 0o755); err != nil {
 			return err
@@ -99,7 +99,7 @@ func runRender(ctx context.Context, args []string) error {
 		}
 		fmt.Println("wrote", path)
 	}
-	golds, refused := flow.BindGolds(d.Golds, bound, t.dataset)
+	golds, refused := flow.BindGolds(d.Golds, bound, t.Dataset)
 	t.refused = append(t.refused, refused)
 	for _, g := range golds {
 		sql, err := render.GoldView(g, loc)

@@ -33,7 +33,7 @@ func runReplay(ctx context.Context, args []string) error {
 	if err := t.parse(ctx, fs, args); err != nil {
 		return err
 	}
-	if t.bq.Project == "" {
+	if t.BigQuery.Project == "" {
 		return usagef("--project is required")
 	}
 	if err := checkReplayFlags(f, ids, *since); err != nil {
@@ -53,12 +53,12 @@ func runReplay(ctx context.Context, args []string) error {
 	if *since > 0 {
 		f.Since = time.Now().Add(-*since)
 	}
-	bq, err := clients.NewBigQuery(ctx, t.bq)
+	bq, err := clients.NewBigQuery(ctx, t.BigQuery)
 	if err != nil {
 		return err
 	}
 	defer bq.Close()
-	letters, err := replay.Select(ctx, bq, t.dataset, f)
+	letters, err := replay.Select(ctx, bq, t.Dataset, f)
 	if err != nil {
 		return err
 	}
@@ -70,7 +70,7 @@ func runReplay(ctx context.Context, args []string) error {
 		return nil
 	}
 	// PUBSUB_EMULATOR_HOST, when set, points the client at an emulator.
-	ps, err := pubsub.NewClient(ctx, t.bq.Project)
+	ps, err := pubsub.NewClient(ctx, t.BigQuery.Project)
 	if err != nil {
 		return fmt.Errorf("creating the Pub/Sub client: %w", err)
 	}

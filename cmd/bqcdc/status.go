@@ -43,12 +43,12 @@ func runStatus(ctx context.Context, args []string) error {
 	if flows, err = selectFlows(flows, onlyFlows, onlySources); err != nil {
 		return err
 	}
-	lister, err := clients.NewTableLister(ctx, t.bq)
+	lister, err := clients.NewTableLister(ctx, t.BigQuery)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	rep, err := status.GatherWith(ctx, bq, catalog.Location{Project: t.bq.Project, DefaultDataset: t.dataset}, flows, status.Options{Lister: lister, Golds: goldsOf(t.golds, flows)})
+	rep, err := status.GatherWith(ctx, bq, catalog.Location{Project: t.BigQuery.Project, DefaultDataset: t.Dataset}, flows, status.Options{Lister: lister, Golds: goldsOf(t.golds, flows)})
 	if err != nil {
 		return err
 	}
