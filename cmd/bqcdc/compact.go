@@ -72,11 +72,12 @@ func runCompact(ctx context.Context, args []string) error {
 		*retention = 0
 	}
 	loc := catalog.Location{Project: t.BigQuery.Project, DefaultDataset: t.Dataset}
-	opts := compact.Options{VisibilityLag: *lag, Ledger: *ledger,
-		TombstoneRetention: time.Duration(*tombstones) * 24 * time.Hour,
-		ChangelogRetention: time.Duration(*retention) * 24 * time.Hour,
-		Concurrency:        *concurrency, Budget: *budget, SnapshotSettle: *settle, MaintainEvery: *maintainEvery, ChangeFeedEvery: *changeFeedEvery,
-		Golds: t.golds}
+	// The flags are a configuration, mapped to options as the compact
+	// function maps its environment (compact.Configured).
+	opts := compact.Configured(config.Config{BigQuery: t.BigQuery, Dataset: t.Dataset, VisibilityLag: *lag, AppendLedger: *ledger,
+		TombstoneRetentionDays: *tombstones, ChangelogRetentionDays: *retention, CompactConcurrency: *concurrency,
+		CompactBudget: *budget, SnapshotSettle: *settle, MaintainEvery: *maintainEvery, ChangeFeedEvery: *changeFeedEvery})
+	opts.Golds = t.golds
 	if *dry {
 		est, label, err := estimator(ctx, t, bq, loc)
 		if err != nil {

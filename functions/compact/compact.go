@@ -132,12 +132,12 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Function, error) {
 	for _, err := range o.Refused {
 		o.Log.Error("flow refused: it is not compacted", "event", "flow_refused", "error", err.Error())
 	}
-	retention := time.Duration(cfg.ChangelogRetentionDays) * 24 * time.Hour
-	if len(o.Refused) > 0 && retention > 0 {
+	opts := compact.Configured(cfg)
+	if len(o.Refused) > 0 && opts.ChangelogRetention > 0 {
 		// A flow that does not parse names no source, and it will need the
 		// changelog days it has not folded once it is fixed: keep them all.
 		o.Log.Warn("changelog retention suspended while flows are refused", "event", "retention_suspended")
-		retention = 0
+		opts.ChangelogRetention = 0
 	}
 	// Reports are appended through the Storage Write API: no DML on the
 	// shared report table.
@@ -145,29 +145,20 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Function, error) {
 	if err != nil {
 		return nil, err
 	}
-	var lister apply.Lister // nil unless the ledger is on (a nil *TableLister is not)
 	if cfg.AppendLedger {
 		l, err := clients.NewTableLister(context.WithoutCancel(ctx), cfg.BigQuery)
 		if err != nil {
 			return nil, err
 		}
-		lister = l
+		opts.Lister = l // nil unless the ledger is on (a nil *TableLister is not)
 	}
-	return &Function{flows: o.Flows, refused: errors.Join(o.Refused...), bq: bq, loc: loc, metrics: o.Metrics, log: o.Log, compactor: compact.New(bq, loc, compact.Options{
-		Ledger:             cfg.AppendLedger,
-		LedgerSettle:       o.LedgerSettle,
-		Lister:             lister,
-		VisibilityLag:      cfg.VisibilityLag,
-		TombstoneRetention: time.Duration(cfg.TombstoneRetentionDays) * 24 * time.Hour,
-		ChangelogRetention: retention,
-		Concurrency:        cfg.CompactConcurrency,
-		Budget:             cfg.CompactBudget,
-		ChangeFeedEvery:    cfg.ChangeFeedEvery,
-		Golds:              o.Golds,
-		Reports:            bqwrite.NewWriter(bq, mw, cfg.BigQuery.Project, cfg.Dataset),
-		Log:                o.Log,
-		Metrics:            o.Metrics.Recorder(),
-	})}, nil
+	// LedgerSettle is the local stack's alone (its ledger is minutes old,
+	// not a day): no configuration sets it.
+	opts.LedgerSettle = o.LedgerSettle
+	opts.Golds, opts.Log, opts.Metrics = o.Golds, o.Log, o.Metrics.Recorder()
+	opts.Reports = bqwrite.NewWriter(bq, mw, cfg.BigQuery.Project, cfg.Dataset)
+	return &Function{flows: o.Flows, refused: errors.Join(o.Refused...), bq: bq, loc: loc, metrics: o.Metrics, log: o.Log,
+		compactor: compact.New(bq, loc, opts)}, nil
 }
 
 // Response is the function's answer.

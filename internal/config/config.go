@@ -45,6 +45,10 @@ type Config struct {
 	// CompactBudget is how long a run may start flows (0: no limit).
 	CompactConcurrency int
 	CompactBudget      time.Duration
+	// SnapshotSettle and MaintainEvery: compact.Options' (0: its
+	// defaults; negative: off, never).
+	SnapshotSettle time.Duration
+	MaintainEvery  time.Duration
 	// ChangeFeedEvery: materialize each flow's change feed this often (0:
 	// every run).
 	ChangeFeedEvery time.Duration
@@ -99,6 +103,8 @@ const (
 	EnvCompactBudget      = "BQCDC_COMPACT_BUDGET"
 	EnvConnectTimeout     = "BQCDC_CONNECT_TIMEOUT" // clients.Config.ConnectTimeout; the CLI's --connect-timeout
 	EnvChangeFeedEvery    = "BQCDC_CHANGE_FEED_EVERY"
+	EnvSnapshotSettle     = "BQCDC_SNAPSHOT_SETTLE"
+	EnvMaintainEvery      = "BQCDC_MAINTAIN_EVERY"
 	EnvReplayKey          = "BQCDC_REPLAY_KEY" // a secret: Secret Manager in production
 	EnvLogValues          = "BQCDC_LOG_VALUES"
 	EnvAppendLedger       = "BQCDC_APPEND_LEDGER"
@@ -207,6 +213,16 @@ func FromEnv() (Config, error) {
 	}
 	if c.BigQuery.ConnectTimeout, err = ConnectTimeoutFromEnv(); err != nil {
 		return c, err
+	}
+	for _, d := range []struct {
+		env string
+		to  *time.Duration
+	}{{EnvSnapshotSettle, &c.SnapshotSettle}, {EnvMaintainEvery, &c.MaintainEvery}} {
+		if v := os.Getenv(d.env); v != "" {
+			if *d.to, err = time.ParseDuration(v); err != nil {
+				return c, fmt.Errorf("%s=%q: want a Go duration (negative: off)", d.env, v)
+			}
+		}
 	}
 	if v := os.Getenv(EnvCompactBudget); v != "" {
 		d, err := time.ParseDuration(v)

@@ -225,3 +225,22 @@ func TestAppendLedger(t *testing.T) {
 	}
 	refused(t, EnvAppendLedger, "sometimes")
 }
+
+// The compaction settings the CLI has flags for are settings of the
+// function too (issue 39: one composition).
+func TestSnapshotSettleAndMaintainEveryFromEnv(t *testing.T) {
+	t.Setenv(EnvProject, "p")
+	t.Setenv(EnvSnapshotSettle, "-1s")
+	t.Setenv(EnvMaintainEvery, "6h")
+	c, err := FromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.SnapshotSettle != -time.Second || c.MaintainEvery != 6*time.Hour {
+		t.Errorf("SnapshotSettle %s, MaintainEvery %s", c.SnapshotSettle, c.MaintainEvery)
+	}
+	t.Setenv(EnvMaintainEvery, "daily")
+	if _, err := FromEnv(); err == nil {
+		t.Error("BQCDC_MAINTAIN_EVERY=daily accepted")
+	}
+}
