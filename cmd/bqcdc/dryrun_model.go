@@ -31,7 +31,8 @@ type modelEstimate struct {
 	model *cost.Model
 }
 
-func (m *modelEstimate) Estimate(ctx context.Context, sql string) (int64, error) {
+func (m *modelEstimate) Estimate(ctx context.Context, st compact.Stmt) (int64, error) {
+	sql := st.SQL
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for attempt := 0; ; attempt++ {

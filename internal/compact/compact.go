@@ -123,6 +123,22 @@ const (
 	StepView    = "view"    // moving the view's partition-pruning bound
 )
 
+// The other statements of a run, each a Stmt's Step (and a dry run's plan
+// line): the reads a run makes to know what to do, and the writes within
+// the steps above.
+const (
+	StepStats       = "stats"            // what the run would fold (one row)
+	StepFirst       = "first position"   // the oldest position of a flow's events (one row)
+	StepMarker      = "marker"           // the state's newest watermark marker
+	StepAppends     = "appends"          // the append ledger: sources with rows to fold
+	StepExpire      = "expire changelog" // changelog days every flow folded, deleted
+	StepMaintain    = "maintain"         // the state's levels folded into one (StepGC)
+	StepMaintainGC  = "maintain gc"      // what maintenance folded, deleted (StepGC)
+	StepGoldTouched = "gold touched"     // the groups a refresh of a materialized view touches
+	StepGoldFinal   = "gold final"       // a materialized view's final windows appended (StepGold)
+	StepGoldGC      = "gold gc"          // a materialized view's state maintained (StepGC)
+)
+
 // Options configure a Compactor.
 type Options struct {
 	// VisibilityLag bounds how long after its _cdc_ingested_at a changelog

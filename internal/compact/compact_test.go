@@ -333,8 +333,8 @@ func TestChangeFeedKeyFilter(t *testing.T) {
 			now := t0
 			compactor(fake, &now, Options{MaintainEvery: -1}).Run(context.Background(), bound)
 			var changes string
-			for _, q := range fake.queries {
-				if kindOfSQL(q) == "changes" {
+			for i, q := range fake.queries {
+				if kindOf(fake.steps[i]) == "changes" {
 					changes = q
 				}
 			}
@@ -360,7 +360,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 	changed(fake, "src0_changelog", 2, t0.Add(-time.Minute), 1)
 	now := t0
 	priced := map[string]int64{"fold": 11 << 20, "changes": 12 << 20, "maintain": 13 << 20, "maintain_gc": 14 << 20}
-	est := estimator(func(sql string) (int64, error) { return priced[kindOfSQL(sql)], nil })
+	est := estimator(func(st Stmt) (int64, error) { return priced[kindOf(st.Step)], nil })
 	rep := compactor(fake, &now, Options{DryRun: est}).Run(context.Background(), bound)[0]
 	// The reads run (the statistics, the feed's first position), the rest
 	// is priced.
@@ -389,9 +389,9 @@ func TestDryRunWritesNothing(t *testing.T) {
 	}
 }
 
-type estimator func(sql string) (int64, error)
+type estimator func(st Stmt) (int64, error)
 
-func (e estimator) Estimate(_ context.Context, sql string) (int64, error) { return e(sql) }
+func (e estimator) Estimate(_ context.Context, st Stmt) (int64, error) { return e(st) }
 
 // A feed's first run over a long history catches up a slice at a time
 // (each slice one statement with its marker), at most MaxChangeSlices a
@@ -405,8 +405,8 @@ func TestChangeFeedCatchesUpInSlices(t *testing.T) {
 	c := compactor(fake, &now, Options{MaintainEvery: -1, ChangeSlice: 24 * time.Hour, MaxChangeSlices: 3})
 	c.Run(context.Background(), bound)
 	var slices []string
-	for _, q := range fake.queries {
-		if kindOfSQL(q) == "changes" {
+	for i, q := range fake.queries {
+		if kindOf(fake.steps[i]) == "changes" {
 			i := strings.Index(q, "args AS (SELECT ")
 			slices = append(slices, q[i+len("args AS (SELECT "):i+len("args AS (SELECT ")+130])
 		}
@@ -502,8 +502,8 @@ func TestMaintenanceKeepsWhatALaggingFeedNeeds(t *testing.T) {
 			c := compactor(fake, &now, Options{MaintainEvery: time.Hour, ChangeFeedEvery: 24 * time.Hour})
 			c.Run(context.Background(), bound)
 			var maintain string
-			for _, q := range fake.queries {
-				if kindOfSQL(q) == "maintain" {
+			for i, q := range fake.queries {
+				if kindOf(fake.steps[i]) == "maintain" {
 					maintain = q
 				}
 			}

@@ -38,6 +38,7 @@ type fakeBQ struct {
 	fail map[string]failure
 
 	queries []string
+	steps   []string // each query's step (Stmt.Step), in order
 	views   []string // "flow@hint"
 	states  []string // flows whose State was called
 	reads   []string // tables whose Metadata was read, "dataset.table"
@@ -58,10 +59,12 @@ func newFake() *fakeBQ {
 		marker: map[string]map[string]bigquery.Value{}, fail: map[string]failure{}, created: map[string]time.Time{}}
 }
 
-func (f *fakeBQ) Query(_ context.Context, sql string) (Result, error) {
+func (f *fakeBQ) Query(_ context.Context, st Stmt) (Result, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	sql := st.SQL
 	f.queries = append(f.queries, sql)
+	f.steps = append(f.steps, st.Step)
 	for key, fl := range f.fail {
 		if strings.Contains(sql, key) && fl.times != 0 {
 			if fl.times > 0 {
@@ -71,7 +74,7 @@ func (f *fakeBQ) Query(_ context.Context, sql string) (Result, error) {
 			return Result{}, fl.err
 		}
 	}
-	switch kindOfSQL(sql) {
+	switch kindOf(st.Step) {
 	case "stats":
 		for table, row := range f.stats {
 			if strings.Contains(sql, table) {
@@ -101,7 +104,7 @@ func (f *fakeBQ) Query(_ context.Context, sql string) (Result, error) {
 		}
 		return Result{}, nil
 	}
-	if k := kindOfSQL(sql); k == "fold" || k == "maintain" {
+	if k := kindOf(st.Step); k == "fold" || k == "maintain" {
 		// The state now holds rows (the metadata says so).
 		if i := strings.Index(sql, "INSERT INTO `p`.`cdc`.`"); i >= 0 {
 			name := sql[i+len("INSERT INTO `p`.`cdc`.`"):]
@@ -114,33 +117,24 @@ func (f *fakeBQ) Query(_ context.Context, sql string) (Result, error) {
 	return Result{RowsAffected: 1}, nil
 }
 
-// kindOfSQL names a statement by what renders it.
-func kindOfSQL(sql string) string {
-	switch {
-	case strings.Contains(sql, "What a compaction run would fold"):
-		return "stats"
-	case strings.Contains(sql, "The oldest position of the flow’s events"):
+// kindOf names a statement by its step (the seam's name for it: the fake
+// never reads the SQL's prose), as the tests compare runs.
+func kindOf(step string) string {
+	switch step {
+	case StepFirst:
 		return "first"
-	case strings.Contains(sql, "SELECT __gen, __watermark"):
-		return "marker"
-	case strings.Contains(sql, "-- Maintenance:"):
-		return "maintain"
-	case strings.Contains(sql, "After maintenance:"):
+	case StepMaintainGC:
 		return "maintain_gc"
-	case strings.Contains(sql, "materializes the change feed"):
-		return "changes"
-	case strings.Contains(sql, "-- Compaction:"):
-		return "fold"
-	case strings.Contains(sql, "Changelog days every flow"):
+	case StepExpire:
 		return "expire"
-	case strings.Contains(sql, "-- bqcdc append ledger"):
+	case StepAppends:
 		return "ledger"
-	case strings.Contains(sql, "Refresh of a materialized view’s state"):
-		return "gold"
-	case strings.Contains(sql, "The groups a refresh of the state would touch"):
+	case StepGoldTouched:
 		return "gold_touched"
-	case strings.Contains(sql, "Maintenance of a materialized view’s state"):
+	case StepGoldGC:
 		return "gold_maintain"
+	case StepStats, StepMarker, StepMaintain, StepChanges, StepFold, StepGold:
+		return step
 	}
 	return "other"
 }
@@ -149,8 +143,8 @@ func (f *fakeBQ) kinds() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []string
-	for _, q := range f.queries {
-		out = append(out, kindOfSQL(q))
+	for _, step := range f.steps {
+		out = append(out, kindOf(step))
 	}
 	return out
 }
@@ -158,7 +152,7 @@ func (f *fakeBQ) kinds() []string {
 func (f *fakeBQ) reset() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.queries, f.views, f.states, f.reads, f.lists = nil, nil, nil, nil, nil
+	f.queries, f.steps, f.views, f.states, f.reads, f.lists = nil, nil, nil, nil, nil, nil
 }
 
 // ListTables lists a dataset of the fake (the compactor's Lister).

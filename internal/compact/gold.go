@@ -93,7 +93,7 @@ func (s *streamRun) refreshGolds(ctx context.Context, reached time.Time, maintai
 			if err != nil {
 				return err
 			}
-			if _, err := s.c.exec(ctx, StepGC, sql, s.acct); err != nil {
+			if _, err := s.c.exec(ctx, StepGoldGC, sql, s.acct); err != nil {
 				// Versions that no longer count stay until the next day:
 				// the views read them the same.
 				s.c.opts.Log.Error("materialized view not maintained", "event", "gold_maintain_failed", "view", g.Name.String(), "flow", s.t.b.Name, "error", err.Error())
@@ -115,7 +115,7 @@ func (s *streamRun) refreshGold(ctx context.Context, g *flow.BoundGold, stateByt
 		if err != nil {
 			return err
 		}
-		res, err := s.c.query(ctx, "gold touched", sql, s.acct)
+		res, err := s.c.query(ctx, StepGoldTouched, sql, s.acct)
 		if err != nil {
 			return fmt.Errorf("reading the groups the refresh touches: %w", err)
 		}
@@ -142,6 +142,6 @@ func (s *streamRun) finalize(ctx context.Context, g *flow.BoundGold) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.c.exec(ctx, StepGold, sql, s.acct)
+	_, err = s.c.exec(ctx, StepGoldFinal, sql, s.acct)
 	return err
 }

@@ -150,7 +150,7 @@ func (c *Compactor) skipIdle(ctx context.Context, flows []*flow.Flow) (idle []Id
 		}
 	}
 	var acct account
-	res, err := c.query(ctx, "appends", render.AppendsSince(c.loc, since), &acct)
+	res, err := c.query(ctx, StepAppends, render.AppendsSince(c.loc, since), &acct)
 	if err != nil {
 		c.opts.Log.Warn("reading the append ledger failed: every table is read this run", "event", "compaction_ledger_failed", "error", err.Error())
 		return nil, flows

@@ -32,7 +32,7 @@ type Statement struct {
 // Estimator prices a statement without running it: a BigQuery dry run, or
 // the cost model (package cost) where dry runs mean nothing (the emulator).
 type Estimator interface {
-	Estimate(ctx context.Context, sql string) (int64, error)
+	Estimate(ctx context.Context, st Stmt) (int64, error)
 }
 
 // exec runs a statement that writes (step names it). In a dry run
@@ -43,7 +43,7 @@ func (c *Compactor) exec(ctx context.Context, step, sql string, acct *account) (
 		return c.query(ctx, step, sql, acct)
 	}
 	st := Statement{Step: step, SQL: sql}
-	n, err := c.opts.DryRun.Estimate(ctx, sql)
+	n, err := c.opts.DryRun.Estimate(ctx, Stmt{Step: step, SQL: sql})
 	if err != nil {
 		st.Error = err.Error()
 	}
@@ -70,7 +70,7 @@ func (c *Compactor) query(ctx context.Context, step, sql string, acct *account) 
 		}
 		acct.jobs++
 		var res Result
-		if res, err = c.wh.Query(ctx, sql); err == nil {
+		if res, err = c.wh.Query(ctx, Stmt{Step: step, SQL: sql}); err == nil {
 			acct.bytes += res.BytesBilled
 			if c.opts.DryRun != nil {
 				// A dry run lists the reads it ran too: they are billed.
@@ -104,7 +104,7 @@ type statsRow map[string]bigquery.Value
 // stats runs a run's statistics query; what says what it reads, for the
 // error.
 func (c *Compactor) stats(ctx context.Context, sql string, acct *account, what string) (statsRow, error) {
-	r, err := c.one(ctx, "stats", sql, acct)
+	r, err := c.one(ctx, StepStats, sql, acct)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", what, err)
 	}

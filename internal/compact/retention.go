@@ -76,7 +76,7 @@ func (c *Compactor) expireSource(ctx context.Context, b *flow.Bound, cutoff time
 	if err != nil {
 		return err
 	}
-	if _, err := c.exec(ctx, "expire changelog", sql, acct); err != nil {
+	if _, err := c.exec(ctx, StepExpire, sql, acct); err != nil {
 		return err
 	}
 	if c.opts.DryRun != nil {

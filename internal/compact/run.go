@@ -68,7 +68,7 @@ func (r *run) markerRow(ctx context.Context, plan func() (string, error), what s
 	if err != nil {
 		return nil, err
 	}
-	res, err := r.c.query(ctx, "marker", sql, r.acct)
+	res, err := r.c.query(ctx, StepMarker, sql, r.acct)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", what, err)
 	}

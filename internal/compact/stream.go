@@ -285,7 +285,7 @@ func (s *streamRun) firstPosition(ctx context.Context) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	row, err := s.c.one(ctx, "first position", sql, s.acct)
+	row, err := s.c.one(ctx, StepFirst, sql, s.acct)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("reading the flow's first position: %w", err)
 	}
@@ -318,13 +318,13 @@ func (s *streamRun) maintain(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.c.exec(ctx, "maintain", sql, s.acct); err != nil {
+	if _, err := s.c.exec(ctx, StepMaintain, sql, s.acct); err != nil {
 		return fmt.Errorf("folding the state's levels: %w", err)
 	}
 	if sql, err = s.plan.MaintainGC(p); err != nil {
 		return err
 	}
-	if _, err := s.c.exec(ctx, "maintain gc", sql, s.acct); err != nil {
+	if _, err := s.c.exec(ctx, StepMaintainGC, sql, s.acct); err != nil {
 		return fmt.Errorf("deleting the levels folded: %w", err)
 	}
 	s.rep.Maintained = true

@@ -21,13 +21,21 @@ type Warehouse interface {
 	// Query runs one statement as one query job: its rows, and what
 	// BigQuery billed for it. Errors are as the client returns them
 	// (bqerror classifies them); the caller retries.
-	Query(ctx context.Context, sql string) (Result, error)
+	Query(ctx context.Context, st Stmt) (Result, error)
 	// Metadata reads a table's metadata; nil and no error when the table
 	// does not exist.
 	Metadata(ctx context.Context, dataset, table string) (*bigquery.TableMetadata, error)
 	// SetLabels sets labels on a table in one metadata update (not a query
 	// job); labels not named keep their values.
 	SetLabels(ctx context.Context, dataset, table string, labels map[string]string) error
+}
+
+// Stmt is one statement of a run: what it is for (a Step* constant) and
+// its SQL. The step is the seam's name for it: a fake warehouse answers by
+// the step, never by reading the SQL's text or comments.
+type Stmt struct {
+	Step string
+	SQL  string
 }
 
 // Result is what a statement returned.
@@ -58,8 +66,8 @@ type bigQuery struct {
 	loc catalog.Location
 }
 
-func (w bigQuery) Query(ctx context.Context, sql string) (Result, error) {
-	it, err := w.bq.Query(sql).Read(ctx)
+func (w bigQuery) Query(ctx context.Context, st Stmt) (Result, error) {
+	it, err := w.bq.Query(st.SQL).Read(ctx)
 	if err != nil {
 		return Result{}, err
 	}
@@ -126,8 +134,8 @@ func DryRun(bq *bigquery.Client) Estimator { return dryRun{bq} }
 
 type dryRun struct{ bq *bigquery.Client }
 
-func (d dryRun) Estimate(ctx context.Context, sql string) (int64, error) {
-	q := d.bq.Query(sql)
+func (d dryRun) Estimate(ctx context.Context, stmt Stmt) (int64, error) {
+	q := d.bq.Query(stmt.SQL)
 	q.DryRun = true
 	job, err := q.Run(ctx)
 	if err != nil {
