@@ -3,9 +3,9 @@
 package main
 
 import (
-	"encoding/json"
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"

@@ -1,20 +1,24 @@
-// Command bqcdc runs bqcdc's local stack and manages its BigQuery objects.
+// Command bqcdc is the operator CLI: it manages a deployment's BigQuery
+// objects and runs what operators run.
 //
-//	bqcdc local    run everything on 127.0.0.1, play the demo change stream (dev binary)
 //	bqcdc apply    create or update the dataset, changelog tables and views
-//	bqcdc render   print the SQL of every flow's view
-//	bqcdc compact  fold changelogs into state tables once
+//	bqcdc render   print the SQL of every flow's objects (no BigQuery needed)
+//	bqcdc compact  fold changelogs into state tables once (--dry-run: price it)
 //	bqcdc replay   publish dead letters again to their topics
-//	bqcdc loadgen  publish synthetic traffic and measure what lands
 //	bqcdc status   freshness, tail, compaction and dead letters per flow
+//	bqcdc local    run everything on 127.0.0.1, play the demo (dev binary)
+//	bqcdc loadgen  publish synthetic traffic and measure what lands (dev binary)
 //
-// Run `bqcdc <command> -h` for the flags of a command.
+// `bqcdc <command> --help` lists a command's flags (exit 0); a wrong
+// command line exits 2, a failed command 1. The flags naming a deployment
+// are config.Target's, shared by every command.
 //
-// bqcdc itself does not link the BigQuery emulator, so it builds in seconds
-// where it deploys (scripts/deploy.sh, cloudbuild.yaml). The commands that
-// need the emulator, `bqcdc local` and `bqcdc loadgen --local`, check their
-// flags here and then build and exec the dev binary
-// internal/dev/cmd/bqcdc-local from the source (see runDev).
+// bqcdc itself links no dev package (TestNoEmulator): not the BigQuery
+// emulator, the reference model or the view checker, so it builds in
+// seconds where it deploys (scripts/deploy.sh, cloudbuild.yaml). `bqcdc
+// local` and `bqcdc loadgen` check their flags here and then build and
+// exec the dev binary internal/dev/cmd/bqcdc-local from the source (see
+// runDev).
 package main
 
 import (

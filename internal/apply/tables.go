@@ -1,10 +1,17 @@
 // Package apply creates and updates what bqcdc keeps in BigQuery: the
-// dataset, one changelog table per source, the dead-letter and compaction
-// report tables, and each flow's state table and view (views.go; their SQL
-// comes from sql/render). Every step compares what exists with what is
-// wanted and changes only the difference, so a second run changes nothing.
-// It also binds flows to their changelogs (all.go, follow.go) and brings a
-// flow along when ingest adds columns to its changelog (Follower).
+// datasets, one changelog table per source, the deployment's tables
+// (dead letters, the append ledger, compaction runs, the status view and
+// its table of flows: tables.go), and each flow's state and change tables,
+// view (views.go; their SQL comes from sql/render) and table functions
+// (functions.go), and each materialized view's objects (gold.go). Every
+// step compares what exists with what is wanted and changes only the
+// difference; a listing of each dataset (listing.go) and the spec label
+// each object carries let a second apply of ten thousand flows read no
+// object. Before that it finds each source's schema (schemas.go: the
+// registry, else a .avsc file; a source whose schema is bad refuses only
+// its flows) and binds the flows (all.go), keeps of contested flows the
+// one the deployment names (contested.go), and brings a flow along when
+// ingest adds columns to its changelog (follow.go).
 package apply
 
 import (

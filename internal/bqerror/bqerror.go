@@ -14,9 +14,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 	"net/http"
 	"strings"
+	"time"
 
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 	"google.golang.org/api/googleapi"

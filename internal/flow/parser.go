@@ -789,9 +789,9 @@ func (p *parser) statementStartAt(n int) bool {
 		return next.is("FLOW") || next.is("OR") || next.is("STREAMING") || next.is("MATERIALIZED") ||
 			next.is("PRIVATE") || next.is("TEMPORARY")
 	case t.is("APPLY"):
-		return p.peekN(n+1).is("CHANGES")
+		return p.peekN(n + 1).is("CHANGES")
 	case t.is("AUTO"):
-		return p.peekN(n+1).is("CDC")
+		return p.peekN(n + 1).is("CDC")
 	}
 	return false
 }

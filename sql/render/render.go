@@ -1,7 +1,16 @@
-// Package render generates the BigQuery SQL of a flow from the templates in
-// templates/: the view that shows the target (current state for SCD type 1,
-// history for SCD type 2) and, for the compaction function, the statements
-// that fold changelog rows into the flow's state table.
+// Package render generates every statement bqcdc runs or shows, from the
+// templates in templates/ (golden copies in testdata/golden):
+//
+//   - each flow's view: current state (SCD 1), history (SCD 2),
+//     bitemporal, snapshot flows (render.go, snapshot.go), and its table
+//     functions (<target>_at, _changes, _as_of);
+//   - the statements of a compaction run: the statistics it reads, the
+//     level it folds into the state, the change feed it materializes,
+//     maintenance, snapshot application (compact_*, fold_*, changes, gc);
+//   - a materialized view's exact view, its state, refresh, maintenance,
+//     change feed and final windows (gold.go, goldstate.go);
+//   - the status view and the table of flows it reads (status.go), and the
+//     reference events and queries the tests read views with.
 //
 // Every view reads the flow's state table (what compaction has folded) plus
 // the tail of the changelog ingested after the state's watermark, and folds
