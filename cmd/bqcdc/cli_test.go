@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bqcdc/bqcdc/internal/flow"
 )
 
 // envMain makes the test binary the bqcdc command, with the JSON array of
@@ -147,5 +149,45 @@ func TestCLIDeadEndpointFailsFast(t *testing.T) {
 				t.Errorf("bqcdc %v: the refused flow is not printed before the network failure:\n%s", args, r.stderr)
 			}
 		}
+	}
+}
+
+// bqcdc render prints, for every flow of sql/flows, its view and table
+// functions as flow.Objects names them, and for every materialized view
+// its view and what compaction keeps of it; it reads no BigQuery.
+func TestRenderPrintsTheObjects(t *testing.T) {
+	root := filepath.Join("..", "..")
+	r := bqcdc(t, []string{"BQCDC_PROJECT="}, "render", "--flows", filepath.Join(root, "sql", "flows"), "--schemas", filepath.Join(root, "schemas"))
+	if r.code != 0 {
+		t.Fatalf("bqcdc render: exit %d\n%s", r.code, r.stderr)
+	}
+	d, errs := flow.ParseDirAll(filepath.Join(root, "sql", "flows"))
+	if len(errs) > 0 || len(d.Flows) == 0 || len(d.Golds) == 0 {
+		t.Fatalf("sql/flows: %v (%d flows, %d views)", errs, len(d.Flows), len(d.Golds))
+	}
+	want := func(kind string, o flow.Object) {
+		ds := o.Dataset
+		if ds == "" {
+			ds = "cdc"
+		}
+		if s := "CREATE OR REPLACE " + kind + " `PROJECT`.`" + ds + "`.`" + o.Name + "`"; !strings.Contains(r.stdout, s) {
+			t.Errorf("render prints no %q", s)
+		}
+	}
+	for _, f := range d.Flows {
+		for _, o := range f.Objects() {
+			switch {
+			case o.Routine:
+				want("TABLE FUNCTION", o)
+			case o.What == "view":
+				want("VIEW", o)
+			}
+		}
+	}
+	for _, g := range d.Golds {
+		objs := g.Objects()
+		want("VIEW", objs[0])  // the view
+		want("TABLE", objs[1]) // its state
+		want("VIEW", objs[2])  // its refreshed view
 	}
 }

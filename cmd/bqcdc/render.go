@@ -102,59 +102,9 @@ func runRender(ctx context.Context, args []string) error {
 	golds, refused := flow.BindGolds(d.Golds, bound, t.Dataset)
 	t.refused = append(t.refused, refused)
 	for _, g := range golds {
-		sql, err := render.GoldView(g, loc)
+		sql, err := goldSQL(g, loc)
 		if err != nil {
 			return err
-		}
-		sql = fmt.Sprintf("-- materialized view %s.%s\nCREATE OR REPLACE VIEW %s AS\n%s;\n\n", loc.GoldDataset(g.Gold), g.Name.Table, loc.GoldView(g.Gold), sql)
-		if g.Refreshable() == nil {
-			// Its state (as apply creates it), the refresh each compaction
-			// run of the source executes, and the refreshed view.
-			create, err := render.GoldRefresh(g, loc, render.GoldRange{Init: true, Run: "0"})
-			if err != nil {
-				return err
-			}
-			refresh, err := render.GoldRefresh(g, loc, render.GoldRange{From: render.Epoch, To: render.Epoch, Run: "0"})
-			if err != nil {
-				return err
-			}
-			maintain, err := render.GoldMaintain(g, loc, render.Epoch)
-			if err != nil {
-				return err
-			}
-			feed := "-- (no change feed: a session view's state holds times, not sessions)"
-			if render.GoldHasChanges(g) {
-				if feed, err = render.GoldChangesFunction(g, loc); err != nil {
-					return err
-				}
-			}
-			view, err := render.GoldRefreshedView(g, loc)
-			if err != nil {
-				return err
-			}
-			sql += fmt.Sprintf("-- table %s.%s (made by bqcdc apply)\n%s;\n\n"+
-				"-- its refresh, as a compaction run executes it (from and to the run's positions; a run with a large state first reads the touched groups and filters by them)\n%s;\n\n"+
-				"-- its maintenance, once a day (the horizon: the run's time less the change feed's retention)\n%s;\n\n-- view %s.%s\nCREATE OR REPLACE VIEW %s AS\n%s;\n\n-- table function %s.%s\n%s;\n\n",
-				loc.GoldDataset(g.Gold), catalog.GoldStateName(g.Gold), create, refresh, maintain,
-				loc.GoldDataset(g.Gold), catalog.GoldRefreshedName(g.Gold), loc.GoldRefreshed(g.Gold), view,
-				loc.GoldDataset(g.Gold), catalog.GoldChangesName(g.Gold), feed)
-			if g.Watermark != nil {
-				create, err := render.GoldFinal(g, loc, render.FinalTable)
-				if err != nil {
-					return err
-				}
-				emit, err := render.GoldFinal(g, loc, render.FinalAppend)
-				if err != nil {
-					return err
-				}
-				view, err := render.GoldFinal(g, loc, render.FinalView)
-				if err != nil {
-					return err
-				}
-				sql += fmt.Sprintf("-- table %s.%s (made by bqcdc apply)\n%s;\n\n-- the windows a compaction run appends after the refresh\n%s;\n\n-- view %s.%s\nCREATE OR REPLACE VIEW %s AS\n%s;\n\n",
-					loc.GoldDataset(g.Gold), catalog.GoldFinalName(g.Gold), create, emit,
-					loc.GoldDataset(g.Gold), catalog.GoldFinalViewName(g.Gold), loc.GoldFinalView(g.Gold), view)
-			}
 		}
 		if *out == "" {
 			fmt.Print(sql)
@@ -167,4 +117,65 @@ func runRender(ctx context.Context, args []string) error {
 		fmt.Println("wrote", path)
 	}
 	return t.notAll(nil)
+}
+
+// goldSQL is what bqcdc render prints of a materialized view: its view,
+// and for one compaction refreshes its state, refresh, maintenance,
+// refreshed view, change feed and (with WATERMARK) final windows.
+func goldSQL(g *flow.BoundGold, loc catalog.Location) (string, error) {
+	sql, err := render.GoldView(g, loc)
+	if err != nil {
+		return "", err
+	}
+	sql = fmt.Sprintf("-- materialized view %s.%s\nCREATE OR REPLACE VIEW %s AS\n%s;\n\n", loc.GoldDataset(g.Gold), g.Name.Table, loc.GoldView(g.Gold), sql)
+	if g.Refreshable() == nil {
+		// Its state (as apply creates it), the refresh each compaction
+		// run of the source executes, and the refreshed view.
+		create, err := render.GoldRefresh(g, loc, render.GoldRange{Init: true, Run: "0"})
+		if err != nil {
+			return "", err
+		}
+		refresh, err := render.GoldRefresh(g, loc, render.GoldRange{From: render.Epoch, To: render.Epoch, Run: "0"})
+		if err != nil {
+			return "", err
+		}
+		maintain, err := render.GoldMaintain(g, loc, render.Epoch)
+		if err != nil {
+			return "", err
+		}
+		feed := "-- (no change feed: a session view's state holds times, not sessions)"
+		if render.GoldHasChanges(g) {
+			if feed, err = render.GoldChangesFunction(g, loc); err != nil {
+				return "", err
+			}
+		}
+		view, err := render.GoldRefreshedView(g, loc)
+		if err != nil {
+			return "", err
+		}
+		sql += fmt.Sprintf("-- table %s.%s (made by bqcdc apply)\n%s;\n\n"+
+			"-- its refresh, as a compaction run executes it (from and to the run's positions; a run with a large state first reads the touched groups and filters by them)\n%s;\n\n"+
+			"-- its maintenance, once a day (the horizon: the run's time less the change feed's retention)\n%s;\n\n-- view %s.%s\nCREATE OR REPLACE VIEW %s AS\n%s;\n\n-- table function %s.%s\n%s;\n\n",
+			loc.GoldDataset(g.Gold), catalog.GoldStateName(g.Gold), create, refresh, maintain,
+			loc.GoldDataset(g.Gold), catalog.GoldRefreshedName(g.Gold), loc.GoldRefreshed(g.Gold), view,
+			loc.GoldDataset(g.Gold), catalog.GoldChangesName(g.Gold), feed)
+		if g.Watermark != nil {
+			create, err := render.GoldFinal(g, loc, render.FinalTable)
+			if err != nil {
+				return "", err
+			}
+			emit, err := render.GoldFinal(g, loc, render.FinalAppend)
+			if err != nil {
+				return "", err
+			}
+			view, err := render.GoldFinal(g, loc, render.FinalView)
+			if err != nil {
+				return "", err
+			}
+			sql += fmt.Sprintf("-- table %s.%s (made by bqcdc apply)\n%s;\n\n-- the windows a compaction run appends after the refresh\n%s;\n\n-- view %s.%s\nCREATE OR REPLACE VIEW %s AS\n%s;\n\n",
+				loc.GoldDataset(g.Gold), catalog.GoldFinalName(g.Gold), create, emit,
+				loc.GoldDataset(g.Gold), catalog.GoldFinalViewName(g.Gold), loc.GoldFinalView(g.Gold), view)
+		}
+	}
+	return sql, nil
 }

@@ -153,103 +153,118 @@ func (c claimant) String() string {
 // for a claim of another flow or view are Declarations.Contested: bqcdc
 // apply keeps the one whose deployed view names it (catalog.FlowLabel).
 func claim(flows []*Flow, golds []*Gold) (Declarations, []error) {
-	var errs []error
-	refusedFlow := map[*Flow]bool{}
-	refusedGold := map[*Gold]bool{}
-	for _, f := range flows {
-		if why := reservedName(f.Target.Dataset, f.Target.Table); why != "" {
-			errs = append(errs, &Error{Pos: f.Target.Pos, Flow: f.Name, Msg: fmt.Sprintf("target %s: %s; choose another name", f.Target, why)})
-			refusedFlow[f] = true
-		}
-	}
-	for _, g := range golds {
-		if why := reservedName(g.Name.Dataset, g.Name.Table); why != "" {
-			errs = append(errs, &Error{Pos: g.Name.Pos, Flow: g.Name.Table, View: true, Msg: fmt.Sprintf("%s: %s; choose another name", g.Name, why)})
-			refusedGold[g] = true
-		}
-	}
-	claims := map[string][]claimant{}
-	var order []string
-	add := func(c claimant) {
-		k := strings.ToLower(c.obj.Dataset) + "." + strings.ToLower(c.obj.Name)
-		if _, seen := claims[k]; !seen {
-			order = append(order, k)
-		}
-		claims[k] = append(claims[k], c)
-	}
+	c := claims{refusedFlow: map[*Flow]bool{}, refusedGold: map[*Gold]bool{}, contested: map[*Flow]bool{}, byName: map[string][]claimant{}}
+	c.reserved(flows, golds)
 	for _, t := range catalog.DeploymentTables() {
-		add(claimant{obj: Object{Name: t}, owner: "bqcdc's own table " + t})
+		c.add(claimant{obj: Object{Name: t}, owner: "bqcdc's own table " + t})
 	}
 	for _, src := range Sources(flows) {
-		add(claimant{obj: Object{Name: catalog.TableName(src)}, owner: "the changelog of source " + src})
+		c.add(claimant{obj: Object{Name: catalog.TableName(src)}, owner: "the changelog of source " + src})
 	}
 	for _, f := range flows {
-		if !refusedFlow[f] {
+		if !c.refusedFlow[f] {
 			for _, o := range f.Objects() {
-				add(claimant{flow: f, obj: o})
+				c.add(claimant{flow: f, obj: o})
 			}
 		}
 	}
 	for _, g := range golds {
-		if !refusedGold[g] {
+		if !c.refusedGold[g] {
 			for _, o := range g.Objects() {
-				add(claimant{gold: g, obj: o})
+				c.add(claimant{gold: g, obj: o})
 			}
 		}
 	}
-	contested := map[*Flow]bool{}
-	for _, k := range order {
-		cs := claims[k]
-		if len(cs) < 2 {
-			continue
-		}
-		own := ""
-		for _, c := range cs {
-			if c.flow == nil && c.gold == nil {
-				own = c.owner
-			}
-		}
-		for i, c := range cs {
-			if (c.flow == nil && c.gold == nil) || refusedFlow[c.flow] && c.flow != nil || refusedGold[c.gold] && c.gold != nil {
-				continue
-			}
-			var msg string
-			if own != "" {
-				msg = fmt.Sprintf("its %s %s would be %s: choose another name", c.obj.What, c.obj.Name, own)
-			} else {
-				var others []string
-				for j, o := range cs {
-					if j != i {
-						others = append(others, o.String())
-					}
-				}
-				msg = fmt.Sprintf("its %s %s is also %s: each is refused, as a name has one owner (rename one; bqcdc apply keeps a flow whose deployed view is its own)", c.obj.What, c.obj.Name, strings.Join(others, " and "))
-			}
-			if c.flow != nil {
-				errs = append(errs, &Error{Pos: c.flow.Target.Pos, Flow: c.flow.Name, Msg: msg})
-				refusedFlow[c.flow] = true
-				contested[c.flow] = own == ""
-			} else {
-				errs = append(errs, &Error{Pos: c.gold.Name.Pos, Flow: c.gold.Name.Table, View: true, Msg: msg})
-				refusedGold[c.gold] = true
-			}
-		}
+	for _, k := range c.order {
+		c.settle(c.byName[k])
 	}
 	var d Declarations
 	for _, f := range flows {
 		switch {
-		case !refusedFlow[f]:
+		case !c.refusedFlow[f]:
 			d.Flows = append(d.Flows, f)
-		case contested[f]:
+		case c.contested[f]:
 			d.Contested = append(d.Contested, f)
 		}
 	}
 	for _, g := range golds {
-		if !refusedGold[g] {
+		if !c.refusedGold[g] {
 			d.Golds = append(d.Golds, g)
 		}
 	}
-	return d, errs
+	return d, c.errs
+}
+
+// claims is the state of claim: the names claimed (in order), the flows
+// and views refused so far, and their errors.
+type claims struct {
+	byName      map[string][]claimant // by lower-case dataset.name
+	order       []string
+	refusedFlow map[*Flow]bool
+	refusedGold map[*Gold]bool
+	contested   map[*Flow]bool // refused only for another flow's or view's claim
+	errs        []error
+}
+
+func (c *claims) add(cl claimant) {
+	k := strings.ToLower(cl.obj.Dataset) + "." + strings.ToLower(cl.obj.Name)
+	if _, seen := c.byName[k]; !seen {
+		c.order = append(c.order, k)
+	}
+	c.byName[k] = append(c.byName[k], cl)
+}
+
+// reserved refuses the targets and views whose names are reserved.
+func (c *claims) reserved(flows []*Flow, golds []*Gold) {
+	for _, f := range flows {
+		if why := reservedName(f.Target.Dataset, f.Target.Table); why != "" {
+			c.errs = append(c.errs, &Error{Pos: f.Target.Pos, Flow: f.Name, Msg: fmt.Sprintf("target %s: %s; choose another name", f.Target, why)})
+			c.refusedFlow[f] = true
+		}
+	}
+	for _, g := range golds {
+		if why := reservedName(g.Name.Dataset, g.Name.Table); why != "" {
+			c.errs = append(c.errs, &Error{Pos: g.Name.Pos, Flow: g.Name.Table, View: true, Msg: fmt.Sprintf("%s: %s; choose another name", g.Name, why)})
+			c.refusedGold[g] = true
+		}
+	}
+}
+
+// settle refuses, of a name's claimants, every flow and view when there
+// are two or more: naming bqcdc's own table when it is one, else each
+// other (contested).
+func (c *claims) settle(cs []claimant) {
+	if len(cs) < 2 {
+		return
+	}
+	own := ""
+	for _, cl := range cs {
+		if cl.flow == nil && cl.gold == nil {
+			own = cl.owner
+		}
+	}
+	for i, cl := range cs {
+		if (cl.flow == nil && cl.gold == nil) || (cl.flow != nil && c.refusedFlow[cl.flow]) || (cl.gold != nil && c.refusedGold[cl.gold]) {
+			continue
+		}
+		msg := fmt.Sprintf("its %s %s would be %s: choose another name", cl.obj.What, cl.obj.Name, own)
+		if own == "" {
+			var others []string
+			for j, o := range cs {
+				if j != i {
+					others = append(others, o.String())
+				}
+			}
+			msg = fmt.Sprintf("its %s %s is also %s: each is refused, as a name has one owner (rename one; bqcdc apply keeps a flow whose deployed view is its own)", cl.obj.What, cl.obj.Name, strings.Join(others, " and "))
+		}
+		if cl.flow != nil {
+			c.errs = append(c.errs, &Error{Pos: cl.flow.Target.Pos, Flow: cl.flow.Name, Msg: msg})
+			c.refusedFlow[cl.flow], c.contested[cl.flow] = true, own == ""
+			continue
+		}
+		c.errs = append(c.errs, &Error{Pos: cl.gold.Name.Pos, Flow: cl.gold.Name.Table, View: true, Msg: msg})
+		c.refusedGold[cl.gold] = true
+	}
 }
 
 // Load reads the flows a deployed function runs: the *.sql files of dir when
