@@ -204,44 +204,16 @@ func FromEnv() (Config, error) {
 	if err := c.readVisibilityLag(); err != nil {
 		return c, err
 	}
-	if v := os.Getenv(EnvChangeFeedEvery); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 || d > 7*24*time.Hour {
-			return c, fmt.Errorf("%s=%q: want a Go duration from 0 (every run) to 168h, such as 1h", EnvChangeFeedEvery, v)
-		}
-		c.ChangeFeedEvery = d
-	}
 	if c.BigQuery.ConnectTimeout, err = ConnectTimeoutFromEnv(); err != nil {
 		return c, err
 	}
-	for _, d := range []struct {
-		env string
-		to  *time.Duration
-	}{{EnvSnapshotSettle, &c.SnapshotSettle}, {EnvMaintainEvery, &c.MaintainEvery}} {
-		if v := os.Getenv(d.env); v != "" {
-			if *d.to, err = time.ParseDuration(v); err != nil {
-				return c, fmt.Errorf("%s=%q: want a Go duration (negative: off)", d.env, v)
-			}
-		}
-	}
-	if v := os.Getenv(EnvCompactBudget); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 {
-			return c, fmt.Errorf("%s=%q: want a non-negative Go duration such as 8m", EnvCompactBudget, v)
-		}
-		c.CompactBudget = d
+	if err := c.readDurations(); err != nil {
+		return c, err
 	}
 	switch c.MetricsExporter {
 	case "", "none", "memory", "log", "gcp":
 	default:
 		return c, fmt.Errorf("%s=%q: want none, memory, log or gcp", EnvMetricsExporter, c.MetricsExporter)
-	}
-	if v := os.Getenv(EnvMetricsInterval); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 10*time.Second {
-			return c, fmt.Errorf("%s=%q: want a Go duration of 10s or more (Cloud Monitoring takes a point per series at most every 5 s)", EnvMetricsInterval, v)
-		}
-		c.MetricsInterval = d
 	}
 	if c.CompactConcurrency, err = boundedInt(EnvCompactConcurrency, 8, 1, MaxCompactConcurrency, "flows folded at once"); err != nil {
 		return c, err
@@ -255,15 +227,15 @@ func FromEnv() (Config, error) {
 	if c.ReplayKey, err = ReplayKeyFromEnv(); err != nil {
 		return c, err
 	}
-	if v := os.Getenv(EnvLogValues); v != "" {
-		if c.LogValues, err = strconv.ParseBool(v); err != nil {
-			return c, fmt.Errorf("%s=%q: want true or false", EnvLogValues, v)
-		}
-	}
 	c.AppendLedger = true
-	if v := os.Getenv(EnvAppendLedger); v != "" {
-		if c.AppendLedger, err = strconv.ParseBool(v); err != nil {
-			return c, fmt.Errorf("%s=%q: want true or false", EnvAppendLedger, v)
+	for _, b := range []struct {
+		env string
+		to  *bool
+	}{{EnvLogValues, &c.LogValues}, {EnvAppendLedger, &c.AppendLedger}} {
+		if v := os.Getenv(b.env); v != "" {
+			if *b.to, err = strconv.ParseBool(v); err != nil {
+				return c, fmt.Errorf("%s=%q: want true or false", b.env, v)
+			}
 		}
 	}
 	for _, t := range strings.Split(os.Getenv(EnvSchemaEvolutionOff), ",") {
@@ -312,6 +284,35 @@ func entropyBits(key string) float64 {
 
 // readVisibilityLag reads BQCDC_VISIBILITY_LAG and checks it against the
 // ingest timeout (BQCDC_INGEST_TIMEOUT, or MinVisibilityLag when unset).
+// readDurations reads the settings that are durations, each within its
+// bounds (unset: the default Config holds).
+func (c *Config) readDurations() error {
+	for _, d := range []struct {
+		env  string
+		to   *time.Duration
+		ok   func(time.Duration) bool
+		want string
+	}{
+		{EnvChangeFeedEvery, &c.ChangeFeedEvery, func(d time.Duration) bool { return d >= 0 && d <= 7*24*time.Hour }, "a Go duration from 0 (every run) to 168h, such as 1h"},
+		{EnvSnapshotSettle, &c.SnapshotSettle, func(time.Duration) bool { return true }, "a Go duration (negative: off)"},
+		{EnvMaintainEvery, &c.MaintainEvery, func(time.Duration) bool { return true }, "a Go duration (negative: never)"},
+		{EnvCompactBudget, &c.CompactBudget, func(d time.Duration) bool { return d >= 0 }, "a non-negative Go duration such as 8m"},
+		{EnvMetricsInterval, &c.MetricsInterval, func(d time.Duration) bool { return d >= 10*time.Second },
+			"a Go duration of 10s or more (Cloud Monitoring takes a point per series at most every 5 s)"},
+	} {
+		v := os.Getenv(d.env)
+		if v == "" {
+			continue
+		}
+		x, err := time.ParseDuration(v)
+		if err != nil || !d.ok(x) {
+			return fmt.Errorf("%s=%q: want %s", d.env, v, d.want)
+		}
+		*d.to = x
+	}
+	return nil
+}
+
 func (c *Config) readVisibilityLag() error {
 	floor, floorName := MinVisibilityLag, "the shortest ingest timeout Terraform allows"
 	if v := os.Getenv(EnvIngestTimeout); v != "" {
