@@ -110,34 +110,43 @@ func runCompact(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	failed := 0
-	enc := json.NewEncoder(os.Stdout)
-	for _, r := range reports {
-		if *asJSON {
-			if err := enc.Encode(r); err != nil {
-				return err
-			}
-		} else {
-			fmt.Println(r.Line())
-			for _, st := range r.Plan {
-				line := fmt.Sprintf("    would run %-14s %s", st.Step, formatBytes(st.Bytes))
-				if st.Ran {
-					line = fmt.Sprintf("    ran       %-14s %s billed", st.Step, formatBytes(st.Bytes))
-				}
-				if st.Error != "" {
-					line += " (" + st.Error + ")"
-				}
-				fmt.Println(line)
-			}
-		}
-		if r.Outcome == compact.Failed {
-			failed++
-		}
+	failed, err := printReports(reports, *asJSON)
+	if err != nil {
+		return err
 	}
 	if failed > 0 {
 		return t.notAll(fmt.Errorf("%d flow(s) failed", failed))
 	}
 	return t.notAll(nil)
+}
+
+// printReports prints each flow's report (a line, and a dry run's plan
+// under it; or one JSON object) and counts the failed ones.
+func printReports(reports []compact.Report, asJSON bool) (failed int, err error) {
+	enc := json.NewEncoder(os.Stdout)
+	for _, r := range reports {
+		if r.Outcome == compact.Failed {
+			failed++
+		}
+		if asJSON {
+			if err := enc.Encode(r); err != nil {
+				return failed, err
+			}
+			continue
+		}
+		fmt.Println(r.Line())
+		for _, st := range r.Plan {
+			line := fmt.Sprintf("    would run %-14s %s", st.Step, formatBytes(st.Bytes))
+			if st.Ran {
+				line = fmt.Sprintf("    ran       %-14s %s billed", st.Step, formatBytes(st.Bytes))
+			}
+			if st.Error != "" {
+				line += " (" + st.Error + ")"
+			}
+			fmt.Println(line)
+		}
+	}
+	return failed, nil
 }
 
 func formatBytes(n int64) string {
