@@ -105,11 +105,21 @@ func newGoldState(g *flow.BoundGold, loc catalog.Location) (goldStateData, error
 		d.Cluster, d.ClusterExpr = catalog.ColGoldHash, "FARM_FINGERPRINT("+group+")"
 	}
 
-	// The columns: kind, keys, partial sums, value columns, value count.
-	type col struct{ name, partial, value string } // partial: its delta in an A row; value: in a V row
-	var partials, values []col
-	partials = append(partials, col{name: "__group_rows", partial: "SUM(__sign)"})
-	var valueAgg []int // the aggregate index of each value column
+	partials, values, valueAgg := d.aggregates(g)
+	d.columns(g, partials, values)
+	d.delta(partials, values, valueAgg)
+	return d, nil
+}
+
+// stateCol is a column of a materialized view's state: partial, its delta
+// in an A row; value, in a V row.
+type stateCol struct{ name, partial, value string }
+
+// aggregates fills the view's SELECT items over the state and returns the
+// state's columns they need: the partial sums (the group's rows first),
+// the value columns, and the aggregate index of each value column.
+func (d *goldStateData) aggregates(g *flow.BoundGold) (partials, values []stateCol, valueAgg []int) {
+	partials = append(partials, stateCol{name: "__group_rows", partial: "SUM(__sign)"})
 	d.Items = d.Items[:0]
 	for ai, it := range g.Items {
 		switch {
@@ -133,14 +143,14 @@ func newGoldState(g *flow.BoundGold, loc catalog.Location) (goldStateData, error
 		case it.Aggregate == "COUNT(*)":
 			out = "SUM(__group_rows)"
 		case it.Func == "COUNTIF":
-			partials = append(partials, col{name: c, partial: fmt.Sprintf("SUM(IF(%s, __sign, 0))", it.Arg)})
+			partials = append(partials, stateCol{name: c, partial: fmt.Sprintf("SUM(IF(%s, __sign, 0))", it.Arg)})
 			out = "SUM(" + c + ")"
 		case it.Func == "COUNT" && !it.Distinct:
-			partials = append(partials, col{name: n, partial: fmt.Sprintf("SUM(IF(%s IS NULL, 0, __sign))", it.Arg)})
+			partials = append(partials, stateCol{name: n, partial: fmt.Sprintf("SUM(IF(%s IS NULL, 0, __sign))", it.Arg)})
 			out = "SUM(" + n + ")"
 		case !it.ByValue(): // SUM, AVG of integers and NUMERIC
-			partials = append(partials, col{name: n, partial: fmt.Sprintf("SUM(IF(%s IS NULL, 0, __sign))", it.Arg)},
-				col{name: sum, partial: fmt.Sprintf("SUM(__sign * %s)", it.Arg)})
+			partials = append(partials, stateCol{name: n, partial: fmt.Sprintf("SUM(IF(%s IS NULL, 0, __sign))", it.Arg)},
+				stateCol{name: sum, partial: fmt.Sprintf("SUM(__sign * %s)", it.Arg)})
 			// SUM of no values is NULL; AVG divides as BigQuery's AVG
 			// types its result (INT64 / INT64 is FLOAT64, NUMERIC stays).
 			out = fmt.Sprintf("IF(SUM(%s) = 0, NULL, SUM(%s))", n, sum)
@@ -148,7 +158,7 @@ func newGoldState(g *flow.BoundGold, loc catalog.Location) (goldStateData, error
 				out = fmt.Sprintf("IF(SUM(%s) = 0, NULL, SUM(%s) / SUM(%s))", n, sum, n)
 			}
 		default:
-			values = append(values, col{name: v, value: it.Arg})
+			values = append(values, stateCol{name: v, value: it.Arg})
 			valueAgg = append(valueAgg, ai)
 			switch it.Func {
 			case "MIN", "ANY_VALUE": // any value is one: the least
@@ -170,6 +180,14 @@ func newGoldState(g *flow.BoundGold, loc catalog.Location) (goldStateData, error
 		}
 		d.Items = append(d.Items, out+" AS "+q(it.Name))
 	}
+	return partials, values, valueAgg
+}
+
+// columns fills the state's columns (kind, keys, the group, partial sums,
+// value columns, value count) and how the live, marker and held rows list
+// them.
+func (d *goldStateData) columns(g *flow.BoundGold, partials, values []stateCol) {
+	group := catalog.ColGoldGroup
 	op := catalog.ColStateOp
 	d.Columns = append([]string{op}, d.Keys...)
 	d.Columns = append(d.Columns, group)
@@ -209,8 +227,13 @@ func newGoldState(g *flow.BoundGold, loc catalog.Location) (goldStateData, error
 	}
 	d.StateColumns = append(d.StateColumns, catalog.ColStateWatermark, catalog.ColGoldVersion)
 
-	// The delta: one SELECT of partial sums, one per value aggregate, of
-	// the keyed rows (fresh: those after their group's newest version).
+}
+
+// delta fills the statements of a refresh's delta (one SELECT of partial
+// sums, one per value aggregate, of the keyed rows: fresh, those after
+// their group's newest version) and of their merge.
+func (d *goldStateData) delta(partials, values []stateCol, valueAgg []int) {
+	group, op := catalog.ColGoldGroup, catalog.ColStateOp
 	from := "fresh"
 	ordinals := func(n int) string {
 		var o []string
@@ -265,7 +288,6 @@ func newGoldState(g *flow.BoundGold, loc catalog.Location) (goldStateData, error
 	for _, v := range values {
 		d.MergeBy = append(d.MergeBy, v.name)
 	}
-	return d, nil
 }
 
 // GoldRange is what a refresh of a materialized view's state covers.
