@@ -40,85 +40,118 @@ func Bind(f *Flow, changelog schema.Columns) (*Bound, error) {
 	if err := CheckNames(f); err != nil {
 		return nil, ErrorList{err}
 	}
-	b := &Bound{Flow: f, Changelog: changelog}
-	var errs ErrorList
-	add := func(err *Error) {
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	source := sourceRef{b.Flow}
 	if f.Snapshot != nil && len(changelog) == 0 {
 		// The only error: every column named would be "unknown" too.
 		err := errorf(f.Snapshot.Pos, "snapshot table %s not found in the deployment's project: bqcdc apply, compact and render (with --project) read its columns from BigQuery; load the table first", f.Snapshot)
 		err.Flow = f.Name
 		return nil, ErrorList{err}
 	}
-	for _, c := range changelog {
+	bd := &binding{b: &Bound{Flow: f, Changelog: changelog}, source: sourceRef{f}}
+	bd.sourceColumns()
+	bd.ordering()
+	bd.outputs()
+	bd.conditions()
+	if len(bd.errs) > 0 {
+		for _, e := range bd.errs {
+			e.Flow = f.Name
+		}
+		return nil, bd.errs
+	}
+	return bd.b, nil
+}
+
+// binding is one flow's Bind in progress: the bound flow as far as it
+// got, and every error so far (Bind reports them all).
+type binding struct {
+	b      *Bound
+	source sourceRef
+	errs   ErrorList
+}
+
+func (bd *binding) add(err *Error) {
+	if err != nil {
+		bd.errs = append(bd.errs, err)
+	}
+}
+
+// sourceColumns refuses source columns whose names bqcdc reserves.
+func (bd *binding) sourceColumns() {
+	b, f := bd.b, bd.b.Flow
+	for _, c := range b.Changelog {
 		if strings.HasPrefix(c.Name, "__") && !strings.EqualFold(c.Name, catalog.StartAt) && !strings.EqualFold(c.Name, catalog.EndAt) {
-			add(errorf(b.sourcePos(), "%s has column %s: names starting with __ are reserved for bqcdc's internal columns; rename the source column", source, c.Name))
+			bd.add(errorf(b.sourcePos(), "%s has column %s: names starting with __ are reserved for bqcdc's internal columns; rename the source column", bd.source, c.Name))
 		}
 		if f.Snapshot != nil && strings.EqualFold(c.Name, snapshotTieBreaker) {
-			add(errorf(b.sourcePos(), "%s has column %s, the name bqcdc gives the tie-breaker of a snapshot's rows: rename the column", source, c.Name))
+			bd.add(errorf(b.sourcePos(), "%s has column %s, the name bqcdc gives the tie-breaker of a snapshot's rows: rename the column", bd.source, c.Name))
 		}
 	}
+}
 
-	// lookupAll binds the columns of a clause; check says what is wrong
-	// with a column found (nil: nothing).
-	lookupAll := func(ids []Ident, clause string, check func(Ident, schema.Column) *Error) schema.Columns {
-		var cols schema.Columns
-		for _, id := range ids {
-			c, err := lookup(id, clause, changelog, source)
-			if err != nil {
-				add(err)
-				continue
-			}
-			add(check(id, c))
-			cols = append(cols, c)
+// columns binds the columns of a clause; check says what is wrong with a
+// column found (nil: nothing).
+func (bd *binding) columns(ids []Ident, clause string, check func(Ident, schema.Column) *Error) schema.Columns {
+	var cols schema.Columns
+	for _, id := range ids {
+		c, err := lookup(id, clause, bd.b.Changelog, bd.source)
+		if err != nil {
+			bd.add(err)
+			continue
 		}
-		return cols
+		bd.add(check(id, c))
+		cols = append(cols, c)
 	}
-	b.Keys = lookupAll(f.Keys, "KEYS", func(k Ident, c schema.Column) *Error {
+	return cols
+}
+
+// ordering binds the keys and what orders the events: SEQUENCE BY, a
+// snapshot's VERSION BY, a bitemporal flow's SYSTEM SEQUENCE BY.
+func (bd *binding) ordering() {
+	b, f := bd.b, bd.b.Flow
+	b.Keys = bd.columns(f.Keys, "KEYS", func(k Ident, c schema.Column) *Error {
 		if c.Groupable() {
 			return nil
 		}
 		return errorf(k.Pos, "key column %s is %s, which cannot identify a row: pick columns of an exact scalar type (INT64, STRING, DATE, NUMERIC, ...)", k.Name, c.SQLType())
 	})
-	b.Sequence = lookupAll(f.Sequence, "SEQUENCE BY", func(s Ident, c schema.Column) *Error {
+	b.Sequence = bd.columns(f.Sequence, "SEQUENCE BY", func(s Ident, c schema.Column) *Error {
 		if c.Orderable() {
 			return nil
 		}
 		return errorf(s.Pos, "sequence column %s is %s, which BigQuery cannot order: use a scalar column, or SEQUENCE BY STRUCT(a, b) to order by several", s.Name, c.SQLType())
 	})
-
 	if f.Version != nil {
-		c, err := lookup(*f.Version, "VERSION BY", changelog, source)
-		add(err)
+		c, err := lookup(*f.Version, "VERSION BY", b.Changelog, bd.source)
+		bd.add(err)
 		if err == nil {
 			if !VersionType(c) {
-				add(errorf(f.Version.Pos, "version column %s is %s: a snapshot version is INT64, STRING, DATE, DATETIME or TIMESTAMP", c.Name, c.SQLType()))
+				bd.add(errorf(f.Version.Pos, "version column %s is %s: a snapshot version is INT64, STRING, DATE, DATETIME or TIMESTAMP", c.Name, c.SQLType()))
 			}
 			// The version orders the snapshots as a sequence orders events.
 			b.Sequence = schema.Columns{c}
 		}
 	}
-
 	if f.SystemSequence != nil {
-		c, err := lookup(*f.SystemSequence, "SYSTEM SEQUENCE BY", changelog, source)
-		add(err)
+		c, err := lookup(*f.SystemSequence, "SYSTEM SEQUENCE BY", b.Changelog, bd.source)
+		bd.add(err)
 		if err == nil {
 			if !c.Orderable() || c.Repeated || c.Type == schema.Record {
-				add(errorf(f.SystemSequence.Pos, "system sequence column %s is %s, which BigQuery cannot order: use a scalar column (a TIMESTAMP such as _cdc_ingested_at, or a number)", c.Name, c.SQLType()))
+				bd.add(errorf(f.SystemSequence.Pos, "system sequence column %s is %s, which BigQuery cannot order: use a scalar column (a TIMESTAMP such as _cdc_ingested_at, or a number)", c.Name, c.SQLType()))
 			}
 			b.SystemSequence = &c
 		}
 	}
+}
 
-	b.Output, errs = b.output(errs)
+// outputs binds what the target shows (COLUMNS), refuses columns that
+// clash with the ones bqcdc adds, and binds TRACK HISTORY ON and IGNORE
+// NULL UPDATES ON.
+func (bd *binding) outputs() {
+	b, f := bd.b, bd.b.Flow
+	b.Output, bd.errs = b.output(bd.errs)
 	if f.SCDType == 2 {
 		for _, name := range []string{catalog.StartAt, catalog.EndAt} {
 			if _, clash := b.Output.Lookup(name); clash {
-				add(errorf(f.Pos, "the changelog column %s clashes with the SCD type 2 interval column of the same name: exclude it with COLUMNS * EXCEPT (%s)", name, name))
+				bd.add(errorf(f.Pos, "the changelog column %s clashes with the SCD type 2 interval column of the same name: exclude it with COLUMNS * EXCEPT (%s)", name, name))
 			}
 		}
 	}
@@ -126,7 +159,7 @@ func Bind(f *Flow, changelog schema.Columns) (*Bound, error) {
 	// target's (snapshot flows have no change feed).
 	for _, name := range changeFeedColumns(f) {
 		if _, clash := b.Output.Lookup(name); clash {
-			add(errorf(f.Pos, "the changelog column %s clashes with the change feed's column of the same name: exclude it with COLUMNS * EXCEPT (%s)", name, name))
+			bd.add(errorf(f.Pos, "the changelog column %s clashes with the change feed's column of the same name: exclude it with COLUMNS * EXCEPT (%s)", name, name))
 		}
 	}
 	if f.TrackHistory != nil {
@@ -136,38 +169,36 @@ func Bind(f *Flow, changelog schema.Columns) (*Bound, error) {
 		// in place, as in Databricks, where * EXCEPT may exclude every column.
 		var err *Error
 		b.Tracked, err = b.subset(f.TrackHistory, "TRACK HISTORY ON", false)
-		add(err)
+		bd.add(err)
 	} else if f.SCDType == 2 {
 		b.Tracked = b.defaultSubset(nil, false)
 	}
 	if f.IgnoreNull != nil {
 		var err *Error
 		b.IgnoreNull, err = b.subset(f.IgnoreNull, "IGNORE NULL UPDATES ON", true)
-		add(err)
+		bd.add(err)
 	}
+}
 
+// conditions renders WHERE, APPLY AS DELETE WHEN and APPLY AS TRUNCATE
+// WHEN against the changelog's columns, each typed BOOL (types.go).
+func (bd *binding) conditions() {
+	b, f := bd.b, bd.b.Flow
 	refs := map[string]bool{}
 	cond := func(e *Expr, clause string) string {
 		if e == nil {
 			return ""
 		}
-		s, err := renderExpr(e, clause, changelog, source, refs)
-		add(err)
+		s, err := renderExpr(e, clause, b.Changelog, bd.source, refs)
+		bd.add(err)
 		if err == nil {
-			add(checkBool(e, clause, changelog))
+			bd.add(checkBool(e, clause, b.Changelog))
 		}
 		return s
 	}
 	b.Where = cond(f.Where, "WHERE")
 	b.Delete = cond(f.DeleteWhen, "APPLY AS DELETE WHEN")
 	b.Truncate = cond(f.TruncateWhen, "APPLY AS TRUNCATE WHEN")
-	if len(errs) > 0 {
-		for _, e := range errs {
-			e.Flow = f.Name
-		}
-		return nil, errs
-	}
-	return b, nil
 }
 
 // BindAll binds each flow to the changelog columns of its source
