@@ -121,22 +121,50 @@ func BindGold(g *Gold, flows []*Bound, defaultDataset string) (*BoundGold, error
 	}
 	refs := map[string]bool{}
 	src := sourceRef{f: bg.Source.Flow}
-	if g.Where != nil {
-		if err := checkRowExpr(g.Where, "WHERE"); err != nil {
-			return fail(err)
-		}
-		w, err := renderExpr(g.Where, "WHERE", bg.Input, src, refs)
-		if err == nil {
-			err = checkBool(g.Where, "WHERE", bg.Input)
-		}
-		if err != nil {
-			return fail(err)
-		}
-		bg.Where = w
+	if err := bg.bindWhere(src, refs); err != nil {
+		return fail(err)
 	}
-	// GROUP BY: expressions of one row, a window, an alias or an ordinal.
-	groupOf := map[string]int{} // rendered SQL -> index in Groups
-	itemGroup := map[int]int{}  // SELECT item (by ordinal or alias) -> group
+	groupOf, itemGroup, err := bg.bindGroups(src, refs)
+	if err != nil {
+		return fail(err)
+	}
+	if err := bg.bindItems(groupOf, itemGroup, src, refs); err != nil {
+		return fail(err)
+	}
+	if err := bg.bindHaving(); err != nil {
+		return fail(err)
+	}
+	if g.Watermark != nil {
+		if bg.Watermark, err = bg.bindWatermark(g.Watermark); err != nil {
+			return fail(err)
+		}
+	}
+	return bg, nil
+}
+
+// bindWhere binds WHERE: an expression of one source row, BOOL.
+func (bg *BoundGold) bindWhere(src sourceRef, refs map[string]bool) *Error {
+	g := bg.Gold
+	if g.Where == nil {
+		return nil
+	}
+	if err := checkRowExpr(g.Where, "WHERE"); err != nil {
+		return err
+	}
+	w, err := renderExpr(g.Where, "WHERE", bg.Input, src, refs)
+	if err == nil {
+		err = checkBool(g.Where, "WHERE", bg.Input)
+	}
+	bg.Where = w
+	return err
+}
+
+// bindGroups binds GROUP BY: expressions of one row, a window, an alias
+// or an ordinal. It returns each group's index by its rendered SQL, and
+// the group of each SELECT item GROUP BY names (by ordinal or alias).
+func (bg *BoundGold) bindGroups(src sourceRef, refs map[string]bool) (groupOf map[string]int, itemGroup map[int]int, _ *Error) {
+	g := bg.Gold
+	groupOf, itemGroup = map[string]int{}, map[int]int{}
 	// groupWindow takes expr (at pos in GROUP BY) as the view's window if
 	// it is one.
 	groupWindow := func(expr *Expr, pos Pos) (bool, *Error) {
@@ -152,32 +180,34 @@ func BindGold(g *Gold, flows []*Bound, defaultDataset string) (*BoundGold, error
 	}
 	for _, e := range g.GroupBy {
 		refItem := -1
-		if ok, err := groupWindow(e, e.Pos); err != nil {
-			return fail(err)
-		} else if ok {
+		if ok, err := groupWindow(e, e.Pos); err != nil || ok {
+			if err != nil {
+				return nil, nil, err
+			}
 			continue
 		}
 		if i, ok := g.itemRef(e, bg.Input); ok {
 			if i < 0 {
-				return fail(errorf(e.Pos, "GROUP BY %s: there is no such SELECT item", e.toks[0].Text))
+				return nil, nil, errorf(e.Pos, "GROUP BY %s: there is no such SELECT item", e.toks[0].Text)
 			}
-			if ok, err := groupWindow(g.Items[i].Expr, e.Pos); err != nil {
-				return fail(err)
-			} else if ok {
+			if ok, err := groupWindow(g.Items[i].Expr, e.Pos); err != nil || ok {
+				if err != nil {
+					return nil, nil, err
+				}
 				continue
 			}
 			e = g.Items[i].Expr
 			refItem = i
 		}
 		if err := checkRowExpr(e, "GROUP BY"); err != nil {
-			return fail(err)
+			return nil, nil, err
 		}
 		sql, err := renderExpr(e, "GROUP BY", bg.Input, src, refs)
 		if err != nil {
-			return fail(err)
+			return nil, nil, err
 		}
 		if err := groupable(e, bg.Input); err != nil {
-			return fail(err)
+			return nil, nil, err
 		}
 		if _, dup := groupOf[sql]; !dup {
 			groupOf[sql] = len(bg.Groups)
@@ -194,49 +224,54 @@ func BindGold(g *Gold, flows []*Bound, defaultDataset string) (*BoundGold, error
 			itemGroup[refItem] = groupOf[sql]
 		}
 	}
+	return groupOf, itemGroup, nil
+}
+
+// bindItems binds the SELECT list: each item a group or one aggregate,
+// each name once, the window shown.
+func (bg *BoundGold) bindItems(groupOf map[string]int, itemGroup map[int]int, src sourceRef, refs map[string]bool) *Error {
+	g := bg.Gold
 	names := map[string]Pos{}
 	for i, it := range g.Items {
 		out, err := bg.item(i, it, groupOf, itemGroup, src, refs)
 		if err != nil {
-			return fail(err)
+			return err
 		}
 		key := strings.ToLower(out.Name)
 		if prev, dup := names[key]; dup {
-			return fail(errorf(it.Expr.Pos, "a second column named %s (the first at %s): give each SELECT item its own alias", out.Name, prev))
+			return errorf(it.Expr.Pos, "a second column named %s (the first at %s): give each SELECT item its own alias", out.Name, prev)
 		}
 		names[key] = it.Expr.Pos
 		bg.Items = append(bg.Items, out)
 	}
 	if bg.Window != nil && !bg.showsWindow() {
-		return fail(errorf(g.Pos, "GROUP BY has a window that no SELECT item shows: add window(...) AS %s to the SELECT list", bg.Window.Name))
+		return errorf(g.Pos, "GROUP BY has a window that no SELECT item shows: add window(...) AS %s to the SELECT list", bg.Window.Name)
 	}
-	if g.Having != nil {
-		cols := make(schema.Columns, len(bg.Items))
-		for i, it := range bg.Items {
-			cols[i] = schema.Column{Name: it.Name, Type: bg.outputType(it)}
-		}
-		for _, t := range g.Having.toks {
-			if t.Kind == tokIdent && (goldAggregates[strings.ToUpper(t.Text)] || otherAggregates[strings.ToUpper(t.Text)]) {
-				return fail(errorf(t.Pos, "HAVING filters the view's columns: name the aggregate in the SELECT list (%s(...) AS name) and use its name here", strings.ToUpper(t.Text)))
-			}
-		}
-		h, err := renderExpr(g.Having, "HAVING", cols, sourceRef{f: &Flow{Name: g.Name.Table, Source: Ident{Name: "the view's columns"}}}, map[string]bool{})
-		if err == nil {
-			err = checkBool(g.Having, "HAVING", cols)
-		}
-		if err != nil {
-			return fail(err)
-		}
-		bg.Having = h
+	return nil
+}
+
+// bindHaving binds HAVING over the view's columns (typed as far as
+// outputType knows them), BOOL.
+func (bg *BoundGold) bindHaving() *Error {
+	g := bg.Gold
+	if g.Having == nil {
+		return nil
 	}
-	if w := g.Watermark; w != nil {
-		wm, err := bg.bindWatermark(w)
-		if err != nil {
-			return fail(err)
-		}
-		bg.Watermark = wm
+	cols := make(schema.Columns, len(bg.Items))
+	for i, it := range bg.Items {
+		cols[i] = schema.Column{Name: it.Name, Type: bg.outputType(it)}
 	}
-	return bg, nil
+	for _, t := range g.Having.toks {
+		if t.Kind == tokIdent && (goldAggregates[strings.ToUpper(t.Text)] || otherAggregates[strings.ToUpper(t.Text)]) {
+			return errorf(t.Pos, "HAVING filters the view's columns: name the aggregate in the SELECT list (%s(...) AS name) and use its name here", strings.ToUpper(t.Text))
+		}
+	}
+	h, err := renderExpr(g.Having, "HAVING", cols, sourceRef{f: &Flow{Name: g.Name.Table, Source: Ident{Name: "the view's columns"}}}, map[string]bool{})
+	if err == nil {
+		err = checkBool(g.Having, "HAVING", cols)
+	}
+	bg.Having = h
+	return err
 }
 
 // maxWatermarkDelay: Databricks allows a delay shorter than a month.
