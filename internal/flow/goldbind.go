@@ -449,20 +449,8 @@ func aggregateCall(e *Expr) (string, []token, bool) {
 	if !goldAggregates[fn] && !otherAggregates[fn] {
 		return "", nil, false
 	}
-	depth := 0
-	for i := 1; i < len(t); i++ {
-		if t[i].Kind != tokPunct {
-			continue
-		}
-		switch t[i].Text {
-		case "(":
-			depth++
-		case ")":
-			depth--
-			if depth == 0 && i != len(t)-1 {
-				return "", nil, false // f(x) + 1: more than the call
-			}
-		}
+	if closes(t, 1) != len(t)-1 {
+		return "", nil, false // f(x) + 1: more than the call
 	}
 	return fn, t[2 : len(t)-1], true
 }
