@@ -104,3 +104,50 @@ func TestKeepDeployedOwner(t *testing.T) {
 		t.Errorf("a fresh deployment kept %v (%v)", keptFlows, err)
 	}
 }
+
+// The materialized views of a first apply too are made after what they
+// read (their state's CREATE TABLE ... AS reads the source flow's change
+// table; the refreshed view, the change feed and the status view read the
+// state), on an empty dataset, against the fake that refuses a missing
+// reference as BigQuery does; a second apply changes nothing.
+func TestFirstApplyOfMaterializedViewsInOrder(t *testing.T) {
+	ctx := context.Background()
+	flows, schemas := scaleDeployment(t, 2)
+	srv := fakebq.Start(t, fakebq.Options{})
+	bq, lister := srv.ClientsVia(t, http.DefaultTransport)
+	target := Target{Project: fakebq.DefaultProject, Dataset: "cdc"}
+	loc := catalog.Location{Project: target.Project, DefaultDataset: target.Dataset}
+	_, golds, err := flow.ParseAll("gold.sql", `
+CREATE MATERIALIZED VIEW per_status AS SELECT status, COUNT(*) AS n, SUM(amount) AS total FROM t000_current GROUP BY status;
+CREATE MATERIALIZED VIEW gold.per_day AS SELECT window(created_at, '1 day') AS day, COUNT(*) AS n FROM t001_current GROUP BY window(created_at, '1 day');`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		var rep Report
+		opts := Options{Lister: lister, StatusWithGolds: true}
+		bound, err := AllWith(ctx, bq, target, flows, schemas, opts, &rep)
+		if err != nil {
+			t.Fatalf("apply %d: %v", i+1, err)
+		}
+		bg, refused := flow.BindGolds(golds, bound, "cdc")
+		if refused != nil || len(bg) != 2 {
+			t.Fatalf("binding the views: %v", refused)
+		}
+		if err := Golds(ctx, bq, loc, bound, bg, opts, &rep); err != nil {
+			t.Fatalf("apply %d, materialized views: %v", i+1, err)
+		}
+		if i == 1 {
+			for _, line := range rep {
+				if !strings.HasSuffix(line, ": unchanged") && !strings.HasSuffix(line, ": exists") {
+					t.Errorf("apply 2 changed something: %q", line)
+				}
+			}
+		}
+	}
+	for _, name := range []string{"per_status", "per_status__state", "per_status_refreshed", catalog.StatusView} {
+		if _, err := bq.Dataset("cdc").Table(name).Metadata(ctx); err != nil {
+			t.Errorf("%s after apply: %v", name, err)
+		}
+	}
+}
