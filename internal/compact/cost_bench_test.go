@@ -10,6 +10,7 @@ import (
 
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/cost"
+	"github.com/bqcdc/bqcdc/internal/dev/benchsize"
 	"github.com/bqcdc/bqcdc/internal/dev/rendercases"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/schema"
@@ -49,6 +50,23 @@ func BenchmarkCompactionCost(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/keys%dk/touched%d", kind, sz.keys/1000, sz.touched), func(b *testing.B) {
 				benchRun(b, flows[kind], sz.keys, sz.touched)
 			})
+		}
+	}
+	// The block axis (issue 40): the figures above assume 1 MiB blocks,
+	// each perfectly sorted by the first key; BigQuery documents neither.
+	// The same run at 1, 16, 64 and 256 MiB blocks, 1M and 10M keys, 1 to
+	// 10,000 touched keys, shows what the state read depends on: past
+	// touched keys x block size the whole state, and past render.KeyRanges
+	// touched keys the key filter's ranges cover the whole key range.
+	for _, kind := range []string{"scd1", "scd2", "bitemporal"} {
+		for _, keys := range benchsize.Pick([]int{1_000_000, 10_000_000}, []int{1_000_000}, "") {
+			for _, touched := range benchsize.Pick([]int{1, 100, 300, 1_000, 10_000}, []int{100, 300}, "") {
+				for _, mib := range benchsize.Pick([]int64{1, 16, 64, 256}, []int64{1, 256}, "") {
+					b.Run(fmt.Sprintf("%s/keys%dk/touched%d/block%dMiB", kind, keys/1000, touched, mib), func(b *testing.B) {
+						benchRunBlocks(b, flows[kind], keys, touched, mib<<20)
+					})
+				}
+			}
 		}
 	}
 	// SCD 1 and SCD 2 flows with their change feed off (TBLPROPERTIES
@@ -159,6 +177,11 @@ func costFlows(b *testing.B) map[string]*flow.Bound {
 type costRun struct {
 	params  render.Run
 	touched []int64 // sorted
+	// blockBytes is the size of the tables' blocks (0:
+	// cost.DefaultBlockBytes), each perfectly sorted by its clustering
+	// column: BigQuery documents neither, so the block axis shows how the
+	// figures depend on them (issue 40).
+	blockBytes int64
 }
 
 func newCostRun(keys, touched int) costRun {
@@ -215,8 +238,8 @@ func costModel(b *testing.B, bd *flow.Bound, keys int, r costRun) (m *cost.Model
 	}
 	from := costNow.AddDate(0, 0, -costHistoryDays)
 	changelog = cost.NewTable(cost.Name(costLoc.ChangelogTable(bd.Flow)), cost.Columns(bd.Changelog, costShapes, costShape), catalog.ColIngestedAt, catalog.ColIngestedAt)
-	must(changelog.AddTimeRange(from, r.params.Watermark, int64(keys*costEventsPerKey), 0))
-	must(changelog.AddTimeRange(r.params.Watermark.Add(time.Microsecond), r.params.NewWatermark, int64(len(r.touched)), 0))
+	must(changelog.AddTimeRange(from, r.params.Watermark, int64(keys*costEventsPerKey), r.blockBytes))
+	must(changelog.AddTimeRange(r.params.Watermark.Add(time.Microsecond), r.params.NewWatermark, int64(len(r.touched)), r.blockBytes))
 
 	// Partitioned by day of the generation; maintenance wrote it the day
 	// before.
@@ -226,14 +249,14 @@ func costModel(b *testing.B, bd *flow.Bound, keys int, r costRun) (m *cost.Model
 		rows *= costEventsPerKey
 	}
 	folded := cost.DayOf(costNow.AddDate(0, 0, -1))
-	must(state.AddSpan(folded, cost.Null, cost.Null, 1, 0)) // the marker
-	must(state.AddSpan(folded, cost.Int(0), cost.Int(int64(keys-1)), rows, 0))
+	must(state.AddSpan(folded, cost.Null, cost.Null, 1, r.blockBytes)) // the marker
+	must(state.AddSpan(folded, cost.Int(0), cost.Int(int64(keys-1)), rows, r.blockBytes))
 	m = cost.NewModel(changelog, state)
 
 	if bd.ChangeFeed() {
 		changes = cost.NewTable(cost.Name(costLoc.ChangesTable(bd.Flow)), cost.Columns(catalog.ChangesColumns(bd), costShapes, costShape), catalog.ColCommitPosition, catalog.ColCommitPosition)
-		must(changes.AddTimeRange(from, r.params.Watermark, int64(keys*costEventsPerKey)*changeRowsPerEvent(bd), 0))
-		must(changes.AddSpan(cost.Partition{Null: true}, cost.Null, cost.Null, int64(24*time.Hour/costSchedule), 0))
+		must(changes.AddTimeRange(from, r.params.Watermark, int64(keys*costEventsPerKey)*changeRowsPerEvent(bd), r.blockBytes))
+		must(changes.AddSpan(cost.Partition{Null: true}, cost.Null, cost.Null, int64(24*time.Hour/costSchedule), r.blockBytes))
 		m.Tables[changes.Name] = changes
 	}
 	return m, changelog, state, changes
@@ -250,7 +273,13 @@ func changeRowsPerEvent(bd *flow.Bound) int64 {
 }
 
 func benchRun(b *testing.B, bd *flow.Bound, keys, touched int) {
+	benchRunBlocks(b, bd, keys, touched, 0)
+}
+
+// benchRunBlocks is benchRun with blocks of blockBytes (0: the default).
+func benchRunBlocks(b *testing.B, bd *flow.Bound, keys, touched int, blockBytes int64) {
 	r := newCostRun(keys, touched)
+	r.blockBytes = blockBytes
 	m, changelog, state, _ := costModel(b, bd, keys, r)
 	plan := render.NewCompaction(bd, costLoc)
 	estimate := func(sql string, err error) *cost.Estimate {
