@@ -35,8 +35,29 @@ type reach struct {
 // reachState is what requests learnt of an endpoint.
 type reachState struct {
 	mu      sync.Mutex
+	since   time.Time // the first failure to connect since the last answer; zero: none
 	spentAt time.Time // when a request last failed as unreachable
 	failure *bqerror.Unreachable
+}
+
+// failing records a failure to connect and returns how long requests have
+// been failing so: the budget counts from the first failure of any
+// request, so a request the caller (not this transport) retries is
+// bounded too.
+func (st *reachState) failing() time.Duration {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.since.IsZero() {
+		st.since = time.Now()
+	}
+	return time.Since(st.since)
+}
+
+// reached records an answer: the endpoint is reachable.
+func (st *reachState) reached() {
+	st.mu.Lock()
+	st.since = time.Time{}
+	st.mu.Unlock()
 }
 
 // newReach wraps base (budget 0: DefaultConnectTimeout).
@@ -65,18 +86,21 @@ func (r *reach) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := r.spent(); err != nil {
 		return nil, err
 	}
-	start, pause := time.Now(), 100*time.Millisecond
+	pause := 100 * time.Millisecond
 	for attempt := req; ; {
 		resp, err := r.base.RoundTrip(attempt)
 		reason := unreachableReason(err)
 		if reason == "" {
+			if err == nil {
+				r.state.reached()
+			}
 			return resp, err
 		}
-		waited := time.Since(start)
+		waited := r.state.failing()
 		if waited >= r.budget {
 			u := &bqerror.Unreachable{Host: req.URL.Host, For: waited, Reason: reason}
 			r.state.mu.Lock()
-			r.state.spentAt, r.state.failure = time.Now(), u
+			r.state.spentAt, r.state.failure, r.state.since = time.Now(), u, time.Time{}
 			r.state.mu.Unlock()
 			return nil, u
 		}

@@ -2,9 +2,11 @@ package clients
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,4 +80,26 @@ func TestReachRetriesWithinBudget(t *testing.T) {
 	if resp.StatusCode != http.StatusTeapot {
 		t.Errorf("status %d", resp.StatusCode)
 	}
+}
+
+// A request whose body cannot be sent again is left to its caller to
+// retry, but the budget counts from the first failure of any request, so
+// a caller that retries it for ever still gets Unreachable after it.
+func TestReachBoundsCallerRetries(t *testing.T) {
+	dead := deadEndpoint(t)
+	c := &http.Client{Transport: newReach(http.DefaultTransport, 500*time.Millisecond)}
+	start := time.Now()
+	for time.Since(start) < 5*time.Second {
+		req, err := http.NewRequest(http.MethodPost, dead+"/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Body = io.NopCloser(strings.NewReader("body")) // no GetBody
+		_, err = c.Do(req)
+		if bqerror.IsUnreachable(err) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("a caller retrying a body that cannot be resent never got Unreachable")
 }
