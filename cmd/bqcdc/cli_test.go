@@ -152,8 +152,9 @@ func TestCLIDeadEndpointFailsFast(t *testing.T) {
 	}
 }
 
-// bqcdc render prints, for every flow of sql/flows, its view and table
-// functions as flow.Objects names them, and for every materialized view
+// bqcdc render prints, for every flow of sql/flows, every object
+// flow.Objects names (its change and state tables as the DDL of what
+// apply makes, its view, its table functions), and for every materialized view
 // its view and what compaction keeps of it; it reads no BigQuery.
 func TestRenderPrintsTheObjects(t *testing.T) {
 	root := filepath.Join("..", "..")
@@ -181,6 +182,14 @@ func TestRenderPrintsTheObjects(t *testing.T) {
 				want("TABLE FUNCTION", o)
 			case o.What == "view":
 				want("VIEW", o)
+			default: // the state and change tables, as apply makes them
+				ds := o.Dataset
+				if ds == "" {
+					ds = "cdc"
+				}
+				if s := "CREATE TABLE IF NOT EXISTS `PROJECT`.`" + ds + "`.`" + o.Name + "`"; !strings.Contains(r.stdout, s) {
+					t.Errorf("render prints no %q", s)
+				}
 			}
 		}
 	}

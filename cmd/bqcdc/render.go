@@ -1,18 +1,22 @@
 package main
 
 import (
+	"cloud.google.com/go/bigquery"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/bqcdc/bqcdc/internal/apply"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
 	"github.com/bqcdc/bqcdc/sql/render"
 )
 
@@ -30,6 +34,13 @@ func renderFlow(b *flow.Bound, loc catalog.Location) (string, error) {
 		return "", err
 	}
 	var sb strings.Builder
+	// In the order apply makes them: the change table, the state, the
+	// view, the table functions. (apply makes the tables with
+	// tables.insert; their DDL here says the same.)
+	if b.ChangeFeed() {
+		fmt.Fprintf(&sb, "-- table %s.%s (made by bqcdc apply)\n%s;\n\n", loc.Dataset(b.Flow), catalog.ChangesName(b.Flow), tableDDL(loc.ChangesTable(b.Flow), apply.ChangeTableSpec(b)))
+	}
+	fmt.Fprintf(&sb, "-- table %s.%s (made by bqcdc apply)\n%s;\n\n", loc.Dataset(b.Flow), catalog.StateName(b.Flow), tableDDL(loc.StateTable(b.Flow), apply.StateTableSpec(b)))
 	fmt.Fprintf(&sb, "-- view %s.%s\nCREATE OR REPLACE VIEW %s AS\n%s;\n\n", loc.Dataset(b.Flow), b.Target.Table, loc.ViewTable(b.Flow), view)
 	fns, err := apply.FunctionDDL(b, loc)
 	if err != nil {
@@ -117,6 +128,43 @@ func runRender(ctx context.Context, args []string) error {
 		fmt.Println("wrote", path)
 	}
 	return t.notAll(nil)
+}
+
+// tableDDL is the DDL of the table apply makes from md (its columns,
+// partitioning, clustering, description and labels); name is quoted.
+func tableDDL(name string, md *bigquery.TableMetadata) string {
+	var b strings.Builder
+	b.WriteString("CREATE TABLE IF NOT EXISTS " + name + " (\n")
+	for i, c := range bqschema.FromBigQuery(md.Schema) {
+		if i > 0 {
+			b.WriteString(",\n")
+		}
+		b.WriteString("  " + catalog.QuoteIdent(c.Name) + " " + c.SQLType())
+		if c.Required && !c.Repeated {
+			b.WriteString(" NOT NULL")
+		}
+	}
+	b.WriteString("\n)")
+	if tp := md.TimePartitioning; tp != nil {
+		b.WriteString(fmt.Sprintf("\nPARTITION BY TIMESTAMP_TRUNC(%s, %s)", catalog.QuoteIdent(tp.Field), tp.Type))
+	}
+	if cl := md.Clustering; cl != nil && len(cl.Fields) > 0 {
+		var fields []string
+		for _, f := range cl.Fields {
+			fields = append(fields, catalog.QuoteIdent(f))
+		}
+		b.WriteString("\nCLUSTER BY " + strings.Join(fields, ", "))
+	}
+	b.WriteString("\nOPTIONS (description = " + flow.QuoteString(md.Description))
+	if len(md.Labels) > 0 {
+		var labels []string
+		for _, k := range slices.Sorted(maps.Keys(md.Labels)) {
+			labels = append(labels, fmt.Sprintf("(%s, %s)", flow.QuoteString(k), flow.QuoteString(md.Labels[k])))
+		}
+		b.WriteString(", labels = [" + strings.Join(labels, ", ") + "]")
+	}
+	b.WriteString(")")
+	return b.String()
 }
 
 // goldSQL is what bqcdc render prints of a materialized view: its view,

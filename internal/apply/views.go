@@ -34,19 +34,7 @@ func state(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *fl
 			return false, err
 		}
 	}
-	want := &bigquery.TableMetadata{
-		Description: fmt.Sprintf("bqcdc state of flow %s (%s): changelog events folded by compaction, in levels. Read through the view %s; written only by bqcdc compact.", b.Name, b.Pos.File, b.Target),
-		Schema:      bqschema.ToBigQuery(catalog.StateColumns(b)),
-		Labels:      map[string]string{catalog.StateLayoutLabel: catalog.StateLayout},
-	}
-	var keys []string
-	for _, k := range b.Keys {
-		keys = append(keys, k.Name)
-	}
-	if len(keys) > 4 {
-		keys = keys[:4]
-	}
-	want.Clustering = &bigquery.Clustering{Fields: keys}
+	want := StateTableSpec(b)
 	var migrate func(have *bigquery.TableMetadata) error
 	if sql := render.KeylessTruncates(b, loc); sql != "" {
 		// An older layout's truncate rows may carry a key: cleared before
@@ -63,6 +51,49 @@ func state(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *fl
 			return nil
 		}
 	}
+	return ensureTableThen(ctx, bq.Dataset(loc.Dataset(b.Flow)).Table(catalog.StateName(b.Flow)), want, listed, rep, migrate)
+}
+
+// changeTable creates or evolves a flow's change table: the materialized
+// change feed, partitioned by day of the commit position and clustered by
+// it, so <target>_changes(from, to) is billed for the days of its range.
+func changeTable(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, listed listing, rep *Report) error {
+	_, err := ensureTableCreated(ctx, bq.Dataset(loc.Dataset(b.Flow)).Table(catalog.ChangesName(b.Flow)), ChangeTableSpec(b), listed, rep)
+	return err
+}
+
+// ChangeTableSpec is what apply makes of a flow's change table (what
+// bqcdc render prints of it): partitioned by day of the commit position
+// and clustered by it, so a read of a range of positions is billed for
+// those days.
+func ChangeTableSpec(b *flow.Bound) *bigquery.TableMetadata {
+	return &bigquery.TableMetadata{
+		Description: fmt.Sprintf("bqcdc change feed of flow %s (%s): the target's row-level changes, materialized by compaction. Read through the table function %s; written only by bqcdc compact.",
+			b.Name, b.Pos.File, catalog.ChangesFunctionName(b.Flow)),
+		Schema:           bqschema.ToBigQuery(catalog.ChangesColumns(b)),
+		TimePartitioning: &bigquery.TimePartitioning{Type: bigquery.DayPartitioningType, Field: catalog.ColCommitPosition},
+		Clustering:       &bigquery.Clustering{Fields: []string{catalog.ColCommitPosition}},
+	}
+}
+
+// StateTableSpec is what apply makes of a flow's state table (what bqcdc
+// render prints of it): its columns, its layout label, clustered by the
+// first four keys and (change-stream flows) partitioned by day of the
+// generation.
+func StateTableSpec(b *flow.Bound) *bigquery.TableMetadata {
+	want := &bigquery.TableMetadata{
+		Description: fmt.Sprintf("bqcdc state of flow %s (%s): changelog events folded by compaction, in levels. Read through the view %s; written only by bqcdc compact.", b.Name, b.Pos.File, b.Target),
+		Schema:      bqschema.ToBigQuery(catalog.StateColumns(b)),
+		Labels:      map[string]string{catalog.StateLayoutLabel: catalog.StateLayout},
+	}
+	var keys []string
+	for _, k := range b.Keys {
+		keys = append(keys, k.Name)
+	}
+	if len(keys) > 4 {
+		keys = keys[:4]
+	}
+	want.Clustering = &bigquery.Clustering{Fields: keys}
 	if !b.IsSnapshot() {
 		// By day of the generation: maintenance deletes the levels it
 		// folded by whole days, which BigQuery does without billing (a DML
@@ -71,22 +102,7 @@ func state(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *fl
 		// works the same, its maintenance DELETE billed.
 		want.TimePartitioning = &bigquery.TimePartitioning{Type: bigquery.DayPartitioningType, Field: catalog.ColStateGen}
 	}
-	return ensureTableThen(ctx, bq.Dataset(loc.Dataset(b.Flow)).Table(catalog.StateName(b.Flow)), want, listed, rep, migrate)
-}
-
-// changeTable creates or evolves a flow's change table: the materialized
-// change feed, partitioned by day of the commit position and clustered by
-// it, so <target>_changes(from, to) is billed for the days of its range.
-func changeTable(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, listed listing, rep *Report) error {
-	want := &bigquery.TableMetadata{
-		Description: fmt.Sprintf("bqcdc change feed of flow %s (%s): the target's row-level changes, materialized by compaction. Read through the table function %s; written only by bqcdc compact.",
-			b.Name, b.Pos.File, catalog.ChangesFunctionName(b.Flow)),
-		Schema:           bqschema.ToBigQuery(catalog.ChangesColumns(b)),
-		TimePartitioning: &bigquery.TimePartitioning{Type: bigquery.DayPartitioningType, Field: catalog.ColCommitPosition},
-		Clustering:       &bigquery.Clustering{Fields: []string{catalog.ColCommitPosition}},
-	}
-	_, err := ensureTableCreated(ctx, bq.Dataset(loc.Dataset(b.Flow)).Table(catalog.ChangesName(b.Flow)), want, listed, rep)
-	return err
+	return want
 }
 
 // Watermark reads a flow's current watermark (render.Epoch if never compacted).
