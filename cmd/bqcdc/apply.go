@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"slices"
 
 	"cloud.google.com/go/bigquery"
 
@@ -68,22 +67,20 @@ func (t *target) open(ctx context.Context) ([]*flow.Flow, *bigquery.Client, erro
 	// waits on BigQuery has said what it will not run. Flows refused only
 	// for a name another flow claims are printed once it is known which
 	// of them the deployment keeps (apply.KeepDeployed).
-	contested := func(e error) bool {
-		var fe *flow.Error
-		return errors.As(e, &fe) && !fe.View && slices.ContainsFunc(d.Contested, func(f *flow.Flow) bool { return f.Name == fe.Flow })
-	}
-	printed := 0
+	var shown, contested []error
 	for _, err := range refused {
-		if !contested(err) {
-			fmt.Fprintln(os.Stderr, "refused:", err)
-			printed++
+		if d.ContestedFlow(err) != nil {
+			contested = append(contested, err)
+			continue
 		}
+		fmt.Fprintln(os.Stderr, "refused:", err)
+		shown = append(shown, err)
 	}
 	bq, err := clients.NewBigQuery(ctx, t.BigQuery)
 	if err != nil {
 		return nil, nil, err
 	}
-	flows, refused, kept, err := apply.KeepDeployed(ctx, bq, catalog.Location{Project: t.BigQuery.Project, DefaultDataset: t.Dataset}, d, refused)
+	flows, still, kept, err := apply.KeepDeployed(ctx, bq, catalog.Location{Project: t.BigQuery.Project, DefaultDataset: t.Dataset}, d, contested)
 	if err != nil {
 		bq.Close()
 		return nil, nil, err
@@ -91,18 +88,8 @@ func (t *target) open(ctx context.Context) ([]*flow.Flow, *bigquery.Client, erro
 	for _, f := range kept {
 		fmt.Fprintf(os.Stderr, "kept: flow %s keeps target %s: its deployed view names it (label %s); the other claimants stay refused\n", f.Name, f.Target, catalog.FlowLabel)
 	}
-	// The refusals printed come first in refused: the contested ones were
-	// last in claim order, after every refusal of the parse.
-	slices.SortStableFunc(refused, func(a, b error) int {
-		ca, cb := contested(a), contested(b)
-		switch {
-		case ca == cb:
-			return 0
-		case cb:
-			return -1
-		}
-		return 1
-	})
+	refused = append(shown, still...) // notAll prints those past the ones shown
+	printed := len(shown)
 	t.refused, t.printed, t.golds = refused, printed, d.Golds
 	if len(flows) == 0 {
 		bq.Close()

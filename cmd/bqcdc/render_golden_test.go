@@ -13,8 +13,7 @@ var update = flag.Bool("update", false, "rewrite testdata/render/*/expected.* fr
 // TestRenderCases: bqcdc render's output is the golden test of what a
 // deployment will hold. Each folder of testdata/render (found by walking)
 // holds flows/ and schemas/ (or an args file of render's flags, paths
-// relative to cmd/bqcdc: the demo case reads the repository's sql/flows)
-// and what render prints of them:
+// relative to cmd/bqcdc) and what render prints of them:
 // expected.sql (stdout) and expected.stderr with the exit status
 // (refusals). go test ./cmd/bqcdc -run TestRenderCases -update rewrites
 // them; review the diff as you would the SQL it shows.

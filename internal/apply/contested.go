@@ -2,7 +2,6 @@ package apply
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -44,11 +43,9 @@ func KeepDeployed(ctx context.Context, bq *bigquery.Client, loc catalog.Location
 		return a.Pos.Line - b.Pos.Line
 	})
 	for _, e := range refused {
-		var fe *flow.Error
-		if errors.As(e, &fe) && !fe.View && slices.ContainsFunc(kept, func(f *flow.Flow) bool { return f.Name == fe.Flow }) {
-			continue
+		if f := d.ContestedFlow(e); f == nil || !slices.Contains(kept, f) {
+			still = append(still, e)
 		}
-		still = append(still, e)
 	}
 	return flows, still, kept, nil
 }

@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -30,6 +31,21 @@ type Declarations struct {
 	// claims one of their names (each has its error): bqcdc apply keeps,
 	// of them, the one whose deployed view names it (apply.Contested).
 	Contested []*Flow
+}
+
+// ContestedFlow is the contested flow err refuses (a *Error naming one of
+// d.Contested), or nil.
+func (d Declarations) ContestedFlow(err error) *Flow {
+	var fe *Error
+	if !errors.As(err, &fe) || fe.View {
+		return nil
+	}
+	for _, f := range d.Contested {
+		if f.Name == fe.Flow {
+			return f
+		}
+	}
+	return nil
 }
 
 // ParseDir parses every *.sql file in dir, in name order. Materialized

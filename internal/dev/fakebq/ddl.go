@@ -37,7 +37,8 @@ import (
 type ddlEffect struct {
 	verb        string // "CREATE", "DROP", "INSERT"
 	routine     bool   // CREATE TABLE FUNCTION
-	view        string // the query of a CREATE VIEW or MATERIALIZED VIEW
+	isView      bool   // CREATE VIEW or MATERIALIZED VIEW
+	view        string // its query
 	path        string // the object it makes, drops or writes ("" if none it names)
 	orReplace   bool
 	ifNotExists bool
@@ -70,7 +71,7 @@ func parseDDL(stmt, project string) (ddlEffect, error) {
 			e.routine = true
 		case next("TABLE"):
 		case next("VIEW"), next("MATERIALIZED", "VIEW"):
-			e.view = "?" // its query, once the name is read
+			e.isView = true
 		default:
 			return e, fmt.Errorf("fakebq: CREATE of what? %s", firstLine(stmt))
 		}
@@ -91,7 +92,7 @@ func parseDDL(stmt, project string) (ddlEffect, error) {
 		return e, fmt.Errorf("fakebq: cannot read the object name %q", toks[0])
 	}
 	e.path = p
-	if e.view != "" {
+	if e.isView {
 		// The query follows the first AS after the name (OPTIONS and
 		// column lists hold none as a word of their own).
 		e.view = stmt
