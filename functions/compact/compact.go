@@ -82,9 +82,10 @@ type Options struct {
 	// Refused are the deployed flows that did not load (file:line:column):
 	// every run answers 500 naming them, after compacting the others.
 	Refused []error
-	// Contested are refused flows that New keeps if the deployment says
-	// they own their target (apply.KeepDeployed): a new flow claiming a
-	// running flow's target does not stop that flow's compaction.
+	// Contested are refused flows that each run keeps if the deployment
+	// says they own their target (apply.KeepDeployed, one metadata read
+	// each): a new flow claiming a running flow's target does not stop that
+	// flow's compaction.
 	Contested []*flow.Flow
 	// Log receives one line per flow and run; nil means JSON on stdout.
 	Log *slog.Logger
@@ -103,7 +104,8 @@ type Function struct {
 	bq        *bigquery.Client
 	loc       catalog.Location
 	flows     []*flow.Flow
-	refused   error
+	contested []*flow.Flow // Options.Contested
+	refused   []error
 	metrics   *metrics.Provider
 	log       *slog.Logger
 }
@@ -118,16 +120,6 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Function, error) {
 		return nil, err
 	}
 	loc := catalog.Location{Project: cfg.BigQuery.Project, DefaultDataset: cfg.Dataset}
-	if len(o.Contested) > 0 {
-		flows, refused, kept, err := apply.KeepDeployed(ctx, bq, loc, flow.Declarations{Flows: o.Flows, Contested: o.Contested}, o.Refused)
-		if err != nil {
-			return nil, err
-		}
-		o.Flows, o.Refused = flows, refused
-		for _, f := range kept {
-			o.Log.Warn("contested flow kept: its deployed view names it", "event", "flow_kept", "flow", f.Name, "target", f.Target.String())
-		}
-	}
 	o.Log.Info("compact configured", "config", cfg.Redacted(), "flows", len(o.Flows))
 	for _, err := range o.Refused {
 		o.Log.Error("flow refused: it is not compacted", "event", "flow_refused", "error", err.Error())
@@ -157,8 +149,22 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Function, error) {
 	opts.LedgerSettle = o.LedgerSettle
 	opts.Golds, opts.Log, opts.Metrics = o.Golds, o.Log, o.Metrics.Recorder()
 	opts.Reports = bqwrite.NewWriter(bq, mw, cfg.BigQuery.Project, cfg.Dataset)
-	return &Function{flows: o.Flows, refused: errors.Join(o.Refused...), bq: bq, loc: loc, metrics: o.Metrics, log: o.Log,
+	return &Function{flows: o.Flows, contested: o.Contested, refused: o.Refused, bq: bq, loc: loc, metrics: o.Metrics, log: o.Log,
 		compactor: compact.New(bq, loc, opts)}, nil
+}
+
+// keepDeployed is the run's flows and refusals: of the contested flows,
+// those the deployment names as their target's owner join the flows (a
+// metadata read each, every run, so a label apply writes later counts).
+func (f *Function) keepDeployed(ctx context.Context) ([]*flow.Flow, []error, error) {
+	if len(f.contested) == 0 {
+		return f.flows, f.refused, nil
+	}
+	flows, refused, kept, err := apply.KeepDeployed(ctx, f.bq, f.loc, flow.Declarations{Flows: f.flows, Contested: f.contested}, f.refused)
+	for _, k := range kept {
+		f.log.Info("contested flow kept: its deployed view names it", "event", "flow_kept", "flow", k.Name, "target", k.Target.String())
+	}
+	return flows, refused, err
 }
 
 // Response is the function's answer.
@@ -181,7 +187,12 @@ func (f *Function) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// view). With the append ledger only the flows that may have rows to
 	// fold are bound (one metadata read per source); the rest cost a share
 	// of a listing.
-	sel, unbindable, err := f.compactor.Prepare(r.Context(), f.flows, names, shard, shards)
+	flows, refused, err := f.keepDeployed(r.Context())
+	var sel compact.Selection
+	var unbindable error
+	if err == nil {
+		sel, unbindable, err = f.compactor.Prepare(r.Context(), flows, names, shard, shards)
+	}
 	if bqerror.IsUnreachable(err) {
 		writeJSON(w, http.StatusServiceUnavailable, Response{Error: err.Error()})
 		return
@@ -224,7 +235,7 @@ func (f *Function) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, resp)
 		return
 	}
-	if refused := errors.Join(f.refused, unbindable); refused != nil {
+	if refused := errors.Join(append(refused, unbindable)...); refused != nil {
 		// Flows that do not load or bind: the others were compacted.
 		status, resp.Error = http.StatusInternalServerError, "flows refused (the others ran): "+refused.Error()
 	}
