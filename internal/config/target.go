@@ -56,10 +56,3 @@ func (t *Target) Check(fs *flag.FlagSet) error {
 	}
 	return nil
 }
-
-// IsTargetFlag reports whether name is one of the flags Register defines.
-func IsTargetFlag(name string) bool {
-	fs := flag.NewFlagSet("target", flag.ContinueOnError)
-	new(Target).Register(fs)
-	return fs.Lookup(name) != nil
-}
