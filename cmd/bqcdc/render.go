@@ -16,42 +16,38 @@ import (
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/plan"
 	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
-	"github.com/bqcdc/bqcdc/sql/render"
 )
 
-// runRender prints (or writes) the SQL of every flow's view. It needs no
-// BigQuery: changelog schemas come from the schemas folder, or from the
-// registry when --registry-url is given. Snapshot flows are the exception:
-// their columns are those of a BigQuery table, read when --project is
-// given (metadata only, no query); without it they are refused.
-// renderFlow renders the SQL objects apply creates for a flow, as DDL a
-// user can review or run: the view, then its table functions. (Tables are
-// created through the API, not DDL.)
+// renderFlow prints a flow's plan: its objects, in the order apply makes
+// them (apply makes the tables with tables.insert; their DDL here says the
+// same), each as DDL a user can review or run.
 func renderFlow(b *flow.Bound, loc catalog.Location) (string, error) {
-	view, err := render.View(b, loc, render.Epoch)
+	objs, err := plan.For(b, loc).Objects(nil)
 	if err != nil {
 		return "", err
 	}
 	var sb strings.Builder
-	// In the order apply makes them: the change table, the state, the
-	// view, the table functions. (apply makes the tables with
-	// tables.insert; their DDL here says the same.)
-	if b.ChangeFeed() {
-		fmt.Fprintf(&sb, "-- table %s.%s (made by bqcdc apply)\n%s;\n\n", loc.Dataset(b.Flow), catalog.ChangesName(b.Flow), tableDDL(loc.ChangesTable(b.Flow), apply.ChangeTableSpec(b)))
-	}
-	fmt.Fprintf(&sb, "-- table %s.%s (made by bqcdc apply)\n%s;\n\n", loc.Dataset(b.Flow), catalog.StateName(b.Flow), tableDDL(loc.StateTable(b.Flow), apply.StateTableSpec(b)))
-	fmt.Fprintf(&sb, "-- view %s.%s\nCREATE OR REPLACE VIEW %s AS\n%s;\n\n", loc.Dataset(b.Flow), b.Target.Table, loc.ViewTable(b.Flow), view)
-	fns, err := apply.FunctionDDL(b, loc)
-	if err != nil {
-		return "", err
-	}
-	for _, f := range fns {
-		fmt.Fprintf(&sb, "-- table function %s.%s\n%s;\n\n", loc.Dataset(b.Flow), f.Name, f.DDL)
+	for _, o := range objs {
+		switch o.Kind {
+		case plan.Table:
+			fmt.Fprintf(&sb, "-- table %s.%s (made by bqcdc apply)\n%s;\n\n", o.Dataset, o.Name, tableDDL(catalog.QuoteIdent(loc.Project)+"."+catalog.QuoteIdent(o.Dataset)+"."+catalog.QuoteIdent(o.Name), o.Table))
+		case plan.ViewObject:
+			fmt.Fprintf(&sb, "-- view %s.%s\nCREATE OR REPLACE VIEW %s AS\n%s;\n\n", o.Dataset, o.Name, loc.ViewTable(b.Flow), o.SQL)
+		case plan.TableFunction:
+			fmt.Fprintf(&sb, "-- table function %s.%s\n%s;\n\n", o.Dataset, o.Name, o.SQL)
+		}
 	}
 	return sb.String(), nil
 }
 
+// runRender prints (or writes) the SQL of every flow's view. It needs no
+// BigQuery: changelog schemas come from the schemas folder, or from the
+// registry when --registry-url is given. Snapshot flows' columns are those
+// of a BigQuery table, read when --project is given (metadata only, no
+// query), else from <dataset>.<table>.schema.json in the schemas folder;
+// without either they are refused.
 func runRender(ctx context.Context, args []string) error {
 	var t target
 	fs := flag.NewFlagSet("render", flag.ContinueOnError)
@@ -73,6 +69,12 @@ func runRender(ctx context.Context, args []string) error {
 	// A source whose schema is bad refuses its flows alone.
 	sources, flows, noSchema := apply.LookupSources(ctx, flows, schemas)
 	t.refused = append(t.refused, noSchema)
+	if t.BigQuery.Project == "" && t.Schemas != "" {
+		// Offline, a snapshot table's columns come from its schema file.
+		if err := apply.SnapshotSchemaFiles(t.Schemas, flows, sources); err != nil {
+			return err
+		}
+	}
 	if t.BigQuery.Project != "" && len(flow.SnapshotTables(flows)) > 0 {
 		bq, err := clients.NewBigQuery(ctx, t.BigQuery)
 		if err != nil {
@@ -167,63 +169,27 @@ func tableDDL(name string, md *bigquery.TableMetadata) string {
 	return b.String()
 }
 
-// goldSQL is what bqcdc render prints of a materialized view: its view,
-// and for one compaction refreshes its state, refresh, maintenance,
-// refreshed view, change feed and (with WATERMARK) final windows.
+// goldSQL is what bqcdc render prints of a materialized view: its plan's
+// objects, in the order apply makes them, with the statements compaction
+// runs for it.
 func goldSQL(g *flow.BoundGold, loc catalog.Location) (string, error) {
-	sql, err := render.GoldView(g, loc)
+	objs, err := plan.ForGold(g, loc).Objects()
 	if err != nil {
 		return "", err
 	}
-	sql = fmt.Sprintf("-- materialized view %s.%s\nCREATE OR REPLACE VIEW %s AS\n%s;\n\n", loc.GoldDataset(g.Gold), g.Name.Table, loc.GoldView(g.Gold), sql)
-	if g.Refreshable() == nil {
-		// Its state (as apply creates it), the refresh each compaction
-		// run of the source executes, and the refreshed view.
-		create, err := render.GoldRefresh(g, loc, render.GoldRange{Init: true, Run: "0"})
-		if err != nil {
-			return "", err
-		}
-		refresh, err := render.GoldRefresh(g, loc, render.GoldRange{From: render.Epoch, To: render.Epoch, Run: "0"})
-		if err != nil {
-			return "", err
-		}
-		maintain, err := render.GoldMaintain(g, loc, render.Epoch)
-		if err != nil {
-			return "", err
-		}
-		feed := "-- (no change feed: a session view's state holds times, not sessions)"
-		if render.GoldHasChanges(g) {
-			if feed, err = render.GoldChangesFunction(g, loc); err != nil {
-				return "", err
-			}
-		}
-		view, err := render.GoldRefreshedView(g, loc)
-		if err != nil {
-			return "", err
-		}
-		sql += fmt.Sprintf("-- table %s.%s (made by bqcdc apply)\n%s;\n\n"+
-			"-- its refresh, as a compaction run executes it (from and to the run's positions; a run with a large state first reads the touched groups and filters by them)\n%s;\n\n"+
-			"-- its maintenance, once a day (the horizon: the run's time less the change feed's retention)\n%s;\n\n-- view %s.%s\nCREATE OR REPLACE VIEW %s AS\n%s;\n\n-- table function %s.%s\n%s;\n\n",
-			loc.GoldDataset(g.Gold), catalog.GoldStateName(g.Gold), create, refresh, maintain,
-			loc.GoldDataset(g.Gold), catalog.GoldRefreshedName(g.Gold), loc.GoldRefreshed(g.Gold), view,
-			loc.GoldDataset(g.Gold), catalog.GoldChangesName(g.Gold), feed)
-		if g.Watermark != nil {
-			create, err := render.GoldFinal(g, loc, render.FinalTable)
-			if err != nil {
-				return "", err
-			}
-			emit, err := render.GoldFinal(g, loc, render.FinalAppend)
-			if err != nil {
-				return "", err
-			}
-			view, err := render.GoldFinal(g, loc, render.FinalView)
-			if err != nil {
-				return "", err
-			}
-			sql += fmt.Sprintf("-- table %s.%s (made by bqcdc apply)\n%s;\n\n-- the windows a compaction run appends after the refresh\n%s;\n\n-- view %s.%s\nCREATE OR REPLACE VIEW %s AS\n%s;\n\n",
-				loc.GoldDataset(g.Gold), catalog.GoldFinalName(g.Gold), create, emit,
-				loc.GoldDataset(g.Gold), catalog.GoldFinalViewName(g.Gold), loc.GoldFinalView(g.Gold), view)
+	var sb strings.Builder
+	for _, o := range objs {
+		switch {
+		case o.Step != "":
+			fmt.Fprintf(&sb, "-- %s\n%s;\n\n", o.Step, o.SQL)
+		case o.What == "table":
+			fmt.Fprintf(&sb, "-- table %s.%s (made by bqcdc apply)\n%s;\n\n", o.Dataset, o.Name, o.SQL)
+		case o.What == "table function":
+			fmt.Fprintf(&sb, "-- table function %s.%s\n%s;\n\n", o.Dataset, o.Name, o.SQL)
+		default:
+			fmt.Fprintf(&sb, "-- %s %s.%s\nCREATE OR REPLACE VIEW %s AS\n%s;\n\n", o.What, o.Dataset, o.Name,
+				catalog.QuoteIdent(loc.Project)+"."+catalog.QuoteIdent(o.Dataset)+"."+catalog.QuoteIdent(o.Name), o.SQL)
 		}
 	}
-	return sql, nil
+	return sb.String(), nil
 }

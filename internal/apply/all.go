@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"sort"
 
 	"cloud.google.com/go/bigquery"
@@ -233,7 +236,7 @@ func flowObjectCount(b *flow.Bound, opts Options) int {
 	if opts.SkipTableFunctions {
 		return n
 	}
-	return n + len(tableFunctions(b))
+	return n + len(b.Routines())
 }
 
 func boundFlows(bound []*flow.Bound) []*flow.Flow {
@@ -313,4 +316,33 @@ func SnapshotTables(ctx context.Context, bq *bigquery.Client, flows []*flow.Flow
 		mds[key] = md
 	}
 	return mds, nil
+}
+
+// SnapshotSchemaSuffix ends the name of a snapshot table's schema file in
+// a schemas folder: <dataset>.<table>.schema.json, BigQuery's JSON schema
+// as bq show --schema --format=prettyjson dataset.table prints it.
+const SnapshotSchemaSuffix = ".schema.json"
+
+// SnapshotSchemaFiles adds to sources the columns of the snapshot tables
+// flows read, from their schema files in dir (SnapshotSchemaSuffix), for
+// work without BigQuery (bqcdc render without --project). A table without
+// a file is left out: its flows are refused as without a schema.
+func SnapshotSchemaFiles(dir string, flows []*flow.Flow, sources map[string]SourceSchema) error {
+	for _, st := range flow.SnapshotTables(flows) {
+		path := filepath.Join(dir, st.Dataset+"."+st.Table+SnapshotSchemaSuffix)
+		b, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("reading the schema of snapshot table %s: %w", st, err)
+		}
+		s, err := bigquery.SchemaFromJSON(b)
+		if err != nil {
+			return fmt.Errorf("%s: not a BigQuery JSON schema (bq show --schema --format=prettyjson prints one): %w", path, err)
+		}
+		key := flow.SnapshotKeyPrefix + st.String()
+		sources[key] = SourceSchema{Source: key, Columns: bqschema.FromBigQuery(s), Origin: path}
+	}
+	return nil
 }

@@ -10,7 +10,7 @@ import (
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/flow"
-	"github.com/bqcdc/bqcdc/sql/render"
+	"github.com/bqcdc/bqcdc/internal/plan"
 )
 
 // Functions creates or replaces a flow's time-travel table functions,
@@ -51,12 +51,12 @@ func Functions(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b
 // value of catalog.ViewFunctionsLabel once applied); empty for a flow
 // without functions.
 type functionScript struct {
-	ddls []NamedDDL
+	ddls []plan.Function
 	sum  string
 }
 
 func newFunctionScript(b *flow.Bound, loc catalog.Location) (functionScript, error) {
-	ddls, err := FunctionDDL(b, loc)
+	ddls, err := plan.For(b, loc).Functions()
 	if err != nil || len(ddls) == 0 {
 		return functionScript{}, err
 	}
@@ -102,47 +102,6 @@ func (s functionScript) report(loc catalog.Location, b *flow.Bound, rep *Report,
 // with ";"): BigQuery parses a script whatever the spacing; the blank line
 // is where the fake (internal/dev/fakebq) splits one.
 const ScriptSeparator = ";\n\n"
-
-// NamedDDL is the DDL of one of a flow's table functions.
-type NamedDDL struct{ Name, DDL string }
-
-// tableFunction is one of a flow's table functions.
-type tableFunction struct {
-	name   string
-	render func(*flow.Bound, catalog.Location) (string, error)
-}
-
-// routineSQL renders each kind of table function (the flow's kind says
-// which it gets: flow.Kind.Routines).
-var routineSQL = map[string]func(*flow.Bound, catalog.Location) (string, error){
-	catalog.AtSuffix:      render.AtFunction,
-	catalog.ChangesSuffix: render.ChangesFunction,
-	catalog.AsOfSuffix:    render.AsOfFunction,
-}
-
-// tableFunctions lists the table functions flow b gets.
-func tableFunctions(b *flow.Bound) []tableFunction {
-	var out []tableFunction
-	for _, suffix := range b.Routines() {
-		out = append(out, tableFunction{catalog.RoutineName(b.Flow, suffix), routineSQL[suffix]})
-	}
-	return out
-}
-
-// FunctionDDL renders the DDL of the table functions flow b gets (what
-// apply runs, and bqcdc render prints).
-func FunctionDDL(b *flow.Bound, loc catalog.Location) ([]NamedDDL, error) {
-	fns := tableFunctions(b)
-	var out []NamedDDL
-	for _, fn := range fns {
-		ddl, err := fn.render(b, loc)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, NamedDDL{fn.name, ddl})
-	}
-	return out, nil
-}
 
 func runDDL(ctx context.Context, bq *bigquery.Client, ddl string) error {
 	job, err := bq.Query(ddl).Run(ctx)

@@ -11,6 +11,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/bqerror"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/plan"
 	"github.com/bqcdc/bqcdc/sql/render"
 )
 
@@ -62,14 +63,11 @@ func Golds(ctx context.Context, bq *bigquery.Client, loc catalog.Location, bound
 func goldState(ctx context.Context, bq *bigquery.Client, loc catalog.Location, g *flow.BoundGold, opts Options, rep *Report) error {
 	ds := loc.GoldDataset(g.Gold)
 	st := bq.Dataset(ds).Table(catalog.GoldStateName(g.Gold))
-	ddl, err := render.GoldRefresh(g, loc, render.GoldRange{Init: true, Run: render.NewRun()})
-	if err != nil {
-		return err
-	}
+	p := plan.ForGold(g, loc)
 	// The state's layout follows the view's definition: the label is the
 	// hash of the statement that makes it, and a state made for another
 	// definition is made again, from the whole change feed.
-	spec, err := render.GoldStateSpec(g, loc)
+	ddl, spec, err := p.State(render.NewRun())
 	if err != nil {
 		return err
 	}
@@ -90,7 +88,7 @@ func goldState(ctx context.Context, bq *bigquery.Client, loc catalog.Location, g
 			return err
 		}
 	}
-	if !opts.SkipTableFunctions && render.GoldHasChanges(g) {
+	if !opts.SkipTableFunctions && p.HasChanges() {
 		if err := goldChanges(ctx, bq, loc, g, st, md, rep); err != nil {
 			return err
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/dev/fakebq"
 	"github.com/bqcdc/bqcdc/internal/dev/rendercases"
 	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/plan"
 	"github.com/bqcdc/bqcdc/internal/progress"
 	"github.com/bqcdc/bqcdc/sql/render"
 	"github.com/google/go-cmp/cmp"
@@ -272,7 +273,7 @@ func BenchmarkRenderCommand1000Flows(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, f := range mustBind(b, flows, schemas) {
-			if _, err := render.View(f, loc, render.Epoch); err != nil {
+			if _, err := plan.For(f, loc).View(render.Epoch, nil); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/bqerror"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/flow"
-	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
+	"github.com/bqcdc/bqcdc/internal/plan"
 	"github.com/bqcdc/bqcdc/sql/render"
 	"google.golang.org/api/iterator"
 )
@@ -34,20 +34,21 @@ func state(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *fl
 			return false, err
 		}
 	}
-	want := StateTableSpec(b)
+	p := plan.For(b, loc)
+	want := p.StateTable()
 	var migrate func(have *bigquery.TableMetadata) error
 	if sql := render.KeylessTruncates(b, loc); sql != "" {
 		// An older layout's truncate rows may carry a key: cleared before
 		// the state is labelled with the layout that says they carry none
 		// (a crash in between clears them again).
 		migrate = func(have *bigquery.TableMetadata) error {
-			if have.Labels[catalog.StateLayoutLabel] == catalog.StateLayout {
+			if have.Labels[catalog.StateLayoutLabel] == p.Layout {
 				return nil
 			}
 			if err := runDDL(ctx, bq, sql); err != nil {
-				return fmt.Errorf("state of flow %s: clearing the keys of its truncate rows (layout %s): %w", b.Name, catalog.StateLayout, err)
+				return fmt.Errorf("state of flow %s: clearing the keys of its truncate rows (layout %s): %w", b.Name, p.Layout, err)
 			}
-			rep.add("table %s: truncate rows keyless (layout %s)", catalog.StateName(b.Flow), catalog.StateLayout)
+			rep.add("table %s: truncate rows keyless (layout %s)", catalog.StateName(b.Flow), p.Layout)
 			return nil
 		}
 	}
@@ -58,51 +59,8 @@ func state(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *fl
 // change feed, partitioned by day of the commit position and clustered by
 // it, so <target>_changes(from, to) is billed for the days of its range.
 func changeTable(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, listed listing, rep *Report) error {
-	_, err := ensureTableCreated(ctx, bq.Dataset(loc.Dataset(b.Flow)).Table(catalog.ChangesName(b.Flow)), ChangeTableSpec(b), listed, rep)
+	_, err := ensureTableCreated(ctx, bq.Dataset(loc.Dataset(b.Flow)).Table(catalog.ChangesName(b.Flow)), plan.For(b, loc).ChangeTable(), listed, rep)
 	return err
-}
-
-// ChangeTableSpec is what apply makes of a flow's change table (what
-// bqcdc render prints of it): partitioned by day of the commit position
-// and clustered by it, so a read of a range of positions is billed for
-// those days.
-func ChangeTableSpec(b *flow.Bound) *bigquery.TableMetadata {
-	return &bigquery.TableMetadata{
-		Description: fmt.Sprintf("bqcdc change feed of flow %s (%s): the target's row-level changes, materialized by compaction. Read through the table function %s; written only by bqcdc compact.",
-			b.Name, b.Pos.File, catalog.ChangesFunctionName(b.Flow)),
-		Schema:           bqschema.ToBigQuery(catalog.ChangesColumns(b)),
-		TimePartitioning: &bigquery.TimePartitioning{Type: bigquery.DayPartitioningType, Field: catalog.ColCommitPosition},
-		Clustering:       &bigquery.Clustering{Fields: []string{catalog.ColCommitPosition}},
-	}
-}
-
-// StateTableSpec is what apply makes of a flow's state table (what bqcdc
-// render prints of it): its columns, its layout label, clustered by the
-// first four keys and (change-stream flows) partitioned by day of the
-// generation.
-func StateTableSpec(b *flow.Bound) *bigquery.TableMetadata {
-	want := &bigquery.TableMetadata{
-		Description: fmt.Sprintf("bqcdc state of flow %s (%s): changelog events folded by compaction, in levels. Read through the view %s; written only by bqcdc compact.", b.Name, b.Pos.File, b.Target),
-		Schema:      bqschema.ToBigQuery(catalog.StateColumns(b)),
-		Labels:      map[string]string{catalog.StateLayoutLabel: catalog.StateLayout},
-	}
-	var keys []string
-	for _, k := range b.Keys {
-		keys = append(keys, k.Name)
-	}
-	if len(keys) > 4 {
-		keys = keys[:4]
-	}
-	want.Clustering = &bigquery.Clustering{Fields: keys}
-	if !b.IsSnapshot() {
-		// By day of the generation: maintenance deletes the levels it
-		// folded by whole days, which BigQuery does without billing (a DML
-		// DELETE otherwise bills every column of the table). A state table
-		// made before it has no partitioning (BigQuery cannot add it): it
-		// works the same, its maintenance DELETE billed.
-		want.TimePartitioning = &bigquery.TimePartitioning{Type: bigquery.DayPartitioningType, Field: catalog.ColStateGen}
-	}
-	return want
 }
 
 // Watermark reads a flow's current watermark (render.Epoch if never compacted).
@@ -166,19 +124,16 @@ func view(ctx context.Context, t *bigquery.Table, have *bigquery.TableMetadata, 
 	return finishView(ctx, t, b, md, w, nil)
 }
 
-// wantView renders what apply wants of a flow's view: a change-stream
-// flow's with the pruning bound hint, a snapshot flow's with the version
-// bound of its labels (the view's as it is; versions applied only grow, so
-// it stays a valid bound).
+// wantView renders what apply wants of a flow's view, with the bound its
+// plan says: hint (a committed watermark) or the version key of labels
+// (the view's as it is; versions applied only grow, so it stays a valid
+// bound).
 func wantView(loc catalog.Location, b *flow.Bound, hint time.Time, labels map[string]string) (wantedView, error) {
-	if b.IsSnapshot() {
-		return wantSnapshotView(loc, b, labels[catalog.ViewVersionLabel])
-	}
-	sql, err := render.View(b, loc, hint)
+	v, err := plan.For(b, loc).View(hint, labels)
 	if err != nil {
 		return wantedView{}, err
 	}
-	return newWantedView(b.Name, sql, viewDescription(b, loc), catalog.ViewHintLabel, strconv.FormatInt(hint.UnixMicro(), 10), columnDescriptions(b)), nil
+	return newWantedView(b.Name, v.SQL, v.Description, v.Label, v.Value, v.Columns), nil
 }
 
 // SnapshotView creates or updates a snapshot flow's view with the constant
@@ -195,7 +150,7 @@ func SnapshotView(ctx context.Context, bq *bigquery.Client, loc catalog.Location
 	if key == "" && have != nil {
 		key = have.Labels[catalog.ViewVersionLabel]
 	}
-	w, err := wantSnapshotView(loc, b, key)
+	w, err := wantView(loc, b, render.Epoch, map[string]string{catalog.ViewVersionLabel: key})
 	if err != nil {
 		return err
 	}
@@ -204,24 +159,6 @@ func SnapshotView(ctx context.Context, bq *bigquery.Client, loc catalog.Location
 		_, err = finishView(ctx, t, b, md, w, nil)
 	}
 	return err
-}
-
-func wantSnapshotView(loc catalog.Location, b *flow.Bound, key string) (wantedView, error) {
-	if key != "" && catalog.LabelValue(key) != key {
-		key = ""
-	}
-	bound := ""
-	if key != "" {
-		var err error
-		if bound, err = render.VersionBound(b, key); err != nil {
-			return wantedView{}, err
-		}
-	}
-	sql, err := render.SnapshotView(b, loc, bound)
-	if err != nil {
-		return wantedView{}, err
-	}
-	return newWantedView(b.Name, sql, viewDescription(b, loc), catalog.ViewVersionLabel, key, columnDescriptions(b)), nil
 }
 
 // putView brings view t (have: its metadata, nil if it does not exist) to
@@ -344,64 +281,6 @@ func keepLabels(upd *bigquery.TableMetadataToUpdate, labels map[string]string) {
 	}
 }
 
-func viewDescription(b *flow.Bound, loc catalog.Location) string {
-	k := b.Kind()
-	if k.Snapshot() {
-		return fmt.Sprintf("bqcdc %s. Flow %s (%s), keys (%s), snapshots of BigQuery table %s versioned by %s; a snapshot loaded after a newer one was applied is skipped. Generated by bqcdc apply; edit the flow, not the view.",
-			kindDescriptions[k], b.Name, b.Pos, strings.Join(b.Keys.Names(), ", "), b.Snapshot, b.Version.Name)
-	}
-	return fmt.Sprintf("bqcdc %s. Flow %s (%s), keys (%s), sequence %s, from Pub/Sub topic %s via changelog %s.%s. Generated by bqcdc apply; edit the flow, not the view.",
-		kindDescriptions[k], b.Name, b.Pos, strings.Join(b.Keys.Names(), ", "), sequenceText(b.Flow), b.Source.Name, loc.DefaultDataset, catalog.TableName(b.Source.Name))
-}
-
-// kindDescriptions say what a view of each kind shows, in its description.
-var kindDescriptions = map[flow.Kind]string{
-	flow.SCD1:         "current state (SCD type 1): one row per key present now",
-	flow.SCD2:         "history (SCD type 2): one row per version; __START_AT inclusive, __END_AT exclusive, NULL for the current version",
-	flow.Bitemporal:   "bitemporal history: one row per version (__START_AT inclusive, __END_AT exclusive, by SEQUENCE BY) and per stretch of system time it was believed (__SYSTEM_START_AT inclusive, __SYSTEM_END_AT exclusive, by SYSTEM SEQUENCE BY); NULL ends are open",
-	flow.SnapshotSCD1: "current state (SCD type 1): the rows of the newest snapshot applied or loaded since, one per key",
-	flow.SnapshotSCD2: "history (SCD type 2): one row per version; __START_AT inclusive, __END_AT exclusive (snapshot versions), NULL for the current version",
-}
-
-func sequenceText(f *flow.Flow) string {
-	if f.IsSnapshot() {
-		return "snapshot version " + f.Version.Name
-	}
-	names := make([]string, len(f.Sequence))
-	for i, s := range f.Sequence {
-		names[i] = s.Name
-	}
-	if f.SequenceStruct {
-		return "STRUCT(" + strings.Join(names, ", ") + ")"
-	}
-	return names[0]
-}
-
-// columnDescriptions are the descriptions the columns of a flow's view get:
-// the changelog's, so a user in the BigQuery console sees what each column
-// is, and what the view adds, by lower-case name.
-func columnDescriptions(b *flow.Bound) map[string]string {
-	want := map[string]string{}
-	for _, c := range b.Output {
-		want[strings.ToLower(c.Name)] = c.Description
-		if b.IsIgnoreNull(c.Name) {
-			want[strings.ToLower(c.Name)] = strings.TrimSpace(c.Description + " (IGNORE NULL UPDATES: a NULL in an update keeps the previous value)")
-		}
-	}
-	for _, k := range b.Keys {
-		want[strings.ToLower(k.Name)] = strings.TrimSpace("Key. " + k.Description)
-	}
-	seq := sequenceText(b.Flow)
-	want[strings.ToLower(catalog.StartAt)] = "Sequence (" + seq + ") at which this version became current (inclusive)."
-	want[strings.ToLower(catalog.EndAt)] = "Sequence (" + seq + ") at which this version stopped being current (exclusive); NULL for the current version."
-	if b.Bitemporal {
-		sys := b.SystemSequence.Name
-		want[strings.ToLower(catalog.SystemStartAt)] = "System sequence (" + sys + ") from which this row was believed (inclusive)."
-		want[strings.ToLower(catalog.SystemEndAt)] = "System sequence (" + sys + ") at which this row stopped being believed (exclusive); NULL while it still is."
-	}
-	return want
-}
-
 // describe returns schema with the descriptions of want (by lower-case
 // column name) and whether any differed.
 func describe(schema bigquery.Schema, want map[string]string) (bigquery.Schema, bool) {
@@ -464,7 +343,7 @@ func flowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location,
 		}
 	}
 	hint := render.Epoch
-	if !created && !b.IsSnapshot() { // a snapshot flow's view carries no watermark bound
+	if !created && plan.For(b, loc).Bound() == plan.BoundWatermark {
 		labelled, ok := hintOf(labels)
 		if ok && exists && !opts.ReadWatermarks {
 			hint = labelled

@@ -117,15 +117,12 @@ const (
 	ColStateWatermark = "__watermark" // on W markers: changelog rows ingested up to it are folded
 )
 
-// StateColumns is the schema of a flow's state table: the event columns of
-// the flow (keys, sequence, output, message id, ingestion time) plus the op
-// and the generation. A snapshot flow's state has its own layout
-// (SnapshotStateColumns).
+// StateColumns is the schema of a change-stream flow's state table: the
+// event columns of the flow (keys, sequence, output, message id, ingestion
+// time) plus the op and the generation. A snapshot flow's state has its
+// own layout (SnapshotStateColumns); the flow's plan (internal/plan) says
+// which.
 func StateColumns(f Shaped) schema.Columns {
-	b := f.Shape()
-	if b.Snapshot {
-		return SnapshotStateColumns(f)
-	}
 	cols := append(schema.Columns{}, EventColumns(f)...)
 	for i := range cols {
 		cols[i].Required = false
@@ -223,18 +220,18 @@ func IntervalType(f Shaped) string {
 }
 
 // ChangesColumns is the schema of a flow's change table: the target's
-// columns (an SCD 2 target's interval included), the change type and
+// columns (with versions, a target of versions' interval), the change type and
 // commit position, the row's identity, the generation of the run that
 // wrote it, and (on markers) the position up to which the feed is final.
 // It is partitioned by day of ColCommitPosition and clustered by it, so a
 // read of a range of positions is billed for those days.
-func ChangesColumns(f Shaped) schema.Columns {
+func ChangesColumns(f Shaped, versions bool) schema.Columns {
 	b := f.Shape()
 	cols := append(schema.Columns{}, b.Output...)
 	for i := range cols {
 		cols[i].Required = false
 	}
-	if b.SCDType == 2 {
+	if versions {
 		for _, name := range []string{StartAt, EndAt} {
 			c := schema.Column{Name: name, Description: "The version's interval, as the target shows it."}
 			if b.SequenceStruct {

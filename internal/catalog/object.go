@@ -38,8 +38,6 @@ type Shape struct {
 	SequenceStruct bool // SEQUENCE BY STRUCT(...): the interval is a STRUCT of Sequence
 	SystemSequence *schema.Column
 	Output         schema.Columns
-	SCDType        int
-	Snapshot       bool // a snapshot flow: its state has its own layout
 }
 
 func targetTable(f Flow) string {

@@ -13,6 +13,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/dev/benchsize"
 	"github.com/bqcdc/bqcdc/internal/dev/rendercases"
 	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/plan"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/bqcdc/bqcdc/sql/render"
 )
@@ -243,7 +244,7 @@ func costModel(b *testing.B, bd *flow.Bound, keys int, r costRun) (m *cost.Model
 
 	// Partitioned by day of the generation; maintenance wrote it the day
 	// before.
-	state = cost.NewTable(cost.Name(costLoc.StateTable(bd.Flow)), cost.Columns(catalog.StateColumns(bd), costShapes, costShape), catalog.ColStateGen, bd.Keys[0].Name)
+	state = cost.NewTable(cost.Name(costLoc.StateTable(bd.Flow)), cost.Columns(plan.For(bd, costLoc).StateColumns(), costShapes, costShape), catalog.ColStateGen, bd.Keys[0].Name)
 	rows := int64(keys)
 	if bd.SCDType == 2 {
 		rows *= costEventsPerKey
@@ -254,7 +255,7 @@ func costModel(b *testing.B, bd *flow.Bound, keys int, r costRun) (m *cost.Model
 	m = cost.NewModel(changelog, state)
 
 	if bd.ChangeFeed() {
-		changes = cost.NewTable(cost.Name(costLoc.ChangesTable(bd.Flow)), cost.Columns(catalog.ChangesColumns(bd), costShapes, costShape), catalog.ColCommitPosition, catalog.ColCommitPosition)
+		changes = cost.NewTable(cost.Name(costLoc.ChangesTable(bd.Flow)), cost.Columns(catalog.ChangesColumns(bd, plan.For(bd, costLoc).Shape().Versions), costShapes, costShape), catalog.ColCommitPosition, catalog.ColCommitPosition)
 		must(changes.AddTimeRange(from, r.params.Watermark, int64(keys*costEventsPerKey)*changeRowsPerEvent(bd), r.blockBytes))
 		must(changes.AddSpan(cost.Partition{Null: true}, cost.Null, cost.Null, int64(24*time.Hour/costSchedule), r.blockBytes))
 		m.Tables[changes.Name] = changes
@@ -281,7 +282,7 @@ func benchRunBlocks(b *testing.B, bd *flow.Bound, keys, touched int, blockBytes 
 	r := newCostRun(keys, touched)
 	r.blockBytes = blockBytes
 	m, changelog, state, _ := costModel(b, bd, keys, r)
-	plan := render.NewCompaction(bd, costLoc)
+	stmts := plan.For(bd, costLoc).Compaction()
 	estimate := func(sql string, err error) *cost.Estimate {
 		if err != nil {
 			b.Fatal(err)
@@ -297,18 +298,18 @@ func benchRunBlocks(b *testing.B, bd *flow.Bound, keys, touched int, blockBytes 
 		stateBytes, changelogBytes, billed = 0, 0, 0
 		stats := r.params
 		stats.NewWatermark, stats.Generation = time.Time{}, time.Time{}
-		run := []*cost.Estimate{estimate(plan.Stats(stats)), estimate(plan.Fold(r.params))}
+		run := []*cost.Estimate{estimate(stmts.Stats(stats)), estimate(stmts.Fold(r.params))}
 		if bd.ChangeFeed() {
 			p := r.params
 			p.Keys = r.keyFilter()
-			run = append(run, estimate(plan.Changes(p)))
+			run = append(run, estimate(stmts.Changes(p)))
 		}
 		for _, e := range run {
 			stateBytes += e.Scanned(state.Name)
 			changelogBytes += e.Scanned(changelog.Name)
 			billed += e.Billed
 		}
-		maintenance = estimate(plan.Maintain(r.params)).Billed + estimate(plan.MaintainGC(r.params)).Billed
+		maintenance = estimate(stmts.Maintain(r.params)).Billed + estimate(stmts.MaintainGC(r.params)).Billed
 		if bd.SCDType == 2 {
 			maintenance /= 7 // weekly: an SCD 2 state's levels are its distinct events already
 		}
@@ -335,7 +336,7 @@ func benchRunBlocks(b *testing.B, bd *flow.Bound, keys, touched int, blockBytes 
 func benchLookup(b *testing.B, bd *flow.Bound, keys int) {
 	r := newCostRun(keys, 1)
 	m, _, state, _ := costModel(b, bd, keys, r)
-	sql, err := render.View(bd, costLoc, r.params.NewWatermark)
+	sql, err := viewSQL(bd, costLoc, r.params.NewWatermark)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -361,7 +362,7 @@ func benchFeedRead(b *testing.B, bd *flow.Bound, days int) {
 	const keys = 100_000
 	r := newCostRun(keys, 1)
 	end := r.params.Watermark
-	changes := cost.NewTable(cost.Name(costLoc.ChangesTable(bd.Flow)), cost.Columns(catalog.ChangesColumns(bd), costShapes, costShape), catalog.ColCommitPosition, catalog.ColCommitPosition)
+	changes := cost.NewTable(cost.Name(costLoc.ChangesTable(bd.Flow)), cost.Columns(catalog.ChangesColumns(bd, plan.For(bd, costLoc).Shape().Versions), costShapes, costShape), catalog.ColCommitPosition, catalog.ColCommitPosition)
 	// The same rate of change whatever the history's length.
 	perDay := int64(keys*costEventsPerKey/costHistoryDays) * changeRowsPerEvent(bd)
 	if err := changes.AddTimeRange(end.AddDate(0, 0, -days), end, perDay*int64(days), 0); err != nil {
@@ -373,7 +374,7 @@ func benchFeedRead(b *testing.B, bd *flow.Bound, days int) {
 	m := cost.NewModel(changes)
 	var scanned, billed int64
 	for b.Loop() {
-		sql, err := render.ChangesQuery(bd, costLoc, end.Add(-5*time.Minute), time.Time{})
+		sql, err := plan.For(bd, costLoc).ChangesQuery(end.Add(-5*time.Minute), time.Time{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -481,7 +482,7 @@ func benchGold(b *testing.B, bd *flow.Bound, keys, touched, groups int, spread s
 	}
 	var goldBytes, changeBytes, stateBytes, billed, readBytes, maintain, feedRead int64
 	for b.Loop() {
-		sql, err := render.GoldRefresh(g, costLoc, render.GoldRange{From: r.params.Watermark, To: r.params.NewWatermark, Run: "bench", Touched: filter})
+		sql, err := plan.ForGold(g, costLoc).Refresh(render.GoldRange{From: r.params.Watermark, To: r.params.NewWatermark, Run: "bench", Touched: filter})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -492,7 +493,7 @@ func benchGold(b *testing.B, bd *flow.Bound, keys, touched, groups int, spread s
 		goldBytes, changeBytes, stateBytes, billed = e.Scanned(gold.Name), e.Scanned(changes.Name), e.Scanned(state.Name), e.Billed
 		if filtered {
 			// The question before: the change rows only.
-			sql, err := render.GoldTouched(g, costLoc, r.params.Watermark, r.params.NewWatermark)
+			sql, err := plan.ForGold(g, costLoc).Touched(r.params.Watermark, r.params.NewWatermark)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -536,4 +537,10 @@ func benchGold(b *testing.B, bd *flow.Bound, keys, touched, groups int, spread s
 	b.ReportMetric(float64(readBytes), "read-bytes/refreshed")
 	b.ReportMetric(float64(maintain), "maintain-bytes/day")
 	b.ReportMetric(float64(feedRead), "feed-bytes/read")
+}
+
+// viewSQL is flow b's view as its plan renders it with hint.
+func viewSQL(b *flow.Bound, loc catalog.Location, hint time.Time) (string, error) {
+	v, err := plan.For(b, loc).View(hint, nil)
+	return v.SQL, err
 }

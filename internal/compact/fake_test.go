@@ -13,6 +13,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/plan"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
 	"google.golang.org/api/googleapi"
@@ -214,7 +215,7 @@ func (f *fakeBQ) State(_ context.Context, b *flow.Bound) error {
 		f.tables[key] = md
 	}
 	md.Schema = bigquery.Schema{}
-	for _, c := range catalog.StateColumns(b) {
+	for _, c := range plan.For(b, catalog.Location{}).StateColumns() {
 		md.Schema = append(md.Schema, &bigquery.FieldSchema{Name: c.Name, Type: bigquery.FieldType(c.Type)})
 	}
 	md.Labels[catalog.StateLayoutLabel] = catalog.StateLayout

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/plan"
 	"github.com/bqcdc/bqcdc/sql/render"
 )
 
@@ -89,7 +90,7 @@ func (s *streamRun) refreshGolds(ctx context.Context, reached time.Time, maintai
 			s.c.opts.Metrics.GoldRefreshed(ctx, g.Name.String(), s.now.Sub(at))
 		}
 		if maintain {
-			sql, err := render.GoldMaintain(bg, s.c.loc, s.now.Add(-max(s.c.opts.GoldFeedRetention, 0)))
+			sql, err := plan.ForGold(bg, s.c.loc).Maintain(s.now.Add(-max(s.c.opts.GoldFeedRetention, 0)))
 			if err != nil {
 				return err
 			}
@@ -111,7 +112,7 @@ func (s *streamRun) refreshGolds(ctx context.Context, reached time.Time, maintai
 func (s *streamRun) refreshGold(ctx context.Context, g *flow.BoundGold, stateBytes int64, from, to time.Time) error {
 	r := render.GoldRange{From: from, To: to, Run: render.NewRun()}
 	if above := s.c.opts.GoldTouchedAbove; above < 0 || stateBytes > above {
-		sql, err := render.GoldTouched(g, s.c.loc, from, to)
+		sql, err := plan.ForGold(g, s.c.loc).Touched(from, to)
 		if err != nil {
 			return err
 		}
@@ -127,7 +128,7 @@ func (s *streamRun) refreshGold(ctx context.Context, g *flow.BoundGold, stateByt
 			return err
 		}
 	}
-	sql, err := render.GoldRefresh(g, s.c.loc, r)
+	sql, err := plan.ForGold(g, s.c.loc).Refresh(r)
 	if err != nil {
 		return err
 	}

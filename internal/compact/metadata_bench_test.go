@@ -15,6 +15,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/dev/benchsize"
 	"github.com/bqcdc/bqcdc/internal/dev/fakebq"
 	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/plan"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
 )
@@ -135,7 +136,7 @@ func metadataDeployment(b *testing.B, srv *fakebq.Server, sources int, changed f
 		if ds == "" {
 			ds = "cdc"
 		}
-		if err := srv.AddTable(ds, catalog.StateName(f), fakebq.Table{Schema: bqschema.ToBigQuery(catalog.StateColumns(bound)), Labels: labels}); err != nil {
+		if err := srv.AddTable(ds, catalog.StateName(f), fakebq.Table{Schema: bqschema.ToBigQuery(plan.For(bound, catalog.Location{}).StateColumns()), Labels: labels}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/flow"
-	"github.com/bqcdc/bqcdc/sql/render"
+	"github.com/bqcdc/bqcdc/internal/plan"
 )
 
 // expire deletes changelog days that are older than the retention and that
@@ -72,7 +72,7 @@ func (c *Compactor) expire(ctx context.Context, sel Selection, tasks []*task, re
 }
 
 func (c *Compactor) expireSource(ctx context.Context, b *flow.Bound, cutoff time.Time, acct *account) error {
-	sql, err := render.NewCompaction(b, c.loc).ExpireChangelog(cutoff)
+	sql, err := plan.For(b, c.loc).Compaction().ExpireChangelog(cutoff)
 	if err != nil {
 		return err
 	}

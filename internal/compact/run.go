@@ -8,12 +8,14 @@ import (
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/plan"
 	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
 )
 
 // task is one flow of a run, with what the run read of it up front.
 type task struct {
 	b         *flow.Bound
+	p         *plan.Plan              // b's plan
 	changelog *bigquery.TableMetadata // what the flow reads: its changelog or snapshot table; nil: not readable (the flow fails)
 	state     *bigquery.TableMetadata // nil: the state table does not exist yet
 	labels    labels
@@ -25,10 +27,10 @@ type task struct {
 //
 //	ensure state -> idle? -> read -> fold (the commit point) -> after -> view -> labels
 //
-// A kind is created per flow and run (newKind) and keeps what its steps
-// pass on. change-stream flows (SCD 1, SCD 2, bitemporal: stream.go) and
-// snapshot flows (snapshot.go) are the kinds; a new kind is a new file and
-// a case in newKind.
+// A kind is created per flow and run (machines, by the flow plan's
+// Machine) and keeps what its steps pass on: plan.Stream (change-stream
+// flows: stream.go) and plan.Snapshot (snapshot flows: snapshot.go). A new
+// machine is a new file and a row in machines.
 type kind interface {
 	// read reads what the run would do (statistics, markers) and reports
 	// whether there is anything to fold; when not, it sets the outcome.
@@ -54,11 +56,10 @@ type run struct {
 	cols string // the state's columns, as the view memo keys them
 }
 
-func newKind(r *run) kind {
-	if r.t.b.IsSnapshot() {
-		return &snapshotRun{run: r}
-	}
-	return &streamRun{run: r}
+// machines makes the kind of a run by the flow plan's Machine.
+var machines = map[plan.Machine]func(*run) kind{
+	plan.Stream:   func(r *run) kind { return &streamRun{run: r} },
+	plan.Snapshot: func(r *run) kind { return &snapshotRun{run: r} },
 }
 
 // markerRow reads the state's marker with the statement plan renders: its
@@ -84,7 +85,7 @@ func (c *Compactor) flow(ctx context.Context, t *task, now time.Time, rep *Repor
 		return t.err
 	}
 	r := &run{c: c, t: t, now: now, rep: rep, acct: acct}
-	k := newKind(r)
+	k := machines[t.p.Machine()](r)
 	if err := r.ensureState(ctx); err != nil {
 		return err
 	}
@@ -132,7 +133,7 @@ func (c *Compactor) flow(ctx context.Context, t *task, now time.Time, rep *Repor
 // folded into them. It reads no metadata: the run read the state's up
 // front.
 func (r *run) ensureState(ctx context.Context) error {
-	want := catalog.StateColumns(r.t.b)
+	want := r.t.p.StateColumns()
 	r.cols = fmt.Sprint(want)
 	if st := r.t.state; st != nil && r.t.labels.layout {
 		have := bqschema.FromBigQuery(st.Schema)

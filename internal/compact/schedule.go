@@ -13,6 +13,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/metrics"
+	"github.com/bqcdc/bqcdc/internal/plan"
 	"github.com/bqcdc/bqcdc/sql/render"
 )
 
@@ -61,7 +62,7 @@ func (c *Compactor) Compact(ctx context.Context, sel Selection) ([]Report, error
 	}
 	for i, r := range reports {
 		c.logOutcome(r)
-		c.measure(ctx, r, tasks[i].b.IsSnapshot())
+		c.measure(ctx, r, tasks[i].p.Machine() == plan.Snapshot)
 	}
 	for _, f := range idle {
 		r := Report{Flow: f.Flow.Name, Target: f.Flow.Target.String(), Source: f.Flow.Source.Name, Outcome: Idle,
@@ -127,7 +128,8 @@ func (c *Compactor) readChangelogs(ctx context.Context, flows []*flow.Bound, kno
 		if src, ok := b.ChangelogSource(); ok {
 			dataset, table, what = c.loc.DefaultDataset, catalog.TableName(src), "the changelog of"
 		} else {
-			dataset, table, what = b.Snapshot.Dataset, b.Snapshot.Table, "the snapshot table"
+			dataset, table = b.SnapshotName()
+			what = "the snapshot table"
 		}
 		md, err := c.wh.Metadata(ctx, dataset, table)
 		if err == nil && md == nil {
@@ -155,7 +157,7 @@ func (c *Compactor) prepare(ctx context.Context, flows []*flow.Bound, changelogs
 	tasks := make([]*task, len(flows))
 	c.parallel(len(flows), func(i int) {
 		b := flows[i]
-		t := &task{b: b}
+		t := &task{b: b, p: plan.For(b, c.loc)}
 		cl := changelogs[b.SourceKey()]
 		t.changelog, t.err = cl.md, cl.err
 		if t.err == nil {

@@ -65,7 +65,7 @@ type snapshotStats struct {
 
 func (s *snapshotRun) read(ctx context.Context) (bool, error) {
 	b := s.t.b
-	s.plan = render.NewSnapshotCompaction(b, s.c.loc)
+	s.plan = s.t.p.SnapshotCompaction()
 	if err := s.readMarker(ctx); err != nil {
 		return false, err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/catalog"
+	"github.com/bqcdc/bqcdc/internal/plan"
 	"github.com/bqcdc/bqcdc/sql/render"
 )
 
@@ -58,7 +59,7 @@ type streamStats struct {
 
 func (s *streamRun) read(ctx context.Context) (bool, error) {
 	b, l := s.t.b, s.t.labels
-	s.plan = render.NewCompaction(b, s.c.loc)
+	s.plan = s.t.p.Compaction()
 	s.from, s.foldedMax = l.watermark, l.foldedMax
 	switch {
 	case stateEmpty(s.t.state):
@@ -115,7 +116,7 @@ func (s *streamRun) read(ctx context.Context) (bool, error) {
 		s.nextLabels.feedOff = "0" // cleared unless off or held again below
 	}
 	switch {
-	case b.Kind().ChangeFeed() && !b.ChangeFeed():
+	case b.ChangeFeedOff():
 		s.nextLabels.feedOff = "1"
 	case b.ChangeFeed() && l.feedOff == "1" && s.st.changesUntil.After(render.Epoch):
 		// The feed was off while maintenance may have reduced the events
@@ -202,7 +203,7 @@ func (s *streamRun) fold(ctx context.Context) error {
 func (s *streamRun) after(ctx context.Context) error {
 	// Maintenance folds what runs before this one folded: nothing on a
 	// flow's first run.
-	due := s.c.maintenanceDue(s.t.labels, s.now, s.t.b.SCDType) && s.from.After(render.Epoch)
+	due := s.c.maintenanceDue(s.t.labels, s.now, s.t.p) && s.from.After(render.Epoch)
 	if s.changes {
 		if err := s.materializeChanges(ctx); err != nil {
 			return err
@@ -370,14 +371,11 @@ func (s *streamRun) next() (labels, bool) {
 // bitemporal) state's levels are its distinct events already, so folding
 // them only drops the copies a crashed run left and the markers: a seventh
 // as often.
-func (c *Compactor) maintenanceDue(l labels, now time.Time, scd int) bool {
+func (c *Compactor) maintenanceDue(l labels, now time.Time, p *plan.Plan) bool {
 	if c.opts.MaintainEvery < 0 {
 		return false
 	}
-	every := c.opts.MaintainEvery
-	if scd == 2 {
-		every *= 7
-	}
+	every := p.MaintainEvery(c.opts.MaintainEvery)
 	return l.maintained.IsZero() || now.Sub(l.maintained) >= every
 }
 

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/bqcdc/bqcdc/internal/catalog"
-	"github.com/bqcdc/bqcdc/sql/render"
 )
 
 // A filter of an outer scope on the clustering column moves down to the
@@ -71,7 +70,7 @@ func TestKeyLookupsReadTheKeysBlocks(t *testing.T) {
 	for _, b := range renderFlows(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			m := newFlowModel(t, b)
-			sql, err := render.View(b, renderLoc, renderRun.NewWatermark)
+			sql, err := viewSQL(b, renderLoc, renderRun.NewWatermark)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/dev/rendercases"
 	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/plan"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/bqcdc/bqcdc/sql/render"
 )
@@ -69,7 +70,7 @@ func newFlowModel(t *testing.T, b *flow.Bound) flowModel {
 	}
 	// The state as maintenance left it the day before: one partition (of
 	// its generation's day), sorted by the first key, and its marker.
-	state := NewTable(Name(renderLoc.StateTable(b.Flow)), Columns(catalog.StateColumns(b), nil, shape), catalog.ColStateGen, b.Keys[0].Name)
+	state := NewTable(Name(renderLoc.StateTable(b.Flow)), Columns(plan.For(b, renderLoc).StateColumns(), nil, shape), catalog.ColStateGen, b.Keys[0].Name)
 	folded := DayOf(time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC))
 	if err := state.AddSpan(folded, Null, Null, 1, testBlock); err != nil { // the marker
 		t.Fatal(err)
@@ -79,7 +80,7 @@ func newFlowModel(t *testing.T, b *flow.Bound) flowModel {
 	}
 	m := flowModel{Model: NewModel(changelog, state), changelog: changelog, state: state}
 	if b.Kind().ChangeFeed() {
-		m.changes = NewTable(Name(renderLoc.ChangesTable(b.Flow)), Columns(catalog.ChangesColumns(b), nil, shape), catalog.ColCommitPosition, catalog.ColCommitPosition)
+		m.changes = NewTable(Name(renderLoc.ChangesTable(b.Flow)), Columns(catalog.ChangesColumns(b, plan.For(b, renderLoc).Shape().Versions), nil, shape), catalog.ColCommitPosition, catalog.ColCommitPosition)
 		if err := m.changes.AddTimeRange(historyFrom, historyTo, testKeys*eventsPerKey*2, testBlock); err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +157,7 @@ func TestRendererStatements(t *testing.T) {
 	for _, b := range renderFlows(t) {
 		t.Run(b.Name, func(t *testing.T) {
 			m := newFlowModel(t, b)
-			c := render.NewCompaction(b, renderLoc)
+			c := plan.For(b, renderLoc).Compaction()
 			cl, st := m.changelog.Name, m.state.Name
 			events := catalog.EventColumns(b)
 			afterWatermark := blocksWhere(m.changelog, renderRun.Watermark.Add(time.Microsecond), historyTo)
@@ -236,7 +237,7 @@ func TestRendererStatements(t *testing.T) {
 			}
 
 			// The view: the changelog after its bound, the whole state.
-			sql, err = render.View(b, renderLoc, renderRun.NewWatermark)
+			sql, err = viewSQL(b, renderLoc, renderRun.NewWatermark)
 			s = one(t, m.Model, sql, err)
 			if u := s.Table(cl); u.BlocksKept != blocksWhere(m.changelog, renderRun.NewWatermark.Add(time.Microsecond), historyTo) {
 				t.Errorf("the view keeps %d changelog blocks", u.BlocksKept)
@@ -275,15 +276,18 @@ func TestRendererStatements(t *testing.T) {
 
 			// Reading the feed: the markers and the range's blocks.
 			from := historyTo.Add(-5 * time.Minute)
-			sql, err = render.ChangesQuery(b, renderLoc, from, time.Time{})
+			sql, err = plan.For(b, renderLoc).ChangesQuery(from, time.Time{})
 			s = one(t, m.Model, sql, err)
 			if u := s.Table(m.changes.Name); u.BlocksKept != 1+blocksWhere(m.changes, from.Add(time.Microsecond), historyTo) || len(s.Tables) != 1 {
 				t.Errorf("reading the last 5 minutes of the feed: %s", s.Summary())
 			}
 
 			// Table functions' DDL is free; its body reads what a call reads.
-			sql, err = render.AtFunction(b, renderLoc)
-			s = one(t, m.Model, sql, err)
+			fns, err := plan.For(b, renderLoc).Functions()
+			if err != nil || fns[0].Name != catalog.AtFunctionName(b.Flow) {
+				t.Fatalf("the first table function: %v %v", fns, err)
+			}
+			s = one(t, m.Model, fns[0].DDL, nil)
 			if s.Billed != 0 || s.Body == nil || s.Body.Table(cl).BlocksKept != len(m.changelog.Blocks) || s.Body.Table(st).BlocksKept != len(m.state.Blocks) {
 				t.Errorf("<target>_at: %+v", s)
 			}
@@ -297,7 +301,7 @@ func TestRendererStatements(t *testing.T) {
 func TestMarkerReadsTheNullBlocks(t *testing.T) {
 	b := renderFlows(t)[0]
 	m := newFlowModel(t, b)
-	sql, err := render.NewCompaction(b, renderLoc).Marker()
+	sql, err := plan.For(b, renderLoc).Compaction().Marker()
 	s := one(t, m.Model, sql, err)
 	u := s.Table(m.state.Name)
 	if u.BlocksKept != 1 || !sameColumns(u.Columns, []string{b.Keys[0].Name, catalog.ColIngestedAt, catalog.ColStateOp, catalog.ColStateGen, catalog.ColStateWatermark}) {
@@ -326,7 +330,7 @@ func TestGoldenStatementsEstimate(t *testing.T) {
 	for name, b := range flows {
 		m := newFlowModel(t, b)
 		if b.Bitemporal { // <target>_as_of reads the view
-			m.Views[Name(renderLoc.ViewTable(b.Flow))] = mustSQL(t)(render.View(b, renderLoc, renderRun.Watermark))
+			m.Views[Name(renderLoc.ViewTable(b.Flow))] = mustSQL(t)(viewSQL(b, renderLoc, renderRun.Watermark))
 		}
 		golden := mustSQL(t)(readFile("../../sql/render/testdata/golden/" + name + ".sql"))
 		e, err := m.Estimate(golden)
@@ -352,4 +356,10 @@ func readFile(path string) (string, error) {
 		return "", fmt.Errorf("reading %s: %w", path, err)
 	}
 	return string(b), nil
+}
+
+// viewSQL is flow b's view as its plan renders it with hint.
+func viewSQL(b *flow.Bound, loc catalog.Location, hint time.Time) (string, error) {
+	v, err := plan.For(b, loc).View(hint, nil)
+	return v.SQL, err
 }

@@ -75,6 +75,10 @@ func (k Kind) Routines() []string {
 // it off. Without it a compaction run reads no state.
 func (f *Flow) ChangeFeed() bool { return f.Kind().ChangeFeed() && !f.NoChangeFeed }
 
+// ChangeFeedOff reports a flow whose kind has a change feed that its
+// target's declaration turns off (TBLPROPERTIES).
+func (f *Flow) ChangeFeedOff() bool { return f.Kind().ChangeFeed() && f.NoChangeFeed }
+
 // Routines are the suffixes of the table functions apply makes beside the
 // flow's view: its kind's (Kind.Routines), but <target>_changes when its
 // change feed is off.

@@ -42,8 +42,6 @@ func (b *Bound) Shape() catalog.Shape {
 		SequenceStruct: b.SequenceStruct,
 		SystemSequence: b.SystemSequence,
 		Output:         b.Output,
-		SCDType:        b.SCDType,
-		Snapshot:       b.IsSnapshot(),
 	}
 }
 

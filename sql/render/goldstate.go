@@ -316,7 +316,7 @@ var goldRun = regexp.MustCompile(`^[0-9a-z]{1,40}$`)
 // GoldRefresh renders the statement that brings a materialized view's
 // state to r.To: it appends a version of each group the feed's rows in
 // the range touch.
-func GoldRefresh(g *flow.BoundGold, loc catalog.Location, r GoldRange) (string, error) {
+func GoldRefresh(g *flow.BoundGold, loc catalog.Location, src Shape, r GoldRange) (string, error) {
 	d, err := newGoldState(g, loc)
 	if err != nil {
 		return "", err
@@ -330,7 +330,7 @@ func GoldRefresh(g *flow.BoundGold, loc catalog.Location, r GoldRange) (string, 
 		r.From, r.To, r.Touched = Epoch, time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC), ""
 	}
 	d.Init, d.To, d.ChangeTable, d.Run, d.Filter = r.Init, Literal(r.To), loc.ChangesTable(g.Source.Flow), r.Run, r.Touched
-	if d.Changes, err = ChangesQuery(g.Source, loc, r.From, r.To); err != nil {
+	if d.Changes, err = ChangesQuery(g.Source, loc, src, r.From, r.To); err != nil {
 		return "", err
 	}
 	return d.execute("gold_refresh.sql.tmpl", "the refresh of ")
@@ -355,14 +355,14 @@ const goldFilterRanges = 256
 // GoldTouched renders the query of the clustering values of the groups
 // the feed's rows in (from, to] touch (at most GoldTouchedLimit + 1 rows,
 // one column, ordered), for GoldTouchedFilter.
-func GoldTouched(g *flow.BoundGold, loc catalog.Location, from, to time.Time) (string, error) {
+func GoldTouched(g *flow.BoundGold, loc catalog.Location, src Shape, from, to time.Time) (string, error) {
 	d, err := newGoldState(g, loc)
 	if err != nil {
 		return "", err
 	}
 	d.Touched, d.TouchedLimit, d.To, d.ChangeTable = true, GoldTouchedLimit+1, Literal(to), loc.ChangesTable(g.Source.Flow)
 	d.Summary = fmt.Sprintf("the groups a refresh of materialized view %s would touch", g.Name)
-	if d.Changes, err = ChangesQuery(g.Source, loc, from, to); err != nil {
+	if d.Changes, err = ChangesQuery(g.Source, loc, src, from, to); err != nil {
 		return "", err
 	}
 	return d.execute("gold_refresh.sql.tmpl", "the touched groups of ")
@@ -529,8 +529,8 @@ func GoldStateColumns(g *flow.BoundGold, loc catalog.Location) ([]string, error)
 // state: a hash of the statement that makes it, so a state laid out for
 // another definition is told apart. A refresh replaces the table, which
 // drops its labels in BigQuery: compaction writes them again after it.
-func GoldStateSpec(g *flow.BoundGold, loc catalog.Location) (string, error) {
-	ddl, err := GoldRefresh(g, loc, GoldRange{Init: true, Run: "0"})
+func GoldStateSpec(g *flow.BoundGold, loc catalog.Location, src Shape) (string, error) {
+	ddl, err := GoldRefresh(g, loc, src, GoldRange{Init: true, Run: "0"})
 	if err != nil {
 		return "", err
 	}

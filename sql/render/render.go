@@ -40,7 +40,11 @@ import (
 //go:embed templates/*.sql.tmpl
 var templateFS embed.FS
 
-var templates = parseTemplates()
+var templates *template.Template
+
+// The templates are parsed in init, not in templates' initializer: their
+// "run" function reads templates, which an initializer could not.
+func init() { templates = parseTemplates() }
 
 // parseTemplates parses the embedded templates, each under its file name,
 // after writing every {{col "Name"}} as the column's name from catalog: the
@@ -51,6 +55,13 @@ func parseTemplates() *template.Template {
 	t := template.New("").Funcs(template.FuncMap{
 		"join":    func(list []string, sep string) string { return strings.Join(list, sep) },
 		"comment": commentText,
+		// run executes the template a Shape names (text/template's own
+		// {{template}} takes a constant name only).
+		"run": func(name string, data any) (string, error) {
+			var b strings.Builder
+			err := templates.ExecuteTemplate(&b, name, data)
+			return b.String(), err
+		},
 	})
 	files, err := fs.Glob(templateFS, "templates/*.sql.tmpl")
 	if err != nil {
@@ -190,30 +201,36 @@ func KeylessTruncates(b *flow.Bound, loc catalog.Location) string {
 // Epoch is the watermark of a state table that was never compacted.
 var Epoch = time.Unix(0, 0).UTC()
 
-// View renders the SQL of the flow's view. hint is a watermark already
-// committed to the state table (Epoch if none); it becomes the constant
-// partition filter, so it must never exceed the current watermark.
-func View(b *flow.Bound, loc catalog.Location, hint time.Time) (string, error) {
-	k := b.Kind()
-	if k.Snapshot() {
-		return SnapshotView(b, loc, "")
+// CurrentView renders the view of a change-stream flow's current state
+// (SCD 1). hint is a watermark already committed to the state table
+// (Epoch if none); it becomes the constant partition filter, so it must
+// never exceed the current watermark.
+func CurrentView(b *flow.Bound, loc catalog.Location, hint time.Time) (string, error) {
+	d := newData(b, loc, hint, Current)
+	d.TruncatesApart = d.HasTruncate
+	return executeView("scd1.sql.tmpl", d, b)
+}
+
+// HistoryView renders the view of a change-stream flow's history (SCD 2);
+// hint as for CurrentView.
+func HistoryView(b *flow.Bound, loc catalog.Location, hint time.Time) (string, error) {
+	return executeView("scd2.sql.tmpl", newData(b, loc, hint, History), b)
+}
+
+// BitemporalView renders the view of a bitemporal flow; hint as for
+// CurrentView.
+func BitemporalView(b *flow.Bound, loc catalog.Location, hint time.Time) (string, error) {
+	if b.SystemSequence == nil {
+		return "", fmt.Errorf("rendering view of flow %s: a bitemporal view needs SYSTEM SEQUENCE BY", b.Name)
 	}
-	d := newData(b, loc, hint)
-	var name string
-	switch k {
-	case flow.SCD1:
-		name = "scd1.sql.tmpl"
-		d.TruncatesApart = d.HasTruncate
-	case flow.SCD2:
-		name = "scd2.sql.tmpl"
-	case flow.Bitemporal:
-		name = "bitemporal.sql.tmpl"
-		d.EventsCTE = "deduped"
-		d.partition(true)
-		d.bitemporal(b)
-	default:
-		return "", fmt.Errorf("rendering view of flow %s: no view for kind %s", b.Name, k)
-	}
+	d := newData(b, loc, hint, History)
+	d.EventsCTE = "deduped"
+	d.partition(true)
+	d.bitemporal(b)
+	return executeView("bitemporal.sql.tmpl", d, b)
+}
+
+func executeView(name string, d *data, b *flow.Bound) (string, error) {
 	buf := newSQLBuilder()
 	if err := templates.ExecuteTemplate(buf, name, d); err != nil {
 		return "", fmt.Errorf("rendering view of flow %s: %w", b.Name, err)
@@ -275,11 +292,13 @@ type data struct {
 	OutputPrefix        string // "__asof,\n  " when AsOf
 	TruncateJoin        string // how ranked rows meet the latest truncate
 
-	SCD         int    // 1 or 2
-	EventFilter string // the changelog rows that are events of the flow
-	HistoryCTE  string // the name of the time-travel forms' deduplicated events
-	Func        string // a table function's quoted name
-	View        string // the flow's quoted view
+	Shape       Shape    // the kind's templates (see Shape)
+	Interval    []string // the quoted interval columns of a target of versions, none otherwise
+	RowID       string   // a target row's identity beside its key, as the change feed keeps it (ColChangeID)
+	EventFilter string   // the changelog rows that are events of the flow
+	HistoryCTE  string   // the name of the time-travel forms' deduplicated events
+	Func        string   // a table function's quoted name
+	View        string   // the flow's quoted view
 
 	SystemSequence string // the quoted SYSTEM SEQUENCE BY column, "" if none
 	// The bitemporal view's quoted sequence column and its type, and the
@@ -336,7 +355,7 @@ const deleteRank = "IF(__op = 'D', 1, 0)"
 
 func q(name string) string { return catalog.QuoteIdent(name) }
 
-func newData(b *flow.Bound, loc catalog.Location, hint time.Time) *data {
+func newData(b *flow.Bound, loc catalog.Location, hint time.Time, s Shape) *data {
 	d := &data{
 		Summary:     b.String(),
 		File:        b.Pos.File,
@@ -347,7 +366,8 @@ func newData(b *flow.Bound, loc catalog.Location, hint time.Time) *data {
 		HasTruncate: b.Truncate != "",
 		IgnoreNull:  len(b.IgnoreNull) > 0,
 		OpExpr:      opExpr(b),
-		SCD:         b.SCDType,
+		Shape:       s,
+		RowID:       "''",
 		EventsCTE:   "events",
 		View:        loc.ViewTable(b.Flow),
 	}
@@ -360,6 +380,10 @@ func newData(b *flow.Bound, loc catalog.Location, hint time.Time) *data {
 			d.SystemKey, d.SystemKeyE = "UNIX_MICROS("+d.SystemKey+")", "UNIX_MICROS("+d.SystemKeyE+")"
 			d.SystemOut = "TIMESTAMP_MICROS(%s)"
 		}
+	}
+	if s.Versions {
+		d.Interval = []string{q(catalog.StartAt), q(catalog.EndAt)}
+		d.RowID = "TO_JSON_STRING(" + q(catalog.StartAt) + ")"
 	}
 	events := catalog.EventColumns(b)
 	d.columns(b, events)
@@ -471,7 +495,7 @@ func (d *data) changeOutput(b *flow.Bound, loc catalog.Location) {
 	for _, c := range b.Output {
 		d.NullChangeOutput = append(d.NullChangeOutput, nullOf(c))
 	}
-	if b.SCDType == 2 {
+	if d.Shape.Versions {
 		t := catalog.IntervalType(b)
 		d.NullChangeOutput = append(d.NullChangeOutput, "CAST(NULL AS "+t+")", "CAST(NULL AS "+t+")")
 	}
@@ -563,9 +587,10 @@ type Compaction struct {
 	d data
 }
 
-// NewCompaction prepares the compaction statements of a flow.
-func NewCompaction(b *flow.Bound, loc catalog.Location) *Compaction {
-	d := newData(b, loc, Epoch)
+// NewCompaction prepares the compaction statements of a change-stream
+// flow whose target has shape s.
+func NewCompaction(b *flow.Bound, loc catalog.Location, s Shape) *Compaction {
+	d := newData(b, loc, Epoch, s)
 	d.Compaction = true
 	if keyFilterable(b) {
 		d.KeyRange = d.Keys[0]
@@ -634,12 +659,7 @@ func (c *Compaction) Stats(r Run) (string, error) { return c.render("stats", r) 
 // Fold is the INSERT of the run's level and its marker: the run's commit
 // point. It reads the changelog rows in (r.Watermark, r.NewWatermark]
 // only.
-func (c *Compaction) Fold(r Run) (string, error) {
-	if c.b.SCDType == 2 {
-		return c.render("compact_scd2", r)
-	}
-	return c.render("compact_scd1", r)
-}
+func (c *Compaction) Fold(r Run) (string, error) { return c.render(c.d.Shape.Compact, r) }
 
 // Changes is the INSERT of the change feed's rows of the positions in
 // (r.ChangesFrom, r.ChangesTo] and its marker. It reads the changelog
@@ -662,10 +682,7 @@ func (c *Compaction) Changes(r Run) (string, error) {
 func (c *Compaction) Maintain(r Run) (string, error) {
 	d := c.d
 	d.Merge = true
-	if c.b.SCDType == 2 {
-		return c.renderWith("compact_scd2", r, d)
-	}
-	return c.renderWith("compact_scd1", r, d)
+	return c.renderWith(c.d.Shape.Compact, r, d)
 }
 
 // MaintainGC deletes what Maintain folded: the levels written before
@@ -753,19 +770,19 @@ var functionParams = args{TS: "ts", From: "from_position", To: "to_position", Bu
 // <target>_at(ts): the target as the view showed it at ts (by ingestion
 // time). It reads the whole history (changelog and state), so it needs no
 // pruning bound and compaction never has to touch it.
-func AtFunction(b *flow.Bound, loc catalog.Location) (string, error) {
-	return at(b, loc, true, functionParams)
+func AtFunction(b *flow.Bound, loc catalog.Location, s Shape) (string, error) {
+	return at(b, loc, s, true, functionParams)
 }
 
 // AtQuery is the body of <target>_at(ts) as a query, ts bound as a
 // literal. The emulator creates the function but its analyzer crashes on
 // calls of bodies this size, so tests run this (the same SQL).
-func AtQuery(b *flow.Bound, loc catalog.Location, ts time.Time) (string, error) {
-	return at(b, loc, false, args{TS: Literal(ts)})
+func AtQuery(b *flow.Bound, loc catalog.Location, s Shape, ts time.Time) (string, error) {
+	return at(b, loc, s, false, args{TS: Literal(ts)})
 }
 
-func at(b *flow.Bound, loc catalog.Location, ddl bool, a args) (string, error) {
-	d := newData(b, loc, Epoch)
+func at(b *flow.Bound, loc catalog.Location, s Shape, ddl bool, a args) (string, error) {
+	d := newData(b, loc, Epoch, s)
 	d.HistoryCTE, d.DDL, d.Args = "events", ddl, a
 	d.Func = loc.Routine(b.Flow, catalog.AtFunctionName(b.Flow))
 	return execute("at", d, b)
@@ -773,14 +790,14 @@ func at(b *flow.Bound, loc catalog.Location, ddl bool, a args) (string, error) {
 
 // ChangesFunction renders the DDL of the flow's change feed
 // <target>_changes(from_position, to_position).
-func ChangesFunction(b *flow.Bound, loc catalog.Location) (string, error) {
-	return changes(b, loc, true, functionParams)
+func ChangesFunction(b *flow.Bound, loc catalog.Location, s Shape) (string, error) {
+	return changes(b, loc, s, true, functionParams)
 }
 
 // ChangesQuery is the body of <target>_changes(from, to) as a query, the
 // positions bound as literals (a zero time as NULL); see AtQuery.
-func ChangesQuery(b *flow.Bound, loc catalog.Location, from, to time.Time) (string, error) {
-	return changes(b, loc, false, args{From: nullableLiteral(from), To: nullableLiteral(to)})
+func ChangesQuery(b *flow.Bound, loc catalog.Location, s Shape, from, to time.Time) (string, error) {
+	return changes(b, loc, s, false, args{From: nullableLiteral(from), To: nullableLiteral(to)})
 }
 
 // nullableLiteral is t as a TIMESTAMP literal, a zero t as NULL.
@@ -791,11 +808,11 @@ func nullableLiteral(t time.Time) string {
 	return Literal(t)
 }
 
-func changes(b *flow.Bound, loc catalog.Location, ddl bool, a args) (string, error) {
+func changes(b *flow.Bound, loc catalog.Location, s Shape, ddl bool, a args) (string, error) {
 	if !b.ChangeFeed() {
 		return "", fmt.Errorf("flow %s has no change feed", b.Name)
 	}
-	d := newData(b, loc, Epoch)
+	d := newData(b, loc, Epoch, s)
 	d.DDL, d.Args = ddl, a
 	d.changeOutput(b, loc)
 	d.Func = loc.Routine(b.Flow, catalog.ChangesFunctionName(b.Flow))
@@ -817,10 +834,10 @@ func AsOfQuery(b *flow.Bound, loc catalog.Location, business, system string) (st
 }
 
 func asOf(b *flow.Bound, loc catalog.Location, ddl bool, a args) (string, error) {
-	if !b.Bitemporal {
-		return "", fmt.Errorf("flow %s is not bitemporal: it has no as-of function", b.Name)
+	if b.SystemSequence == nil {
+		return "", fmt.Errorf("flow %s has no SYSTEM SEQUENCE BY: it has no as-of function", b.Name)
 	}
-	d := newData(b, loc, Epoch)
+	d := newData(b, loc, Epoch, History)
 	d.DDL, d.Args = ddl, a
 	d.Func = loc.Routine(b.Flow, catalog.AsOfFunctionName(b.Flow))
 	d.BusinessType, d.SystemType = b.Sequence[0].SQLType(), b.SystemSequence.SQLType()
@@ -855,7 +872,7 @@ func uncommentBody(ddl string) string {
 // classified by its DELETE/TRUNCATE conditions. Tests feed its rows to the
 // reference model; compaction reports use it to count.
 func EventsQuery(b *flow.Bound, loc catalog.Location) string {
-	d := newData(b, loc, Epoch)
+	d := newData(b, loc, Epoch, Current) // the events are the same whatever the target's shape
 	return fmt.Sprintf("SELECT %s, %s AS __op FROM %s WHERE %s", strings.Join(d.Events, ", "), d.OpExpr, d.Changelog, d.EventFilter)
 }
 

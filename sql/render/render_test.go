@@ -29,7 +29,7 @@ func renderAll(t *testing.T, b *flow.Bound) string {
 	if b.IsSnapshot() {
 		return renderSnapshot(t, b)
 	}
-	view, err := View(b, loc, time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC))
+	view, err := testView(b, loc, time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func renderAll(t *testing.T, b *flow.Bound) string {
 		Generation: time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC), NewWatermark: time.Date(2026, 11, 30, 7, 50, 0, 0, time.UTC),
 		TombstoneCutoff: time.Date(2026, 10, 31, 8, 0, 0, 0, time.UTC), Cutoff: time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC),
 		ChangesFrom: time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)}
-	c := NewCompaction(b, loc)
+	c := NewCompaction(b, loc, testShape(b))
 	parts := []string{view}
 	steps := []func() (string, error){
 		c.Marker, func() (string, error) { return c.Stats(run) }, func() (string, error) { return c.Fold(run) },
@@ -57,12 +57,13 @@ func renderAll(t *testing.T, b *flow.Bound) string {
 		}
 		parts = append(parts, sql)
 	}
-	fns := []func(*flow.Bound, catalog.Location) (string, error){AtFunction, ChangesFunction}
+	fns := []func(*flow.Bound, catalog.Location, Shape) (string, error){AtFunction, ChangesFunction}
 	if b.Bitemporal {
-		fns = []func(*flow.Bound, catalog.Location) (string, error){AsOfFunction}
+		fns = fns[:0]
+		fns = append(fns, func(b *flow.Bound, loc catalog.Location, _ Shape) (string, error) { return AsOfFunction(b, loc) })
 	}
 	for _, fn := range fns {
-		sql, err := fn(b, loc)
+		sql, err := fn(b, loc, testShape(b))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,16 +167,16 @@ func renderSnapshot(t *testing.T, b *flow.Bound) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	view, err := SnapshotView(b, loc, "")
+	view, err := SnapshotView(b, loc, testShape(b), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := NewSnapshotCompaction(b, loc)
+	c := NewSnapshotCompaction(b, loc, testShape(b))
 	gen := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
 	parts := []string{view}
 	for _, step := range []func() (string, error){
 		c.Marker, func() (string, error) { return c.Stats(bound) }, func() (string, error) { return c.Fold(bound, upTo, gen) },
-		func() (string, error) { return c.GC(gen) }, func() (string, error) { return SnapshotView(b, loc, bound) },
+		func() (string, error) { return c.GC(gen) }, func() (string, error) { return SnapshotView(b, loc, testShape(b), bound) },
 	} {
 		sql, err := step()
 		if err != nil {
@@ -198,7 +199,7 @@ func TestFoldUpperBound(t *testing.T) {
 		{schema.Timestamp, "1764489600000001", "UNIX_MICROS(`v`) <= 1764489600000001"},
 	} {
 		b := bindSnapshotFlow(t, tt.typ)
-		sql, err := NewSnapshotCompaction(b, loc).Fold("", tt.key, gen)
+		sql, err := NewSnapshotCompaction(b, loc, testShape(b)).Fold("", tt.key, gen)
 		if err != nil {
 			t.Fatalf("%s %q: %v", tt.typ, tt.key, err)
 		}
@@ -206,7 +207,7 @@ func TestFoldUpperBound(t *testing.T) {
 			t.Errorf("%s %q: fold lacks %q", tt.typ, tt.key, tt.want)
 		}
 	}
-	if _, err := NewSnapshotCompaction(bindSnapshotFlow(t, schema.Int64), loc).Fold("", "1; DROP TABLE x", gen); err == nil {
+	if _, err := NewSnapshotCompaction(bindSnapshotFlow(t, schema.Int64), loc, Current).Fold("", "1; DROP TABLE x", gen); err == nil {
 		t.Error("a non-integer version key was accepted")
 	}
 }
@@ -298,8 +299,10 @@ func TestGoldGolden(t *testing.T) {
 			if bg.Refreshable() == nil {
 				at := time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
 				for _, f := range []func() (string, error){
-					func() (string, error) { return GoldRefresh(bg, loc, GoldRange{Init: true, Run: "0"}) },
-					func() (string, error) { return GoldTouched(bg, loc, at, at.Add(time.Hour)) },
+					func() (string, error) {
+						return GoldRefresh(bg, loc, testShape(bg.Source), GoldRange{Init: true, Run: "0"})
+					},
+					func() (string, error) { return GoldTouched(bg, loc, testShape(bg.Source), at, at.Add(time.Hour)) },
 					func() (string, error) {
 						// The touched groups' filter, as compaction writes it in.
 						var touched []any
@@ -312,7 +315,7 @@ func TestGoldGolden(t *testing.T) {
 						if err != nil {
 							return "", err
 						}
-						return GoldRefresh(bg, loc, GoldRange{From: at, To: at.Add(time.Hour), Run: "r1", Touched: f})
+						return GoldRefresh(bg, loc, testShape(bg.Source), GoldRange{From: at, To: at.Add(time.Hour), Run: "r1", Touched: f})
 					},
 					func() (string, error) { return GoldRefreshedView(bg, loc) },
 					func() (string, error) { return GoldMaintain(bg, loc, at) },

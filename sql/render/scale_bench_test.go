@@ -38,12 +38,12 @@ var scaleRun = Run{
 func renderScale(bound []*flow.Bound) (int, error) {
 	n := 0
 	for _, b := range bound {
-		view, err := View(b, loc, scaleRun.Watermark)
+		view, err := testView(b, loc, scaleRun.Watermark)
 		if err != nil {
 			return 0, err
 		}
 		n += len(view)
-		c := NewCompaction(b, loc)
+		c := NewCompaction(b, loc, testShape(b))
 		stmts := []func() (string, error){
 			func() (string, error) { return c.Stats(scaleRun) },
 			func() (string, error) { return c.Fold(scaleRun) },

@@ -75,12 +75,12 @@ func nullOf(c schema.Column) string {
 
 // snapshotData is the template data of a snapshot flow; bound is a constant
 // lower bound of the version column ("" for none).
-func snapshotData(b *flow.Bound, loc catalog.Location, bound string) *data {
+func snapshotData(b *flow.Bound, loc catalog.Location, s Shape, bound string) *data {
 	v := b.Sequence[0]
 	d := &data{
 		Summary: b.String(), File: b.Pos.File,
 		State: loc.StateTable(b.Flow), SnapTable: loc.SnapshotTable(b.Flow), View: loc.ViewTable(b.Flow),
-		Where: b.Where, OpExpr: "'U'", SCD: b.SCDType, EventsCTE: "events",
+		Where: b.Where, OpExpr: "'U'", Shape: s, EventsCTE: "events",
 		VersionCol: q(v.Name), VersionKeyType: catalog.VersionKeyType(v), Bound: bound,
 	}
 	key, out := versionKey(v)
@@ -112,16 +112,12 @@ func snapshotData(b *flow.Bound, loc catalog.Location, bound string) *data {
 // SnapshotView renders the view of a snapshot flow; bound is a constant
 // lower bound of its version column (VersionBound of a version applied, ""
 // for none).
-func SnapshotView(b *flow.Bound, loc catalog.Location, bound string) (string, error) {
-	if !b.IsSnapshot() {
+func SnapshotView(b *flow.Bound, loc catalog.Location, s Shape, bound string) (string, error) {
+	if b.Version == nil {
 		return "", fmt.Errorf("flow %s reads no snapshots", b.Name)
 	}
-	name := "snapshot_scd1"
-	if b.SCDType == 2 {
-		name = "snapshot_scd2"
-	}
 	buf := newSQLBuilder()
-	if err := templates.ExecuteTemplate(buf, name, snapshotData(b, loc, bound)); err != nil {
+	if err := templates.ExecuteTemplate(buf, s.SnapshotView, snapshotData(b, loc, s, bound)); err != nil {
 		return "", fmt.Errorf("rendering view of flow %s: %w", b.Name, err)
 	}
 	return buf.String(), nil
@@ -130,17 +126,19 @@ func SnapshotView(b *flow.Bound, loc catalog.Location, bound string) (string, er
 // SnapshotCompaction renders the statements of a snapshot flow's
 // compaction runs.
 type SnapshotCompaction struct {
-	b   *flow.Bound
-	loc catalog.Location
+	b     *flow.Bound
+	loc   catalog.Location
+	shape Shape
 }
 
-// NewSnapshotCompaction prepares the compaction statements of a snapshot flow.
-func NewSnapshotCompaction(b *flow.Bound, loc catalog.Location) *SnapshotCompaction {
-	return &SnapshotCompaction{b: b, loc: loc}
+// NewSnapshotCompaction prepares the compaction statements of a snapshot
+// flow whose target has shape s.
+func NewSnapshotCompaction(b *flow.Bound, loc catalog.Location, s Shape) *SnapshotCompaction {
+	return &SnapshotCompaction{b: b, loc: loc, shape: s}
 }
 
 func (c *SnapshotCompaction) render(name, bound string, gen time.Time, compaction bool, with ...func(*data)) (string, error) {
-	d := snapshotData(c.b, c.loc, bound)
+	d := snapshotData(c.b, c.loc, c.shape, bound)
 	for _, f := range with {
 		f(d)
 	}

@@ -79,7 +79,7 @@ func StatusQueryWith(flows []*flow.Flow, golds []*flow.BoundGold, loc catalog.Lo
 	}
 	for _, f := range flows {
 		sf := statusFlowOf(f, loc)
-		if f.IsSnapshot() {
+		if _, changelog := f.ChangelogSource(); !changelog {
 			d.Snapshots = append(d.Snapshots, sf)
 			continue
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/dev/model"
 	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/plan"
 	"github.com/bqcdc/bqcdc/sql/render"
 )
 
@@ -258,7 +259,7 @@ func CheckGoldRefreshed(ctx context.Context, bq *bigquery.Client, g *flow.BoundG
 	if !ok {
 		return "", fmt.Errorf("the state of %s holds no position", g.Name)
 	}
-	sql, err := render.AtQuery(g.Source, loc, w)
+	sql, err := plan.For(g.Source, loc).AtQuery(w)
 	if err != nil {
 		return "", err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/dev/model"
 	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/plan"
 	"github.com/bqcdc/bqcdc/sql/render"
 )
 
@@ -21,7 +22,7 @@ func CheckAt(ctx context.Context, bq *bigquery.Client, b *flow.Bound, loc catalo
 	if err != nil {
 		return "", err
 	}
-	sql, err := render.AtQuery(b, loc, t)
+	sql, err := plan.For(b, loc).AtQuery(t)
 	if err != nil {
 		return "", err
 	}
@@ -68,7 +69,7 @@ func changeLine(row, typ string, pos time.Time) string {
 // function's body as a query (render.ChangesQuery): the emulator's analyzer
 // crashes on calls of table functions this size.
 func ActualChanges(ctx context.Context, bq *bigquery.Client, b *flow.Bound, loc catalog.Location, from, to time.Time) ([]string, error) {
-	sql, err := render.ChangesQuery(b, loc, from, to)
+	sql, err := plan.For(b, loc).ChangesQuery(from, to)
 	if err != nil {
 		return nil, err
 	}

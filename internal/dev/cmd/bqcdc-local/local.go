@@ -16,6 +16,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/dev/localstack"
 	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
 	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/plan"
 	"github.com/bqcdc/bqcdc/sql/render"
 )
 
@@ -316,7 +317,7 @@ func printViews(ctx context.Context, st *localstack.Stack) error {
 // emulator creates the table function but crashes when it is called, so the
 // demo runs the function's body as a query (the same SQL).
 func printChangeFeed(ctx context.Context, st *localstack.Stack, b *flow.Bound) error {
-	sql, err := render.ChangesQuery(b, st.Location(), time.Time{}, time.Time{})
+	sql, err := plan.For(b, st.Location()).ChangesQuery(time.Time{}, time.Time{})
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/dev/testenv"
 	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
 	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/plan"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/bqcdc/bqcdc/sql/render"
 )
@@ -194,7 +195,7 @@ func TestGoldViewsEqualTheirSelect(t *testing.T) {
 	// A refresh repeated (a run that crashed before its label) from an
 	// older position adds nothing twice: the state carries its own.
 	for _, g := range refreshed {
-		sql, err := render.GoldRefresh(g, e.Loc, render.GoldRange{From: render.Epoch, To: now, Run: render.NewRun()})
+		sql, err := plan.ForGold(g, e.Loc).Refresh(render.GoldRange{From: render.Epoch, To: now, Run: render.NewRun()})
 		if err != nil {
 			t.Fatal(err)
 		}

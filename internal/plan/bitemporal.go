@@ -1,0 +1,29 @@
+package plan
+
+import (
+	"time"
+
+	"github.com/bqcdc/bqcdc/sql/render"
+)
+
+// bitemporal is a change stream folded to its history in business time
+// (SEQUENCE BY) and system time (SYSTEM SEQUENCE BY): render.BitemporalView,
+// with <target>_as_of. Its state is a history's (render.History): the
+// system time is an event column like any other.
+type bitemporal struct{ stream }
+
+func (bitemporal) shape() render.Shape { return render.History }
+
+func (bitemporal) shows() string {
+	return "bitemporal history: one row per version (__START_AT inclusive, __END_AT exclusive, by SEQUENCE BY) and per stretch of system time it was believed (__SYSTEM_START_AT inclusive, __SYSTEM_END_AT exclusive, by SYSTEM SEQUENCE BY); NULL ends are open"
+}
+
+func (k bitemporal) describe(p *Plan) string { return streamDescription(p, k.shows()) }
+
+func (bitemporal) view(p *Plan, bound string) (string, error) {
+	return render.BitemporalView(p.Flow, p.Loc, watermarkHint(bound))
+}
+
+func (bitemporal) maintainEvery(every time.Duration) time.Duration {
+	return historyMaintainEvery(every)
+}

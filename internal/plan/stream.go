@@ -1,0 +1,31 @@
+package plan
+
+import (
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"github.com/bqcdc/bqcdc/internal/catalog"
+	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/schema"
+)
+
+// stream is what the change-stream kinds (scd1.go, scd2.go, bitemporal.go)
+// share: a state of levels folded from the changelog by the Stream
+// machine, partitioned by generation, its view bounded by a watermark.
+type stream struct{}
+
+func (stream) machine() Machine                          { return Stream }
+func (stream) bound() Bound                              { return BoundWatermark }
+func (stream) partition() *bigquery.TimePartitioning     { return byGeneration() }
+func (stream) stateColumns(b *flow.Bound) schema.Columns { return catalog.StateColumns(b) }
+func (stream) sequence(b *flow.Bound) string             { return streamSequence(b) }
+
+// maintainEvery: an SCD 1 state shrinks when maintained (superseded rows
+// and old tombstones go), so it is maintained as often as asked.
+func (stream) maintainEvery(every time.Duration) time.Duration { return every }
+
+// historyMaintainEvery is how often a state of versions (SCD 2,
+// bitemporal) is maintained: every event of a history decides it, so
+// maintenance only folds levels and drops redelivered events; weekly, of
+// a daily every, keeps its one whole-state read rare.
+func historyMaintainEvery(every time.Duration) time.Duration { return 7 * every }
