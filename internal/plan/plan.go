@@ -44,6 +44,8 @@ type kind interface {
 	machine() Machine
 	// shows says what the kind's view shows, for its description.
 	shows() string
+	// holds says what the kind's state holds, for its description.
+	holds() string
 	// stateColumns is the kind's state layout.
 	stateColumns(b *flow.Bound) schema.Columns
 	// partition is how the kind's state table is partitioned (nil: not).
@@ -133,7 +135,7 @@ func (p *Plan) StateTable() *bigquery.TableMetadata {
 		keys = keys[:4]
 	}
 	return &bigquery.TableMetadata{
-		Description:      fmt.Sprintf("bqcdc state of flow %s (%s): changelog events folded by compaction, in levels. Read through the view %s; written only by bqcdc compact.", b.Name, b.Pos.File, b.Target),
+		Description:      fmt.Sprintf("bqcdc state of flow %s (%s): %s. Read through the view %s; written only by bqcdc compact.", b.Name, b.Pos.File, p.kind.holds(), b.Target),
 		Schema:           bqschema.ToBigQuery(p.StateColumns()),
 		Labels:           map[string]string{catalog.StateLayoutLabel: p.Layout},
 		Clustering:       &bigquery.Clustering{Fields: keys},

@@ -53,3 +53,7 @@ func (k snapshot) view(p *Plan, key string) (string, error) {
 // maintainEvery: a snapshot flow's runs delete what they supersede; the
 // Snapshot machine has no maintenance of levels.
 func (snapshot) maintainEvery(every time.Duration) time.Duration { return every }
+
+func (snapshot) holds() string {
+	return "the snapshot versions compaction applied, as version keys, with a marker per generation"
+}

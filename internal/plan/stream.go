@@ -29,3 +29,5 @@ func (stream) maintainEvery(every time.Duration) time.Duration { return every }
 // maintenance only folds levels and drops redelivered events; weekly, of
 // a daily every, keeps its one whole-state read rare.
 func historyMaintainEvery(every time.Duration) time.Duration { return 7 * every }
+
+func (stream) holds() string { return "changelog events folded by compaction, in levels" }

@@ -12,7 +12,7 @@ CREATE TABLE IF NOT EXISTS `PROJECT`.`analytics`.`customers_extract_history__sta
   `__rows` INT64
 )
 CLUSTER BY `id`
-OPTIONS (description = 'bqcdc state of flow customers_extract_history (testdata/render/snapshot/flows/extracts.sql): changelog events folded by compaction, in levels. Read through the view analytics.customers_extract_history; written only by bqcdc compact.', labels = [('bqcdc-layout', 'levels-2')]);
+OPTIONS (description = 'bqcdc state of flow customers_extract_history (testdata/render/snapshot/flows/extracts.sql): the snapshot versions compaction applied, as version keys, with a marker per generation. Read through the view analytics.customers_extract_history; written only by bqcdc compact.', labels = [('bqcdc-layout', 'levels-2')]);
 
 -- view analytics.customers_extract_history
 CREATE OR REPLACE VIEW `PROJECT`.`analytics`.`customers_extract_history` AS

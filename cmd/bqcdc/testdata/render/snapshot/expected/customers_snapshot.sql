@@ -12,7 +12,7 @@ CREATE TABLE IF NOT EXISTS `PROJECT`.`cdc`.`customers_from_extracts__state` (
   `__rows` INT64
 )
 CLUSTER BY `id`
-OPTIONS (description = 'bqcdc state of flow customers_snapshot (testdata/render/snapshot/flows/extracts.sql): changelog events folded by compaction, in levels. Read through the view customers_from_extracts; written only by bqcdc compact.', labels = [('bqcdc-layout', 'levels-2')]);
+OPTIONS (description = 'bqcdc state of flow customers_snapshot (testdata/render/snapshot/flows/extracts.sql): the snapshot versions compaction applied, as version keys, with a marker per generation. Read through the view customers_from_extracts; written only by bqcdc compact.', labels = [('bqcdc-layout', 'levels-2')]);
 
 -- view cdc.customers_from_extracts
 CREATE OR REPLACE VIEW `PROJECT`.`cdc`.`customers_from_extracts` AS
