@@ -1,9 +1,10 @@
 // Package apply creates and updates what bqcdc keeps in BigQuery: the
 // datasets, one changelog table per source, the deployment's tables
 // (dead letters, the append ledger, compaction runs, the status view and
-// its table of flows: tables.go), and each flow's state and change tables,
-// view (views.go; their SQL comes from sql/render) and table functions
-// (functions.go), and each materialized view's objects (gold.go). Every
+// its table of flows: tables.go), and each flow's objects as its plan
+// (internal/plan) lists them: state and change tables and view (views.go)
+// and table functions (functions.go), and each materialized view's
+// objects (gold.go, from the view's plan). Every
 // step compares what exists with what is wanted and changes only the
 // difference; a listing of each dataset (listing.go) and the spec label
 // each object carries let a second apply of ten thousand flows read no

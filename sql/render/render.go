@@ -1,16 +1,20 @@
 // Package render generates every statement bqcdc runs or shows, from the
-// templates in templates/ (golden copies in testdata/golden):
+// templates in templates/ (golden copies in testdata/golden). It renders
+// what it is asked for and never asks which kind a flow is: each flow's
+// plan (internal/plan) picks the functions and the Shape (Current,
+// History) that make its kind.
 //
-//   - each flow's view: current state (SCD 1), history (SCD 2),
-//     bitemporal, snapshot flows (render.go, snapshot.go), and its table
-//     functions (<target>_at, _changes, _as_of);
-//   - the statements of a compaction run: the statistics it reads, the
-//     level it folds into the state, the change feed it materializes,
-//     maintenance, snapshot application (compact_*, fold_*, changes, gc);
-//   - a materialized view's exact view, its state, refresh, maintenance,
-//     change feed and final windows (gold.go, goldstate.go);
+//   - views: CurrentView (SCD 1), HistoryView (SCD 2), BitemporalView,
+//     SnapshotView; and the table functions AtFunction, ChangesFunction,
+//     AsOfFunction (render.go, snapshot.go), with their bodies as queries
+//     (AtQuery, ChangesQuery, AsOfQuery) for tests;
+//   - a compaction run's statements: Compaction (statistics, the level it
+//     folds, the change feed it materializes, maintenance, changelog
+//     expiry) and SnapshotCompaction (snapshot application);
+//   - a materialized view's view, state, refresh, maintenance, change feed
+//     and final windows (gold.go, goldstate.go);
 //   - the status view and the table of flows it reads (status.go), and the
-//     reference events and queries the tests read views with.
+//     reference events the tests read views with (EventsQuery).
 //
 // Every view reads the flow's state table (what compaction has folded) plus
 // the tail of the changelog ingested after the state's watermark, and folds
