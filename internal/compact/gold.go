@@ -122,7 +122,7 @@ func (s *streamRun) refreshGold(ctx context.Context, g *flow.BoundGold, stateByt
 		}
 		values := make([]any, 0, len(res.Rows))
 		for _, row := range res.Rows {
-			values = append(values, row["__cluster"])
+			values = append(values, row[render.OutCluster])
 		}
 		if r.Touched, err = render.GoldTouchedFilter(g, values); err != nil {
 			return err

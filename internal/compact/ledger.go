@@ -157,8 +157,8 @@ func (c *Compactor) skipIdle(ctx context.Context, flows []*flow.Flow) (idle []Id
 	}
 	until := map[string]time.Time{}
 	for _, row := range res.Rows {
-		src, _ := row["source"].(string)
-		until[src] = ts(row["until"], time.Time{})
+		src, _ := row[render.OutSource].(string)
+		until[src] = ts(row[render.OutUntil], time.Time{})
 	}
 	for _, cd := range cands {
 		src := cd.f.Source.Name

@@ -111,13 +111,13 @@ func (s *snapshotRun) readMarker(ctx context.Context) error {
 		return err
 	}
 	s.marker = snapshotMarker{gen: render.Epoch, newestGen: render.Epoch}
-	v, ok := row["applied_version"].(string)
+	v, ok := row[render.OutAppliedVersion].(string)
 	if !ok {
 		return nil // no marker, or one of an empty first snapshot (no version)
 	}
 	s.marker.version, s.marker.found = v, true
 	s.marker.gen = ts(row[catalog.ColStateGen], render.Epoch)
-	s.marker.newestGen = ts(row["newest_gen"], s.marker.gen)
+	s.marker.newestGen = ts(row[render.OutNewestGen], s.marker.gen)
 	return nil
 }
 
@@ -130,9 +130,10 @@ func (s *snapshotRun) readStats(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.st = snapshotStats{total: r.n("total_rows"), events: r.n("events"), versions: r.n("versions"), keys: r.n("keys"), processed: r.n("processed_rows")}
-	s.st.newest, _ = r["newest_version"].(string)
-	s.st.older, _ = r["older_version"].(string)
+	s.st = snapshotStats{total: r.n(render.OutTotalRows), events: r.n(render.OutEvents), versions: r.n(render.OutVersions),
+		keys: r.n(render.OutKeys), processed: r.n(render.OutProcessedRows)}
+	s.st.newest, _ = r[render.OutNewestVersion].(string)
+	s.st.older, _ = r[render.OutOlderVersion].(string)
 	return nil
 }
 

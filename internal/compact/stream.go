@@ -144,7 +144,7 @@ func (s *streamRun) readMarker(ctx context.Context) error {
 		return err
 	}
 	s.from = ts(row[catalog.ColStateWatermark], render.Epoch)
-	s.foldedMax = ts(row["folded_max"], render.Epoch)
+	s.foldedMax = ts(row[render.OutFoldedMax], render.Epoch)
 	return nil
 }
 
@@ -161,13 +161,13 @@ func (s *streamRun) readStats(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.st = streamStats{events: row.n("events"), withoutSequence: row.n("without_sequence"), unfolded: row.n("unfolded"), keys: row.n("keys"),
-		truncates: row.n("truncates"), keyNulls: row.n("key_nulls"), newest: ts(row["newest"], render.Epoch),
-		newestSource: ts(row["newest_source_ts"], time.Time{}), tail: row.n("tail_rows"),
-		changesUntil: ts(row["changes_until"], render.Epoch)}
-	if lo, ok := row["key_lo"]; ok {
+	s.st = streamStats{events: row.n(render.OutEvents), withoutSequence: row.n(render.OutWithoutSequence), unfolded: row.n(render.OutUnfolded),
+		keys: row.n(render.OutKeys), truncates: row.n(render.OutTruncates), keyNulls: row.n(render.OutKeyNulls),
+		newest: ts(row[render.OutNewest], render.Epoch), newestSource: ts(row[render.OutNewestSourceTS], time.Time{}),
+		tail: row.n(render.OutTailRows), changesUntil: ts(row[render.OutChangesUntil], render.Epoch)}
+	if lo, ok := row[render.OutKeyLo]; ok {
 		s.st.hasKeys = true
-		s.st.keyLo, s.st.keyHi = values(lo), values(row["key_hi"])
+		s.st.keyLo, s.st.keyHi = values(lo), values(row[render.OutKeyHi])
 	}
 	return nil
 }
@@ -290,7 +290,7 @@ func (s *streamRun) firstPosition(ctx context.Context) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, fmt.Errorf("reading the flow's first position: %w", err)
 	}
-	return ts(row["first_position"], s.watermark.Add(time.Microsecond)), nil
+	return ts(row[render.OutFirstPosition], s.watermark.Add(time.Microsecond)), nil
 }
 
 // maintain folds the state's levels ingested by the watermark the run

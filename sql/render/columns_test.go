@@ -27,7 +27,9 @@ func TestTemplatesNameColumnsThroughCatalog(t *testing.T) {
 			}
 		}
 	}
-	if _, err := column("Nope"); err == nil {
-		t.Error(`col "Nope" must fail the render`)
+	for _, action := range []string{"col", "out"} {
+		if _, err := column(action, "Nope"); err == nil {
+			t.Errorf(`%s "Nope" must fail the render`, action)
+		}
 	}
 }

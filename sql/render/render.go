@@ -78,7 +78,8 @@ func parseTemplates() *template.Template {
 		}
 		var bad error
 		text := colAction.ReplaceAllStringFunc(string(b), func(a string) string {
-			c, err := column(colAction.FindStringSubmatch(a)[1])
+			m := colAction.FindStringSubmatch(a)
+			c, err := column(m[1], m[2])
 			if err != nil && bad == nil {
 				bad = fmt.Errorf("%s: %w", f, err)
 			}
@@ -92,8 +93,9 @@ func parseTemplates() *template.Template {
 	return t
 }
 
-// colAction is how a template names a stored column: {{col "IngestedAt"}}.
-var colAction = regexp.MustCompile(`\{\{col "([A-Za-z]+)"\}\}`)
+// colAction is how a template names a stored column, {{col "IngestedAt"}},
+// or a column of a result compaction decodes, {{out "Events"}}.
+var colAction = regexp.MustCompile(`\{\{(col|out) "([A-Za-z]+)"\}\}`)
 
 // columns are the stored columns the templates name, by the name of their
 // catalog constant without "Col": catalog owns every name, and a template
@@ -109,12 +111,16 @@ var columns = map[string]string{
 	"GoldEventMax": catalog.ColGoldEventMax,
 }
 
-// column is the name a {{col "Name"}} stands for.
-func column(name string) (string, error) {
-	if c, ok := columns[name]; ok {
+// column is the name a {{col "Name"}} or {{out "Name"}} stands for.
+func column(action, name string) (string, error) {
+	names := columns
+	if action == "out" {
+		names = outputs
+	}
+	if c, ok := names[name]; ok {
 		return c, nil
 	}
-	return "", fmt.Errorf("template names an unknown column %q", name)
+	return "", fmt.Errorf("template names an unknown column {{%s %q}}", action, name)
 }
 
 // commentText makes s safe inside a "--" comment line: a line break (or
@@ -887,7 +893,7 @@ func EventsQuery(b *flow.Bound, loc catalog.Location) string {
 // 10 MB), whatever the number of sources.
 func AppendsSince(loc catalog.Location, since time.Time) string {
 	return "-- bqcdc append ledger: the sources appended to after " + since.UTC().Format(time.RFC3339Nano) + "\n" +
-		"SELECT " + catalog.QuoteIdent(catalog.ColAppendsSource) + " AS `source`, MAX(" + catalog.QuoteIdent(catalog.ColAppendsUntil) + ") AS `until`\n" +
+		"SELECT " + catalog.QuoteIdent(catalog.ColAppendsSource) + " AS " + q(OutSource) + ", MAX(" + catalog.QuoteIdent(catalog.ColAppendsUntil) + ") AS " + q(OutUntil) + "\n" +
 		"FROM " + catalog.QuoteIdent(loc.Project) + "." + catalog.QuoteIdent(loc.DefaultDataset) + "." + catalog.QuoteIdent(catalog.AppendsTable) + "\n" +
 		"WHERE " + catalog.QuoteIdent(catalog.ColAppendsUntil) + " > " + Literal(since) + "\n" +
 		"GROUP BY 1"
