@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cloud.google.com/go/bigquery"
 	"context"
 	"encoding/json"
 	"flag"
@@ -78,25 +79,11 @@ func runCompact(ctx context.Context, args []string) error {
 		TombstoneRetentionDays: *tombstones, ChangelogRetentionDays: *retention, CompactConcurrency: *concurrency,
 		CompactBudget: *budget, SnapshotSettle: *settle, MaintainEvery: *maintainEvery, ChangeFeedEvery: *changeFeedEvery})
 	opts.Golds = t.golds
-	if *dry {
-		est, label, err := estimator(ctx, t, bq, loc)
-		if err != nil {
-			return err
-		}
-		opts.DryRun = est
-		fmt.Fprintf(os.Stderr, "dry run: nothing is written; bytes are %s\n", label)
-	} else if mw, err := clients.NewWriter(ctx, t.BigQuery); err == nil {
-		w := bqwrite.NewWriter(bq, mw, t.BigQuery.Project, t.Dataset)
-		defer w.Close()
-		opts.Reports = w
-	} else {
-		fmt.Fprintln(os.Stderr, "compaction reports not written:", err)
+	done, err := compactClients(ctx, t, bq, loc, *dry, &opts)
+	if err != nil {
+		return err
 	}
-	if opts.Ledger {
-		if opts.Lister, err = clients.NewTableLister(ctx, t.BigQuery); err != nil {
-			return err
-		}
-	}
+	defer done()
 	c := compact.New(bq, loc, opts)
 	sel, unbindable, err := c.Prepare(ctx, flows, only, *shard, *shards)
 	if err != nil {
@@ -183,4 +170,33 @@ func envBool(name string, def bool) bool {
 		return v
 	}
 	return def
+}
+
+// compactClients gives opts what a run talks to beyond bq: with dry, the
+// estimator that prices its statements (nothing written); else the writer
+// of its reports (a run without it still compacts); with the ledger, the
+// lister of the datasets. done releases them.
+func compactClients(ctx context.Context, t target, bq *bigquery.Client, loc catalog.Location, dry bool, opts *compact.Options) (done func(), err error) {
+	done = func() {}
+	if dry {
+		est, label, err := estimator(ctx, t, bq, loc)
+		if err != nil {
+			return done, err
+		}
+		opts.DryRun = est
+		fmt.Fprintf(os.Stderr, "dry run: nothing is written; bytes are %s\n", label)
+	} else if mw, err := clients.NewWriter(ctx, t.BigQuery); err == nil {
+		w := bqwrite.NewWriter(bq, mw, t.BigQuery.Project, t.Dataset)
+		opts.Reports = w
+		done = func() { w.Close() }
+	} else {
+		fmt.Fprintln(os.Stderr, "compaction reports not written:", err)
+	}
+	if opts.Ledger {
+		if opts.Lister, err = clients.NewTableLister(ctx, t.BigQuery); err != nil {
+			done()
+			return func() {}, err
+		}
+	}
+	return done, nil
 }

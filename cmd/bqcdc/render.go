@@ -57,34 +57,13 @@ func runRender(ctx context.Context, args []string) error {
 		return err
 	}
 	d, invalid := flow.ParseDirAll(t.Flows)
-	flows := d.Flows
-	if len(flows) == 0 {
+	if len(d.Flows) == 0 {
 		return errors.Join(invalid...)
 	}
 	t.refused = invalid
-	schemas, err := t.schemaSource()
+	sources, flows, err := t.renderSources(ctx, d.Flows)
 	if err != nil {
 		return err
-	}
-	// A source whose schema is bad refuses its flows alone.
-	sources, flows, noSchema := apply.LookupSources(ctx, flows, schemas)
-	t.refused = append(t.refused, noSchema)
-	if t.BigQuery.Project == "" && t.Schemas != "" {
-		// Offline, a snapshot table's columns come from its schema file.
-		if err := apply.SnapshotSchemaFiles(t.Schemas, flows, sources); err != nil {
-			return err
-		}
-	}
-	if t.BigQuery.Project != "" && len(flow.SnapshotTables(flows)) > 0 {
-		bq, err := clients.NewBigQuery(ctx, t.BigQuery)
-		if err != nil {
-			return err
-		}
-		_, err = apply.SnapshotTables(ctx, bq, flows, sources)
-		bq.Close()
-		if err != nil {
-			return err
-		}
 	}
 	if t.BigQuery.Project == "" {
 		t.BigQuery.Project = "PROJECT"
@@ -92,44 +71,70 @@ func runRender(ctx context.Context, args []string) error {
 	bound, refused := flow.BindAll(flows, apply.Changelogs(sources))
 	t.refused = append(t.refused, refused)
 	loc := catalog.Location{Project: t.BigQuery.Project, DefaultDataset: t.Dataset}
-	if *out != "" {
-		if err := os.MkdirAll(*out, 0o755); err != nil {
+	w := renderOut{dir: *out}
+	if w.dir != "" {
+		if err := os.MkdirAll(w.dir, 0o755); err != nil {
 			return err
 		}
 	}
 	for _, b := range bound {
-		sql, err := renderFlow(b, loc)
-		if err != nil {
+		if err := w.write(b.Name, func() (string, error) { return renderFlow(b, loc) }); err != nil {
 			return err
 		}
-		if *out == "" {
-			fmt.Print(sql)
-			continue
-		}
-		path := filepath.Join(*out, b.Name+".sql")
-		if err := os.WriteFile(path, []byte(sql), 0o644); err != nil {
-			return fmt.Errorf("writing %s: %w", path, err)
-		}
-		fmt.Println("wrote", path)
 	}
 	golds, refused := flow.BindGolds(d.Golds, bound, t.Dataset)
 	t.refused = append(t.refused, refused)
 	for _, g := range golds {
-		sql, err := goldSQL(g, loc)
-		if err != nil {
+		if err := w.write(g.Name.Table, func() (string, error) { return goldSQL(g, loc) }); err != nil {
 			return err
 		}
-		if *out == "" {
-			fmt.Print(sql)
-			continue
-		}
-		path := filepath.Join(*out, g.Name.Table+".sql")
-		if err := os.WriteFile(path, []byte(sql), 0o644); err != nil {
-			return fmt.Errorf("writing %s: %w", path, err)
-		}
-		fmt.Println("wrote", path)
 	}
 	return t.notAll(nil)
+}
+
+// renderSources finds the columns of what flows read: each source's schema
+// (a source whose schema is bad refuses its flows alone, in t.refused)
+// and each snapshot table's, from BigQuery with a project, else from its
+// schema file. It returns the sources and the flows that remain.
+func (t *target) renderSources(ctx context.Context, flows []*flow.Flow) (map[string]apply.SourceSchema, []*flow.Flow, error) {
+	schemas, err := t.schemaSource()
+	if err != nil {
+		return nil, nil, err
+	}
+	sources, flows, noSchema := apply.LookupSources(ctx, flows, schemas)
+	t.refused = append(t.refused, noSchema)
+	switch {
+	case t.BigQuery.Project == "" && t.Schemas != "":
+		err = apply.SnapshotSchemaFiles(t.Schemas, flows, sources)
+	case t.BigQuery.Project != "" && len(flow.SnapshotTables(flows)) > 0:
+		bq, cerr := clients.NewBigQuery(ctx, t.BigQuery)
+		if cerr != nil {
+			return nil, nil, cerr
+		}
+		_, err = apply.SnapshotTables(ctx, bq, flows, sources)
+		bq.Close()
+	}
+	return sources, flows, err
+}
+
+// renderOut prints what render renders, or writes it to <dir>/<name>.sql.
+type renderOut struct{ dir string }
+
+func (w renderOut) write(name string, sql func() (string, error)) error {
+	text, err := sql()
+	if err != nil {
+		return err
+	}
+	if w.dir == "" {
+		fmt.Print(text)
+		return nil
+	}
+	path := filepath.Join(w.dir, name+".sql")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	fmt.Println("wrote", path)
+	return nil
 }
 
 // tableDDL is the DDL of the table apply makes from md (its columns,
