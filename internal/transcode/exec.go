@@ -180,8 +180,7 @@ func (st *state) array(r *reader, f *field, n *node, o *outField, lv *level, d i
 	if o != nil {
 		start = len(lv.buf)
 	}
-	var mark int
-	begun := false // the packed field's tag and length are written
+	var p packing
 	items, count := n.items, 0
 	cost := limits.ItemCost + limits.ExpansionCost*items.expansion
 	for {
@@ -196,69 +195,77 @@ func (st *state) array(r *reader, f *field, n *node, o *outField, lv *level, d i
 			if err := r.budget.Tick(); err != nil {
 				return err
 			}
-			in := items
-			if in.dec == dUnion {
-				i, err := r.index(len(in.branches), errBranch)
-				if err != nil {
-					return err
-				}
-				in = in.branches[i]
-			}
-			idx := count
-			count++
-			if in.conv == cNull {
-				st.fail(f, valueErr("element %d is NULL and BigQuery arrays cannot hold NULL", idx))
-				continue
-			}
-			if in.conv == cRecord {
-				if o == nil {
-					if err := st.record(r, in, d+1); err != nil {
-						return err
-					}
-					continue
-				}
-				if err := st.record(r, in, d+1); err != nil {
-					return err
-				}
-				lv.buf = st.appendMessage(lv.buf, o, in.rec, d+1)
-				continue
-			}
-			v, err := st.leaf(r, in)
-			if err != nil {
+			if err := st.element(r, f, items, o, lv, d, count, &p); err != nil {
 				return err
 			}
-			if v.err != nil {
-				st.fail(f, fmt.Errorf("element %d: %w", idx, v.err))
-				continue
-			}
-			if o == nil {
-				continue
-			}
-			if v, err = st.promote(v, o.prom); err != nil {
-				st.fail(f, fmt.Errorf("element %d: %w", idx, err))
-				continue
-			}
-			if o.packed {
-				if !begun {
-					lv.buf = protowire.AppendTag(lv.buf, o.num, protowire.BytesType)
-					lv.buf, mark = beginLen(lv.buf)
-					begun = true
-				}
-				lv.buf = appendScalar(lv.buf, o.kind, v)
-			} else {
-				lv.buf = appendValue(lv.buf, o, v)
-			}
+			count++
 		}
 	}
 	if o == nil || start < 0 {
 		return nil
 	}
-	if begun {
-		lv.buf = endLen(lv.buf, mark)
+	if p.begun {
+		lv.buf = endLen(lv.buf, p.mark)
 	}
 	if len(lv.buf) > start {
 		lv.spans[o.slot] = span{int32(start), int32(len(lv.buf))}
 	}
+	return nil
+}
+
+// packing is a packed repeated field being written: begun once its tag
+// and length (at mark) are.
+type packing struct {
+	begun bool
+	mark  int
+}
+
+// element converts element idx of an array of in into o (nil: read and
+// dropped); a bad value fails field f, not the message.
+func (st *state) element(r *reader, f *field, in *node, o *outField, lv *level, d, idx int, p *packing) error {
+	if in.dec == dUnion {
+		i, err := r.index(len(in.branches), errBranch)
+		if err != nil {
+			return err
+		}
+		in = in.branches[i]
+	}
+	switch in.conv {
+	case cNull:
+		st.fail(f, valueErr("element %d is NULL and BigQuery arrays cannot hold NULL", idx))
+		return nil
+	case cRecord:
+		if err := st.record(r, in, d+1); err != nil || o == nil {
+			return err
+		}
+		lv.buf = st.appendMessage(lv.buf, o, in.rec, d+1)
+		return nil
+	}
+	v, err := st.leaf(r, in)
+	if err != nil {
+		return err
+	}
+	if v.err != nil {
+		st.fail(f, fmt.Errorf("element %d: %w", idx, v.err))
+		return nil
+	}
+	if o == nil {
+		return nil
+	}
+	if v, err = st.promote(v, o.prom); err != nil {
+		st.fail(f, fmt.Errorf("element %d: %w", idx, err))
+		return nil
+	}
+	if !o.packed {
+		lv.buf = appendValue(lv.buf, o, v)
+		return nil
+	}
+	if !p.begun {
+		lv.buf = protowire.AppendTag(lv.buf, o.num, protowire.BytesType)
+		lv.buf, p.mark = beginLen(lv.buf)
+		p.begun = true
+	}
+	lv.buf = appendScalar(lv.buf, o.kind, v)
 	return nil
 }
 
