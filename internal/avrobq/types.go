@@ -217,59 +217,73 @@ func (c *compiler) columnFor(name string, s avro.Schema, depth int) (Field, erro
 	case avro.Null:
 		return newField(name, schema.String, "null", nullConv), nil
 	case avro.Record:
-		rec := s.(*avro.RecordSchema)
-		sub, err := c.recordFields(rec, depth+1)
-		if err != nil {
-			return Field{}, err
-		}
-		f := newField(name, schema.Record, "record "+rec.FullName(), recordConv(sub))
-		f.Fields = sub.Columns()
-		f.padBytes = sub.padBytes()
-		return f, nil
+		return c.recordColumn(name, s.(*avro.RecordSchema), depth)
 	case avro.Array:
-		if err := c.enter(); err != nil {
-			return Field{}, err
-		}
-		defer func() { c.nest-- }()
-		items, err := c.columnFor(name, s.(*avro.ArraySchema).Items(), depth)
-		if err != nil {
-			return Field{}, err
-		}
-		if err := repeatedPadding(items); err != nil {
-			return Field{}, err
-		}
-		if items.Repeated {
-			// BigQuery has no ARRAY<ARRAY<..>>: keep nested arrays as JSON.
-			return newField(name, schema.JSON, "array of arrays", jsonConv), nil
-		}
-		items.Repeated = true
-		items.AvroType = "array<" + items.AvroType + ">"
-		items.conv = arrayConv(items.conv)
-		return items, nil
+		return c.arrayColumn(name, s.(*avro.ArraySchema), depth)
 	case avro.Map:
-		if err := c.enter(); err != nil {
-			return Field{}, err
-		}
-		defer func() { c.nest-- }()
-		if c.columns += 2; c.columns > limits.MaxColumns {
-			return Field{}, limits.Errorf("more than BigQuery's %d columns (nested fields included)", limits.MaxColumns)
-		}
-		val, err := c.columnFor("value", s.(*avro.MapSchema).Values(), depth+1)
-		if err != nil {
-			return Field{}, err
-		}
-		if err := repeatedPadding(val); err != nil {
-			return Field{}, err
-		}
-		val.Source = "value"
-		key := newField("key", schema.String, "string", stringConv)
-		key.Source = "key"
-		f := newField(name, schema.Record, "map<"+val.AvroType+">", mapConv(val.conv))
-		f.Repeated = true
-		f.Fields = Fields{key, val}.Columns()
-		return f, nil
+		return c.mapColumn(name, s.(*avro.MapSchema), depth)
 	}
 	return Field{}, fmt.Errorf("unsupported Avro type %s", s.Type())
+}
+
+// recordColumn is a record field: a RECORD of its fields' columns.
+func (c *compiler) recordColumn(name string, rec *avro.RecordSchema, depth int) (Field, error) {
+	sub, err := c.recordFields(rec, depth+1)
+	if err != nil {
+		return Field{}, err
+	}
+	f := newField(name, schema.Record, "record "+rec.FullName(), recordConv(sub))
+	f.Fields = sub.Columns()
+	f.padBytes = sub.padBytes()
+	return f, nil
+}
+
+// arrayColumn is an array field: its items' column, repeated; an array of
+// arrays is kept as JSON (BigQuery has no ARRAY<ARRAY<..>>).
+func (c *compiler) arrayColumn(name string, a *avro.ArraySchema, depth int) (Field, error) {
+	if err := c.enter(); err != nil {
+		return Field{}, err
+	}
+	defer func() { c.nest-- }()
+	items, err := c.columnFor(name, a.Items(), depth)
+	if err != nil {
+		return Field{}, err
+	}
+	if err := repeatedPadding(items); err != nil {
+		return Field{}, err
+	}
+	if items.Repeated {
+		return newField(name, schema.JSON, "array of arrays", jsonConv), nil
+	}
+	items.Repeated = true
+	items.AvroType = "array<" + items.AvroType + ">"
+	items.conv = arrayConv(items.conv)
+	return items, nil
+}
+
+// mapColumn is a map field: a repeated RECORD of key and value.
+func (c *compiler) mapColumn(name string, m *avro.MapSchema, depth int) (Field, error) {
+	if err := c.enter(); err != nil {
+		return Field{}, err
+	}
+	defer func() { c.nest-- }()
+	if c.columns += 2; c.columns > limits.MaxColumns {
+		return Field{}, limits.Errorf("more than BigQuery's %d columns (nested fields included)", limits.MaxColumns)
+	}
+	val, err := c.columnFor("value", m.Values(), depth+1)
+	if err != nil {
+		return Field{}, err
+	}
+	if err := repeatedPadding(val); err != nil {
+		return Field{}, err
+	}
+	val.Source = "value"
+	key := newField("key", schema.String, "string", stringConv)
+	key.Source = "key"
+	f := newField(name, schema.Record, "map<"+val.AvroType+">", mapConv(val.conv))
+	f.Repeated = true
+	f.Fields = Fields{key, val}.Columns()
+	return f, nil
 }
 
 // repeatedPadding bounds the padding of each element of an array or map:
