@@ -66,99 +66,126 @@ func renderExpr(e *Expr, clause string, cols schema.Columns, source sourceRef, r
 		refs[c.Name] = true
 		return catalog.QuoteIdent(c.Name), nil
 	}
-	var out []string
-	var fnStack []string // the function (or "") owning each open parenthesis
+	w := &exprWriter{clause: clause, cols: cols, source: source, refs: refs}
 	toks := e.toks
-	for i := 0; i < len(toks); i++ {
-		t := toks[i]
-		next := token{}
-		if i+1 < len(toks) {
-			next = toks[i+1]
-		}
-		prev := token{}
+	for i, t := range toks {
+		var prev, next token
 		if i > 0 {
 			prev = toks[i-1]
 		}
-		afterDot := prev.Kind == tokPunct && prev.Text == "."
-		switch t.Kind {
-		case tokString:
-			out = append(out, QuoteString(t.Text))
-		case tokNumber:
-			if !numberLit.MatchString(t.Text) {
-				return "", errorf(t.Pos, "malformed number %q in %s condition", t.Text, clause)
-			}
-			out = append(out, t.Text)
-		case tokPunct:
-			switch t.Text {
-			case "(":
-				fn := ""
-				if prev.Kind == tokIdent {
-					fn = strings.ToUpper(prev.Text)
-				}
-				fnStack = append(fnStack, fn)
-			case ")":
-				fnStack = fnStack[:len(fnStack)-1]
-			case "==": // Spark SQL's equality, as Databricks conditions may write it
-				out = append(out, "=")
-				continue
-			case "<=>": // Spark SQL's NULL-safe equality
-				out = append(out, "IS NOT DISTINCT FROM")
-				continue
-			}
-			out = append(out, t.Text)
-		case tokQuoted:
-			if afterDot {
-				out = append(out, catalog.QuoteIdent(t.Text)) // a STRUCT field
-				continue
-			}
-			c, ok := cols.Lookup(t.Text)
-			if !ok {
-				return "", unknownColumn(t, clause, cols, source)
-			}
-			refs[c.Name] = true
-			out = append(out, catalog.QuoteIdent(c.Name))
-		case tokIdent:
-			upper := strings.ToUpper(t.Text)
-			switch {
-			case afterDot:
-				if next.Kind == tokPunct && next.Text == "(" { // SAFE.FUNC(
-					if !funcName.MatchString(t.Text) {
-						return "", errorf(t.Pos, "invalid function name %q", t.Text)
-					}
-					out = append(out, upper)
-				} else {
-					out = append(out, catalog.QuoteIdent(t.Text)) // a STRUCT field
-				}
-			case next.Kind == tokPunct && next.Text == "(" && !exprKeywords[upper] || upper == "SAFE" && next.Text == ".":
-				if forbidden[upper] {
-					return "", notAnExpression(t, clause)
-				}
-				if !funcName.MatchString(t.Text) {
-					return "", errorf(t.Pos, "invalid function name %q", t.Text)
-				}
-				out = append(out, upper)
-			default:
-				if c, ok := cols.Lookup(t.Text); ok && !reserved[upper] {
-					refs[c.Name] = true
-					out = append(out, catalog.QuoteIdent(c.Name))
-					continue
-				}
-				if upper == "FROM" && (prev.is("DISTINCT") || insideExtract(fnStack)) {
-					out = append(out, upper)
-					continue
-				}
-				if forbidden[upper] || upper == "FROM" {
-					return "", notAnExpression(t, clause)
-				}
-				if exprKeywords[upper] {
-					out = append(out, upper)
-					continue
-				}
-				return "", unknownColumn(t, clause, cols, source)
-			}
+		if i+1 < len(toks) {
+			next = toks[i+1]
+		}
+		if err := w.token(t, prev, next); err != nil {
+			return "", err
 		}
 	}
-	return joinSQL(out), nil
+	return joinSQL(w.out), nil
+}
+
+// exprWriter writes a condition's tokens as BigQuery SQL (renderExpr).
+type exprWriter struct {
+	clause  string
+	cols    schema.Columns
+	source  sourceRef
+	refs    map[string]bool // the columns it names
+	out     []string
+	fnStack []string // the function (or "") owning each open parenthesis
+}
+
+func (w *exprWriter) token(t, prev, next token) *Error {
+	afterDot := prev.Kind == tokPunct && prev.Text == "."
+	switch t.Kind {
+	case tokString:
+		w.out = append(w.out, QuoteString(t.Text))
+	case tokNumber:
+		if !numberLit.MatchString(t.Text) {
+			return errorf(t.Pos, "malformed number %q in %s condition", t.Text, w.clause)
+		}
+		w.out = append(w.out, t.Text)
+	case tokPunct:
+		w.punct(t, prev)
+	case tokQuoted:
+		if afterDot {
+			w.out = append(w.out, catalog.QuoteIdent(t.Text)) // a STRUCT field
+			return nil
+		}
+		c, ok := w.cols.Lookup(t.Text)
+		if !ok {
+			return unknownColumn(t, w.clause, w.cols, w.source)
+		}
+		w.column(c.Name)
+	case tokIdent:
+		return w.ident(t, prev, next, afterDot)
+	}
+	return nil
+}
+
+func (w *exprWriter) column(name string) {
+	w.refs[name] = true
+	w.out = append(w.out, catalog.QuoteIdent(name))
+}
+
+func (w *exprWriter) punct(t, prev token) {
+	switch t.Text {
+	case "(":
+		fn := ""
+		if prev.Kind == tokIdent {
+			fn = strings.ToUpper(prev.Text)
+		}
+		w.fnStack = append(w.fnStack, fn)
+	case ")":
+		w.fnStack = w.fnStack[:len(w.fnStack)-1]
+	case "==": // Spark SQL's equality, as Databricks conditions may write it
+		w.out = append(w.out, "=")
+		return
+	case "<=>": // Spark SQL's NULL-safe equality
+		w.out = append(w.out, "IS NOT DISTINCT FROM")
+		return
+	}
+	w.out = append(w.out, t.Text)
+}
+
+// ident writes a word: a function's name, a STRUCT field, a column or a
+// keyword an expression may hold.
+func (w *exprWriter) ident(t, prev, next token, afterDot bool) *Error {
+	upper := strings.ToUpper(t.Text)
+	call := next.Kind == tokPunct && next.Text == "("
+	switch {
+	case afterDot && call: // SAFE.FUNC(
+		if !funcName.MatchString(t.Text) {
+			return errorf(t.Pos, "invalid function name %q", t.Text)
+		}
+		w.out = append(w.out, upper)
+	case afterDot:
+		w.out = append(w.out, catalog.QuoteIdent(t.Text)) // a STRUCT field
+	case call && !exprKeywords[upper] || upper == "SAFE" && next.Text == ".":
+		if forbidden[upper] {
+			return notAnExpression(t, w.clause)
+		}
+		if !funcName.MatchString(t.Text) {
+			return errorf(t.Pos, "invalid function name %q", t.Text)
+		}
+		w.out = append(w.out, upper)
+	default:
+		if c, ok := w.cols.Lookup(t.Text); ok && !reserved[upper] {
+			w.column(c.Name)
+			return nil
+		}
+		if upper == "FROM" && (prev.is("DISTINCT") || insideExtract(w.fnStack)) {
+			w.out = append(w.out, upper)
+			return nil
+		}
+		if forbidden[upper] || upper == "FROM" {
+			return notAnExpression(t, w.clause)
+		}
+		if exprKeywords[upper] {
+			w.out = append(w.out, upper)
+			return nil
+		}
+		return unknownColumn(t, w.clause, w.cols, w.source)
+	}
+	return nil
 }
 
 func insideExtract(stack []string) bool {
