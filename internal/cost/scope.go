@@ -257,42 +257,17 @@ func (a *analyzer) block(lo, hi int, main bool, pre []source) *block {
 			if x.is("UNNEST") {
 				continue
 			}
-			if name, next, ok := a.path(j, hi); ok {
-				if next < hi && t[next].punct("(") {
-					a.fail(j, "the statement calls table function %s, which the model does not expand", name)
+			if next, ok := a.tableAt(b, j, hi); ok {
+				if a.err != nil {
 					return b
 				}
-				alias, after := a.alias(next, hi)
-				if s, ok := a.tableSource(name, j, alias); ok {
-					if s.ref != nil {
-						s.ref.blk = b
-					}
-					b.sources = append(b.sources, s)
-				}
-				j = after - 1
+				j = next - 1
 				continue
 			}
 		}
 		if x.punct("*") && j > lo {
-			p := t[j-1]
-			qual := ""
-			isStar := p.is("SELECT") || p.is("DISTINCT") || p.is("ALL") || p.punct(",") && depth == 0
-			if p.punct(".") && j-2 >= lo && isIdent(t[j-2]) {
-				isStar, qual = true, strings.ToLower(t[j-2].text)
-			}
-			if isStar {
-				s := star{qual: qual, except: map[string]bool{}}
-				if j+2 < hi && t[j+1].is("EXCEPT") && t[j+2].punct("(") {
-					end := t[j+2].match
-					for k := j + 3; k < end; k++ {
-						a.hidden[k] = true
-						if isIdent(t[k]) {
-							s.except[strings.ToLower(t[k].text)] = true
-						}
-					}
-					j = end
-				}
-				b.stars = append(b.stars, s)
+			if end, ok := a.star(b, j, lo, hi, depth); ok {
+				j = end
 				continue
 			}
 		}
@@ -302,6 +277,56 @@ func (a *analyzer) block(lo, hi int, main bool, pre []source) *block {
 	}
 	endWhere(hi)
 	return b
+}
+
+// tableAt reads the table a FROM or JOIN names at toks[j] (a path) as a
+// source of b, and returns the token after it and its alias; false when
+// toks[j] is no path. A table function call fails the analysis.
+func (a *analyzer) tableAt(b *block, j, hi int) (int, bool) {
+	name, next, ok := a.path(j, hi)
+	if !ok {
+		return 0, false
+	}
+	if next < hi && a.toks[next].punct("(") {
+		a.fail(j, "the statement calls table function %s, which the model does not expand", name)
+		return next, true
+	}
+	alias, after := a.alias(next, hi)
+	if s, ok := a.tableSource(name, j, alias); ok {
+		if s.ref != nil {
+			s.ref.blk = b
+		}
+		b.sources = append(b.sources, s)
+	}
+	return after, true
+}
+
+// star reads a SELECT * (or t.*, with EXCEPT (...)) at toks[j] into b, and
+// returns the last token it read; false when the * is a product.
+func (a *analyzer) star(b *block, j, lo, hi, depth int) (int, bool) {
+	t := a.toks
+	p := t[j-1]
+	qual := ""
+	isStar := p.is("SELECT") || p.is("DISTINCT") || p.is("ALL") || p.punct(",") && depth == 0
+	if p.punct(".") && j-2 >= lo && isIdent(t[j-2]) {
+		isStar, qual = true, strings.ToLower(t[j-2].text)
+	}
+	if !isStar {
+		return j, false
+	}
+	s := star{qual: qual, except: map[string]bool{}}
+	if j+2 < hi && t[j+1].is("EXCEPT") && t[j+2].punct("(") {
+		end := t[j+2].match
+		for k := j + 3; k < end; k++ {
+			a.hidden[k] = true
+			if isIdent(t[k]) {
+				s.except[strings.ToLower(t[k].text)] = true
+			}
+		}
+		j = end
+	}
+	b.stars = append(b.stars, s)
+	return j, true
 }
 
 // ident reports whether toks[j] names a column (or a field of one): a
