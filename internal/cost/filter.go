@@ -150,69 +150,91 @@ func (p *pruner) atom(lo, hi int) restriction {
 	if hi-lo == 1 && (t[lo].is("TRUE") || t[lo].is("FALSE")) {
 		return restriction{never: t[lo].is("FALSE"), exact: true}
 	}
-	// col IS [NOT] NULL, constant IS [NOT] NULL
 	if hi-lo >= 3 && t[hi-1].is("NULL") && (t[hi-2].is("IS") || t[hi-3].is("IS") && t[hi-2].is("NOT")) {
-		not := t[hi-2].is("NOT")
-		end := hi - 2
+		return p.isNull(lo, hi)
+	}
+	if i := p.keyword(lo+1, hi, "BETWEEN"); i >= 0 {
+		return p.between(lo, i, hi)
+	}
+	if i := p.keyword(lo+1, hi, "IN"); i >= 0 {
+		return p.in(lo, i, hi)
+	}
+	return p.compare(lo, hi)
+}
+
+// isNull reads col IS [NOT] NULL, or a constant's.
+func (p *pruner) isNull(lo, hi int) restriction {
+	t := p.toks
+	not := t[hi-2].is("NOT")
+	end := hi - 2
+	if not {
+		end = hi - 3
+	}
+	if col, ok := p.column(lo, end); ok {
+		s := set{null: true}
 		if not {
-			end = hi - 3
+			s = everything()
+			s.null = false
 		}
-		if col, ok := p.column(lo, end); ok {
-			s := set{null: true}
-			if not {
-				s = everything()
-				s.null = false
-			}
-			return restriction{cols: map[string]*set{col: &s}, exact: true}
-		}
-		if v, ok := p.constant(lo, end); ok {
-			return restriction{never: v.IsNull() == not, exact: true}
-		}
+		return restriction{cols: map[string]*set{col: &s}, exact: true}
+	}
+	if v, ok := p.constant(lo, end); ok {
+		return restriction{never: v.IsNull() == not, exact: true}
+	}
+	return unknown()
+}
+
+// between reads col BETWEEN a AND b (BETWEEN at i).
+func (p *pruner) between(lo, i, hi int) restriction {
+	col, ok := p.column(lo, i)
+	and := p.keyword(i+1, hi, "AND")
+	if !ok || and < 0 {
 		return unknown()
 	}
-	// col BETWEEN a AND b
-	if i := p.keyword(lo+1, hi, "BETWEEN"); i >= 0 {
-		col, ok := p.column(lo, i)
-		and := p.keyword(i+1, hi, "AND")
-		if !ok || and < 0 {
-			return unknown()
-		}
-		a, ok1 := p.typed(col, i+1, and)
-		b, ok2 := p.typed(col, and+1, hi)
-		if !ok1 || !ok2 {
-			return unknown()
-		}
-		if a.IsNull() || b.IsNull() {
-			return restriction{never: true, exact: true}
-		}
-		s := set{ivs: []interval{{lo: bound{v: a, inc: true}, hi: bound{v: b, inc: true}}}}
-		n, ok := s.normalize()
+	a, ok1 := p.typed(col, i+1, and)
+	b, ok2 := p.typed(col, and+1, hi)
+	if !ok1 || !ok2 {
+		return unknown()
+	}
+	if a.IsNull() || b.IsNull() {
+		return restriction{never: true, exact: true}
+	}
+	s := set{ivs: []interval{{lo: bound{v: a, inc: true}, hi: bound{v: b, inc: true}}}}
+	n, ok := s.normalize()
+	if !ok {
+		return unknown()
+	}
+	return p.only(col, n)
+}
+
+// in reads col IN (a, b, ...) (IN at i).
+func (p *pruner) in(lo, i, hi int) restriction {
+	t := p.toks
+	col, ok := p.column(lo, i)
+	if !ok || i+1 >= hi || !t[i+1].punct("(") || t[i+1].match != hi-1 || isQueryStart(t, i+2) {
+		return unknown()
+	}
+	var s set
+	for _, a := range p.args(i+2, hi-1) {
+		v, ok := p.typed(col, a[0], a[1])
 		if !ok {
 			return unknown()
 		}
-		return p.only(col, n)
+		s.ivs = append(s.ivs, point(v).ivs...)
 	}
-	// col IN (a, b, ...)
-	if i := p.keyword(lo+1, hi, "IN"); i >= 0 {
-		col, ok := p.column(lo, i)
-		if !ok || i+1 >= hi || !t[i+1].punct("(") || t[i+1].match != hi-1 || isQueryStart(t, i+2) {
-			return unknown()
-		}
-		var s set
-		for _, a := range p.args(i+2, hi-1) {
-			v, ok := p.typed(col, a[0], a[1])
-			if !ok {
-				return unknown()
-			}
-			s.ivs = append(s.ivs, point(v).ivs...)
-		}
-		n, ok := s.normalize()
-		if !ok {
-			return unknown()
-		}
-		return p.only(col, n)
+	n, ok := s.normalize()
+	if !ok {
+		return unknown()
 	}
-	// col op constant, constant op col
+	return p.only(col, n)
+}
+
+// flipped is each comparison with its operands swapped.
+var flipped = map[string]string{"=": "=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+// compare reads col op constant, or constant op col.
+func (p *pruner) compare(lo, hi int) restriction {
+	t := p.toks
 	for i := lo + 1; i < hi; i++ {
 		if t[i].punct("(") {
 			i = t[i].match
@@ -222,8 +244,7 @@ func (p *pruner) atom(lo, hi int) restriction {
 			continue
 		}
 		op := t[i].text
-		flip := map[string]string{"=": "=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
-		if _, ok := flip[op]; !ok {
+		if _, ok := flipped[op]; !ok {
 			continue
 		}
 		if col, ok := p.column(lo, i); ok {
@@ -236,7 +257,7 @@ func (p *pruner) atom(lo, hi int) restriction {
 		}
 		if col, ok := p.column(i+1, hi); ok {
 			if v, ok := p.typed(col, lo, i); ok {
-				if s, ok := compared(flip[op], v); ok {
+				if s, ok := compared(flipped[op], v); ok {
 					return p.only(col, s)
 				}
 			}
@@ -314,68 +335,83 @@ func (p *pruner) constant(lo, hi int) (Value, bool) {
 		return v, ok
 	}
 	if hi-lo == 1 {
-		switch x := t[lo]; {
-		case x.kind == kNumber:
-			return number(x.text)
-		case x.kind == kString:
-			return String(x.text), true
-		case x.kind == kBytes:
-			return Value{k: vBytes, s: x.text}, true
-		case x.is("TRUE"):
-			return Bool(true), true
-		case x.is("FALSE"):
-			return Bool(false), true
-		case x.is("NULL"):
-			return Null, true
-		}
-		return Null, false
+		return literal(t[lo])
 	}
 	if hi-lo == 2 && t[lo].kind == kIdent && t[lo+1].kind == kString {
-		s := t[lo+1].text
-		switch t[lo].up {
-		case "TIMESTAMP":
-			return parseTimestamp(s)
-		case "DATE":
-			return parseDate(s)
-		case "DATETIME":
-			return parseDatetime(s)
-		case "TIME":
-			return parseTime(s)
-		case "NUMERIC", "BIGNUMERIC", "DECIMAL", "BIGDECIMAL":
-			r, ok := new(big.Rat).SetString(strings.TrimSpace(s))
+		return typedLiteral(t[lo].up, t[lo+1].text)
+	}
+	if t[lo].kind == kIdent && t[lo+1].punct("(") && t[lo+1].match == hi-1 {
+		return p.constantCall(t[lo].up, p.args(lo+2, hi-1))
+	}
+	return Null, false
+}
+
+// literal is a one-token constant.
+func literal(x token) (Value, bool) {
+	switch {
+	case x.kind == kNumber:
+		return number(x.text)
+	case x.kind == kString:
+		return String(x.text), true
+	case x.kind == kBytes:
+		return Value{k: vBytes, s: x.text}, true
+	case x.is("TRUE"):
+		return Bool(true), true
+	case x.is("FALSE"):
+		return Bool(false), true
+	case x.is("NULL"):
+		return Null, true
+	}
+	return Null, false
+}
+
+// typedLiteral is TYPE 'text': TIMESTAMP '...', DATE '...', NUMERIC '...'.
+func typedLiteral(typ, s string) (Value, bool) {
+	switch typ {
+	case "TIMESTAMP":
+		return parseTimestamp(s)
+	case "DATE":
+		return parseDate(s)
+	case "DATETIME":
+		return parseDatetime(s)
+	case "TIME":
+		return parseTime(s)
+	case "NUMERIC", "BIGNUMERIC", "DECIMAL", "BIGDECIMAL":
+		r, ok := new(big.Rat).SetString(strings.TrimSpace(s))
+		if !ok {
+			return Null, false
+		}
+		return Numeric(r), true
+	}
+	return Null, false
+}
+
+// constantCall folds the calls that are constant of constants: CAST(NULL
+// AS type), IFNULL and COALESCE.
+func (p *pruner) constantCall(fn string, args [][2]int) (Value, bool) {
+	t := p.toks
+	switch fn {
+	case "CAST", "SAFE_CAST":
+		if len(args) == 1 {
+			a := args[0]
+			if a[1]-a[0] >= 3 && t[a[0]].is("NULL") && t[a[0]+1].is("AS") {
+				return Null, true
+			}
+		}
+	case "IFNULL", "COALESCE":
+		if fn == "IFNULL" && len(args) != 2 {
+			return Null, false
+		}
+		for _, a := range args {
+			v, ok := p.constant(a[0], a[1])
 			if !ok {
 				return Null, false
 			}
-			return Numeric(r), true
+			if !v.IsNull() {
+				return v, true
+			}
 		}
-		return Null, false
-	}
-	if t[lo].kind == kIdent && t[lo+1].punct("(") && t[lo+1].match == hi-1 {
-		args := p.args(lo+2, hi-1)
-		switch t[lo].up {
-		case "CAST", "SAFE_CAST":
-			// CAST(NULL AS type) only.
-			if len(args) == 1 {
-				a := args[0]
-				if a[1]-a[0] >= 3 && t[a[0]].is("NULL") && t[a[0]+1].is("AS") {
-					return Null, true
-				}
-			}
-		case "IFNULL", "COALESCE":
-			if t[lo].up == "IFNULL" && len(args) != 2 {
-				return Null, false
-			}
-			for _, a := range args {
-				v, ok := p.constant(a[0], a[1])
-				if !ok {
-					return Null, false
-				}
-				if !v.IsNull() {
-					return v, true
-				}
-			}
-			return Null, true
-		}
+		return Null, true
 	}
 	return Null, false
 }
