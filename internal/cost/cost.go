@@ -49,6 +49,19 @@
 // priced whole (BigQuery reads only the fields used). Correlated references
 // to an outer scope's table, MERGE, TRUNCATE and table function calls are
 // not modelled (Estimate refuses the last three).
+//
+// The model has a lexer of its own (lex.go), beside the flow parser's
+// (internal/flow/lexer.go), because they read different languages for
+// different readers. The flow lexer reads what users write (the AUTO CDC
+// grammar, Spark's == and <=>, a byte-order mark), bounds it (file size,
+// nesting) and reports line:column for editors; it never sees the SQL bqcdc
+// generates. This one reads that generated BigQuery SQL whole: scripts,
+// bytes literals, raw and triple-quoted strings, query parameters, and the
+// matching parenthesis of every '(' that the scope and pushdown readers
+// walk by; its errors are byte offsets in a statement no user wrote.
+// Sharing one would put each reader's cases (and bounds) in the other's
+// way; both are tested against their own inputs (cost's against every
+// golden statement, render_test.go).
 package cost
 
 import (

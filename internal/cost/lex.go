@@ -1,18 +1,5 @@
 package cost
 
-// Why the cost model has a lexer of its own, beside the flow parser's
-// (internal/flow/lexer.go): they read different languages for different
-// readers. The flow lexer reads what users write (the AUTO CDC grammar,
-// Spark's == and <=>, a byte-order mark), bounds it (file size, nesting)
-// and reports line:column for editors; it never sees the SQL bqcdc
-// generates. This one reads that generated BigQuery SQL whole: scripts,
-// bytes literals, raw and triple-quoted strings, query parameters, and the
-// matching parenthesis of every '(' that the scope and pushdown readers
-// walk by; its errors are byte offsets in a statement no user wrote.
-// Sharing one would put each reader's cases (and bounds) in the other's
-// way; both are tested against their own inputs (cost's against every
-// golden statement, render_test.go).
-
 import (
 	"fmt"
 	"strings"
@@ -77,75 +64,98 @@ func lex(sql string) ([]token, error) {
 			out = append(out, token{kind: kString, text: v, pos: i})
 			i += n
 		case isIdentStart(c):
-			j := i
-			for j < len(sql) && isIdentPart(sql[j]) {
-				j++
+			t, n, err := lexWord(sql, i)
+			if err != nil {
+				return nil, err
 			}
-			word := sql[i:j]
-			up := strings.ToUpper(word)
-			// String prefixes: r'...', b'...', rb'...', br'...'.
-			if j < len(sql) && (sql[j] == '\'' || sql[j] == '"') && (up == "R" || up == "B" || up == "RB" || up == "BR") {
-				v, n, err := lexString(sql[j:], strings.Contains(up, "R"))
-				if err != nil {
-					return nil, fmt.Errorf("offset %d: %w", i, err)
-				}
-				k := kString
-				if strings.Contains(up, "B") {
-					k = kBytes
-				}
-				out = append(out, token{kind: k, text: v, pos: i})
-				i = j + n
-				continue
-			}
-			out = append(out, token{kind: kIdent, text: word, up: up, pos: i})
-			i = j
+			out = append(out, t)
+			i += n
 		case c >= '0' && c <= '9' || (c == '.' && i+1 < len(sql) && sql[i+1] >= '0' && sql[i+1] <= '9'):
-			j := i
-			if c == '0' && i+1 < len(sql) && (sql[i+1] == 'x' || sql[i+1] == 'X') {
-				j += 2
-				for j < len(sql) && strings.IndexByte("0123456789abcdefABCDEF", sql[j]) >= 0 {
-					j++
-				}
-			} else {
-				for j < len(sql) && (sql[j] >= '0' && sql[j] <= '9' || sql[j] == '.') {
-					j++
-				}
-				if j < len(sql) && (sql[j] == 'e' || sql[j] == 'E') {
-					k := j + 1
-					if k < len(sql) && (sql[k] == '+' || sql[k] == '-') {
-						k++
-					}
-					if k < len(sql) && sql[k] >= '0' && sql[k] <= '9' {
-						j = k
-						for j < len(sql) && sql[j] >= '0' && sql[j] <= '9' {
-							j++
-						}
-					}
-				}
-			}
+			j := numberEnd(sql, i)
 			out = append(out, token{kind: kNumber, text: sql[i:j], pos: i})
 			i = j
 		default:
-			n := 1
-			for _, op := range []string{"<=", ">=", "!=", "<>", "||", "=>", "->", ">>", "<<"} {
-				if strings.HasPrefix(sql[i:], op) {
-					n = 2
-					break
-				}
+			n, space, err := lexPunct(sql, i)
+			if err != nil {
+				return nil, err
 			}
-			if n == 1 && c >= utf8.RuneSelf {
-				r, size := utf8.DecodeRuneInString(sql[i:])
-				if unicode.IsSpace(r) {
-					i += size
-					continue
-				}
-				return nil, fmt.Errorf("offset %d: unexpected character %q", i, r)
+			if !space {
+				out = append(out, token{kind: kPunct, text: sql[i : i+n], pos: i})
 			}
-			out = append(out, token{kind: kPunct, text: sql[i : i+n], pos: i})
 			i += n
 		}
 	}
 	return out, nil
+}
+
+// lexWord reads the word at sql[i]: an identifier or keyword, or a
+// prefixed string literal (r'...', b'...', rb'...', br'...').
+func lexWord(sql string, i int) (token, int, error) {
+	j := i
+	for j < len(sql) && isIdentPart(sql[j]) {
+		j++
+	}
+	word := sql[i:j]
+	up := strings.ToUpper(word)
+	if j < len(sql) && (sql[j] == '\'' || sql[j] == '"') && (up == "R" || up == "B" || up == "RB" || up == "BR") {
+		v, n, err := lexString(sql[j:], strings.Contains(up, "R"))
+		if err != nil {
+			return token{}, 0, fmt.Errorf("offset %d: %w", i, err)
+		}
+		k := kString
+		if strings.Contains(up, "B") {
+			k = kBytes
+		}
+		return token{kind: k, text: v, pos: i}, j + n - i, nil
+	}
+	return token{kind: kIdent, text: word, up: up, pos: i}, j - i, nil
+}
+
+// numberEnd is where the number at sql[i] ends: hexadecimal (0x...), or
+// decimal with an exponent.
+func numberEnd(sql string, i int) int {
+	j := i
+	if sql[i] == '0' && i+1 < len(sql) && (sql[i+1] == 'x' || sql[i+1] == 'X') {
+		j += 2
+		for j < len(sql) && strings.IndexByte("0123456789abcdefABCDEF", sql[j]) >= 0 {
+			j++
+		}
+		return j
+	}
+	for j < len(sql) && (sql[j] >= '0' && sql[j] <= '9' || sql[j] == '.') {
+		j++
+	}
+	if j < len(sql) && (sql[j] == 'e' || sql[j] == 'E') {
+		k := j + 1
+		if k < len(sql) && (sql[k] == '+' || sql[k] == '-') {
+			k++
+		}
+		if k < len(sql) && sql[k] >= '0' && sql[k] <= '9' {
+			j = k
+			for j < len(sql) && sql[j] >= '0' && sql[j] <= '9' {
+				j++
+			}
+		}
+	}
+	return j
+}
+
+// lexPunct is the length of the operator or punctuation at sql[i], and
+// true for a non-ASCII space (skipped).
+func lexPunct(sql string, i int) (int, bool, error) {
+	for _, op := range []string{"<=", ">=", "!=", "<>", "||", "=>", "->", ">>", "<<"} {
+		if strings.HasPrefix(sql[i:], op) {
+			return 2, false, nil
+		}
+	}
+	if sql[i] >= utf8.RuneSelf {
+		r, size := utf8.DecodeRuneInString(sql[i:])
+		if unicode.IsSpace(r) {
+			return size, true, nil
+		}
+		return 0, false, fmt.Errorf("offset %d: unexpected character %q", i, r)
+	}
+	return 1, false, nil
 }
 
 func isIdentStart(c byte) bool { return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
@@ -182,62 +192,71 @@ func lexString(s string, raw bool) (string, int, error) {
 			i += 2
 			continue
 		}
-		e := s[i+1]
-		i += 2
-		switch e {
-		case 'a':
-			b.WriteByte('\a')
-		case 'b':
-			b.WriteByte('\b')
-		case 'f':
-			b.WriteByte('\f')
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case 't':
-			b.WriteByte('\t')
-		case 'v':
-			b.WriteByte('\v')
-		case 'x', 'X':
-			if i+2 > len(s) {
-				return "", 0, fmt.Errorf("short \\x escape")
-			}
-			var v byte
-			if _, err := fmt.Sscanf(s[i:i+2], "%02x", &v); err != nil {
-				return "", 0, fmt.Errorf("bad \\x escape %q", s[i:i+2])
-			}
-			b.WriteByte(v)
-			i += 2
-		case 'u', 'U':
-			n := 4
-			if e == 'U' {
-				n = 8
-			}
-			if i+n > len(s) {
-				return "", 0, fmt.Errorf("short \\%c escape", e)
-			}
-			var r rune
-			if _, err := fmt.Sscanf(s[i:i+n], "%x", &r); err != nil {
-				return "", 0, fmt.Errorf("bad \\%c escape %q", e, s[i:i+n])
-			}
-			b.WriteRune(r)
-			i += n
-		case '0', '1', '2', '3':
-			if i+2 > len(s) {
-				return "", 0, fmt.Errorf("short octal escape")
-			}
-			var v byte
-			if _, err := fmt.Sscanf(s[i-1:i+2], "%03o", &v); err != nil {
-				return "", 0, fmt.Errorf("bad octal escape %q", s[i-1:i+2])
-			}
-			b.WriteByte(v)
-			i += 2
-		default: // \\ \' \" \` \? and friends stand for themselves
-			b.WriteByte(e)
+		n, err := unescape(&b, s, i+2, s[i+1])
+		if err != nil {
+			return "", 0, err
 		}
+		i += 2 + n
 	}
 	return "", 0, fmt.Errorf("unterminated string literal")
+}
+
+// unescape writes the value of the escape \e, whose operand starts at
+// s[i], and returns the operand's length.
+func unescape(b *strings.Builder, s string, i int, e byte) (int, error) {
+	switch e {
+	case 'a':
+		b.WriteByte('\a')
+	case 'b':
+		b.WriteByte('\b')
+	case 'f':
+		b.WriteByte('\f')
+	case 'n':
+		b.WriteByte('\n')
+	case 'r':
+		b.WriteByte('\r')
+	case 't':
+		b.WriteByte('\t')
+	case 'v':
+		b.WriteByte('\v')
+	case 'x', 'X':
+		if i+2 > len(s) {
+			return 0, fmt.Errorf("short \\x escape")
+		}
+		var v byte
+		if _, err := fmt.Sscanf(s[i:i+2], "%02x", &v); err != nil {
+			return 0, fmt.Errorf("bad \\x escape %q", s[i:i+2])
+		}
+		b.WriteByte(v)
+		return 2, nil
+	case 'u', 'U':
+		n := 4
+		if e == 'U' {
+			n = 8
+		}
+		if i+n > len(s) {
+			return 0, fmt.Errorf("short \\%c escape", e)
+		}
+		var r rune
+		if _, err := fmt.Sscanf(s[i:i+n], "%x", &r); err != nil {
+			return 0, fmt.Errorf("bad \\%c escape %q", e, s[i:i+n])
+		}
+		b.WriteRune(r)
+		return n, nil
+	case '0', '1', '2', '3':
+		if i+2 > len(s) {
+			return 0, fmt.Errorf("short octal escape")
+		}
+		var v byte
+		if _, err := fmt.Sscanf(s[i-1:i+2], "%03o", &v); err != nil {
+			return 0, fmt.Errorf("bad octal escape %q", s[i-1:i+2])
+		}
+		b.WriteByte(v)
+		return 2, nil
+	default: // \\ \' \" \` \? and friends stand for themselves
+		b.WriteByte(e)
+	}
+	return 0, nil
 }
 
 // statements splits tokens into statements at the semicolons outside

@@ -210,19 +210,12 @@ func (a *analyzer) block(lo, hi int, main bool, pre []source) *block {
 	}
 	for j := lo; j < hi && a.err == nil; j++ {
 		x := t[j]
+		if x.punct("(") && isQueryStart(t, j+1) {
+			j = a.subquery(b, j, hi, expect && depth == 0) - 1
+			expect = false
+			continue
+		}
 		if x.punct("(") {
-			if isQueryStart(t, j+1) {
-				blocks := a.query(j+1, x.match, false)
-				if expect && depth == 0 {
-					alias, next := a.alias(x.match+1, hi)
-					b.sources = append(b.sources, source{derived: blocks, alias: alias})
-					expect = false
-					j = next - 1
-					continue
-				}
-				j = x.match
-				continue
-			}
 			expect = false
 			depth++
 			continue
@@ -277,6 +270,20 @@ func (a *analyzer) block(lo, hi int, main bool, pre []source) *block {
 	}
 	endWhere(hi)
 	return b
+}
+
+// subquery reads the subquery in the parentheses at toks[j] (as a source
+// of b when asSource: after FROM, JOIN or a comma) and returns the token
+// after it (and its alias).
+func (a *analyzer) subquery(b *block, j, hi int, asSource bool) int {
+	end := a.toks[j].match
+	blocks := a.query(j+1, end, false)
+	if !asSource {
+		return end + 1
+	}
+	alias, next := a.alias(end+1, hi)
+	b.sources = append(b.sources, source{derived: blocks, alias: alias})
+	return next
 }
 
 // tableAt reads the table a FROM or JOIN names at toks[j] (a path) as a
