@@ -26,7 +26,7 @@ func TestNoEmulator(t *testing.T) {
 		if strings.HasPrefix(p, "github.com/goccy/bigquery-emulator") {
 			emulator = append(emulator, p)
 		}
-		if strings.HasPrefix(p, modulePath+"/internal/dev/") && p != modulePath+"/internal/dev/localopts" {
+		if strings.HasPrefix(p, modulePath+"/internal/dev/") {
 			t.Errorf("go list -deps ./cmd/bqcdc holds the dev package %s: the operator CLI carries what operators run", p)
 		}
 	}

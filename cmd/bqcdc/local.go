@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 
-	"github.com/bqcdc/bqcdc/internal/dev/localopts"
+	"github.com/bqcdc/bqcdc/internal/localopts"
 )
 
 // runLocal runs `bqcdc local` in the dev binary (see runDev), after

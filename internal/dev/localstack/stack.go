@@ -32,7 +32,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/clients"
 	"github.com/bqcdc/bqcdc/internal/compact"
 	"github.com/bqcdc/bqcdc/internal/config"
-	"github.com/bqcdc/bqcdc/internal/dev/localopts"
+	"github.com/bqcdc/bqcdc/internal/localopts"
 	"github.com/bqcdc/bqcdc/internal/dev/registryserver"
 	"github.com/bqcdc/bqcdc/internal/emulator"
 	"github.com/bqcdc/bqcdc/internal/flow"
