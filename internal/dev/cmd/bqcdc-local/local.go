@@ -12,10 +12,10 @@ import (
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/compact"
 	"github.com/bqcdc/bqcdc/internal/dev/demo"
-	"github.com/bqcdc/bqcdc/internal/localopts"
 	"github.com/bqcdc/bqcdc/internal/dev/localstack"
 	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
 	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/localopts"
 	"github.com/bqcdc/bqcdc/internal/plan"
 	"github.com/bqcdc/bqcdc/sql/render"
 )
