@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"strconv"
 	"strings"
 	"time"
 
@@ -263,12 +262,12 @@ func FollowChangelog(ctx context.Context, bq *bigquery.Client, loc catalog.Locat
 	if err != nil {
 		return fmt.Errorf("reading view %s: %w", b.Target, err)
 	}
-	us, err := strconv.ParseInt(have.Labels[catalog.ViewHintLabel], 10, 64)
-	if err != nil {
+	hint, ok := catalog.LabelMicros(have.Labels[catalog.ViewHintLabel])
+	if !ok {
 		rep.add("view %s: no %s label, left to the next compaction", b.Target, catalog.ViewHintLabel)
 		return nil
 	}
-	_, err = view(ctx, t, have, loc, b, time.UnixMicro(us).UTC(), rep)
+	_, err = view(ctx, t, have, loc, b, hint, rep)
 	return err
 }
 
@@ -388,9 +387,5 @@ func flowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location,
 
 // hintOf reads the pruning bound a view was rendered with from its labels.
 func hintOf(labels map[string]string) (time.Time, bool) {
-	us, err := strconv.ParseInt(labels[catalog.ViewHintLabel], 10, 64)
-	if err != nil {
-		return time.Time{}, false
-	}
-	return time.UnixMicro(us).UTC(), true
+	return catalog.LabelMicros(labels[catalog.ViewHintLabel])
 }

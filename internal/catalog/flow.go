@@ -117,24 +117,6 @@ const (
 	ColStateWatermark = "__watermark" // on W markers: changelog rows ingested up to it are folded
 )
 
-// StateColumns is the schema of a change-stream flow's state table: the
-// event columns of the flow (keys, sequence, output, message id, ingestion
-// time) plus the op and the generation. A snapshot flow's state has its
-// own layout (SnapshotStateColumns); the flow's plan (internal/plan) says
-// which.
-func StateColumns(f Shaped) schema.Columns {
-	cols := append(schema.Columns{}, EventColumns(f)...)
-	for i := range cols {
-		cols[i].Required = false
-	}
-	return append(cols,
-		schema.Column{Name: ColStateKey, Type: schema.String, Description: "The key as JSON text (NULL on truncate and watermark rows)."},
-		schema.Column{Name: ColStateOp, Type: schema.String, Required: true, Description: "U upsert, D delete (tombstone), T truncate, W watermark marker."},
-		schema.Column{Name: ColStateGen, Type: schema.Timestamp, Required: true, Description: "Generation: start of the compaction run that wrote the row; per key only the newest generation counts."},
-		schema.Column{Name: ColStateWatermark, Type: schema.Timestamp, Description: "On W rows: every changelog row ingested at or before it is folded; _cdc_ingested_at holds the newest ingestion time read."},
-	)
-}
-
 // SnapshotTable is the quoted table a snapshot flow reads, for SQL: its
 // dataset.table in the deployment's project.
 func (l Location) SnapshotTable(f Flow) string {
@@ -169,26 +151,6 @@ func VersionKeyType(version schema.Column) string {
 	return schema.Int64
 }
 
-// SnapshotStateColumns is the schema of a snapshot flow's state table: the
-// target's columns, the version interval as version keys, and the key,
-// op, generation and (on markers) the rows processed.
-func SnapshotStateColumns(f Shaped) schema.Columns {
-	b := f.Shape()
-	cols := append(schema.Columns{}, b.Output...)
-	for i := range cols {
-		cols[i].Required = false
-	}
-	vt := VersionKeyType(b.Sequence[0])
-	return append(cols,
-		schema.Column{Name: ColStateVersion, Type: vt, Description: "U: the version (as a version key) an open version starts at (SCD 2) or the current row was applied at (SCD 1); C: the closed version's start; W: the applied version."},
-		schema.Column{Name: ColStateVersionEnd, Type: vt, Description: "C: the version (as a version key) the closed version ends at (exclusive)."},
-		schema.Column{Name: ColStateKey, Type: schema.String, Description: "The key as JSON text (NULL on marker rows)."},
-		schema.Column{Name: ColStateOp, Type: schema.String, Required: true, Description: "U current row (SCD 1) or open version (SCD 2), C closed version (SCD 2), W marker."},
-		schema.Column{Name: ColStateGen, Type: schema.Timestamp, Required: true, Description: "Generation: start of the compaction run that wrote the row; U rows count only in the newest marker's generation."},
-		schema.Column{Name: ColStateRows, Type: schema.Int64, Description: "On W rows: rows of the snapshot table processed up to the applied version; rows beyond them at or before it are skipped snapshots."},
-	)
-}
-
 // ChangesSuffix ends the name of a flow's change table: the materialized
 // rows of its change feed <target>_changes (change-stream flows of SCD type
 // 1 and 2).
@@ -217,43 +179,6 @@ func IntervalType(f Shaped) string {
 		return b.Sequence[0].SQLType()
 	}
 	return schema.Column{Type: schema.Record, Fields: b.Sequence}.SQLType()
-}
-
-// ChangesColumns is the schema of a flow's change table: the target's
-// columns (with versions, a target of versions' interval), the change type and
-// commit position, the row's identity, the generation of the run that
-// wrote it, and (on markers) the position up to which the feed is final.
-// It is partitioned by day of ColCommitPosition and clustered by it, so a
-// read of a range of positions is billed for those days.
-func ChangesColumns(f Shaped, versions bool) schema.Columns {
-	b := f.Shape()
-	cols := append(schema.Columns{}, b.Output...)
-	for i := range cols {
-		cols[i].Required = false
-	}
-	if versions {
-		for _, name := range []string{StartAt, EndAt} {
-			c := schema.Column{Name: name, Description: "The version's interval, as the target shows it."}
-			if b.SequenceStruct {
-				c.Type, c.Fields = schema.Record, append(schema.Columns{}, b.Sequence...)
-				for i := range c.Fields {
-					c.Fields[i].Required = false
-				}
-			} else {
-				c.Type = b.Sequence[0].Type
-				c.Precision, c.Scale = b.Sequence[0].Precision, b.Sequence[0].Scale
-			}
-			cols = append(cols, c)
-		}
-	}
-	return append(cols,
-		schema.Column{Name: ColChangeType, Type: schema.String, Description: "insert, update_preimage, update_postimage or delete; NULL on markers."},
-		schema.Column{Name: ColCommitPosition, Type: schema.Timestamp, Description: "The _cdc_ingested_at at which the change was committed; NULL on markers. Partitioning and clustering column."},
-		schema.Column{Name: ColChangeKey, Type: schema.String, Description: "The key as JSON text."},
-		schema.Column{Name: ColChangeID, Type: schema.String, Description: "SCD 2: __START_AT as JSON text; SCD 1: empty."},
-		schema.Column{Name: ColStateGen, Type: schema.Timestamp, Required: true, Description: "Start of the compaction run that wrote the row; per key and position the newest run's rows count."},
-		schema.Column{Name: ColStateWatermark, Type: schema.Timestamp, Description: "On markers: the feed is final (materialized) up to this position."},
-	)
 }
 
 // StateLayoutLabel on a state table names its layout; StateLayout is the

@@ -1,5 +1,10 @@
 package catalog
 
+import (
+	"strconv"
+	"time"
+)
+
 // Labels bqcdc leaves on its objects. They are hints that save a query or a
 // read, never the truth: what a state table's rows say wins over its
 // labels, which may lag them (a run that crashed after its fold leaves the
@@ -57,3 +62,20 @@ const (
 // ChangelogExpiredLabel on a changelog records the day before which its
 // rows were deleted, so a source costs one DELETE a day, not one a run.
 const ChangelogExpiredLabel = "bqcdc-expired-before-us"
+
+// Times in labels (the labels whose names end in -us) are microseconds
+// since the epoch in decimal: label values are lower-case letters, digits,
+// dashes and underscores, at most 63 characters.
+
+// MicrosLabel is t as a label value.
+func MicrosLabel(t time.Time) string { return strconv.FormatInt(t.UnixMicro(), 10) }
+
+// LabelMicros reads a time label's value (false when it is missing or not
+// one).
+func LabelMicros(v string) (time.Time, bool) {
+	us, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return time.UnixMicro(us).UTC(), true
+}

@@ -255,7 +255,7 @@ func costModel(b *testing.B, bd *flow.Bound, keys int, r costRun) (m *cost.Model
 	m = cost.NewModel(changelog, state)
 
 	if bd.ChangeFeed() {
-		changes = cost.NewTable(cost.Name(costLoc.ChangesTable(bd.Flow)), cost.Columns(catalog.ChangesColumns(bd, plan.For(bd, costLoc).Shape().Versions), costShapes, costShape), catalog.ColCommitPosition, catalog.ColCommitPosition)
+		changes = cost.NewTable(cost.Name(costLoc.ChangesTable(bd.Flow)), cost.Columns(plan.For(bd, costLoc).ChangeColumns(), costShapes, costShape), catalog.ColCommitPosition, catalog.ColCommitPosition)
 		must(changes.AddTimeRange(from, r.params.Watermark, int64(keys*costEventsPerKey)*changeRowsPerEvent(bd), r.blockBytes))
 		must(changes.AddSpan(cost.Partition{Null: true}, cost.Null, cost.Null, int64(24*time.Hour/costSchedule), r.blockBytes))
 		m.Tables[changes.Name] = changes
@@ -362,7 +362,7 @@ func benchFeedRead(b *testing.B, bd *flow.Bound, days int) {
 	const keys = 100_000
 	r := newCostRun(keys, 1)
 	end := r.params.Watermark
-	changes := cost.NewTable(cost.Name(costLoc.ChangesTable(bd.Flow)), cost.Columns(catalog.ChangesColumns(bd, plan.For(bd, costLoc).Shape().Versions), costShapes, costShape), catalog.ColCommitPosition, catalog.ColCommitPosition)
+	changes := cost.NewTable(cost.Name(costLoc.ChangesTable(bd.Flow)), cost.Columns(plan.For(bd, costLoc).ChangeColumns(), costShapes, costShape), catalog.ColCommitPosition, catalog.ColCommitPosition)
 	// The same rate of change whatever the history's length.
 	perDay := int64(keys*costEventsPerKey/costHistoryDays) * changeRowsPerEvent(bd)
 	if err := changes.AddTimeRange(end.AddDate(0, 0, -days), end, perDay*int64(days), 0); err != nil {

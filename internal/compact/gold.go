@@ -3,7 +3,6 @@ package compact
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/bqcdc/bqcdc/internal/catalog"
@@ -50,8 +49,8 @@ func (s *streamRun) refreshGolds(ctx context.Context, reached time.Time, maintai
 			continue
 		}
 		from := render.Epoch
-		if us, err := strconv.ParseInt(md.Labels[catalog.LabelWatermark], 10, 64); err == nil {
-			from = time.UnixMicro(us).UTC()
+		if w, ok := catalog.LabelMicros(md.Labels[catalog.LabelWatermark]); ok {
+			from = w
 		}
 		at := from // the position the state holds after this run, as far as the label tells
 		if reached.After(from) {
@@ -80,7 +79,7 @@ func (s *streamRun) refreshGolds(ctx context.Context, reached time.Time, maintai
 				return err
 			}
 			if s.c.opts.DryRun == nil {
-				if err := s.c.wh.SetLabels(ctx, ds, table, map[string]string{catalog.LabelWatermark: strconv.FormatInt(reached.UnixMicro(), 10)}); err != nil {
+				if err := s.c.wh.SetLabels(ctx, ds, table, map[string]string{catalog.LabelWatermark: catalog.MicrosLabel(reached)}); err != nil {
 					return fmt.Errorf("labelling the state of materialized view %s: %w", g.Name, err)
 				}
 			}

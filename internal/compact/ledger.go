@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/bqcdc/bqcdc/internal/apply"
@@ -199,8 +198,8 @@ func (c *Compactor) expiryDue(listed apply.Listing, src string, lowest map[strin
 	if !ok {
 		return false
 	}
-	done, err := strconv.ParseInt(cl.Labels[catalog.ChangelogExpiredLabel], 10, 64)
-	return err != nil || cutoff.After(time.UnixMicro(done))
+	done, ok := catalog.LabelMicros(cl.Labels[catalog.ChangelogExpiredLabel])
+	return !ok || cutoff.After(done)
 }
 
 // list lists the default dataset and the flows' datasets.

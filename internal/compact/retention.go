@@ -3,7 +3,6 @@ package compact
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/bqcdc/bqcdc/internal/catalog"
@@ -58,7 +57,7 @@ func (c *Compactor) expire(ctx context.Context, sel Selection, tasks []*task, re
 			cutoff = lowest
 		}
 		cutoff = cutoff.Truncate(24 * time.Hour)
-		if done, err := strconv.ParseInt(cl.Labels[catalog.ChangelogExpiredLabel], 10, 64); err == nil && !cutoff.After(time.UnixMicro(done)) {
+		if done, ok := catalog.LabelMicros(cl.Labels[catalog.ChangelogExpiredLabel]); ok && !cutoff.After(done) {
 			continue // this day was expired already
 		}
 		var acct account
@@ -83,7 +82,7 @@ func (c *Compactor) expireSource(ctx context.Context, b *flow.Bound, cutoff time
 		return nil
 	}
 	return c.wh.SetLabels(ctx, c.loc.DefaultDataset, catalog.TableName(b.Source.Name),
-		map[string]string{catalog.ChangelogExpiredLabel: strconv.FormatInt(cutoff.UnixMicro(), 10)})
+		map[string]string{catalog.ChangelogExpiredLabel: catalog.MicrosLabel(cutoff)})
 }
 
 // lowestWatermark is the lowest watermark of every flow reading src (the

@@ -3,7 +3,6 @@ package compact
 import (
 	"fmt"
 	"hash/fnv"
-	"strconv"
 	"time"
 
 	"cloud.google.com/go/bigquery"
@@ -31,13 +30,7 @@ type labels struct {
 }
 
 func readLabels(l map[string]string) labels {
-	us := func(k string) (time.Time, bool) {
-		v, err := strconv.ParseInt(l[k], 10, 64)
-		if err != nil {
-			return time.Time{}, false
-		}
-		return time.UnixMicro(v).UTC(), true
-	}
+	us := func(k string) (time.Time, bool) { return catalog.LabelMicros(l[k]) }
 	var out labels
 	var okW, okF bool
 	out.watermark, okW = us(catalog.LabelWatermark)
@@ -58,7 +51,7 @@ func readLabels(l map[string]string) labels {
 // repeated: the emulator replaces every label on a label update (BigQuery
 // merges them).
 func (l labels) values() map[string]string {
-	us := func(t time.Time) string { return strconv.FormatInt(t.UnixMicro(), 10) }
+	us := catalog.MicrosLabel
 	out := map[string]string{
 		catalog.LabelWatermark: us(l.watermark),
 		catalog.LabelFoldedMax: us(l.foldedMax),

@@ -80,7 +80,7 @@ func newFlowModel(t *testing.T, b *flow.Bound) flowModel {
 	}
 	m := flowModel{Model: NewModel(changelog, state), changelog: changelog, state: state}
 	if b.Kind().ChangeFeed() {
-		m.changes = NewTable(Name(renderLoc.ChangesTable(b.Flow)), Columns(catalog.ChangesColumns(b, plan.For(b, renderLoc).Shape().Versions), nil, shape), catalog.ColCommitPosition, catalog.ColCommitPosition)
+		m.changes = NewTable(Name(renderLoc.ChangesTable(b.Flow)), Columns(plan.For(b, renderLoc).ChangeColumns(), nil, shape), catalog.ColCommitPosition, catalog.ColCommitPosition)
 		if err := m.changes.AddTimeRange(historyFrom, historyTo, testKeys*eventsPerKey*2, testBlock); err != nil {
 			t.Fatal(err)
 		}

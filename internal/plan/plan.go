@@ -164,11 +164,15 @@ func (p *Plan) ChangeTable() *bigquery.TableMetadata {
 	return &bigquery.TableMetadata{
 		Description: fmt.Sprintf("bqcdc change feed of flow %s (%s): the target's row-level changes, materialized by compaction. Read through the table function %s; written only by bqcdc compact.",
 			b.Name, b.Pos.File, catalog.ChangesFunctionName(b.Flow)),
-		Schema:           bqschema.ToBigQuery(catalog.ChangesColumns(b, p.Shape().Versions)),
+		Schema:           bqschema.ToBigQuery(p.ChangeColumns()),
 		TimePartitioning: &bigquery.TimePartitioning{Type: bigquery.DayPartitioningType, Field: catalog.ColCommitPosition},
 		Clustering:       &bigquery.Clustering{Fields: []string{catalog.ColCommitPosition}},
 	}
 }
+
+// ChangeColumns is the schema of the flow's change table (with a target
+// of versions, its interval).
+func (p *Plan) ChangeColumns() schema.Columns { return changesColumns(p.Flow, p.Shape().Versions) }
 
 // View is the flow's view as apply wants it.
 type View struct {
@@ -191,7 +195,7 @@ func (p *Plan) View(hint time.Time, labels map[string]string) (View, error) {
 	value := labels[bound.Label()]
 	switch bound {
 	case BoundWatermark:
-		value = fmt.Sprint(hint.UnixMicro())
+		value = catalog.MicrosLabel(hint)
 	case BoundVersion:
 		if value != "" && catalog.LabelValue(value) != value {
 			value = ""
@@ -222,9 +226,11 @@ func streamSequence(b *flow.Bound) string {
 
 // watermarkHint reads a BoundWatermark label value.
 func watermarkHint(bound string) time.Time {
-	var us int64
-	fmt.Sscan(bound, &us)
-	return time.UnixMicro(us).UTC()
+	t, ok := catalog.LabelMicros(bound)
+	if !ok {
+		return render.Epoch
+	}
+	return t
 }
 
 // columnDescriptions are the descriptions the columns of the flow's view

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"cloud.google.com/go/bigquery"
-	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/bqcdc/bqcdc/sql/render"
@@ -16,7 +15,7 @@ import (
 // snapshot is a flow over snapshots of a BigQuery table (APPLY CHANGES
 // FROM SNAPSHOT), as the newest snapshot's rows (render.Current) or a
 // history by version (render.History). Its state keeps versions as
-// version keys (catalog.SnapshotStateColumns), unpartitioned; the Snapshot
+// version keys (snapshotStateColumns), unpartitioned; the Snapshot
 // machine applies versions; its view is bounded by the version applied.
 type snapshot struct {
 	target render.Shape
@@ -29,7 +28,7 @@ func (snapshot) bound() Bound                              { return BoundVersion
 func (snapshot) partition() *bigquery.TimePartitioning     { return nil }
 func (k snapshot) shows() string                           { return k.what }
 func (snapshot) sequence(b *flow.Bound) string             { return "snapshot version " + b.Version.Name }
-func (snapshot) stateColumns(b *flow.Bound) schema.Columns { return catalog.SnapshotStateColumns(b) }
+func (snapshot) stateColumns(b *flow.Bound) schema.Columns { return snapshotStateColumns(b) }
 
 func (k snapshot) describe(p *Plan) string {
 	b := p.Flow

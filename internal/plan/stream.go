@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigquery"
-	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/schema"
 )
@@ -17,7 +16,7 @@ type stream struct{}
 func (stream) machine() Machine                          { return Stream }
 func (stream) bound() Bound                              { return BoundWatermark }
 func (stream) partition() *bigquery.TimePartitioning     { return byGeneration() }
-func (stream) stateColumns(b *flow.Bound) schema.Columns { return catalog.StateColumns(b) }
+func (stream) stateColumns(b *flow.Bound) schema.Columns { return streamStateColumns(b) }
 func (stream) sequence(b *flow.Bound) string             { return streamSequence(b) }
 
 // maintainEvery: an SCD 1 state shrinks when maintained (superseded rows

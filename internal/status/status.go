@@ -17,7 +17,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
 	"sync"
 	"time"
 
@@ -220,8 +219,8 @@ func gold(ctx context.Context, bq *bigquery.Client, loc catalog.Location, g *flo
 		return out // not refreshed by compaction (or not applied yet)
 	}
 	out.Refreshed = true
-	if us, err := strconv.ParseInt(md.Labels[catalog.LabelWatermark], 10, 64); err == nil {
-		out.RefreshedTo = time.UnixMicro(us).UTC()
+	if w, ok := catalog.LabelMicros(md.Labels[catalog.LabelWatermark]); ok {
+		out.RefreshedTo = w
 	}
 	return out
 }
