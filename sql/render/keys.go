@@ -54,7 +54,8 @@ func (k *KeyFilter) sql(b *flow.Bound) (string, error) {
 	}
 	c := b.Keys[0]
 	col := q(c.Name)
-	var in, parts []string
+	ranges := make([][2]string, len(k.Lo))
+	size := 0
 	for i := range k.Lo {
 		lo, err := keyLiteral(c, k.Lo[i])
 		if err != nil {
@@ -64,11 +65,17 @@ func (k *KeyFilter) sql(b *flow.Bound) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("key filter of flow %s: %w", b.Name, err)
 		}
-		if lo == hi {
-			in = append(in, lo)
+		ranges[i] = [2]string{lo, hi}
+		size += len(lo) + len(hi)
+	}
+	ranges = coarsen(ranges, size)
+	var in, parts []string
+	for _, r := range ranges {
+		if r[0] == r[1] {
+			in = append(in, r[0])
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s BETWEEN %s AND %s", col, lo, hi))
+		parts = append(parts, fmt.Sprintf("%s BETWEEN %s AND %s", col, r[0], r[1]))
 	}
 	if len(in) > 0 {
 		parts = append([]string{fmt.Sprintf("%s IN (%s)", col, strings.Join(in, ", "))}, parts...)
@@ -80,6 +87,31 @@ func (k *KeyFilter) sql(b *flow.Bound) (string, error) {
 		return "FALSE", nil
 	}
 	return "(" + strings.Join(parts, " OR ") + ")", nil
+}
+
+// MaxKeyFilterBytes bounds the literals of a key filter: BigQuery refuses
+// a query of more than 1 MB of text, and long keys (a 1 KB string) times
+// KeyRanges would pass it.
+const MaxKeyFilterBytes = 256 << 10
+
+// coarsen merges neighbouring ranges (sorted, as the statistics return
+// them) pairwise until their literals, size bytes, fit MaxKeyFilterBytes:
+// a coarser filter reads more of the state, never less than it must.
+func coarsen(ranges [][2]string, size int) [][2]string {
+	for size > MaxKeyFilterBytes && len(ranges) > 1 {
+		merged := ranges[:0:0]
+		size = 0
+		for i := 0; i < len(ranges); i += 2 {
+			r := ranges[i]
+			if i+1 < len(ranges) {
+				r[1] = ranges[i+1][1]
+			}
+			merged = append(merged, r)
+			size += len(r[0]) + len(r[1])
+		}
+		ranges = merged
+	}
+	return ranges
 }
 
 // keyLiteral renders a value of key column c, as the BigQuery client

@@ -614,8 +614,11 @@ func NewCompaction(b *flow.Bound, loc catalog.Location, s Shape) *Compaction {
 
 // KeyRanges bounds the ranges of the first key column a run's statistics
 // return (see KeyFilter): each is one value while a run touches no more
-// keys, and the list stays a few KiB of SQL however many it touches.
-const KeyRanges = 256
+// keys, so up to KeyRanges touched keys the change feed reads the blocks
+// of those keys only (256 ranges, before, covered whole spans of keys
+// from 257 touched keys on). The filter's text is bounded apart
+// (MaxKeyFilterBytes).
+const KeyRanges = 4096
 
 // render runs one template with the run's timestamps as literals.
 func (c *Compaction) render(name string, r Run) (string, error) {

@@ -112,13 +112,13 @@ WITH
     WHERE (`city` IS NULL OR `city` != 'Test City')
   ),
   -- The values of the first key column among the new events, as at most
-  -- 256 ranges (each one value when there are no more): the change feed
+  -- 4096 ranges (each one value when there are no more): the change feed
   -- reads the state of those keys only, with the ranges as constant filters
   -- on the state’s first clustering column.
   key_tiles AS (
     SELECT MIN(__k) AS __lo, MAX(__k) AS __hi
     FROM (
-      SELECT __k, NTILE(256) OVER (ORDER BY __k) AS __tile
+      SELECT __k, NTILE(4096) OVER (ORDER BY __k) AS __tile
       FROM (SELECT DISTINCT `userId` AS __k FROM flow_delta WHERE `userId` IS NOT NULL)
     )
     GROUP BY __tile
