@@ -124,6 +124,12 @@ func printReports(reports []compact.Report, asJSON bool) (failed int, err error)
 		fmt.Println(r.Line())
 		for _, st := range r.Plan {
 			line := fmt.Sprintf("    would run %-14s %s", st.Step, formatBytes(st.Bytes))
+			switch {
+			case st.ModelError != "":
+				line += " (model: " + st.ModelError + ")"
+			case st.HasModel:
+				line += fmt.Sprintf(" (model, unpruned: %s)", formatBytes(st.Model))
+			}
 			if st.Ran {
 				line = fmt.Sprintf("    ran       %-14s %s billed", st.Step, formatBytes(st.Bytes))
 			}
@@ -179,11 +185,11 @@ func envBool(name string, def bool) bool {
 func compactClients(ctx context.Context, t target, bq *bigquery.Client, loc catalog.Location, dry bool, opts *compact.Options) (done func(), err error) {
 	done = func() {}
 	if dry {
-		est, label, err := estimator(ctx, t, bq, loc)
+		est, model, label, err := estimator(ctx, t, bq, loc)
 		if err != nil {
 			return done, err
 		}
-		opts.DryRun = est
+		opts.DryRun, opts.Model = est, model
 		fmt.Fprintf(os.Stderr, "dry run: nothing is written; bytes are %s\n", label)
 	} else if mw, err := clients.NewWriter(ctx, t.BigQuery); err == nil {
 		w := bqwrite.NewWriter(bq, mw, t.BigQuery.Project, t.Dataset)

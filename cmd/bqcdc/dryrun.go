@@ -9,12 +9,17 @@ import (
 )
 
 // estimator prices the statements of `bqcdc compact --dry-run`: BigQuery's
-// own dry runs against a project; against an emulator, whose dry runs
-// report the size of the result rather than what a statement scans, the
-// cost model's estimate from the tables' metadata.
-func estimator(ctx context.Context, t target, bq *bigquery.Client, loc catalog.Location) (compact.Estimator, string, error) {
-	if t.BigQuery.Emulated() {
-		return modelEstimator(ctx, bq, loc)
+// own dry runs against a project, with the cost model's estimate beside
+// each (model); against an emulator, whose dry runs report the size of the
+// result rather than what a statement scans, the cost model's estimate
+// alone. Both read the tables' metadata only.
+func estimator(ctx context.Context, t target, bq *bigquery.Client, loc catalog.Location) (est, model compact.Estimator, label string, err error) {
+	m, mlabel, err := modelEstimator(ctx, bq, loc)
+	if err != nil {
+		return nil, nil, "", err
 	}
-	return compact.DryRun(bq), "BigQuery's dry-run estimates (bytes processed, before the 10 MB per table minimum)", nil
+	if t.BigQuery.Emulated() {
+		return m, nil, mlabel, nil
+	}
+	return compact.DryRun(bq), m, "BigQuery's dry-run estimates (bytes processed, before the 10 MB per table minimum), each beside " + mlabel, nil
 }

@@ -22,7 +22,7 @@ import (
 // minimum per table, but no pruning.
 func modelEstimator(_ context.Context, bq *bigquery.Client, loc catalog.Location) (compact.Estimator, string, error) {
 	return &modelEstimate{bq: bq, model: cost.NewModel()},
-		"the cost model's upper bound from the emulator's table metadata (no partition or block pruning: the emulator's metadata does not say how rows lie)", nil
+		"the cost model's upper bound from the tables' metadata (no partition or block pruning: table metadata does not say how rows lie)", nil
 }
 
 type modelEstimate struct {

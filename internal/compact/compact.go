@@ -211,6 +211,10 @@ type Options struct {
 	// the statements that write with it instead of running them
 	// (Report.Plan); nothing is written: no state, view, label or report.
 	DryRun Estimator
+	// Model, in a dry run, prices each statement a second way beside
+	// DryRun (Statement.Model): the cost model's estimate beside
+	// BigQuery's (bqcdc compact --dry-run against BigQuery).
+	Model Estimator
 	// Reports receives one row per flow and run, for the report table
 	// (catalog.CompactionRunsTable); nil writes none.
 	Reports ReportWriter

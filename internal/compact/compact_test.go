@@ -361,7 +361,30 @@ func TestDryRunWritesNothing(t *testing.T) {
 	now := t0
 	priced := map[string]int64{"fold": 11 << 20, "changes": 12 << 20, "maintain": 13 << 20, "maintain_gc": 14 << 20}
 	est := estimator(func(st Stmt) (int64, error) { return priced[kindOf(st.Step)], nil })
-	rep := compactor(fake, &now, Options{DryRun: est}).Run(context.Background(), bound)[0]
+	// The cost model beside BigQuery's dry run: twice its price, and a
+	// failure for maintenance.
+	model := estimator(func(st Stmt) (int64, error) {
+		if kindOf(st.Step) == "maintain" {
+			return 0, fmt.Errorf("model: no table")
+		}
+		return 2 * priced[kindOf(st.Step)], nil
+	})
+	rep := compactor(fake, &now, Options{DryRun: est, Model: model}).Run(context.Background(), bound)[0]
+	for _, st := range rep.Plan {
+		k := kindOf(st.Step)
+		switch {
+		case st.Ran:
+			if st.HasModel {
+				t.Errorf("%s ran, yet carries a model estimate", st.Step)
+			}
+		case k == "maintain":
+			if !st.HasModel || st.ModelError == "" {
+				t.Errorf("%s: the model's failure is not beside BigQuery's estimate: %+v", st.Step, st)
+			}
+		case !st.HasModel || st.Model != 2*priced[k] || st.Bytes != priced[k]:
+			t.Errorf("%s: BigQuery %d, model %d (%v), want %d and %d", st.Step, st.Bytes, st.Model, st.HasModel, priced[k], 2*priced[k])
+		}
+	}
 	// The reads run (the statistics, the feed's first position), the rest
 	// is priced.
 	if d := cmp.Diff([]string{"stats", "first"}, fake.kinds()); d != "" {

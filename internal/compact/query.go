@@ -24,6 +24,11 @@ type account struct {
 type Statement struct {
 	Step  string `json:"step"`  // fold, changes, maintain, ...; stats, marker, ... (reads)
 	Bytes int64  `json:"bytes"` // what BigQuery would bill (or the cost model estimates), or billed (Ran)
+	// Model is Options.Model's estimate beside Bytes (HasModel: there is
+	// one; ModelError: it failed).
+	Model      int64  `json:"model_bytes,omitempty"`
+	HasModel   bool   `json:"has_model,omitempty"`
+	ModelError string `json:"model_error,omitempty"`
 	Ran   bool   `json:"ran,omitempty"`
 	Error string `json:"error,omitempty"`
 	SQL   string `json:"-"`
@@ -48,6 +53,12 @@ func (c *Compactor) exec(ctx context.Context, step, sql string, acct *account) (
 		st.Error = err.Error()
 	}
 	st.Bytes = n
+	if c.opts.Model != nil {
+		st.HasModel = true
+		if st.Model, err = c.opts.Model.Estimate(ctx, Stmt{Step: step, SQL: sql}); err != nil {
+			st.ModelError = err.Error()
+		}
+	}
 	acct.bytes += n
 	acct.plan = append(acct.plan, st)
 	return Result{}, nil
