@@ -238,6 +238,13 @@ type Options struct {
 	// DefaultGoldTouchedAbove; negative: always). Below it, one statement
 	// reading the whole state costs less than two.
 	GoldTouchedAbove int64
+	// FeedKeysAbove: a change feed that lags (its range starts before the
+	// run's watermark) of a flow whose state holds more bytes than this
+	// first reads the keys of its range from the changelog, so that it
+	// reads those keys' blocks of the state only (default
+	// DefaultFeedKeysAbove; negative: always). Below it, reading the whole
+	// state costs less than the query's 10 MB minimums.
+	FeedKeysAbove int64
 	// GoldFeedRetention is how far back a materialized view's change feed
 	// (<name>_changes) reaches: maintenance keeps the versions it compares
 	// for this long (default DefaultGoldFeedRetention; negative: none).
@@ -283,6 +290,9 @@ const (
 	// benchmark's gold sub-benchmarks: a filtered refresh costs three 10 MB
 	// minimums, an unfiltered one two and the state).
 	DefaultGoldTouchedAbove = 32 << 20
+	// DefaultFeedKeysAbove: the keys' query is billed at least 10 MB for
+	// each of the changelog and the change table.
+	DefaultFeedKeysAbove = 20 << 20
 	// DefaultGoldFeedRetention: a week of a materialized view's changes.
 	DefaultGoldFeedRetention = 7 * 24 * time.Hour
 	// DefaultChangeSlice: a day of positions per statement.
@@ -316,6 +326,7 @@ func NewWith(wh Warehouse, objs Objects, loc catalog.Location, opts Options) *Co
 	orDefault(&opts.MaintainEvery, DefaultMaintainEvery)
 	orDefault(&opts.MaintainMargin, DefaultMaintainMargin)
 	orDefault(&opts.GoldTouchedAbove, DefaultGoldTouchedAbove)
+	orDefault(&opts.FeedKeysAbove, DefaultFeedKeysAbove)
 	orDefault(&opts.GoldFeedRetention, DefaultGoldFeedRetention)
 	orDefault(&opts.ChangeSlice, DefaultChangeSlice)
 	orDefault(&opts.MaintainGranularity, 24*time.Hour)

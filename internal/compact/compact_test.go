@@ -311,21 +311,25 @@ func TestShardsAndNames(t *testing.T) {
 	}
 }
 
-// The change feed reads every key when its range starts before the run's
-// watermark (its first run: the history).
+// The change feed reads the touched keys' state, also when its range
+// starts before the run's watermark (a feed that lags), and every key on
+// its first run (the history).
 func TestChangeFeedKeyFilter(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
 		until    any
+		bytes    int64 // the state's
 		filtered bool
 	}{
-		{"feed up to the watermark", t0.Add(-time.Hour), true},
-		{"feed never materialized", nil, false},
+		{"feed up to the watermark", t0.Add(-time.Hour), DefaultFeedKeysAbove + 1, true},
+		{"feed lagging (its keys read from the changelog)", t0.Add(-3 * time.Hour), DefaultFeedKeysAbove + 1, true},
+		{"feed lagging, state smaller than the keys' query", t0.Add(-3 * time.Hour), DefaultFeedKeysAbove, false},
+		{"feed never materialized", nil, DefaultFeedKeysAbove + 1, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			fake := newFake()
 			bound := testFlows(t, fake, 1, 1)
-			fake.tables["cdc.t0__state"] = &bigquery.TableMetadata{NumRows: 1, Labels: map[string]string{
+			fake.tables["cdc.t0__state"] = &bigquery.TableMetadata{NumRows: 1, NumBytes: tt.bytes, Labels: map[string]string{
 				catalog.StateLayoutLabel: catalog.StateLayout, catalog.LabelWatermark: us(t0.Add(-time.Hour)), catalog.LabelFoldedMax: us(t0.Add(-time.Hour))}}
 			changed(fake, "src0_changelog", 1, t0.Add(-time.Minute), 5)
 			fake.stats["`src0_changelog`"]["changes_until"] = tt.until
@@ -465,9 +469,28 @@ func TestChangeFeedEvery(t *testing.T) {
 	}
 	fake.reset()
 	fake.stats["`src0_changelog`"]["changes_until"] = t0.Add(-2 * time.Hour)
+	fake.tables["cdc.t0__state"].NumBytes = DefaultFeedKeysAbove + 1 // large enough to read the range's keys first
 	c.Run(context.Background(), bound)
-	if d := cmp.Diff([]string{"stats", "fold", "changes"}, fake.kinds()); d != "" {
+	// The feed's range starts before the run's watermark: one more
+	// statistics query reads the keys of the changelog after its start,
+	// and the change statement reads those keys' state only.
+	if d := cmp.Diff([]string{"stats", "fold", "stats", "changes"}, fake.kinds()); d != "" {
 		t.Errorf("a feed 2 hours behind (-want +got):\n%s", d)
+	}
+	var feedStats, changes string
+	for i, q := range fake.queries {
+		switch kindOf(fake.steps[i]) {
+		case "stats":
+			feedStats = q
+		case "changes":
+			changes = q
+		}
+	}
+	if !strings.Contains(feedStats, "> "+render.Literal(t0.Add(-2*time.Hour))) {
+		t.Errorf("the feed's keys are not read from the start of its range:\n%s", feedStats)
+	}
+	if !strings.Contains(changes, "`id` IN (5)") {
+		t.Errorf("a lagging feed reads every key's state:\n%s", changes)
 	}
 }
 

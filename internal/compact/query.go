@@ -29,9 +29,9 @@ type Statement struct {
 	Model      int64  `json:"model_bytes,omitempty"`
 	HasModel   bool   `json:"has_model,omitempty"`
 	ModelError string `json:"model_error,omitempty"`
-	Ran   bool   `json:"ran,omitempty"`
-	Error string `json:"error,omitempty"`
-	SQL   string `json:"-"`
+	Ran        bool   `json:"ran,omitempty"`
+	Error      string `json:"error,omitempty"`
+	SQL        string `json:"-"`
 }
 
 // Estimator prices a statement without running it: a BigQuery dry run, or

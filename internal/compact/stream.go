@@ -225,10 +225,13 @@ func (s *streamRun) after(ctx context.Context) error {
 }
 
 // materializeChanges writes the change feed's rows of the positions in
-// (changes until, watermark]. It reads the state of the keys the new events
-// touch only, when the statistics returned them and the range starts at the
-// run's watermark; otherwise (the feed's first run, a truncate, a key that
-// cannot be filtered) every key.
+// (changes until, watermark]. It reads the state of the keys the range's
+// events touch only: the statistics' keys when the range starts at the
+// run's watermark, else (a feed that lags: Options.ChangeFeedEvery, or a
+// run that left part of its range) those of one more statistics query over
+// the changelog after the range's start (feedKeys); every key on the
+// feed's first run (its range is the flow's history), with a truncate in
+// the range, or for a key that cannot be filtered.
 //
 // A range longer than Options.ChangeSlice (the feed's first run over a
 // long history: a new flow, or the upgrade to this layout) is written one
@@ -250,6 +253,10 @@ func (s *streamRun) materializeChanges(ctx context.Context) error {
 		}
 		from = first.Add(-time.Microsecond)
 	}
+	keys, err := s.feedKeys(ctx, from)
+	if err != nil {
+		return err
+	}
 	// (A first slice is written even when nothing is to be fed: its marker
 	// says so.)
 	for slice := 0; slice < s.c.opts.MaxChangeSlices && (slice == 0 || from.Before(s.watermark)); slice++ {
@@ -258,10 +265,7 @@ func (s *streamRun) materializeChanges(ctx context.Context) error {
 			to = from.Add(s.c.opts.ChangeSlice)
 		}
 		p := s.runParams()
-		p.ChangesFrom, p.ChangesTo = from, to
-		if s.st.hasKeys && s.st.truncates == 0 && !from.Before(s.from) {
-			p.Keys = &render.KeyFilter{Lo: s.st.keyLo, Hi: s.st.keyHi, Null: s.st.keyNulls > 0}
-		}
+		p.ChangesFrom, p.ChangesTo, p.Keys = from, to, keys
 		sql, err := s.plan.Changes(p)
 		if err != nil {
 			return err
@@ -277,6 +281,41 @@ func (s *streamRun) materializeChanges(ctx context.Context) error {
 	s.changesBehind = from.Before(s.watermark)
 	s.changesReached = from
 	return nil
+}
+
+// feedKeys is the filter on the state's keys of a change feed's range
+// starting after from: the statistics' keys when from is the run's
+// watermark; for a feed that lags, the keys of the changelog rows after
+// from, read by the statistics query over them (billed for the changelog
+// since from, not the state), when the state is larger than
+// Options.FeedKeysAbove. nil (every key) on the feed's first run, with a
+// truncate, or when the statistics give no key ranges.
+func (s *streamRun) feedKeys(ctx context.Context, from time.Time) (*render.KeyFilter, error) {
+	st := s.st
+	if from.Before(s.from) {
+		if !s.st.changesUntil.After(render.Epoch) {
+			return nil, nil // the first materialization: the flow's whole history
+		}
+		if above := s.c.opts.FeedKeysAbove; above >= 0 && (s.t.state == nil || s.t.state.NumBytes <= above) {
+			return nil, nil // the whole state costs less than the query
+		}
+		sql, err := s.plan.Stats(render.Run{Watermark: from, FoldedMax: s.foldedMax, NewWatermark: s.watermark})
+		if err != nil {
+			return nil, err
+		}
+		row, err := s.c.stats(ctx, sql, s.acct, "the keys of the change feed's range")
+		if err != nil {
+			return nil, err
+		}
+		st = streamStats{truncates: row.n(render.OutTruncates), keyNulls: row.n(render.OutKeyNulls)}
+		if lo, ok := row[render.OutKeyLo]; ok {
+			st.hasKeys, st.keyLo, st.keyHi = true, values(lo), values(row[render.OutKeyHi])
+		}
+	}
+	if !st.hasKeys || st.truncates > 0 {
+		return nil, nil
+	}
+	return &render.KeyFilter{Lo: st.keyLo, Hi: st.keyHi, Null: st.keyNulls > 0}, nil
 }
 
 // firstPosition reads the ingestion time of the flow's oldest event (one
