@@ -37,7 +37,7 @@ func decimalColumn(name, avroType string, precision, scale int) (Field, error) {
 			precision, scale, limits.MaxDecimalPrecision, -limits.MaxDecimalScale, limits.MaxDecimalScale)
 	}
 	typ := DecimalType(precision, scale)
-	f := newField(name, typ, avroType, decimalConv(decimalLimits{typ: typ, precision: precision, scale: scale}))
+	f := newField(name, typ, avroType, Conversion{Kind: ConvDecimal, DecimalType: typ, Precision: precision, Scale: scale})
 	if precision > 0 && typ != schema.String {
 		f.Precision, f.Scale = columnParams(precision, scale)
 	}

@@ -48,8 +48,10 @@ type semantic struct {
 	column func(name, avroType string, s avro.Schema) (Field, error)
 }
 
-func fixed(typ string, conv converter) func(string, string, avro.Schema) (Field, error) {
-	return func(name, at string, _ avro.Schema) (Field, error) { return newField(name, typ, at, conv), nil }
+func fixed(typ string, kind ConvKind, u Unit) func(string, string, avro.Schema) (Field, error) {
+	return func(name, at string, _ avro.Schema) (Field, error) {
+		return newField(name, typ, at, Conversion{Kind: kind, Unit: u}), nil
+	}
 }
 
 var (
@@ -72,43 +74,43 @@ var semantics = map[string]semantic{
 	// wall clock as if it were UTC (MySQL DATETIME, PostgreSQL TIMESTAMP):
 	// DATETIME, not TIMESTAMP. NanoTime and NanoTimestamp are truncated to
 	// BigQuery's microseconds.
-	"io.debezium.time.Date":           {ints, fixed(schema.Date, daysConv)},
-	"io.debezium.time.Time":           {ints, fixed(schema.Time, timeConv(Millis))},
-	"io.debezium.time.MicroTime":      {ints, fixed(schema.Time, timeConv(Micros))},
-	"io.debezium.time.NanoTime":       {ints, fixed(schema.Time, timeConv(Nanos))},
-	"io.debezium.time.Timestamp":      {ints, fixed(schema.Datetime, datetimeConv(Millis))},
-	"io.debezium.time.MicroTimestamp": {ints, fixed(schema.Datetime, datetimeConv(Micros))},
-	"io.debezium.time.NanoTimestamp":  {ints, fixed(schema.Datetime, datetimeConv(Nanos))},
-	"io.debezium.time.ZonedTimestamp": {strs, fixed(schema.Timestamp, zonedTimestampConv)},
-	"io.debezium.time.ZonedTime":      {strs, fixed(schema.Time, zonedTimeConv)},
-	"io.debezium.time.Year":           {ints, fixed(schema.Int64, intConv)},
-	"io.debezium.time.MicroDuration":  {ints, fixed(schema.Int64, intConv)},
+	"io.debezium.time.Date":           {ints, fixed(schema.Date, ConvDate, 0)},
+	"io.debezium.time.Time":           {ints, fixed(schema.Time, ConvTime, Millis)},
+	"io.debezium.time.MicroTime":      {ints, fixed(schema.Time, ConvTime, Micros)},
+	"io.debezium.time.NanoTime":       {ints, fixed(schema.Time, ConvTime, Nanos)},
+	"io.debezium.time.Timestamp":      {ints, fixed(schema.Datetime, ConvDatetime, Millis)},
+	"io.debezium.time.MicroTimestamp": {ints, fixed(schema.Datetime, ConvDatetime, Micros)},
+	"io.debezium.time.NanoTimestamp":  {ints, fixed(schema.Datetime, ConvDatetime, Nanos)},
+	"io.debezium.time.ZonedTimestamp": {strs, fixed(schema.Timestamp, ConvZonedTimestamp, 0)},
+	"io.debezium.time.ZonedTime":      {strs, fixed(schema.Time, ConvZonedTime, 0)},
+	"io.debezium.time.Year":           {ints, fixed(schema.Int64, ConvInt, 0)},
+	"io.debezium.time.MicroDuration":  {ints, fixed(schema.Int64, ConvInt, 0)},
 
 	// Kafka Connect's logical types (time.precision.mode=connect), usually
 	// also tagged date, time-millis, timestamp-millis or decimal.
-	"org.apache.kafka.connect.data.Date":      {ints, fixed(schema.Date, daysConv)},
-	"org.apache.kafka.connect.data.Time":      {ints, fixed(schema.Time, timeConv(Millis))},
-	"org.apache.kafka.connect.data.Timestamp": {ints, fixed(schema.Timestamp, timestampConv(Millis))},
+	"org.apache.kafka.connect.data.Date":      {ints, fixed(schema.Date, ConvDate, 0)},
+	"org.apache.kafka.connect.data.Time":      {ints, fixed(schema.Time, ConvTime, Millis)},
+	"org.apache.kafka.connect.data.Timestamp": {ints, fixed(schema.Timestamp, ConvTimestamp, Millis)},
 	"org.apache.kafka.connect.data.Decimal":   {[]avro.Type{avro.Bytes, avro.Fixed}, connectDecimalColumn},
 
-	"io.debezium.data.VariableScaleDecimal": {records, fixed(schema.BigNumeric, variableScaleDecimalConv)},
-	"io.debezium.data.Json":                 {strs, fixed(schema.JSON, jsonTextConv)},
-	"io.debezium.data.Xml":                  {strs, fixed(schema.String, stringConv)},
-	"io.debezium.data.Uuid":                 {strs, fixed(schema.String, stringConv)},
-	"io.debezium.data.Enum":                 {[]avro.Type{avro.String, avro.Enum}, fixed(schema.String, stringConv)},
+	"io.debezium.data.VariableScaleDecimal": {records, fixed(schema.BigNumeric, ConvVariableScaleDecimal, 0)},
+	"io.debezium.data.Json":                 {strs, fixed(schema.JSON, ConvJSONText, 0)},
+	"io.debezium.data.Xml":                  {strs, fixed(schema.String, ConvString, 0)},
+	"io.debezium.data.Uuid":                 {strs, fixed(schema.String, ConvString, 0)},
+	"io.debezium.data.Enum":                 {[]avro.Type{avro.String, avro.Enum}, fixed(schema.String, ConvString, 0)},
 	// EnumSet (MySQL SET) stays the comma-separated STRING Debezium writes
 	// rather than becoming ARRAY<STRING>: a BigQuery array cannot be NULL,
 	// so NULL and the empty set would both read as [], and an array column
 	// cannot be a key, a GROUP BY or an = operand. MySQL writes members in
 	// their declared order, so equal sets are equal strings, and
 	// SPLIT(col, ',') gives the array (members cannot contain commas).
-	"io.debezium.data.EnumSet": {strs, fixed(schema.String, stringConv)},
+	"io.debezium.data.EnumSet": {strs, fixed(schema.String, ConvString, 0)},
 	"io.debezium.data.Bits":    {[]avro.Type{avro.Bytes}, bitsColumn},
 
 	// Spatial types become GEOGRAPHY, written as WKT (see geo.go).
-	"io.debezium.data.geometry.Geometry":  {records, fixed(schema.Geography, geometryConv)},
-	"io.debezium.data.geometry.Geography": {records, fixed(schema.Geography, geometryConv)},
-	"io.debezium.data.geometry.Point":     {records, fixed(schema.Geography, pointConv)},
+	"io.debezium.data.geometry.Geometry":  {records, fixed(schema.Geography, ConvGeometry, 0)},
+	"io.debezium.data.geometry.Geography": {records, fixed(schema.Geography, ConvGeometry, 0)},
+	"io.debezium.data.geometry.Point":     {records, fixed(schema.Geography, ConvPoint, 0)},
 }
 
 func connectColumn(name string, s avro.Schema) (Field, bool, error) {
@@ -162,9 +164,9 @@ func bitsColumn(name, at string, s avro.Schema) (Field, error) {
 			length, limits.MaxMessageBytes, limits.MaxBitsLength)
 	}
 	if length == 1 {
-		return newField(name, schema.Bool, at, bitConv), nil
+		return newField(name, schema.Bool, at, Conversion{Kind: ConvBit}), nil
 	}
-	f := newField(name, schema.Bytes, at, bitsConv(length))
+	f := newField(name, schema.Bytes, at, Conversion{Kind: ConvBits, Length: length})
 	f.padBytes = max(0, (length+7)/8)
 	return f, nil
 }
@@ -174,17 +176,17 @@ func bitsColumn(name, at string, s avro.Schema) (Field, error) {
 // the only other one.
 var logicalColumns = map[avro.LogicalType]struct {
 	typ  string
-	conv converter
+	conv Conversion
 }{
-	avro.Date:                 {schema.Date, daysConv},
-	avro.TimeMillis:           {schema.Time, timeConv(Millis)},
-	avro.TimeMicros:           {schema.Time, timeConv(Micros)},
-	avro.TimestampMillis:      {schema.Timestamp, timestampConv(Millis)},
-	avro.TimestampMicros:      {schema.Timestamp, timestampConv(Micros)},
-	avro.LocalTimestampMillis: {schema.Datetime, datetimeConv(Millis)},
-	avro.LocalTimestampMicros: {schema.Datetime, datetimeConv(Micros)},
-	avro.UUID:                 {schema.String, uuidConv},
-	avro.Duration:             {schema.Bytes, bytesConv},
+	avro.Date:                 {schema.Date, Conversion{Kind: ConvDate}},
+	avro.TimeMillis:           {schema.Time, Conversion{Kind: ConvTime, Unit: Millis}},
+	avro.TimeMicros:           {schema.Time, Conversion{Kind: ConvTime, Unit: Micros}},
+	avro.TimestampMillis:      {schema.Timestamp, Conversion{Kind: ConvTimestamp, Unit: Millis}},
+	avro.TimestampMicros:      {schema.Timestamp, Conversion{Kind: ConvTimestamp, Unit: Micros}},
+	avro.LocalTimestampMillis: {schema.Datetime, Conversion{Kind: ConvDatetime, Unit: Millis}},
+	avro.LocalTimestampMicros: {schema.Datetime, Conversion{Kind: ConvDatetime, Unit: Micros}},
+	avro.UUID:                 {schema.String, Conversion{Kind: ConvUUID}},
+	avro.Duration:             {schema.Bytes, Conversion{Kind: ConvBytes}},
 }
 
 func logicalColumn(name string, s avro.Schema) (Field, bool, error) {
@@ -213,11 +215,11 @@ func otherLogicalColumn(name string, s avro.Schema) (Field, bool) {
 	at := string(s.Type()) + " (" + lt + ")"
 	switch {
 	case s.Type() == avro.Long && lt == "timestamp-nanos":
-		return newField(name, schema.Timestamp, at, timestampConv(Nanos)), true
+		return newField(name, schema.Timestamp, at, Conversion{Kind: ConvTimestamp, Unit: Nanos}), true
 	case s.Type() == avro.Long && lt == "local-timestamp-nanos":
-		return newField(name, schema.Datetime, at, datetimeConv(Nanos)), true
+		return newField(name, schema.Datetime, at, Conversion{Kind: ConvDatetime, Unit: Nanos}), true
 	case s.Type() == avro.Fixed && lt == "uuid" && s.(*avro.FixedSchema).Size() == 16:
-		return newField(name, schema.String, at, uuidConv), true
+		return newField(name, schema.String, at, Conversion{Kind: ConvUUID}), true
 	}
 	return Field{}, false
 }

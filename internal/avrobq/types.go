@@ -55,6 +55,9 @@ type Field struct {
 	def    any
 	hasDef bool
 
+	// Conv is what avrobq decided for the field's values; conv is the
+	// generic converter built from it.
+	Conv Conversion
 	conv converter
 
 	// padBytes is how many bytes converting one value may add beyond the
@@ -170,8 +173,13 @@ func nonNull(u *avro.UnionSchema) avro.Schema {
 	return only
 }
 
-func newField(name, typ, avroType string, conv converter) Field {
-	return Field{Column: schema.Column{Name: name, Type: typ}, AvroType: avroType, conv: conv}
+func newField(name, typ, avroType string, cv Conversion) Field {
+	return Field{Column: schema.Column{Name: name, Type: typ}, AvroType: avroType, Conv: cv, conv: cv.converter()}
+}
+
+// convert sets f's decision to cv, and its converter.
+func (f *Field) convert(cv Conversion) {
+	f.Conv, f.conv = cv, cv.converter()
 }
 
 func (c *compiler) columnFor(name string, s avro.Schema, depth int) (Field, error) {
@@ -184,13 +192,14 @@ func (c *compiler) columnFor(name string, s avro.Schema, depth int) (Field, erro
 		if inner == nil {
 			// A union of several types has no single BigQuery type: keep the
 			// value as JSON.
-			return newField(name, schema.JSON, u.String(), unionJSONConv(u)), nil
+			return newField(name, schema.JSON, u.String(), Conversion{Kind: ConvUnionJSON, Union: u}), nil
 		}
 		f, err := c.columnFor(name, inner, depth)
 		if err != nil {
 			return Field{}, err
 		}
-		f.conv = unionConv(u, f.conv)
+		elem := f
+		f.convert(Conversion{Kind: ConvUnion, Union: u, Elem: &elem})
 		return f, nil
 	}
 	if f, ok, err := connectColumn(name, s); ok || err != nil {
@@ -201,21 +210,21 @@ func (c *compiler) columnFor(name string, s avro.Schema, depth int) (Field, erro
 	}
 	switch s.Type() {
 	case avro.Boolean:
-		return newField(name, schema.Bool, "boolean", boolConv), nil
+		return newField(name, schema.Bool, "boolean", Conversion{Kind: ConvBool}), nil
 	case avro.Int, avro.Long:
-		return newField(name, schema.Int64, string(s.Type()), intConv), nil
+		return newField(name, schema.Int64, string(s.Type()), Conversion{Kind: ConvInt}), nil
 	case avro.Float, avro.Double:
-		return newField(name, schema.Float64, string(s.Type()), floatConv), nil
+		return newField(name, schema.Float64, string(s.Type()), Conversion{Kind: ConvFloat}), nil
 	case avro.String:
-		return newField(name, schema.String, "string", stringConv), nil
+		return newField(name, schema.String, "string", Conversion{Kind: ConvString}), nil
 	case avro.Enum:
-		return newField(name, schema.String, "enum "+s.(*avro.EnumSchema).FullName(), stringConv), nil
+		return newField(name, schema.String, "enum "+s.(*avro.EnumSchema).FullName(), Conversion{Kind: ConvString}), nil
 	case avro.Bytes:
-		return newField(name, schema.Bytes, "bytes", bytesConv), nil
+		return newField(name, schema.Bytes, "bytes", Conversion{Kind: ConvBytes}), nil
 	case avro.Fixed:
-		return newField(name, schema.Bytes, "fixed "+s.(*avro.FixedSchema).FullName(), bytesConv), nil
+		return newField(name, schema.Bytes, "fixed "+s.(*avro.FixedSchema).FullName(), Conversion{Kind: ConvBytes}), nil
 	case avro.Null:
-		return newField(name, schema.String, "null", nullConv), nil
+		return newField(name, schema.String, "null", Conversion{Kind: ConvNull}), nil
 	case avro.Record:
 		return c.recordColumn(name, s.(*avro.RecordSchema), depth)
 	case avro.Array:
@@ -232,7 +241,7 @@ func (c *compiler) recordColumn(name string, rec *avro.RecordSchema, depth int) 
 	if err != nil {
 		return Field{}, err
 	}
-	f := newField(name, schema.Record, "record "+rec.FullName(), recordConv(sub))
+	f := newField(name, schema.Record, "record "+rec.FullName(), Conversion{Kind: ConvRecord, Fields: sub})
 	f.Fields = sub.Columns()
 	f.padBytes = sub.padBytes()
 	return f, nil
@@ -253,11 +262,12 @@ func (c *compiler) arrayColumn(name string, a *avro.ArraySchema, depth int) (Fie
 		return Field{}, err
 	}
 	if items.Repeated {
-		return newField(name, schema.JSON, "array of arrays", jsonConv), nil
+		return newField(name, schema.JSON, "array of arrays", Conversion{Kind: ConvJSON}), nil
 	}
+	elem := items
 	items.Repeated = true
 	items.AvroType = "array<" + items.AvroType + ">"
-	items.conv = arrayConv(items.conv)
+	items.convert(Conversion{Kind: ConvArray, Elem: &elem})
 	return items, nil
 }
 
@@ -278,9 +288,9 @@ func (c *compiler) mapColumn(name string, m *avro.MapSchema, depth int) (Field, 
 		return Field{}, err
 	}
 	val.Source = "value"
-	key := newField("key", schema.String, "string", stringConv)
+	key := newField("key", schema.String, "string", Conversion{Kind: ConvString})
 	key.Source = "key"
-	f := newField(name, schema.Record, "map<"+val.AvroType+">", mapConv(val.conv))
+	f := newField(name, schema.Record, "map<"+val.AvroType+">", Conversion{Kind: ConvMap, Elem: &val})
 	f.Repeated = true
 	f.Fields = Fields{key, val}.Columns()
 	return f, nil

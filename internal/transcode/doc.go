@@ -83,12 +83,12 @@
 // Every decision mirrors the generic code it replaces, and says so where
 // it is made: the Avro reader accepts and refuses exactly what hamba's
 // Reader does (varint lengths, boolean bytes, 10 MiB strings, union and
-// enum indexes, negative block counts); the conversion of each column
-// follows avrobq's columnFor decision tree, restricted to the Go value
-// hamba would have decoded (so, for example, a time-micros long is
-// multiplied into a time.Duration and may wrap exactly as hamba's does),
-// and the column types it arrives at are compared with avrobq's at
-// compile time; the source block is read with cdc's rules for which Go
+// enum indexes, negative block counts); the conversion of each column is
+// the one avrobq decided (avrobq.Field.Conv, from which avrobq builds its
+// own converter too), compiled for the Go value hamba would have decoded
+// (so, for example, a time-micros long is multiplied into a time.Duration
+// and may wrap exactly as hamba's does): the transcoder decides no column
+// type of its own; the source block is read with cdc's rules for which Go
 // types count; errors keep their order of precedence (the generic path
 // decodes the whole payload before it flattens or converts, so a decode
 // error anywhere beats an envelope error, which beats a conversion error,

@@ -390,3 +390,12 @@ func (g *gen) str(cn string, lt avro.LogicalType) string {
 	}
 	return sb.String()
 }
+
+// decimalLogical is s's decimal logical type, if it has one.
+func decimalLogical(s avro.Schema) (*avro.DecimalLogicalSchema, bool) {
+	if lts, ok := s.(avro.LogicalTypeSchema); ok && lts.Logical() != nil {
+		d, ok := lts.Logical().(*avro.DecimalLogicalSchema)
+		return d, ok
+	}
+	return nil, false
+}

@@ -182,11 +182,9 @@ func Compile(cfg Config) (*Plan, error) {
 	return p, nil
 }
 
-// compileImage compiles the row image record: each column natively when
-// the compiler covers its type and arrives at avrobq's column for it, else
-// as a fallback column (a compiler that types a column otherwise than
-// avrobq would write other rows than the reference: the column falls back
-// instead).
+// compileImage compiles the row image record: each column natively, from
+// avrobq's decision for it, when the compiler covers that decision, else
+// as a fallback column (converted by avrobq's generic converter).
 func compileImage(rec *avro.RecordSchema, fields avrobq.Fields, fallback func(i int) *node) (*node, []schema.Column, error) {
 	cols := fields.Columns()
 	if len(cols) != len(rec.Fields()) {
@@ -195,9 +193,8 @@ func compileImage(rec *avro.RecordSchema, fields avrobq.Fields, fallback func(i 
 	var c compiler
 	n := &node{dec: dRecord, form: fRecord, conv: cRecord}
 	for i, f := range rec.Fields() {
-		fn, col, err := c.column(f.Type(), 0)
-		col.Name = cols[i].Name
-		if err != nil || !sameColumns([]schema.Column{col}, cols[i:i+1]) {
+		fn, err := c.column(f.Type(), &fields[i], 0)
+		if err != nil {
 			fn = fallback(i)
 		}
 		n.fields = append(n.fields, field{name: f.Name(), n: fn})
@@ -205,20 +202,6 @@ func compileImage(rec *avro.RecordSchema, fields avrobq.Fields, fallback func(i 
 	}
 	n.zeroSize = n.minSize == 0
 	return n, cols, nil
-}
-
-func sameColumns(a, b []schema.Column) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		x, y := a[i], b[i]
-		if x.Name != y.Name || x.Type != y.Type || x.Repeated != y.Repeated || x.Precision != y.Precision || x.Scale != y.Scale ||
-			!sameColumns(x.Fields, y.Fields) {
-			return false
-		}
-	}
-	return true
 }
 
 func sortTop(top []topField) {
