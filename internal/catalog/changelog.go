@@ -23,10 +23,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"time"
 	"unicode/utf8"
 
-	"github.com/bqcdc/bqcdc/internal/cdc"
 	"github.com/bqcdc/bqcdc/internal/limits"
 	"github.com/bqcdc/bqcdc/internal/schema"
 )
@@ -209,48 +207,4 @@ func IsLabelValueOf(v, s string) bool {
 		}
 	}
 	return true
-}
-
-// Meta are the metadata values of one changelog row.
-type Meta struct {
-	Op          cdc.Op // OpNone: _cdc_op stays NULL (the record is not an envelope)
-	SourceTS    time.Time
-	Sequence    string
-	IngestedAt  time.Time
-	PublishTime time.Time
-	MessageID   string
-	SchemaID    int
-	Transaction *cdc.Transaction // nil: _cdc_transaction stays NULL
-}
-
-// Row adds the metadata values, in canonical form (TIMESTAMP as
-// microseconds), to a converted row image. The image map is modified.
-func Row(image map[string]any, m Meta) map[string]any {
-	if image == nil {
-		image = map[string]any{}
-	}
-	set := func(col string, v any) { image[col] = v }
-	if m.Op != cdc.OpNone {
-		set(ColOp, m.Op.String())
-	}
-	if !m.SourceTS.IsZero() {
-		set(ColSourceTS, m.SourceTS.UnixMicro())
-	}
-	if m.Sequence != "" {
-		set(ColSequence, m.Sequence)
-	}
-	set(ColIngestedAt, m.IngestedAt.UnixMicro())
-	if !m.PublishTime.IsZero() {
-		set(ColPublishTime, m.PublishTime.UnixMicro())
-	}
-	if m.MessageID != "" {
-		set(ColMessageID, m.MessageID)
-	}
-	if m.SchemaID != 0 {
-		set(ColSchemaID, int64(m.SchemaID))
-	}
-	if tx := m.Transaction; tx != nil {
-		set(ColTransaction, map[string]any{"id": tx.ID, "total_order": tx.TotalOrder, "data_collection_order": tx.DataCollectionOrder})
-	}
-	return image
 }

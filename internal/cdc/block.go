@@ -11,9 +11,10 @@ import (
 
 // The rules that turn a Debezium source block into a change time and a
 // sequence live here once, on a SourceBlock of typed fields, so that both
-// decoders apply them identically: Flatten fills the block from hamba's
-// decoded map (blockOf), and package transcode fills it straight from the
-// Avro bytes. Neither allocates on the common path.
+// readers apply them identically: package transcode fills the block
+// straight from the Avro bytes, and the tests' reference pipeline
+// (internal/dev/oracle) from hamba's decoded map (FieldOf). Neither
+// allocates on the common path.
 
 // Kind is what a field of a Debezium block decoded to.
 type Kind uint8
@@ -107,17 +108,6 @@ func (f Field) String() string {
 		return strconv.FormatBool(f.Bool)
 	}
 	return "a value of another type"
-}
-
-// blockOf reads a source block from hamba's map.
-func blockOf(src map[string]any) SourceBlock {
-	var b SourceBlock
-	for name, v := range src {
-		if f := b.Lookup(name); f != nil {
-			*f = FieldOf(v, true)
-		}
-	}
-	return b
 }
 
 // Seq is a change sequence by its sections (see sequence.go for the

@@ -1,11 +1,14 @@
-// Package cdc turns a decoded change record into one Change: the operation,
-// the row image to store, the source timestamp and a sortable sequence.
+// Package cdc holds the rules that make a change record one Change: the
+// operation, the row image to store, the source timestamp and a sortable
+// sequence.
 //
 // It understands the Debezium envelope (before, after, source, op, ts_ms and
-// an optional transaction block). A record that is not an envelope is taken
-// as the row image itself: application change logs carry their own operation
-// and ordering columns, which a flow names in APPLY AS DELETE WHEN and
-// SEQUENCE BY. The package is pure and works on hamba/avro's generic map form.
+// an optional transaction block: ShapeOf, ParseOp, Position, CheckPosition,
+// EnvelopeTime). A record that is not an envelope is taken as the row image
+// itself: application change logs carry their own operation and ordering
+// columns, which a flow names in APPLY AS DELETE WHEN and SEQUENCE BY. The
+// package is pure; the transcoder applies its rules to Avro bytes, the
+// tests' reference (internal/dev/oracle) to hamba's generic map form.
 package cdc
 
 import (
@@ -14,7 +17,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bqcdc/bqcdc/internal/avrobq"
 	"github.com/hamba/avro/v2"
 )
 
@@ -101,14 +103,14 @@ type Transaction struct {
 }
 
 // Shape describes how to read records of one schema. Build it once per
-// schema with ShapeOf; Flatten is then cheap.
+// schema with ShapeOf.
 type Shape struct {
 	Envelope bool
 	Image    *avro.RecordSchema // the row image's record schema
 
-	before, after *avro.UnionSchema
-	source        avro.Schema // a record, or a nullable union of one
-	transaction   avro.Schema // like source; nil if the envelope has no transaction field
+	Before, After *avro.UnionSchema // an envelope's images (nil: the schema lacks it)
+	Source        avro.Schema       // a record, or a nullable union of one
+	Transaction   avro.Schema       // like Source; nil if the envelope has no transaction field
 	// logSource names the source record when it is the block of a connector
 	// whose changes are sequenced by log position (see logSourceOf); "" else.
 	logSource string
@@ -141,8 +143,8 @@ func ShapeOf(s avro.Schema) (Shape, error) {
 	if image == nil || source == nil {
 		return sh, nil
 	}
-	return Shape{Envelope: true, Image: image, before: before, after: after, source: source,
-		transaction: recordOrNullable(fields["transaction"]), logSource: logSourceOf(source)}, nil
+	return Shape{Envelope: true, Image: image, Before: before, After: after, Source: source,
+		Transaction: recordOrNullable(fields["transaction"]), logSource: logSourceOf(source)}, nil
 }
 
 // logSourceOf returns the name of a source record declared by a connector
@@ -195,15 +197,6 @@ func recordOrNullable(s avro.Schema) avro.Schema {
 	return nil
 }
 
-// record returns the decoded value of a field declared by recordOrNullable.
-func record(s avro.Schema, v any) (map[string]any, bool) {
-	if u, ok := s.(*avro.UnionSchema); ok {
-		v, _ = avrobq.Unwrap(u, v)
-	}
-	m, ok := v.(map[string]any)
-	return m, ok
-}
-
 func nullableRecord(s avro.Schema) (*avro.UnionSchema, *avro.RecordSchema) {
 	u, ok := s.(*avro.UnionSchema)
 	if !ok {
@@ -218,72 +211,4 @@ func nullableRecord(s avro.Schema) (*avro.UnionSchema, *avro.RecordSchema) {
 		}
 	}
 	return nil, nil
-}
-
-// Flatten turns one decoded record into a Change.
-func (sh Shape) Flatten(rec map[string]any) (Change, error) {
-	if !sh.Envelope {
-		return Change{Image: rec}, nil
-	}
-	code, _ := rec["op"].(string)
-	op := ParseOp(code)
-	if op == OpNone {
-		return Change{}, fmt.Errorf("%w: unknown op %q (want c, u, d, r or t)", ErrEnvelope, code)
-	}
-	ch := Change{Op: op}
-	imageField := op.ImageField()
-	if imageField != "" {
-		u := sh.after
-		if imageField == "before" {
-			u = sh.before
-		}
-		if u == nil {
-			return Change{}, fmt.Errorf("%w: op %q needs the %s image, which the schema lacks", ErrEnvelope, op, imageField)
-		}
-		img, _ := avrobq.Unwrap(u, rec[imageField])
-		m, ok := img.(map[string]any)
-		if !ok {
-			return Change{}, fmt.Errorf("%w: op %q without its %s image", ErrEnvelope, op, imageField)
-		}
-		ch.Image = m
-	}
-	src, hasSource := record(sh.source, rec["source"])
-	b := blockOf(src) // the zero block when the record's block is null
-	if err := sh.CheckPosition(&b); err != nil {
-		return Change{}, fmt.Errorf("%w: %w", ErrEnvelope, err)
-	}
-	if hasSource {
-		ts, q, err := Position(&b, op)
-		if err != nil {
-			return Change{}, fmt.Errorf("%w: %w", ErrEnvelope, err)
-		}
-		ch.SourceTS, ch.Sequence = ts, q.String()
-	}
-	if sh.transaction != nil {
-		if tx, ok := record(sh.transaction, rec["transaction"]); ok {
-			ch.Transaction = transactionOf(tx)
-		}
-	}
-	if ch.SourceTS.IsZero() {
-		// Without source.ts_* fall back on the envelope's processing time, so
-		// _cdc_source_ts is NULL only for records that carry no time at all.
-		if ms, ok := asInt(rec["ts_ms"]); ok {
-			ts, err := timestampMillis("ts_ms", ms)
-			if err != nil {
-				return Change{}, fmt.Errorf("%w: %w", ErrEnvelope, err)
-			}
-			ch.SourceTS = ts
-		}
-	}
-	if ch.Sequence == "" && !ch.SourceTS.IsZero() {
-		ch.Sequence = TimestampSequence(ch.SourceTS)
-	}
-	return ch, nil
-}
-
-func transactionOf(tx map[string]any) *Transaction {
-	id, _ := asString(tx["id"])
-	total, _ := asInt(tx["total_order"])
-	perTable, _ := asInt(tx["data_collection_order"])
-	return &Transaction{ID: id, TotalOrder: total, DataCollectionOrder: perTable}
 }

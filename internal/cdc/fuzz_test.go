@@ -5,10 +5,12 @@ import (
 	"testing"
 
 	"github.com/bqcdc/bqcdc/internal/cdc"
+	"github.com/bqcdc/bqcdc/internal/dev/oracle"
 	"github.com/hamba/avro/v2"
 )
 
-// FuzzFlatten feeds the envelope flattening whatever a connector (or an
+// FuzzFlatten feeds the envelope flattening (the generic form, oracle.Flatten,
+// by cdc's rules: ParseOp, CheckPosition, Position) whatever a connector (or an
 // attacker) can put in a Debezium envelope: any op, any source block
 // (connector, binlog file and position, LSN, Debezium's sequence text,
 // timestamps, snapshot marker), in both of hamba's decoded forms (plain and
@@ -64,7 +66,7 @@ func FuzzFlatten(f *testing.F) {
 		image := map[string]any{"id": int32(1), "first_name": "a", "last_name": "b", "email": "c"}
 		rec := map[string]any{"op": op, "source": source, "ts_ms": opt("long", tsMs),
 			"before": opt("dbserver1.inventory.customers.Value", image), "after": opt("dbserver1.inventory.customers.Value", image)}
-		ch, err := shape.Flatten(rec)
+		ch, err := oracle.Flatten(shape, rec)
 		if err != nil {
 			return
 		}

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/bqcdc/bqcdc/internal/avrobq"
 )
 
 // snapshotKind says whether a change is a snapshot read, and from which kind
@@ -39,14 +37,6 @@ func (k snapshotKind) phase() Phase {
 		return PhaseChange
 	}
 	return PhaseRead
-}
-
-// sourcePosition reads Debezium's source block from hamba's map (see
-// Position for the rules).
-func sourcePosition(src map[string]any, op Op) (time.Time, string, error) {
-	b := blockOf(src)
-	ts, q, err := Position(&b, op)
-	return ts, q.String(), err
 }
 
 // BigQuery's TIMESTAMP range, in microseconds since the Unix epoch:
@@ -136,13 +126,4 @@ func unwrapSingle(v any) any {
 		}
 	}
 	return v
-}
-
-func asString(v any) (string, bool) {
-	s, ok := unwrapSingle(v).(string)
-	return s, ok
-}
-
-func asInt(v any) (int64, bool) {
-	return avrobq.Integer(unwrapSingle(v))
 }

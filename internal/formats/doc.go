@@ -1,7 +1,8 @@
 // Package formats recognises the message formats bqcdc ingests and turns
 // each into the same thing: a writer schema (hamba/avro) and a record in
-// hamba's generic decoded form, ready for cdc.Shape.Flatten and
-// avrobq.Fields.Convert.
+// hamba's generic decoded form (which the transcoder reads in one pass;
+// the tests' reference pipeline, internal/dev/oracle, flattens and
+// converts it).
 //
 // It is pure: bytes and schema texts in, Writers and records out, no
 // network client. Where a writer schema comes from is the business of the

@@ -6,6 +6,7 @@ import (
 
 	"github.com/bqcdc/bqcdc/internal/avrobq"
 	"github.com/bqcdc/bqcdc/internal/cdc"
+	"github.com/bqcdc/bqcdc/internal/dev/oracle"
 	"github.com/bqcdc/bqcdc/internal/formats"
 	"github.com/hamba/avro/v2"
 )
@@ -108,7 +109,7 @@ func FuzzConnectDecode(f *testing.F) {
 // BigQuery conversion, as the pipeline does. An error ends the input: the
 // targets check only that no step panics or runs unbounded.
 func flattenConvert(shape cdc.Shape, fields avrobq.Fields, rec map[string]any) {
-	ch, err := shape.Flatten(rec)
+	ch, err := oracle.Flatten(shape, rec)
 	if err != nil {
 		return
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bqcdc/bqcdc/internal/avrobq"
 	"github.com/bqcdc/bqcdc/internal/cdc"
+	"github.com/bqcdc/bqcdc/internal/dev/oracle"
 	"github.com/google/go-cmp/cmp"
 	"github.com/hamba/avro/v2"
 )
@@ -62,7 +63,7 @@ func pipeline(t *testing.T, writer avro.Schema, rec map[string]any) (cdc.Change,
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch, err := sh.Flatten(rec)
+	ch, err := oracle.Flatten(sh, rec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bqcdc/bqcdc/internal/catalog"
+	"github.com/bqcdc/bqcdc/internal/dev/oracle"
 	"github.com/hamba/avro/v2"
 	"github.com/linkedin/goavro/v2"
 	"google.golang.org/protobuf/proto"
@@ -22,7 +23,7 @@ import (
 //
 // compiled: Plan.Append, bytes to row bytes.
 // generic:  bqcdc's current path, bytes to row bytes (formats.Writer
-//           decode, cdc Flatten, avrobq Convert, evolve Fit, catalog.Row,
+//           decode, oracle.Flatten, avrobq Convert, evolve Fit, oracle.Row,
 //           bqwrite.Encoder.Encode): ingest's BenchmarkHandle without the
 //           service around it.
 // goavro:   the naive path: goavro decode into maps, a map walk setting a
@@ -102,7 +103,7 @@ func (g *generic) encode(payload []byte, m Meta) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	ch, err := g.shape.Flatten(rec)
+	ch, err := oracle.Flatten(g.shape, rec)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +114,7 @@ func (g *generic) encode(payload []byte, m Meta) ([]byte, error) {
 	if values, _, err = g.fitter.Fit(values); err != nil {
 		return nil, err
 	}
-	row := catalog.Row(values, catalog.Meta{Op: ch.Op, SourceTS: ch.SourceTS, Sequence: ch.Sequence, IngestedAt: m.IngestedAt,
+	row := oracle.Row(values, oracle.Meta{Op: ch.Op, SourceTS: ch.SourceTS, Sequence: ch.Sequence, IngestedAt: m.IngestedAt,
 		PublishTime: m.PublishTime, MessageID: m.MessageID, SchemaID: m.SchemaID, Transaction: ch.Transaction})
 	return g.enc.Encode(row)
 }

@@ -4,8 +4,9 @@
 //
 // # Why compiled
 //
-// The map pipeline, now the tests' reference (formats.Writer decoding into map[string]any, cdc
-// Flatten, avrobq Convert, evolve Fit, catalog.Row, bqwrite.Encoder
+// The map pipeline, now the tests' reference (internal/dev/oracle:
+// formats.Writer decoding into map[string]any, oracle.Flatten by cdc's
+// rules, avrobq Convert, evolve Fit, oracle.Row, bqwrite.Encoder
 // building a dynamicpb message and marshalling it) allocates a map per
 // record, boxes every value in an interface, looks converters and proto
 // fields up per value, and walks the message by reflection to marshal it:

@@ -124,7 +124,7 @@ type image struct {
 	dropped            int
 }
 
-// needs is the image an op stores (cdc's Flatten): 1 after, 0 before,
+// needs is the image an op stores (the reference's oracle.Flatten): 1 after, 0 before,
 // -1 none (truncate), -2 an unknown op.
 func needs(code []byte) int {
 	op := cdc.ParseOp(code)
@@ -206,7 +206,7 @@ func (p *Plan) envelopeOf(st *state, r *reader) (rowMeta, error) {
 		st.level(0, p.image.rec.slots)
 		st.dropped = 0
 	}
-	// cdc's Flatten (the source block) runs before avrobq's Convert on the
+	// The reference's Flatten (the source block) runs before avrobq's Convert on the
 	// generic path, so its errors win.
 	if err := p.flatten(st, &rm); err != nil {
 		return rm, err
@@ -259,7 +259,7 @@ func readBlock(st *state, r *reader, ef *envField) (bool, error) {
 	return true, nil
 }
 
-// flatten is the rest of cdc's Flatten: source time and sequence, with
+// flatten is the rest of the reference's Flatten: source time and sequence, with
 // the envelope's ts_ms as the fallback time, by cdc's own rules.
 func (p *Plan) flatten(st *state, rm *rowMeta) error {
 	// A NULL source block leaves its slots empty (absent), for which

@@ -11,9 +11,9 @@ import (
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/avrobq"
 	"github.com/bqcdc/bqcdc/internal/bqwrite"
-	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/cdc"
 	"github.com/bqcdc/bqcdc/internal/changelog"
+	"github.com/bqcdc/bqcdc/internal/dev/oracle"
 	"github.com/bqcdc/bqcdc/internal/evolve"
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/formats"
@@ -26,7 +26,7 @@ import (
 
 // generic is the reference: the pipeline of ingest's Service.process
 // from the payload to the encoded row (decode with formats.Writer, cdc
-// Flatten, avrobq Convert, evolve Fit, reader defaults, catalog.Row,
+// oracle.Flatten, avrobq Convert, evolve Fit, reader defaults, oracle.Row,
 // bqwrite.Encoder.Encode), step for step.
 type generic struct {
 	writer   *formats.Writer
@@ -63,7 +63,7 @@ func (g *generic) row(payload []byte, m Meta) ([]byte, int, error) {
 	if err != nil {
 		return nil, 0, failure.Permanent(failure.StageDecode, err)
 	}
-	ch, err := g.shape.Flatten(rec)
+	ch, err := oracle.Flatten(g.shape, rec)
 	if err != nil {
 		return nil, 0, failure.Permanent(failure.StageEnvelope, err)
 	}
@@ -83,7 +83,7 @@ func (g *generic) row(payload []byte, m Meta) ([]byte, int, error) {
 	if !g.shape.Envelope {
 		ch.Sequence = cdc.TimestampSequence(m.PublishTime)
 	}
-	row := catalog.Row(values, catalog.Meta{Op: ch.Op, SourceTS: ch.SourceTS, Sequence: ch.Sequence, IngestedAt: m.IngestedAt,
+	row := oracle.Row(values, oracle.Meta{Op: ch.Op, SourceTS: ch.SourceTS, Sequence: ch.Sequence, IngestedAt: m.IngestedAt,
 		PublishTime: m.PublishTime, MessageID: m.MessageID, SchemaID: m.SchemaID, Transaction: ch.Transaction})
 	b, err := g.enc.Encode(row)
 	if err != nil {

@@ -387,7 +387,7 @@ func (st *state) imageErr() error {
 	return nil
 }
 
-// envelopeWrap is cdc's error for a source block it refuses, as Flatten
+// envelopeWrap is cdc's error for a source block it refuses, as the reference's Flatten does
 // wraps it.
 func envelopeWrap(err error) error {
 	return failure.Permanent(failure.StageEnvelope, fmt.Errorf("%w: %w", cdc.ErrEnvelope, err))
