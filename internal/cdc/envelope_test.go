@@ -1,30 +1,9 @@
 package cdc
 
 import (
-	"os"
 	"strings"
 	"testing"
-
-	"github.com/hamba/avro/v2"
 )
-
-// customersAvsc is the demo customers value schema, a Debezium MySQL
-// envelope.
-func customersAvsc(t *testing.T) []byte {
-	t.Helper()
-	b, err := os.ReadFile("../../schemas/dbserver1.inventory.customers-value.avsc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func customersSchema(t *testing.T) avro.Schema {
-	t.Helper()
-	return avro.MustParse(string(customersAvsc(t)))
-}
-
-const valueName = "dbserver1.inventory.customers.Value"
 
 func source(file string, pos int64, row int) map[string]any {
 	return map[string]any{
@@ -32,32 +11,6 @@ func source(file string, pos int64, row int) map[string]any {
 		"snapshot": "false", "db": "inventory", "table": "customers", "server_id": int64(223344),
 		"file": file, "pos": pos, "row": row, "ts_us": int64(1700000000123456),
 	}
-}
-
-func snapshotSource(file string, pos int64) map[string]any {
-	src := source(file, pos, 0)
-	src["snapshot"] = "true"
-	return src
-}
-
-func image(id int, email string) map[string]any {
-	return map[string]any{"id": id, "first_name": "Sally", "last_name": "Thomas", "email": email,
-		"tier": nil, "balance": nil, "birth_date": nil, "updated_at": nil}
-}
-
-// roundTrip encodes a record with the schema and decodes it as bqcdc does, so
-// the test sees hamba's real union wrapping rather than a hand-made map.
-func roundTrip(t *testing.T, s avro.Schema, rec map[string]any) map[string]any {
-	t.Helper()
-	b, err := avro.Marshal(s, rec)
-	if err != nil {
-		t.Fatalf("encoding fixture: %v", err)
-	}
-	var out map[string]any
-	if err := avro.Unmarshal(s, b, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 func TestEditImage(t *testing.T) {

@@ -334,26 +334,3 @@ func withField(src map[string]any, field string, v any) map[string]any {
 	src[field] = v
 	return src
 }
-
-func mysqlSrc(snapshot, file string, pos int64, row int, gtid any) map[string]any {
-	return map[string]any{
-		"version": "2.7.3.Final", "connector": "mysql", "name": "dbserver1",
-		"ts_ms": srcTime.UnixMilli(), "ts_us": srcTime.UnixMicro(), "ts_ns": srcTime.UnixNano(),
-		"snapshot": snapshot, "db": "inventory", "sequence": nil, "table": "customers",
-		"server_id": int64(223344), "gtid": gtid, "file": file, "pos": pos, "row": row,
-		"thread": int64(7), "query": nil,
-	}
-}
-
-// pgSrc builds a PostgreSQL source block; seq is source.sequence (nil for
-// none), txID and lsn are nil for incremental snapshot reads.
-func pgSrc(snapshot string, seq, txID, lsn any) map[string]any {
-	return map[string]any{
-		"version": "2.7.3.Final", "connector": "postgresql", "name": "pgserver1",
-		"ts_ms": srcTime.UnixMilli(), "ts_us": srcTime.UnixMicro(), "ts_ns": srcTime.UnixNano(),
-		"snapshot": snapshot, "db": "shop", "sequence": seq, "schema": "public", "table": "items",
-		"txId": txID, "lsn": lsn, "xmin": nil,
-	}
-}
-
-var srcTime = time.Date(2026, 11, 30, 9, 0, 0, 123456000, time.UTC)
