@@ -106,6 +106,12 @@
 //     comment lines, and user text of an odd count in commentText), which
 //     BigQuery reads the same; the emulator then keeps view definitions
 //     exactly as bqcdc wrote them.
+//  18. IN lists: the emulator runs x IN (v1, ..., vn) as one SQLite
+//     function of n+1 arguments, and SQLite takes at most 1,000, so a list
+//     of 1,000 values fails ("too many arguments on function
+//     googlesqlite_in"). A compaction run's key filter (sql/render:
+//     KeyFilter, up to KeyRanges values) writes its values as IN lists of
+//     at most 512, joined by OR, which BigQuery prunes the same.
 //
 // Choices that suit both and are therefore not concessions: NUMERIC,
 // BIGNUMERIC, DATETIME and TIME are appended as strings (package bqwrite),

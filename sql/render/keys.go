@@ -77,9 +77,13 @@ func (k *KeyFilter) sql(b *flow.Bound) (string, error) {
 		}
 		parts = append(parts, fmt.Sprintf("%s BETWEEN %s AND %s", col, r[0], r[1]))
 	}
-	if len(in) > 0 {
-		parts = append([]string{fmt.Sprintf("%s IN (%s)", col, strings.Join(in, ", "))}, parts...)
+	var lists []string
+	for len(in) > 0 {
+		n := min(len(in), maxInList)
+		lists = append(lists, fmt.Sprintf("%s IN (%s)", col, strings.Join(in[:n], ", ")))
+		in = in[n:]
 	}
+	parts = append(lists, parts...)
 	if k.Null || b.Truncate != "" {
 		parts = append(parts, col+" IS NULL")
 	}
@@ -88,6 +92,11 @@ func (k *KeyFilter) sql(b *flow.Bound) (string, error) {
 	}
 	return "(" + strings.Join(parts, " OR ") + ")", nil
 }
+
+// maxInList bounds the values of one IN list of a key filter: the BigQuery
+// emulator takes at most 999 (internal/emulator, concession 18); longer
+// lists are written as several, joined by OR.
+const maxInList = 512
 
 // MaxKeyFilterBytes bounds the literals of a key filter: BigQuery refuses
 // a query of more than 1 MB of text, and long keys (a 1 KB string) times
