@@ -127,19 +127,14 @@ type Options struct {
 	StatusWithGolds bool
 }
 
-// All applies everything the flows need: the datasets, one changelog per
+// AllWith applies everything the flows need: the datasets, one changelog per
 // source (clustered by the keys of its first flow), the dead-letter and
 // compaction report tables, and each flow's state and view. A flow that
-// does not bind is skipped: All applies the others and then returns the
+// does not bind is skipped: AllWith applies the others and then returns the
 // bound flows with flow.BindAll's error. Objects are applied DefaultConcurrency at
-// a time (AllWith sets the bound); rep lists them in a fixed order
+// a time (opts.Concurrency sets another bound); rep lists them in a fixed order
 // (datasets, changelogs by first use, the shared tables, then each flow's
 // state and view in flow order).
-func All(ctx context.Context, bq *bigquery.Client, t Target, flows []*flow.Flow, schemas Schemas, rep *Report) ([]*flow.Bound, error) {
-	return AllWith(ctx, bq, t, flows, schemas, Options{}, rep)
-}
-
-// AllWith is All with options.
 func AllWith(ctx context.Context, bq *bigquery.Client, t Target, flows []*flow.Flow, schemas Schemas, opts Options, rep *Report) ([]*flow.Bound, error) {
 	sources, flows, noSchema := lookupSources(ctx, flows, schemas, opts.Concurrency)
 	if err := ctx.Err(); err != nil {

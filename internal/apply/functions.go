@@ -13,50 +13,23 @@ import (
 	"github.com/bqcdc/bqcdc/internal/plan"
 )
 
-// Functions creates or replaces a flow's time-travel table functions,
-// <target>_at(ts) and <target>_changes(from_position, to_position), or for a
-// bitemporal flow <target>_as_of(business_time, system_time), with
-// CREATE OR REPLACE TABLE FUNCTION (DDL costs nothing). They read the whole
-// history, not the view's pruning bound, so compaction never rewrites them;
-// a column ingest adds to the changelog reaches them at the next apply.
-//
-// What was applied is recorded as a hash of the DDL in the view's label
-// catalog.ViewFunctionsLabel, so a second apply changes nothing and runs no job; the
-// label is compared rather than the routines themselves because the
-// emulator does not implement routines.get (it answers an error the client
-// retries). The view must exist (FlowObjects applies it first).
-func Functions(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, rep *Report) error {
-	view := bq.Dataset(loc.Dataset(b.Flow)).Table(catalog.ViewName(b.Flow))
-	md, err := view.Metadata(ctx)
-	if err != nil {
-		return fmt.Errorf("reading view %s: %w", b.Target, err)
-	}
-	script, err := newFunctionScript(b, loc)
-	if err != nil {
-		return err
-	}
-	if err := script.apply(ctx, bq, md.Labels, loc, b, rep); err != nil || md.Labels[catalog.ViewFunctionsLabel] == script.sum {
-		return err
-	}
-	var upd bigquery.TableMetadataToUpdate
-	keepLabels(&upd, md.Labels)
-	upd.SetLabel(catalog.ViewFunctionsLabel, script.sum)
-	if _, err := view.Update(ctx, upd, md.ETag); err != nil {
-		return fmt.Errorf("labelling view %s with its functions: %w", b.Target, err)
-	}
-	return nil
-}
-
 // functionScript is the DDL of a flow's table functions and its hash (the
 // value of catalog.ViewFunctionsLabel once applied); empty for a flow
-// without functions.
+// without functions. The functions (<target>_at, <target>_changes, or a
+// bitemporal flow's <target>_as_of) are made with CREATE OR REPLACE TABLE
+// FUNCTION (DDL costs nothing); they read the whole history, not the
+// view's pruning bound, so compaction never rewrites them, and a column
+// ingest adds reaches them at the next apply. What was applied is the hash
+// in the view's label, compared rather than the routines themselves
+// because the emulator does not implement routines.get (it answers an
+// error the client retries): a second apply changes nothing and runs no job.
 type functionScript struct {
 	ddls []plan.Function
 	sum  string
 }
 
-func newFunctionScript(b *flow.Bound, loc catalog.Location) (functionScript, error) {
-	ddls, err := plan.For(b, loc).Functions()
+func newFunctionScript(p *plan.Plan) (functionScript, error) {
+	ddls, err := p.Functions()
 	if err != nil || len(ddls) == 0 {
 		return functionScript{}, err
 	}

@@ -18,7 +18,7 @@ import (
 
 // State creates or evolves a flow's state table.
 func State(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, rep *Report) error {
-	_, err := state(ctx, bq, loc, b, nil, rep)
+	_, err := state(ctx, bq, plan.For(b, loc), nil, rep)
 	return err
 }
 
@@ -27,13 +27,13 @@ func State(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *fl
 // is labelled with the layout (catalog.StateLayoutLabel) only once both
 // exist, so compaction, which reads that label with the state's metadata,
 // knows the change table is there without reading it.
-func state(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, listed listing, rep *Report) (created bool, err error) {
-	if b.ChangeFeed() {
-		if err := changeTable(ctx, bq, loc, b, listed, rep); err != nil {
+func state(ctx context.Context, bq *bigquery.Client, p *plan.Plan, listed listing, rep *Report) (created bool, err error) {
+	b, loc := p.Flow, p.Loc
+	if ct := p.ChangeTable(); ct != nil {
+		if _, err := ensureTableCreated(ctx, bq.Dataset(loc.Dataset(b.Flow)).Table(catalog.ChangesName(b.Flow)), ct, listed, rep); err != nil {
 			return false, err
 		}
 	}
-	p := plan.For(b, loc)
 	want := p.StateTable()
 	var migrate func(have *bigquery.TableMetadata) error
 	if sql := render.KeylessTruncates(b, loc); sql != "" {
@@ -52,14 +52,6 @@ func state(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *fl
 		}
 	}
 	return ensureTableThen(ctx, bq.Dataset(loc.Dataset(b.Flow)).Table(catalog.StateName(b.Flow)), want, listed, rep, migrate)
-}
-
-// changeTable creates or evolves a flow's change table: the materialized
-// change feed, partitioned by day of the commit position and clustered by
-// it, so <target>_changes(from, to) is billed for the days of its range.
-func changeTable(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, listed listing, rep *Report) error {
-	_, err := ensureTableCreated(ctx, bq.Dataset(loc.Dataset(b.Flow)).Table(catalog.ChangesName(b.Flow)), plan.For(b, loc).ChangeTable(), listed, rep)
-	return err
 }
 
 // Watermark reads a flow's current watermark (render.Epoch if never compacted).
@@ -112,7 +104,7 @@ func view(ctx context.Context, t *bigquery.Table, have *bigquery.TableMetadata, 
 	if have != nil {
 		labels = have.Labels
 	}
-	w, err := wantView(loc, b, hint, labels)
+	w, err := wantView(plan.For(b, loc), hint, labels)
 	if err != nil {
 		return nil, err
 	}
@@ -127,12 +119,12 @@ func view(ctx context.Context, t *bigquery.Table, have *bigquery.TableMetadata, 
 // plan says: hint (a committed watermark) or the version key of labels
 // (the view's as it is; versions applied only grow, so it stays a valid
 // bound).
-func wantView(loc catalog.Location, b *flow.Bound, hint time.Time, labels map[string]string) (wantedView, error) {
-	v, err := plan.For(b, loc).View(hint, labels)
+func wantView(p *plan.Plan, hint time.Time, labels map[string]string) (wantedView, error) {
+	v, err := p.View(hint, labels)
 	if err != nil {
 		return wantedView{}, err
 	}
-	return newWantedView(b.Name, v.SQL, v.Description, v.Label, v.Value, v.Columns), nil
+	return newWantedView(p.Flow.Name, v.SQL, v.Description, v.Label, v.Value, v.Columns), nil
 }
 
 // SnapshotView creates or updates a snapshot flow's view with the constant
@@ -149,7 +141,7 @@ func SnapshotView(ctx context.Context, bq *bigquery.Client, loc catalog.Location
 	if key == "" && have != nil {
 		key = have.Labels[catalog.ViewVersionLabel]
 	}
-	w, err := wantView(loc, b, render.Epoch, map[string]string{catalog.ViewVersionLabel: key})
+	w, err := wantView(plan.For(b, loc), render.Epoch, map[string]string{catalog.ViewVersionLabel: key})
 	if err != nil {
 		return err
 	}
@@ -324,7 +316,8 @@ func FlowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location,
 // derives its schema), the table functions' DDL as one script job, and one
 // update that describes its columns and labels it with both hashes.
 func flowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, opts Options, listed listing, rep *Report) error {
-	created, err := state(ctx, bq, loc, b, listed, rep)
+	p := plan.For(b, loc)
+	created, err := state(ctx, bq, p, listed, rep)
 	if err != nil {
 		return err
 	}
@@ -342,7 +335,7 @@ func flowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location,
 		}
 	}
 	hint := render.Epoch
-	if !created && plan.For(b, loc).Bound() == plan.BoundWatermark {
+	if !created && p.Bound() == plan.BoundWatermark {
 		labelled, ok := hintOf(labels)
 		if ok && exists && !opts.ReadWatermarks {
 			hint = labelled
@@ -350,13 +343,13 @@ func flowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location,
 			return err
 		}
 	}
-	w, err := wantView(loc, b, hint, labels)
+	w, err := wantView(p, hint, labels)
 	if err != nil {
 		return err
 	}
 	var script functionScript
 	if !opts.SkipTableFunctions {
-		if script, err = newFunctionScript(b, loc); err != nil {
+		if script, err = newFunctionScript(p); err != nil {
 			return err
 		}
 	}

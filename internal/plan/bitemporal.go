@@ -14,14 +14,12 @@ type bitemporal struct{ stream }
 
 func (bitemporal) shape() render.Shape { return render.History }
 
-func (bitemporal) shows() string {
-	return "bitemporal history: one row per version (__START_AT inclusive, __END_AT exclusive, by SEQUENCE BY) and per stretch of system time it was believed (__SYSTEM_START_AT inclusive, __SYSTEM_END_AT exclusive, by SYSTEM SEQUENCE BY); NULL ends are open"
+func (bitemporal) describe(p *Plan) string {
+	return streamDescription(p, "bitemporal history: one row per version (__START_AT inclusive, __END_AT exclusive, by SEQUENCE BY) and per stretch of system time it was believed (__SYSTEM_START_AT inclusive, __SYSTEM_END_AT exclusive, by SYSTEM SEQUENCE BY); NULL ends are open")
 }
 
-func (k bitemporal) describe(p *Plan) string { return streamDescription(p, k.shows()) }
-
-func (bitemporal) view(p *Plan, bound string) (string, error) {
-	return render.BitemporalView(p.Flow, p.Loc, watermarkHint(bound))
+func (bitemporal) view(p *Plan, hint time.Time, _ string) (string, error) {
+	return render.BitemporalView(p.Flow, p.Loc, hint)
 }
 
 func (bitemporal) maintainEvery(every time.Duration) time.Duration {

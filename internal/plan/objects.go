@@ -58,15 +58,16 @@ type Object struct {
 
 // Objects lists the flow's objects in the order apply makes them: its
 // change table (when it keeps a change feed), its state table, its view
-// (rendered with hint, or the bound labels carry) and its table functions.
-func (p *Plan) Objects(hint map[string]string) ([]Object, error) {
+// (rendered with the bound its labels carry, the epoch for none) and its
+// table functions.
+func (p *Plan) Objects(labels map[string]string) ([]Object, error) {
 	b, ds := p.Flow, p.Loc.Dataset(p.Flow.Flow)
 	var out []Object
 	if ct := p.ChangeTable(); ct != nil {
 		out = append(out, Object{Kind: Table, Dataset: ds, Name: catalog.ChangesName(b.Flow), Table: ct})
 	}
 	out = append(out, Object{Kind: Table, Dataset: ds, Name: catalog.StateName(b.Flow), Table: p.StateTable()})
-	v, err := p.View(render.Epoch, hint)
+	v, err := p.View(render.Epoch, labels)
 	if err != nil {
 		return nil, err
 	}

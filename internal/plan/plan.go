@@ -42,8 +42,6 @@ type kind interface {
 	shape() render.Shape
 	// machine is the compaction machine that folds the kind's state.
 	machine() Machine
-	// shows says what the kind's view shows, for its description.
-	shows() string
 	// holds says what the kind's state holds, for its description.
 	holds() string
 	// stateColumns is the kind's state layout.
@@ -52,9 +50,10 @@ type kind interface {
 	partition() *bigquery.TimePartitioning
 	// bound is what bounds the kind's view (BoundWatermark, BoundVersion).
 	bound() Bound
-	// view renders the view with bound (a watermark's Unix microseconds,
-	// or a snapshot version key; "" for none).
-	view(p *Plan, bound string) (string, error)
+	// view renders the view bounded by hint (a committed watermark:
+	// BoundWatermark) or key (an applied version key, "" for none:
+	// BoundVersion).
+	view(p *Plan, hint time.Time, key string) (string, error)
 	// describe is the view's description.
 	describe(p *Plan) string
 	// sequence names what orders the flow's events, for descriptions.
@@ -192,16 +191,14 @@ type View struct {
 // version as its only filter.
 func (p *Plan) View(hint time.Time, labels map[string]string) (View, error) {
 	bound := p.Bound()
-	value := labels[bound.Label()]
-	switch bound {
-	case BoundWatermark:
-		value = catalog.MicrosLabel(hint)
-	case BoundVersion:
-		if value != "" && catalog.LabelValue(value) != value {
-			value = ""
+	key, value := "", catalog.MicrosLabel(hint)
+	if bound == BoundVersion {
+		if key = labels[bound.Label()]; catalog.LabelValue(key) != key {
+			key = ""
 		}
+		value = key
 	}
-	sql, err := p.kind.view(p, value)
+	sql, err := p.kind.view(p, hint, key)
 	if err != nil {
 		return View{}, err
 	}
@@ -222,15 +219,6 @@ func streamSequence(b *flow.Bound) string {
 		return "STRUCT(" + strings.Join(names, ", ") + ")"
 	}
 	return names[0]
-}
-
-// watermarkHint reads a BoundWatermark label value.
-func watermarkHint(bound string) time.Time {
-	t, ok := catalog.LabelMicros(bound)
-	if !ok {
-		return render.Epoch
-	}
-	return t
 }
 
 // columnDescriptions are the descriptions the columns of the flow's view

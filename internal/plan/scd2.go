@@ -12,14 +12,12 @@ type scd2 struct{ stream }
 
 func (scd2) shape() render.Shape { return render.History }
 
-func (scd2) shows() string {
-	return "history (SCD type 2): one row per version; __START_AT inclusive, __END_AT exclusive, NULL for the current version"
+func (scd2) describe(p *Plan) string {
+	return streamDescription(p, "history (SCD type 2): one row per version; __START_AT inclusive, __END_AT exclusive, NULL for the current version")
 }
 
-func (k scd2) describe(p *Plan) string { return streamDescription(p, k.shows()) }
-
-func (scd2) view(p *Plan, bound string) (string, error) {
-	return render.HistoryView(p.Flow, p.Loc, watermarkHint(bound))
+func (scd2) view(p *Plan, hint time.Time, _ string) (string, error) {
+	return render.HistoryView(p.Flow, p.Loc, hint)
 }
 
 func (scd2) maintainEvery(every time.Duration) time.Duration { return historyMaintainEvery(every) }

@@ -26,7 +26,6 @@ func (k snapshot) shape() render.Shape                     { return k.target }
 func (snapshot) machine() Machine                          { return Snapshot }
 func (snapshot) bound() Bound                              { return BoundVersion }
 func (snapshot) partition() *bigquery.TimePartitioning     { return nil }
-func (k snapshot) shows() string                           { return k.what }
 func (snapshot) sequence(b *flow.Bound) string             { return "snapshot version " + b.Version.Name }
 func (snapshot) stateColumns(b *flow.Bound) schema.Columns { return snapshotStateColumns(b) }
 
@@ -38,7 +37,7 @@ func (k snapshot) describe(p *Plan) string {
 
 // view renders the view with the constant lower bound of the version key
 // applied (bound; "" for none).
-func (k snapshot) view(p *Plan, key string) (string, error) {
+func (k snapshot) view(p *Plan, _ time.Time, key string) (string, error) {
 	bound := ""
 	if key != "" {
 		var err error
