@@ -15,19 +15,19 @@ locals {
   # Monitoring metric kind, value type, unit and the attribute keys (the
   # exporter adds service_name). The type is workload.googleapis.com/<key>.
   metrics = {
-    "bqcdc.ingest.messages"                  = { kind = "CUMULATIVE", value = "INT64", unit = "{message}", labels = ["outcome", "stage", "topic"], description = "Pub/Sub messages the ingest function finished, by topic and outcome (appended, tombstone, dead_lettered, retried) and failing stage." }
-    "bqcdc.ingest.lag"                       = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "s", labels = ["topic"], description = "Pub/Sub publish time to changelog append acknowledged, by topic." }
-    "bqcdc.ingest.decode_time"               = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "s", labels = ["path"], description = "Payload to changelog row bytes, by path (always compiled: the one row path)." }
-    "bqcdc.append.duration"                  = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "s", labels = ["outcome"], description = "One Storage Write AppendRows call, by outcome (ok, refused, error)." }
-    "bqcdc.append.rows"                      = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "{row}", labels = [], description = "Rows one AppendRows call carried (batch size)." }
-    "bqcdc.compaction.runs"                  = { kind = "CUMULATIVE", value = "INT64", unit = "{run}", labels = ["flow", "outcome"], description = "Compaction runs of each flow, by outcome." }
-    "bqcdc.compaction.duration"              = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "s", labels = ["flow", "outcome"], description = "Run time of one flow's compaction." }
-    "bqcdc.compaction.events"                = { kind = "CUMULATIVE", value = "INT64", unit = "{event}", labels = ["flow"], description = "Changelog rows compaction read." }
-    "bqcdc.compaction.jobs"                  = { kind = "CUMULATIVE", value = "INT64", unit = "{job}", labels = ["flow"], description = "BigQuery query jobs compaction started." }
-    "bqcdc.compaction.bytes_billed"          = { kind = "CUMULATIVE", value = "INT64", unit = "By", labels = ["flow"], description = "Bytes BigQuery billed for compaction's jobs." }
-    "bqcdc.compaction.unfolded_age"          = { kind = "GAUGE", value = "DOUBLE", unit = "s", labels = ["flow"], description = "After each run of a flow, how long changes may have waited to be folded (0 when nothing waits)." }
-    "bqcdc.compaction.snapshot_rows_skipped" = { kind = "GAUGE", value = "INT64", unit = "{row}", labels = ["flow"], description = "Snapshot flows: rows of the snapshot table never applied (a late or NULL version), after each run that read it." }
-    "bqcdc.compaction.gold_age"              = { kind = "GAUGE", value = "DOUBLE", unit = "s", labels = ["view"], description = "After each run of a flow, for each materialized view over it that compaction refreshes: how far the position its _refreshed view holds trails the clock." }
+    "bqcdc.ingest.messages"                  = { kind = "CUMULATIVE", value = "INT64", unit = "{message}", labels = ["outcome", "stage", "topic"], description = "Pub/Sub messages the ingest function finished, by topic and outcome (appended, tombstone, dead_lettered, retried) and, for the last two, the failing stage." }
+    "bqcdc.ingest.lag"                       = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "s", labels = ["topic"], description = "From the message's Pub/Sub publish time to its changelog append acknowledged, by topic." }
+    "bqcdc.ingest.decode_time"               = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "s", labels = ["path"], description = "From a message's payload to its changelog row's bytes (decode, flatten, convert, encode), by path (always compiled: the one row path)." }
+    "bqcdc.append.duration"                  = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "s", labels = ["outcome"], description = "One Storage Write AppendRows call (a batch of rows), by outcome: ok, refused (rows BigQuery refused), error (retried)." }
+    "bqcdc.append.rows"                      = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "{row}", labels = [], description = "Rows one AppendRows call carried: the rows of concurrent requests batched together." }
+    "bqcdc.compaction.runs"                  = { kind = "CUMULATIVE", value = "INT64", unit = "{run}", labels = ["flow", "outcome"], description = "Compaction runs of each flow, by outcome: compacted, up to date, idle, deferred, settling, failed." }
+    "bqcdc.compaction.duration"              = { kind = "CUMULATIVE", value = "DISTRIBUTION", unit = "s", labels = ["flow", "outcome"], description = "Run time of one flow's compaction, by flow and outcome." }
+    "bqcdc.compaction.events"                = { kind = "CUMULATIVE", value = "INT64", unit = "{event}", labels = ["flow"], description = "Changelog rows compaction read after each flow's previous watermark." }
+    "bqcdc.compaction.jobs"                  = { kind = "CUMULATIVE", value = "INT64", unit = "{job}", labels = ["flow"], description = "BigQuery query jobs compaction started, by flow (0 for an idle flow)." }
+    "bqcdc.compaction.bytes_billed"          = { kind = "CUMULATIVE", value = "INT64", unit = "By", labels = ["flow"], description = "Bytes BigQuery billed for compaction's query jobs, by flow." }
+    "bqcdc.compaction.unfolded_age"          = { kind = "GAUGE", value = "DOUBLE", unit = "s", labels = ["flow"], description = "After each run of a flow: how long changes may have waited to be folded (0 when nothing waits; else how far its watermark trails the clock)." }
+    "bqcdc.compaction.snapshot_rows_skipped" = { kind = "GAUGE", value = "INT64", unit = "{row}", labels = ["flow"], description = "Snapshot flows, after each run that read the table: its rows never applied (a snapshot loaded with a version at or before one already applied, or a NULL version)." }
+    "bqcdc.compaction.gold_age"              = { kind = "GAUGE", value = "DOUBLE", unit = "s", labels = ["view"], description = "After each run of a flow, for each materialized view over it that compaction refreshes: how far the position its <view>_refreshed holds trails the clock." }
   }
 
   ingest_subscriptions = "resource.type = \"pubsub_subscription\" AND resource.label.subscription_id = ends_with(\".bqcdc-ingest\")"

@@ -187,7 +187,8 @@ func TestMetricDescriptorsMatchInstruments(t *testing.T) {
 	got := map[string]metrics.Instrument{}
 	for it := v.ElementIterator(); it.Next(); {
 		k, e := it.Element()
-		in := metrics.Instrument{Name: k.AsString(), Kind: e.GetAttr("kind").AsString(), ValueType: e.GetAttr("value").AsString(), Unit: e.GetAttr("unit").AsString()}
+		in := metrics.Instrument{Name: k.AsString(), Kind: e.GetAttr("kind").AsString(), ValueType: e.GetAttr("value").AsString(), Unit: e.GetAttr("unit").AsString(),
+			Description: e.GetAttr("description").AsString()}
 		for li := e.GetAttr("labels").ElementIterator(); li.Next(); {
 			_, l := li.Element()
 			in.Labels = append(in.Labels, l.AsString())

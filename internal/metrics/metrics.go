@@ -71,11 +71,13 @@ const (
 	CompactionGoldAge = "bqcdc.compaction.gold_age"
 )
 
-// Names lists every instrument, in the order above.
+// Names lists every instrument, in Instruments order.
 func Names() []string {
-	return []string{IngestMessages, IngestLag, IngestDecodeTime, AppendDuration, AppendRows,
-		CompactionRuns, CompactionDuration, CompactionEvents, CompactionJobs, CompactionBytesBilled, CompactionUnfoldedAge,
-		CompactionSnapshotRowsSkipped, CompactionGoldAge}
+	var names []string
+	for _, in := range Instruments() {
+		names = append(names, in.Name)
+	}
+	return names
 }
 
 // Attribute keys.
@@ -113,6 +115,9 @@ var (
 	rowsBuckets     = []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 500}
 	compactBuckets  = []float64{0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
 	instrumentScope = "github.com/bqcdc/bqcdc"
+	// buckets are the histograms' boundaries, by instrument.
+	buckets = map[string][]float64{IngestLag: lagBuckets, IngestDecodeTime: decodeBuckets, AppendDuration: appendBuckets,
+		AppendRows: rowsBuckets, CompactionDuration: compactBuckets}
 )
 
 // Recorder records bqcdc's measurements. A nil *Recorder records nothing.
@@ -144,62 +149,58 @@ type topicSets struct {
 
 // New creates the instruments on mp's meter.
 func New(mp metric.MeterProvider) (*Recorder, error) {
-	m := mp.Meter(instrumentScope)
-	r := &Recorder{appendOutcome: map[string][]metric.RecordOption{}}
-	var errs []error
-	check := func(err error) {
-		if err != nil {
-			errs = append(errs, err)
-		}
+	c := creator{m: mp.Meter(instrumentScope), declared: map[string]Instrument{}}
+	for _, in := range Instruments() {
+		c.declared[in.Name] = in
 	}
-	var err error
-	r.messages, err = m.Int64Counter(IngestMessages, metric.WithUnit("{message}"),
-		metric.WithDescription("Pub/Sub messages the ingest function finished, by topic and outcome (appended, tombstone, dead_lettered, retried) and, for the last two, the failing stage."))
-	check(err)
-	r.lag, err = m.Float64Histogram(IngestLag, metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(lagBuckets...),
-		metric.WithDescription("From the message's Pub/Sub publish time to its changelog append acknowledged, by topic."))
-	check(err)
-	r.decode, err = m.Float64Histogram(IngestDecodeTime, metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(decodeBuckets...),
-		metric.WithDescription("From a message's payload to its changelog row's bytes (decode, flatten, convert, encode), by path (always compiled: the one row path)."))
-	check(err)
-	r.appendTime, err = m.Float64Histogram(AppendDuration, metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(appendBuckets...),
-		metric.WithDescription("One Storage Write AppendRows call (a batch of rows), by outcome: ok, refused (rows BigQuery refused), error (retried)."))
-	check(err)
-	r.appendRows, err = m.Int64Histogram(AppendRows, metric.WithUnit("{row}"), metric.WithExplicitBucketBoundaries(rowsBuckets...),
-		metric.WithDescription("Rows one AppendRows call carried: the rows of concurrent requests batched together."))
-	check(err)
-	r.runs, err = m.Int64Counter(CompactionRuns, metric.WithUnit("{run}"),
-		metric.WithDescription("Compaction runs of each flow, by outcome: compacted, up to date, idle, deferred, settling, failed."))
-	check(err)
-	r.compactTime, err = m.Float64Histogram(CompactionDuration, metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(compactBuckets...),
-		metric.WithDescription("Run time of one flow's compaction, by flow and outcome."))
-	check(err)
-	r.events, err = m.Int64Counter(CompactionEvents, metric.WithUnit("{event}"),
-		metric.WithDescription("Changelog rows compaction read after each flow's previous watermark."))
-	check(err)
-	r.jobs, err = m.Int64Counter(CompactionJobs, metric.WithUnit("{job}"),
-		metric.WithDescription("BigQuery query jobs compaction started, by flow (0 for an idle flow)."))
-	check(err)
-	r.bytesBilled, err = m.Int64Counter(CompactionBytesBilled, metric.WithUnit("By"),
-		metric.WithDescription("Bytes BigQuery billed for compaction's query jobs, by flow."))
-	check(err)
-	r.unfoldedAge, err = m.Float64Gauge(CompactionUnfoldedAge, metric.WithUnit("s"),
-		metric.WithDescription("After each run of a flow: how long changes may have waited to be folded (0 when nothing waits; else how far its watermark trails the clock)."))
-	check(err)
-	r.rowsSkipped, err = m.Int64Gauge(CompactionSnapshotRowsSkipped, metric.WithUnit("{row}"),
-		metric.WithDescription("Snapshot flows, after each run that read the table: its rows never applied (a snapshot loaded with a version at or before one already applied, or a NULL version)."))
-	check(err)
-	r.goldAge, err = m.Float64Gauge(CompactionGoldAge, metric.WithUnit("s"),
-		metric.WithDescription("After each run of a flow, for each materialized view over it that compaction refreshes: how far the position its <view>_refreshed holds trails the clock."))
-	check(err)
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("creating the metric instruments: %v", errs)
+	r := &Recorder{appendOutcome: map[string][]metric.RecordOption{}}
+	r.messages = create(&c, IngestMessages, c.m.Int64Counter)
+	r.lag = create(&c, IngestLag, c.m.Float64Histogram)
+	r.decode = create(&c, IngestDecodeTime, c.m.Float64Histogram)
+	r.appendTime = create(&c, AppendDuration, c.m.Float64Histogram)
+	r.appendRows = create(&c, AppendRows, c.m.Int64Histogram)
+	r.runs = create(&c, CompactionRuns, c.m.Int64Counter)
+	r.compactTime = create(&c, CompactionDuration, c.m.Float64Histogram)
+	r.events = create(&c, CompactionEvents, c.m.Int64Counter)
+	r.jobs = create(&c, CompactionJobs, c.m.Int64Counter)
+	r.bytesBilled = create(&c, CompactionBytesBilled, c.m.Int64Counter)
+	r.unfoldedAge = create(&c, CompactionUnfoldedAge, c.m.Float64Gauge)
+	r.rowsSkipped = create(&c, CompactionSnapshotRowsSkipped, c.m.Int64Gauge)
+	r.goldAge = create(&c, CompactionGoldAge, c.m.Float64Gauge)
+	if len(c.errs) > 0 {
+		return nil, fmt.Errorf("creating the metric instruments: %v", c.errs)
 	}
 	r.compiled = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attribute.String(AttrPath, "compiled")))}
 	for _, o := range []string{AppendOK, AppendRefused, AppendError} {
 		r.appendOutcome[o] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attribute.String(AttrOutcome, o)))}
 	}
 	return r, nil
+}
+
+// creator creates instruments as Instruments declares them, gathering
+// the errors.
+type creator struct {
+	m        metric.Meter
+	declared map[string]Instrument
+	errs     []error
+}
+
+// create makes the instrument name with mk (the meter's method for its
+// type), its unit and description from Instruments and its buckets, if it
+// is a histogram. The option types differ by instrument type, but every
+// one of them accepts WithUnit and WithDescription, and the histograms'
+// accept WithExplicitBucketBoundaries, hence the conversions.
+func create[T any, O any](c *creator, name string, mk func(string, ...O) (T, error)) T {
+	in := c.declared[name]
+	opts := []O{any(metric.WithUnit(in.Unit)).(O), any(metric.WithDescription(in.Description)).(O)}
+	if b, ok := buckets[name]; ok {
+		opts = append(opts, any(metric.WithExplicitBucketBoundaries(b...)).(O))
+	}
+	t, err := mk(name, opts...)
+	if err != nil {
+		c.errs = append(c.errs, fmt.Errorf("%s: %w", name, err))
+	}
+	return t
 }
 
 func (r *Recorder) sets(topic string) *topicSets {

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http/httptest"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -202,34 +204,13 @@ func TestInstrumentsDescribeWhatIsEmitted(t *testing.T) {
 	}
 	got := map[string]Instrument{}
 	for _, m := range rm.ScopeMetrics[0].Metrics {
-		in := Instrument{Name: m.Name, Unit: m.Unit}
-		var sets []attribute.Set
-		switch d := m.Data.(type) {
-		case metricdata.Sum[int64]:
-			in.Kind, in.ValueType = "CUMULATIVE", "INT64"
-			sets = pointAttributes(d.DataPoints)
-		case metricdata.Histogram[float64]:
-			in.Kind, in.ValueType = "CUMULATIVE", "DISTRIBUTION"
-			sets = histogramAttributes(d.DataPoints)
-		case metricdata.Histogram[int64]:
-			in.Kind, in.ValueType = "CUMULATIVE", "DISTRIBUTION"
-			sets = histogramAttributes(d.DataPoints)
-		case metricdata.Gauge[float64]:
-			in.Kind, in.ValueType = "GAUGE", "DOUBLE"
-			sets = pointAttributes(d.DataPoints)
-		case metricdata.Gauge[int64]:
-			in.Kind, in.ValueType = "GAUGE", "INT64"
-			sets = pointAttributes(d.DataPoints)
-		default:
+		in := Instrument{Name: m.Name, Unit: m.Unit, Description: m.Description}
+		kind, ok := dataKinds[fmt.Sprintf("%T", m.Data)]
+		if !ok {
 			t.Errorf("%s: unexpected data %T", m.Name, m.Data)
 		}
-		keys := map[string]bool{}
-		for _, s := range sets {
-			for _, kv := range s.ToSlice() {
-				keys[string(kv.Key)] = true
-			}
-		}
-		for k := range keys {
+		in.Kind, in.ValueType = kind[0], kind[1]
+		for k := range attributeKeys(m.Data) {
 			in.Labels = append(in.Labels, k)
 		}
 		sort.Strings(in.Labels)
@@ -244,21 +225,26 @@ func TestInstrumentsDescribeWhatIsEmitted(t *testing.T) {
 	}
 }
 
-// pointAttributes and histogramAttributes return the attribute sets of a
-// metric's data points. The point types share the Attributes field but no
-// method, so one generic function serves one point type.
-func pointAttributes[N int64 | float64](points []metricdata.DataPoint[N]) []attribute.Set {
-	sets := make([]attribute.Set, len(points))
-	for i, p := range points {
-		sets[i] = p.Attributes
-	}
-	return sets
+// dataKinds maps the SDK's aggregation types to Cloud Monitoring's metric
+// kind and value type.
+var dataKinds = map[string][2]string{
+	"metricdata.Sum[int64]":         {"CUMULATIVE", "INT64"},
+	"metricdata.Histogram[float64]": {"CUMULATIVE", "DISTRIBUTION"},
+	"metricdata.Histogram[int64]":   {"CUMULATIVE", "DISTRIBUTION"},
+	"metricdata.Gauge[float64]":     {"GAUGE", "DOUBLE"},
+	"metricdata.Gauge[int64]":       {"GAUGE", "INT64"},
 }
 
-func histogramAttributes[N int64 | float64](points []metricdata.HistogramDataPoint[N]) []attribute.Set {
-	sets := make([]attribute.Set, len(points))
-	for i, p := range points {
-		sets[i] = p.Attributes
+// attributeKeys returns the attribute keys of an aggregation's data points.
+// The point types share the Attributes field but no method, hence reflection.
+func attributeKeys(data metricdata.Aggregation) map[string]bool {
+	keys := map[string]bool{}
+	points := reflect.ValueOf(data).FieldByName("DataPoints")
+	for i := range points.Len() {
+		set := points.Index(i).FieldByName("Attributes").Interface().(attribute.Set)
+		for _, kv := range set.ToSlice() {
+			keys[string(kv.Key)] = true
+		}
 	}
-	return sets
+	return keys
 }
