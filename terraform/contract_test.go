@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/bqcdc/bqcdc/internal/dev/testfile"
 	"github.com/bqcdc/bqcdc/internal/flow"
 )
 
@@ -288,7 +289,7 @@ func goSources(t *testing.T, pattern string) map[string]string {
 	out := map[string]string{}
 	for _, f := range files {
 		if !strings.HasSuffix(f, "_test.go") {
-			out[f] = readFile(t, f)
+			out[f] = testfile.Read(t, f)
 		}
 	}
 	return out

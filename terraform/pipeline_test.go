@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bqcdc/bqcdc/internal/dev/testfile"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -157,7 +158,7 @@ func TestCloudBuildGraph(t *testing.T) {
 	// The tests are defined once, in .ci/run: Cloud Build runs each of its
 	// steps (and no test command of its own), so CI and the deploy pipeline
 	// test the same things.
-	ci := readFile(t, filepath.Join("..", ".ci", "run"))
+	ci := testfile.Read(t, filepath.Join("..", ".ci", "run"))
 	for _, n := range []string{"go vet ./...", "go test ./...", "go test -race", "go test -short -run '^$' -bench . -benchtime 1x ./...", "go run ./cmd/bqcdc render --out build/sql", "go test ./internal/dev/e2e/realbq -v -count=1 -timeout 30m", "live suite not run"} {
 		if !strings.Contains(ci, n) {
 			t.Errorf(".ci/run should contain %q", n)
@@ -213,7 +214,7 @@ func TestScripts(t *testing.T) {
 		if out, err := exec.Command(bash, "-n", path).CombinedOutput(); err != nil {
 			t.Errorf("bash -n scripts/%s: %v\n%s", s, err, out)
 		}
-		if !strings.Contains(readFile(t, path), "set -euo pipefail") {
+		if !strings.Contains(testfile.Read(t, path), "set -euo pipefail") {
 			t.Errorf("scripts/%s must run with set -euo pipefail", s)
 		}
 	}
@@ -285,15 +286,6 @@ func runScript(bash string, env []string, name string, args ...string) (string, 
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	return out.String(), err
-}
-
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 // scripts/smoke-test.sh --dry-run prints its plan and every command in
@@ -378,7 +370,7 @@ func checkBqcdcFlags(t *testing.T, out string) {
 	files = append(files, filepath.Join("..", "internal", "loadgen", "command.go"), filepath.Join("..", "internal", "config", "target.go"))
 	target := map[string]bool{}
 	for _, f := range files {
-		src := readFile(t, f)
+		src := testfile.Read(t, f)
 		for _, fn := range regexp.MustCompile(`(?m)^func (?:\([^)]*\) )?(\w+)\(`).FindAllStringSubmatchIndex(src, -1) {
 			name := src[fn[2]:fn[3]]
 			body := src[fn[1]:]

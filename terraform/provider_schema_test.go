@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bqcdc/bqcdc/internal/dev/testfile"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -175,7 +176,7 @@ func TestProviderSchemaCatchesPlantedErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := copyTerraform(t)
 			path := filepath.Join(dir, tc.file)
-			src := readFile(t, path)
+			src := testfile.Read(t, path)
 			if !strings.Contains(src, tc.old) {
 				t.Fatalf("terraform/%s no longer contains %q: update the planted edit", tc.file, tc.old)
 			}

@@ -3,11 +3,12 @@ package apply
 import (
 	"testing"
 
+	"github.com/bqcdc/bqcdc/internal/dev/testfile"
 	"github.com/google/go-cmp/cmp"
 )
 
 func TestChangelogColumnsFromDemoSchema(t *testing.T) {
-	cols, err := ChangelogColumns(readFile(t, "../../schemas/dbserver1.inventory.customers-value.avsc"))
+	cols, err := ChangelogColumns(testfile.Read(t, "../../schemas/dbserver1.inventory.customers-value.avsc"))
 	if err != nil {
 		t.Fatal(err)
 	}

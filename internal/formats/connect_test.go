@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bqcdc/bqcdc/internal/cdc"
+	"github.com/bqcdc/bqcdc/internal/dev/testfile"
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/formats"
 	"github.com/bqcdc/bqcdc/internal/schema"
@@ -33,7 +34,7 @@ func TestConnectSchemaMapsLikeAvroConverter(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			avsc := parseSchema(t, readFile(t, tc.avsc)).(*avro.RecordSchema)
+			avsc := parseSchema(t, testfile.Bytes(t, tc.avsc)).(*avro.RecordSchema)
 			got := w.Schema.(*avro.RecordSchema)
 			if got.FullName() != avsc.FullName() {
 				t.Errorf("record %s, want %s", got.FullName(), avsc.FullName())
@@ -109,7 +110,7 @@ func TestDebeziumJSONMessages(t *testing.T) {
 	for _, tc := range tests {
 		schemaJSON := debezium(t, tc.schema+".schema.json")
 		payload := debezium(t, tc.payload+".payload.json")
-		avsc := parseSchema(t, readFile(t, "../../schemas/dbserver1.inventory."+tc.schema+"-value.avsc"))
+		avsc := parseSchema(t, testfile.Bytes(t, "../../schemas/dbserver1.inventory."+tc.schema+"-value.avsc"))
 		check := func(t *testing.T, writer avro.Schema, rec map[string]any) {
 			t.Helper()
 			ch, values := pipeline(t, writer, rec)
@@ -323,7 +324,7 @@ func TestDecimalAsNumber(t *testing.T) {
 }
 
 func TestSchemalessErrors(t *testing.T) {
-	avsc := parseSchema(t, readFile(t, "../../schemas/dbserver1.inventory.customers-value.avsc"))
+	avsc := parseSchema(t, testfile.Bytes(t, "../../schemas/dbserver1.inventory.customers-value.avsc"))
 	create := string(debezium(t, "customers-create.payload.json"))
 	tests := []struct{ name, payload, wantErr string }{
 		{name: "missing required field", payload: strings.Replace(create, `"email":"sarah@example.com",`, "", 1), wantErr: "field after.email: missing"},

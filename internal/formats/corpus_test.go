@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bqcdc/bqcdc/internal/dev/testfile"
 	"github.com/bqcdc/bqcdc/internal/failure"
 	"github.com/bqcdc/bqcdc/internal/formats"
 	"github.com/bqcdc/bqcdc/internal/limits"
@@ -267,13 +268,13 @@ func TestHostileCorpus(t *testing.T) {
 		}
 	}
 	var m manifest
-	if err := json.Unmarshal(readFile(t, filepath.Join(hostileDir, "manifest.json")), &m); err != nil {
+	if err := json.Unmarshal(testfile.Bytes(t, filepath.Join(hostileDir, "manifest.json")), &m); err != nil {
 		t.Fatal(err)
 	}
 	cs := formats.NewConnectSchemas()
 	for _, c := range m.Cases {
 		t.Run(c.File, func(t *testing.T) {
-			data := readFile(t, filepath.Join(hostileDir, c.File))
+			data := testfile.Bytes(t, filepath.Join(hostileDir, c.File))
 			start := time.Now()
 			err, checked := decodeHostile(t, cs, c, data)
 			if d := time.Since(start); d > time.Minute { // a bound, not a benchmark: the classes this guards against took minutes
@@ -322,11 +323,11 @@ func decodeHostile(t *testing.T, cs *formats.ConnectSchemas, c hostileCase, data
 		if c.Schema == "" {
 			return nil, false
 		}
-		s := parseSchema(t, readFile(t, filepath.Join(hostileDir, c.Schema)))
+		s := parseSchema(t, testfile.Bytes(t, filepath.Join(hostileDir, c.Schema)))
 		_, err = formats.AvroBinary(fmt.Sprintf("registry:%d", c.SchemaID), s).Decode(frame.Payload)
 		return err, true
 	case "pubsub-binary":
-		s := parseSchema(t, readFile(t, filepath.Join(hostileDir, c.Schema)))
+		s := parseSchema(t, testfile.Bytes(t, filepath.Join(hostileDir, c.Schema)))
 		_, err := formats.AvroBinary("pubsub", s).Decode(data)
 		return err, true
 	}

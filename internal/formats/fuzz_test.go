@@ -7,6 +7,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/avrobq"
 	"github.com/bqcdc/bqcdc/internal/cdc"
 	"github.com/bqcdc/bqcdc/internal/dev/oracle"
+	"github.com/bqcdc/bqcdc/internal/dev/testfile"
 	"github.com/bqcdc/bqcdc/internal/formats"
 	"github.com/hamba/avro/v2"
 )
@@ -21,7 +22,7 @@ import (
 // as the registry holds it.
 func envelopeSchema(f *testing.F) avro.Schema {
 	f.Helper()
-	return parseSchema(f, readFile(f, "../../schemas/dbserver1.inventory.customers-value.avsc"))
+	return parseSchema(f, testfile.Bytes(f, "../../schemas/dbserver1.inventory.customers-value.avsc"))
 }
 
 func FuzzAvroDecode(f *testing.F) {
@@ -75,11 +76,11 @@ func avroSeeds(f *testing.F, s avro.Schema) [][]byte {
 }
 
 func FuzzConnectDecode(f *testing.F) {
-	customers := readFile(f, "testdata/debezium/customers.schema.json")
+	customers := testfile.Bytes(f, "testdata/debezium/customers.schema.json")
 	for _, p := range []string{"customers-create.payload.json", "customers-update.payload.json", "customers-delete.payload.json"} {
-		f.Add(wrap(customers, readFile(f, "testdata/debezium/"+p)))
+		f.Add(wrap(customers, testfile.Bytes(f, "testdata/debezium/"+p)))
 	}
-	f.Add(wrap(readFile(f, "testdata/debezium/orders.schema.json"), readFile(f, "testdata/debezium/orders-create.payload.json")))
+	f.Add(wrap(testfile.Bytes(f, "testdata/debezium/orders.schema.json"), testfile.Bytes(f, "testdata/debezium/orders-create.payload.json")))
 	for _, seed := range []string{
 		`{"schema":null,"payload":null}`,
 		`{"id":1}`,

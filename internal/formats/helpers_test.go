@@ -2,13 +2,13 @@ package formats_test
 
 import (
 	"math/big"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/bqcdc/bqcdc/internal/avrobq"
 	"github.com/bqcdc/bqcdc/internal/cdc"
 	"github.com/bqcdc/bqcdc/internal/dev/oracle"
+	"github.com/bqcdc/bqcdc/internal/dev/testfile"
 	"github.com/google/go-cmp/cmp"
 	"github.com/hamba/avro/v2"
 )
@@ -16,18 +16,9 @@ import (
 // equateRats compares decoded decimals by value.
 var equateRats = cmp.Comparer(func(a, b *big.Rat) bool { return a.Cmp(b) == 0 })
 
-func readFile(t testing.TB, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func debezium(t *testing.T, name string) []byte {
 	t.Helper()
-	return readFile(t, filepath.Join("testdata", "debezium", name))
+	return testfile.Bytes(t, filepath.Join("testdata", "debezium", name))
 }
 
 // wrap builds what JsonConverter writes with schemas.enable=true.

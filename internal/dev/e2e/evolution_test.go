@@ -11,6 +11,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/cdc"
 	"github.com/bqcdc/bqcdc/internal/compact"
+	"github.com/bqcdc/bqcdc/internal/dev/testfile"
 	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/hamba/avro/v2"
@@ -23,7 +24,7 @@ const evo = "test.evo.customers"
 // Debezium registers a changed table.
 func evoVersion(t *testing.T, edit func(fields []any) []any) (int, avro.Schema) {
 	t.Helper()
-	text, err := cdc.EditImage([]byte(readTestdata(t, "testdata/schemas/"+catalog.Subject(evo)+".avsc")), edit)
+	text, err := cdc.EditImage([]byte(testfile.Read(t, "testdata/schemas/"+catalog.Subject(evo)+".avsc")), edit)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/cdc"
 	"github.com/bqcdc/bqcdc/internal/dev/localstack"
+	"github.com/bqcdc/bqcdc/internal/dev/testfile"
 	"github.com/bqcdc/bqcdc/internal/registry"
 	"github.com/bqcdc/bqcdc/internal/wire"
 	"github.com/google/go-cmp/cmp"
@@ -28,7 +29,7 @@ const items = "test.shop.items"
 // returns its id, the parsed schema and its text.
 func itemsSchema(t *testing.T) (int, avro.Schema, string) {
 	t.Helper()
-	text := readTestdata(t, "testdata/schemas/"+catalog.Subject(items)+".avsc")
+	text := testfile.Read(t, "testdata/schemas/"+catalog.Subject(items)+".avsc")
 	id, parsed := registerSchema(t, catalog.Subject(items), text)
 	return id, parsed, text
 }

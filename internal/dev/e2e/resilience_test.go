@@ -7,6 +7,7 @@ import (
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/cdc"
+	"github.com/bqcdc/bqcdc/internal/dev/testfile"
 )
 
 // A new writer schema (v2, one added field) is fetched from a registry that
@@ -39,7 +40,7 @@ func TestRegistryOutageIsRetriedAndNewWriterSchemaEvolves(t *testing.T) {
 // A record that is not a Debezium envelope is stored as the row image: no
 // op, no source time, and a sequence from the publish time.
 func TestIngestPlainRecord(t *testing.T) {
-	text := readTestdata(t, "testdata/schemas/app.users-value.avsc")
+	text := testfile.Read(t, "testdata/schemas/app.users-value.avsc")
 	id, schema := registerSchema(t, "app.users-value", text)
 	base := delivered()
 	msgID := publish(t, "app.users", encode(t, schema, id, map[string]any{
@@ -78,7 +79,7 @@ func withField(t *testing.T, text string, field map[string]any) string {
 // stack drains that topic into pubsub_dead_letters, as the BigQuery
 // subscription Terraform declares does in production: nothing disappears.
 func TestExhaustedDeliveriesLandInPubSubDeadLetters(t *testing.T) {
-	text := withField(t, readTestdata(t, "testdata/schemas/test.shop.items-value.avsc"),
+	text := withField(t, testfile.Read(t, "testdata/schemas/test.shop.items-value.avsc"),
 		map[string]any{"name": "exhausted", "type": []any{"null", "string"}, "default": nil})
 	id, schema := registerSchema(t, catalog.Subject(items), text)
 	row := itemRow(60, "SKU-60", "6.000")

@@ -7,7 +7,6 @@ package e2e
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -70,13 +69,4 @@ func query(t *testing.T, sql string) []map[string]bigquery.Value {
 		t.Fatal(err)
 	}
 	return rows
-}
-
-func readTestdata(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }

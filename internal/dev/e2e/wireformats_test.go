@@ -8,6 +8,7 @@ import (
 	pubsubapi "cloud.google.com/go/pubsub/v2/apiv1"
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"github.com/bqcdc/bqcdc/internal/catalog"
+	"github.com/bqcdc/bqcdc/internal/dev/testfile"
 	"github.com/bqcdc/bqcdc/internal/formats"
 	"github.com/bqcdc/bqcdc/internal/registry"
 	"github.com/hamba/avro/v2"
@@ -29,7 +30,7 @@ func TestOtherWireFormats(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sc.Close()
-	text := readTestdata(t, "testdata/schemas/"+catalog.Subject(evo)+".avsc")
+	text := testfile.Read(t, "testdata/schemas/"+catalog.Subject(evo)+".avsc")
 	created, err := sc.CreateSchema(ctx, &pubsubpb.CreateSchemaRequest{Parent: "projects/" + stack.Project, SchemaId: "evo-customers",
 		Schema: &pubsubpb.Schema{Type: pubsubpb.Schema_AVRO, Definition: text}})
 	if err != nil {
