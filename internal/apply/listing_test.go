@@ -10,7 +10,6 @@ import (
 
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/catalog"
-	"github.com/bqcdc/bqcdc/internal/dev/fakebq"
 	"github.com/bqcdc/bqcdc/internal/flow"
 )
 
@@ -22,7 +21,7 @@ func TestSecondApplyListsInsteadOfReading(t *testing.T) {
 	ctx := context.Background()
 	flows, schemas := scaleDeployment(t, 40)
 	bq, lister, counter := fakeClients(t, 0)
-	target := Target{Project: fakebq.DefaultProject, Dataset: "cdc"}
+	target := testTarget
 	opts := Options{Concurrency: 8, Lister: lister}
 
 	var first Report

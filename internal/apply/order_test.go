@@ -2,12 +2,10 @@ package apply
 
 import (
 	"context"
-	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/bqcdc/bqcdc/internal/catalog"
-	"github.com/bqcdc/bqcdc/internal/dev/fakebq"
 	"github.com/bqcdc/bqcdc/internal/dev/rendercases"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/sql/render"
@@ -28,9 +26,8 @@ func TestFirstApplyOnEmptyDatasetInOrder(t *testing.T) {
 
 	ctx := context.Background()
 	flows, schemas := scaleDeployment(t, 6)
-	srv := fakebq.Start(t, fakebq.Options{})
-	bq, lister := srv.ClientsVia(t, http.DefaultTransport)
-	target := Target{Project: fakebq.DefaultProject, Dataset: "cdc"}
+	bq, lister, _ := fakeClients(t, 0)
+	target := testTarget
 	for i, opts := range []Options{{Lister: lister}, {Lister: lister}, {}} {
 		var rep Report
 		if _, err := AllWith(ctx, bq, target, flows, schemas, opts, &rep); err != nil {
@@ -69,10 +66,9 @@ func TestFirstApplyOnEmptyDatasetInOrder(t *testing.T) {
 func TestKeepDeployedOwner(t *testing.T) {
 	ctx := context.Background()
 	flows, schemas := scaleDeployment(t, 2)
-	srv := fakebq.Start(t, fakebq.Options{})
-	bq, lister := srv.ClientsVia(t, http.DefaultTransport)
-	target := Target{Project: fakebq.DefaultProject, Dataset: "cdc"}
-	loc := catalog.Location{Project: target.Project, DefaultDataset: target.Dataset}
+	bq, lister, _ := fakeClients(t, 0)
+	target := testTarget
+	loc := testLoc
 	var rep Report
 	if _, err := AllWith(ctx, bq, target, flows, schemas, Options{Lister: lister}, &rep); err != nil {
 		t.Fatal(err)
@@ -98,8 +94,7 @@ func TestKeepDeployedOwner(t *testing.T) {
 		t.Errorf("still refused: %v, want the newcomer", still)
 	}
 	// A deployment where neither is deployed keeps neither.
-	fresh := fakebq.Start(t, fakebq.Options{})
-	fbq, _ := fresh.ClientsVia(t, http.DefaultTransport)
+	fbq, _ := fakeClient(t, 0)
 	if _, _, keptFlows, err := KeepDeployed(ctx, fbq, loc, d, refused); err != nil || len(keptFlows) != 0 {
 		t.Errorf("a fresh deployment kept %v (%v)", keptFlows, err)
 	}
@@ -113,10 +108,9 @@ func TestKeepDeployedOwner(t *testing.T) {
 func TestFirstApplyOfMaterializedViewsInOrder(t *testing.T) {
 	ctx := context.Background()
 	flows, schemas := scaleDeployment(t, 2)
-	srv := fakebq.Start(t, fakebq.Options{})
-	bq, lister := srv.ClientsVia(t, http.DefaultTransport)
-	target := Target{Project: fakebq.DefaultProject, Dataset: "cdc"}
-	loc := catalog.Location{Project: target.Project, DefaultDataset: target.Dataset}
+	bq, lister, _ := fakeClients(t, 0)
+	target := testTarget
+	loc := testLoc
 	_, golds, err := flow.ParseAll("gold.sql", `
 CREATE MATERIALIZED VIEW per_status AS SELECT status, COUNT(*) AS n, SUM(amount) AS total FROM t000_current GROUP BY status;
 CREATE MATERIALIZED VIEW gold.per_day AS SELECT window(created_at, '1 day') AS day, COUNT(*) AS n FROM t001_current GROUP BY window(created_at, '1 day');`)

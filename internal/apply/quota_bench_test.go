@@ -41,7 +41,7 @@ func BenchmarkApply10000Flows(b *testing.B) {
 		render.StatusMaxView = 1
 		b.Cleanup(func() { render.StatusMaxView = maxView })
 	}
-	target := Target{Project: fakebq.DefaultProject, Dataset: "cdc"}
+	target := testTarget
 	limits := bqquota.Default
 	srv := fakebq.Start(b, fakebq.Options{Quota: &limits, RTT: benchsize.Pick(*quotaRTT, 10*time.Millisecond, "apply.quota-rtt")})
 	bq, lister := srv.PacedClients(b)

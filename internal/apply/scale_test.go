@@ -105,6 +105,13 @@ func fakeClient(t testing.TB, latency time.Duration) (*bigquery.Client, *countin
 	return bq, counter
 }
 
+// testTarget is the deployment the tests apply, on the fake's project;
+// testLoc is where its flows' names resolve.
+var (
+	testTarget = Target{Project: fakebq.DefaultProject, Dataset: "cdc"}
+	testLoc    = catalog.Location{Project: testTarget.Project, DefaultDataset: testTarget.Dataset}
+)
+
 // fakeClients is fakeClient with a table lister of the same fake, whose
 // requests are counted with the client's.
 func fakeClients(t testing.TB, latency time.Duration) (*bigquery.Client, *clients.TableLister, *countingTransport) {
@@ -127,7 +134,7 @@ func TestApplyConcurrentlyThenReadOnly(t *testing.T) {
 	const sources = 60
 	flows, schemas := scaleDeployment(t, sources)
 	bq, counter := fakeClient(t, 0)
-	target := Target{Project: fakebq.DefaultProject, Dataset: "cdc"}
+	target := testTarget
 
 	var out strings.Builder
 	meter := &progress.Meter{W: &out, Label: "apply", Unit: "objects", Every: 50}
@@ -225,7 +232,7 @@ func TestApplyConcurrentlyThenReadOnly(t *testing.T) {
 // 40 flows).
 func BenchmarkApply1000Flows(b *testing.B) {
 	flows, schemas := scaleDeployment(b, benchsize.Pick(500, 20, ""))
-	target := Target{Project: fakebq.DefaultProject, Dataset: "cdc"}
+	target := testTarget
 	apply := func(b *testing.B, bq *bigquery.Client, n int) {
 		var rep Report
 		if _, err := AllWith(context.Background(), bq, target, flows, schemas, Options{Concurrency: n}, &rep); err != nil {
