@@ -27,10 +27,9 @@ func TestFirstApplyOnEmptyDatasetInOrder(t *testing.T) {
 	ctx := context.Background()
 	flows, schemas := scaleDeployment(t, 6)
 	bq, lister, _ := fakeClients(t, 0)
-	target := testTarget
 	for i, opts := range []Options{{Lister: lister}, {Lister: lister}, {}} {
 		var rep Report
-		if _, err := AllWith(ctx, bq, target, flows, schemas, opts, &rep); err != nil {
+		if _, err := AllWith(ctx, bq, testTarget, flows, schemas, opts, &rep); err != nil {
 			t.Fatalf("apply %d: %v", i+1, err)
 		}
 		flowsLine := ""
@@ -67,10 +66,8 @@ func TestKeepDeployedOwner(t *testing.T) {
 	ctx := context.Background()
 	flows, schemas := scaleDeployment(t, 2)
 	bq, lister, _ := fakeClients(t, 0)
-	target := testTarget
-	loc := testLoc
 	var rep Report
-	if _, err := AllWith(ctx, bq, target, flows, schemas, Options{Lister: lister}, &rep); err != nil {
+	if _, err := AllWith(ctx, bq, testTarget, flows, schemas, Options{Lister: lister}, &rep); err != nil {
 		t.Fatal(err)
 	}
 	names := []string{"0_new.sql", "table_000.sql", "table_001.sql"}
@@ -83,7 +80,7 @@ func TestKeepDeployedOwner(t *testing.T) {
 	if len(d.Contested) != 2 || len(refused) != 2 {
 		t.Fatalf("contested %v, refused %v", d.Contested, refused)
 	}
-	kept, still, keptFlows, err := KeepDeployed(ctx, bq, loc, d, refused)
+	kept, still, keptFlows, err := KeepDeployed(ctx, bq, testLoc, d, refused)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +92,7 @@ func TestKeepDeployedOwner(t *testing.T) {
 	}
 	// A deployment where neither is deployed keeps neither.
 	fbq, _ := fakeClient(t, 0)
-	if _, _, keptFlows, err := KeepDeployed(ctx, fbq, loc, d, refused); err != nil || len(keptFlows) != 0 {
+	if _, _, keptFlows, err := KeepDeployed(ctx, fbq, testLoc, d, refused); err != nil || len(keptFlows) != 0 {
 		t.Errorf("a fresh deployment kept %v (%v)", keptFlows, err)
 	}
 }
@@ -109,8 +106,6 @@ func TestFirstApplyOfMaterializedViewsInOrder(t *testing.T) {
 	ctx := context.Background()
 	flows, schemas := scaleDeployment(t, 2)
 	bq, lister, _ := fakeClients(t, 0)
-	target := testTarget
-	loc := testLoc
 	_, golds, err := flow.ParseAll("gold.sql", `
 CREATE MATERIALIZED VIEW per_status AS SELECT status, COUNT(*) AS n, SUM(amount) AS total FROM t000_current GROUP BY status;
 CREATE MATERIALIZED VIEW gold.per_day AS SELECT window(created_at, '1 day') AS day, COUNT(*) AS n FROM t001_current GROUP BY window(created_at, '1 day');`)
@@ -120,7 +115,7 @@ CREATE MATERIALIZED VIEW gold.per_day AS SELECT window(created_at, '1 day') AS d
 	for i := range 2 {
 		var rep Report
 		opts := Options{Lister: lister, StatusWithGolds: true}
-		bound, err := AllWith(ctx, bq, target, flows, schemas, opts, &rep)
+		bound, err := AllWith(ctx, bq, testTarget, flows, schemas, opts, &rep)
 		if err != nil {
 			t.Fatalf("apply %d: %v", i+1, err)
 		}
@@ -128,7 +123,7 @@ CREATE MATERIALIZED VIEW gold.per_day AS SELECT window(created_at, '1 day') AS d
 		if refused != nil || len(bg) != 2 {
 			t.Fatalf("binding the views: %v", refused)
 		}
-		if err := Golds(ctx, bq, loc, bound, bg, opts, &rep); err != nil {
+		if err := Golds(ctx, bq, testLoc, bound, bg, opts, &rep); err != nil {
 			t.Fatalf("apply %d, materialized views: %v", i+1, err)
 		}
 		if i == 1 {
