@@ -312,8 +312,9 @@ func TestShardsAndNames(t *testing.T) {
 }
 
 // The change feed reads the touched keys' state, also when its range
-// starts before the run's watermark (a feed that lags), and every key on
-// its first run (the history).
+// starts before the run's watermark (a feed that lags) and on its first
+// run (the history's keys, read from the changelog), unless the state is
+// smaller than the query of its keys.
 func TestChangeFeedKeyFilter(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
@@ -324,7 +325,8 @@ func TestChangeFeedKeyFilter(t *testing.T) {
 		{"feed up to the watermark", t0.Add(-time.Hour), DefaultFeedKeysAbove + 1, true},
 		{"feed lagging (its keys read from the changelog)", t0.Add(-3 * time.Hour), DefaultFeedKeysAbove + 1, true},
 		{"feed lagging, state smaller than the keys' query", t0.Add(-3 * time.Hour), DefaultFeedKeysAbove, false},
-		{"feed never materialized", nil, DefaultFeedKeysAbove + 1, false},
+		{"feed never materialized", nil, DefaultFeedKeysAbove + 1, true},
+		{"feed never materialized, state smaller than the keys' query", nil, DefaultFeedKeysAbove, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			fake := newFake()
@@ -441,8 +443,17 @@ func TestChangeFeedCatchesUpInSlices(t *testing.T) {
 	if len(slices) != 3 {
 		t.Fatalf("%d slices in the first run, want 3:\n%s", len(slices), strings.Join(slices, "\n"))
 	}
-	if !strings.HasPrefix(slices[0], "TIMESTAMP '2026-11-27 07:59:59.999999+00:00' AS __from, TIMESTAMP '2026-11-28 07:59:59.999999+00:00'") {
-		t.Errorf("first slice: %s", slices[0])
+	// Slices end at multiples of their width since the Unix epoch (here
+	// midnights), the boundaries within which the fold kept each key's
+	// deciding events.
+	if !strings.HasPrefix(slices[0], "TIMESTAMP '2026-11-27 07:59:59.999999+00:00' AS __from, TIMESTAMP '2026-11-28 00:00:00+00:00'") ||
+		!strings.HasPrefix(slices[1], "TIMESTAMP '2026-11-28 00:00:00+00:00' AS __from, TIMESTAMP '2026-11-29 00:00:00+00:00'") {
+		t.Errorf("slices: %s", strings.Join(slices, "\n"))
+	}
+	for i, q := range fake.queries {
+		if kindOf(fake.steps[i]) == "fold" && !strings.Contains(q, "PARTITION BY e.`id`, DIV(UNIX_MICROS(e.`_cdc_ingested_at`) - 1, 86400000000)") {
+			t.Errorf("the fold does not keep each slice's deciding events:\n%s", q)
+		}
 	}
 	if l := fake.labels("cdc.t0__state"); l[catalog.LabelClean] != "0" {
 		t.Errorf("a feed left behind leaves the flow clean: %v", l)

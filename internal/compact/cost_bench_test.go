@@ -290,6 +290,9 @@ func benchRun(b *testing.B, bd *flow.Bound, keys, touched int) {
 func benchRunBlocks(b *testing.B, bd *flow.Bound, keys, touched int, blockBytes int64) {
 	r := newCostRun(keys, touched)
 	r.blockBytes = blockBytes
+	if bd.ChangeFeed() {
+		r.params.Slice = DefaultChangeSlice // as runs render the fold
+	}
 	m, changelog, state, _ := costModel(b, bd, keys, r)
 	stmts := plan.For(bd, costLoc).Compaction()
 	estimate := func(sql string, err error) *cost.Estimate {

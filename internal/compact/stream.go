@@ -183,8 +183,29 @@ func values(v bigquery.Value) []any {
 }
 
 func (s *streamRun) runParams() render.Run {
-	return render.Run{Watermark: s.from, FoldedMax: s.newMax, Generation: s.gen, NewWatermark: s.watermark,
+	r := render.Run{Watermark: s.from, FoldedMax: s.newMax, Generation: s.gen, NewWatermark: s.watermark,
 		TombstoneCutoff: s.c.tombstoneCutoff(s.now), Cutoff: s.now.Add(-s.c.opts.MaintainMargin).Truncate(s.c.opts.MaintainGranularity), ChangesFrom: s.st.changesUntil}
+	if s.t.b.ChangeFeed() && s.c.opts.ChangeSlice > 0 {
+		r.Slice = s.c.opts.ChangeSlice // the fold keeps every slice's baseline
+	}
+	return r
+}
+
+// sliceEnd is the end of the change feed's slice that starts after from:
+// the next multiple of Options.ChangeSlice since the Unix epoch (the
+// boundaries within which the fold keeps each key's deciding events),
+// at most the watermark.
+func (s *streamRun) sliceEnd(from time.Time) time.Time {
+	w := s.c.opts.ChangeSlice.Microseconds()
+	if w <= 0 {
+		return s.watermark
+	}
+	us := from.UnixMicro()
+	end := time.UnixMicro((us/w + 1) * w).UTC()
+	if us < 0 || end.After(s.watermark) {
+		return s.watermark
+	}
+	return end
 }
 
 func (s *streamRun) fold(ctx context.Context) error {
@@ -229,17 +250,17 @@ func (s *streamRun) after(ctx context.Context) error {
 // events touch only: the statistics' keys when the range starts at the
 // run's watermark, else (a feed that lags: Options.ChangeFeedEvery, or a
 // run that left part of its range) those of one more statistics query over
-// the changelog after the range's start (feedKeys); every key on the
-// feed's first run (its range is the flow's history), with a truncate in
-// the range, or for a key that cannot be filtered.
+// the changelog in the slice (feedKeys); every key with a truncate in
+// the slice, or for a key that cannot be filtered.
 //
 // A range longer than Options.ChangeSlice (the feed's first run over a
 // long history: a new flow, or the upgrade to this layout) is written one
 // slice per statement, at most MaxChangeSlices a run, each committed with
 // its marker: the work of a statement grows with the positions it covers
 // times the events of their keys, which over years of a hot key would
-// exceed what BigQuery gives one query. A feed not caught up leaves its
-// flow unclean, so the next run goes on.
+// exceed what BigQuery gives one query. Each slice reads the state of its
+// own keys only. A feed not caught up leaves its flow unclean, so the next
+// run goes on.
 func (s *streamRun) materializeChanges(ctx context.Context) error {
 	from := s.st.changesUntil
 	if !from.After(render.Epoch) {
@@ -253,16 +274,13 @@ func (s *streamRun) materializeChanges(ctx context.Context) error {
 		}
 		from = first.Add(-time.Microsecond)
 	}
-	keys, err := s.feedKeys(ctx, from)
-	if err != nil {
-		return err
-	}
 	// (A first slice is written even when nothing is to be fed: its marker
 	// says so.)
 	for slice := 0; slice < s.c.opts.MaxChangeSlices && (slice == 0 || from.Before(s.watermark)); slice++ {
-		to := s.watermark
-		if s.c.opts.ChangeSlice > 0 && from.Add(s.c.opts.ChangeSlice).Before(to) {
-			to = from.Add(s.c.opts.ChangeSlice)
+		to := s.sliceEnd(from)
+		keys, err := s.feedKeys(ctx, from, to)
+		if err != nil {
+			return err
 		}
 		p := s.runParams()
 		p.ChangesFrom, p.ChangesTo, p.Keys = from, to, keys
@@ -283,27 +301,25 @@ func (s *streamRun) materializeChanges(ctx context.Context) error {
 	return nil
 }
 
-// feedKeys is the filter on the state's keys of a change feed's range
-// starting after from: the statistics' keys when from is the run's
-// watermark; for a feed that lags, the keys of the changelog rows after
-// from, read by the statistics query over them (billed for the changelog
-// since from, not the state), when the state is larger than
-// Options.FeedKeysAbove. nil (every key) on the feed's first run, with a
-// truncate, or when the statistics give no key ranges.
-func (s *streamRun) feedKeys(ctx context.Context, from time.Time) (*render.KeyFilter, error) {
+// feedKeys is the filter on the state's keys of a change feed's slice
+// (from, to]: the statistics' keys when the slice starts at the run's
+// watermark (they cover the run's whole range, a superset); for a slice
+// before it (a feed that lags, or a first materialization's day), the
+// keys of the changelog rows in the slice, read by the statistics query
+// over them (billed for the changelog of the slice, not the state), when
+// the state is larger than Options.FeedKeysAbove. nil (every key) with a
+// truncate in the slice, or when the statistics give no key ranges.
+func (s *streamRun) feedKeys(ctx context.Context, from, to time.Time) (*render.KeyFilter, error) {
 	st := s.st
 	if from.Before(s.from) {
-		if !s.st.changesUntil.After(render.Epoch) {
-			return nil, nil // the first materialization: the flow's whole history
-		}
 		if above := s.c.opts.FeedKeysAbove; above >= 0 && (s.t.state == nil || s.t.state.NumBytes <= above) {
 			return nil, nil // the whole state costs less than the query
 		}
-		sql, err := s.plan.Stats(render.Run{Watermark: from, FoldedMax: s.foldedMax, NewWatermark: s.watermark})
+		sql, err := s.plan.Stats(render.Run{Watermark: from, FoldedMax: s.foldedMax, NewWatermark: to})
 		if err != nil {
 			return nil, err
 		}
-		row, err := s.c.stats(ctx, sql, s.acct, "the keys of the change feed's range")
+		row, err := s.c.stats(ctx, sql, s.acct, "the keys of the change feed's slice")
 		if err != nil {
 			return nil, err
 		}

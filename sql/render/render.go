@@ -31,6 +31,7 @@ import (
 	"io/fs"
 	"path"
 	"regexp"
+	"strconv"
 	"strings"
 	"text/template"
 	"time"
@@ -578,10 +579,19 @@ type Run struct {
 	// Keys selects the state rows the change feed's run reads: the keys with
 	// new events; nil reads every key.
 	Keys *KeyFilter
+	// Slice is the width of the slices of positions a change feed is
+	// materialized in (compact.Options.ChangeSlice), aligned to multiples
+	// of it since the Unix epoch: an SCD 1 fold keeps each key's deciding
+	// events per slice, so the feed finds every slice's baseline in the
+	// state. 0: one slice (a flow without a change feed, or no slices).
+	Slice time.Duration
 }
 
 type params struct {
 	Watermark, FoldedMax, Generation, NewWatermark, TombstoneCutoff, Cutoff, ChangesFrom, ChangesTo string
+	// Slice and SliceE: the slice of a row's position (SliceE of the
+	// fold's events aliased e); "" for one slice.
+	Slice, SliceE string
 }
 
 // Literal renders a timestamp as a BigQuery TIMESTAMP literal.
@@ -631,6 +641,12 @@ func (c *Compaction) renderWith(name string, r Run, d data) (string, error) {
 		ChangesFrom: Literal(r.ChangesFrom), ChangesTo: Literal(r.NewWatermark)}
 	if !r.ChangesTo.IsZero() {
 		d.P.ChangesTo = Literal(r.ChangesTo)
+	}
+	if r.Slice > 0 && !d.Merge {
+		at := q(catalog.ColIngestedAt)
+		w := strconv.FormatInt(r.Slice.Microseconds(), 10)
+		d.P.Slice = "DIV(UNIX_MICROS(" + at + ") - 1, " + w + ")"
+		d.P.SliceE = "DIV(UNIX_MICROS(e." + at + ") - 1, " + w + ")"
 	}
 	d.MarkerValues = append([]string(nil), c.d.MarkerValues...)
 	for i, v := range d.MarkerValues {

@@ -62,6 +62,77 @@ func TestLaggingFeedSurvivesMaintenance(t *testing.T) {
 	}
 }
 
+const slicedFeedFlows = `
+CREATE FLOW sf_current AS AUTO CDC INTO sf_current FROM STREAM(` + "`sf.users`" + `)
+KEYS (userId) APPLY AS DELETE WHEN operation = 'DELETE'
+SEQUENCE BY sequenceNum COLUMNS (userId, name, city);
+
+CREATE FLOW sf_history AS AUTO CDC INTO sf_history FROM STREAM(` + "`sf.users`" + `)
+KEYS (userId) APPLY AS DELETE WHEN operation = 'DELETE'
+SEQUENCE BY sequenceNum COLUMNS (userId, name, city) STORED AS SCD TYPE 2;
+
+CREATE FLOW sf_partial AS AUTO CDC INTO sf_partial FROM STREAM(` + "`sf.users`" + `)
+KEYS (userId) APPLY AS DELETE WHEN operation = 'DELETE' APPLY AS TRUNCATE WHEN operation = 'TRUNCATE'
+SEQUENCE BY sequenceNum COLUMNS (userId, name, city) IGNORE NULL UPDATES;
+`
+
+// TestFirstFeedSlicesReadTheirKeys: a change feed's first materialization
+// over a history longer than ChangeSlice writes one slice a statement, and
+// each slice reads the state of the keys its own changelog rows touch only
+// (FeedKeysAbove -1, as a large state's). Key 1, inserted in the first
+// slice, untouched in the second and updated in the third, still finds its
+// baseline (an update, not an insert; a partial one for sf_partial's
+// IGNORE NULL UPDATES); key 2 is deleted in the fourth; sf_partial's
+// truncate in the fifth deletes what the fourth slice left, key 4 comes
+// after it. A later run whose feed lags (ChangeFeedEvery) catches up in
+// slices the same way over levels it folded earlier. The feed and the
+// views equal the model.
+func TestFirstFeedSlicesReadTheirKeys(t *testing.T) {
+	e := testenv.New(t, stack, "slicedfeed")
+	ctx := context.Background()
+	bound := e.ApplySourceFlows(t, "sf.sql", slicedFeedFlows, "sf.users", testenv.UsersImage)
+	at, row := ttClock()
+	e.AppendRows(t, "sf.users", []map[string]any{
+		row(1, "a", "x", "INSERT", 1, "m1", 1), row(2, "b", "y", "INSERT", 1, "m2", 1),
+		row(3, "d", "z", "INSERT", 1, "m3", 2),
+		row(1, nil, "q", "UPDATE", 2, "m4", 3),
+		row(2, nil, nil, "DELETE", 2, "m5", 4),
+		row(9, "t", "t", "TRUNCATE", 3, "m6", 5),
+		row(4, "f", "v", "INSERT", 1, "m7", 6),
+	})
+	sliced := compact.Options{MaintainEvery: -1, ChangeSlice: time.Minute, MaxChangeSlices: 10, FeedKeysAbove: -1}
+	for _, rep := range e.CompactAt(t, bound, at(7), sliced) {
+		if rep.Jobs < 6 {
+			t.Errorf("%s: %d jobs, want the statistics, the fold and per slice its keys and its changes: %+v", rep.Flow, rep.Jobs, rep)
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, b := range bound {
+			if diff, err := viewcheck.CheckChanges(ctx, e.BQ, b, e.Loc, time.Time{}, time.Time{}); err != nil || diff != "" {
+				t.Errorf("%s: %s_changes differs from the model (%v):\n%s", when, b.Target, err, diff)
+			}
+			if diff, err := viewcheck.Check(ctx, e.BQ, b, e.Loc); err != nil || diff != "" {
+				t.Errorf("%s: %s: view differs from the model (%v):\n%s", when, b.Target, err, diff)
+			}
+		}
+	}
+	check("after a first materialization in slices")
+	// The feed lags while a run folds one level over minutes 8 and 9 (a
+	// key changed in both: the fold keeps its minute-8 event, the baseline
+	// of the slice after it); it then catches up in one-minute slices,
+	// each reading its keys' state.
+	e.AppendRows(t, "sf.users", []map[string]any{
+		row(3, "g", "z", "UPDATE", 2, "m8", 8), row(4, nil, "w", "UPDATE", 2, "m9", 8),
+		row(3, "h", "z", "UPDATE", 3, "m10", 9), row(4, "i", nil, "UPDATE", 3, "m11", 9), row(1, nil, nil, "DELETE", 3, "m12", 9),
+	})
+	lagging := sliced
+	lagging.ChangeFeedEvery = 24 * time.Hour
+	e.CompactAt(t, bound, at(10), lagging)
+	e.CompactAt(t, bound, at(12), sliced)
+	check("after a lagging feed caught up in slices")
+}
+
 const keyedTruncateFlows = `
 CREATE FLOW kt_current AS AUTO CDC INTO kt_current FROM STREAM(` + "`kt.users`" + `)
 KEYS (userId) APPLY AS DELETE WHEN operation = 'DELETE' APPLY AS TRUNCATE WHEN operation = 'TRUNCATE'
