@@ -13,13 +13,10 @@ import (
 // each (model); against an emulator, whose dry runs report the size of the
 // result rather than what a statement scans, the cost model's estimate
 // alone. Both read the tables' metadata only.
-func estimator(ctx context.Context, t target, bq *bigquery.Client, loc catalog.Location) (est, model compact.Estimator, label string, err error) {
-	m, mlabel, err := modelEstimator(ctx, bq, loc)
-	if err != nil {
-		return nil, nil, "", err
-	}
+func estimator(_ context.Context, t target, bq *bigquery.Client, _ catalog.Location) (est, model compact.Estimator, label string, err error) {
+	m := compact.Model(bq)
 	if t.BigQuery.Emulated() {
-		return m, nil, mlabel, nil
+		return m, nil, compact.ModelLabel, nil
 	}
-	return compact.DryRun(bq), m, "BigQuery's dry-run estimates (bytes processed, before the 10 MB per table minimum), each beside " + mlabel, nil
+	return compact.DryRun(bq), m, "BigQuery's dry-run estimates (bytes processed, before the 10 MB per table minimum), each beside " + compact.ModelLabel, nil
 }

@@ -202,3 +202,40 @@ func TestCompactingSomeFlowsKeepsDaysOthersNeed(t *testing.T) {
 		t.Errorf("after compacting both flows the changelog holds %s, want only today's m02", got)
 	}
 }
+
+// TestDryRunWithTheModel: `bqcdc compact --dry-run` against an emulator
+// prices every statement of a run with the cost model over the tables'
+// metadata (compact.Model): each one priced, at least the 10 MB minimum per
+// table it reads, nothing written.
+func TestDryRunWithTheModel(t *testing.T) {
+	e := testenv.New(t, stack, "dryrun-model")
+	bound := e.ApplySourceFlows(t, "c.sql", compactFlows, "c.users", testenv.UsersImage)
+	now := time.Now().UTC()
+	e.AppendRows(t, "c.users", []map[string]any{
+		userRow(1, "a", "INSERT", 1, "m01", now.Add(-time.Hour)),
+		userRow(2, "b", "INSERT", 1, "m02", now.Add(-time.Hour)),
+	})
+	c := compact.New(e.BQ, e.Loc, compact.Options{VisibilityLag: time.Second, DryRun: compact.Model(e.BQ), Now: func() time.Time { return now }})
+	for _, rep := range c.Run(context.Background(), bound) {
+		var priced int
+		for _, st := range rep.Plan {
+			if st.Error != "" {
+				t.Errorf("%s: %s: %s", rep.Flow, st.Step, st.Error)
+			}
+			if !st.Ran {
+				priced++
+				if st.Bytes < 10<<20 {
+					t.Errorf("%s: %s priced at %d bytes, under the 10 MB minimum", rep.Flow, st.Step, st.Bytes)
+				}
+			}
+		}
+		if priced == 0 {
+			t.Errorf("%s: nothing priced: %+v", rep.Flow, rep.Plan)
+		}
+	}
+	for _, b := range bound {
+		if rows := stateRows(t, e, catalog.StateName(b.Flow)); len(rows) != 0 {
+			t.Errorf("%s: the dry run wrote %d state rows", b.Name, len(rows))
+		}
+	}
+}
