@@ -302,18 +302,25 @@ func (s *streamRun) materializeChanges(ctx context.Context) error {
 }
 
 // feedKeys is the filter on the state's keys of a change feed's slice
-// (from, to]: the statistics' keys when the slice starts at the run's
-// watermark (they cover the run's whole range, a superset); for a slice
-// before it (a feed that lags, or a first materialization's day), the
-// keys of the changelog rows in the slice, read by the statistics query
-// over them (billed for the changelog of the slice, not the state), when
-// the state is larger than Options.FeedKeysAbove. nil (every key) with a
-// truncate in the slice, or when the statistics give no key ranges.
+// (from, to]: the statistics' keys when the slice is the run's range; for
+// any other slice (a feed that lags, a day of a first materialization),
+// the keys of the changelog rows in the slice, read by the statistics
+// query over them (billed for the changelog of the slice, not the state),
+// when the state is larger than Options.FeedKeysAbove; below it, the
+// statistics' keys for a slice inside the run's range (a superset), else
+// every key. nil (every key) with a truncate in the slice, or when the
+// statistics give no key ranges.
 func (s *streamRun) feedKeys(ctx context.Context, from, to time.Time) (*render.KeyFilter, error) {
 	st := s.st
-	if from.Before(s.from) {
-		if above := s.c.opts.FeedKeysAbove; above >= 0 && (s.t.state == nil || s.t.state.NumBytes <= above) {
-			return nil, nil // the whole state costs less than the query
+	inRun := !from.Before(s.from)
+	if exact := from.Equal(s.from) && !to.Before(s.watermark); !exact {
+		above := s.c.opts.FeedKeysAbove
+		small := above >= 0 && (s.t.state == nil || s.t.state.NumBytes <= above)
+		switch {
+		case small && inRun:
+			return s.runKeys(), nil // the whole state costs less than the query
+		case small:
+			return nil, nil
 		}
 		sql, err := s.plan.Stats(render.Run{Watermark: from, FoldedMax: s.foldedMax, NewWatermark: to})
 		if err != nil {
@@ -328,10 +335,19 @@ func (s *streamRun) feedKeys(ctx context.Context, from, to time.Time) (*render.K
 			st.hasKeys, st.keyLo, st.keyHi = true, values(lo), values(row[render.OutKeyHi])
 		}
 	}
+	return keyFilter(st), nil
+}
+
+// runKeys is the filter of the run's statistics' keys.
+func (s *streamRun) runKeys() *render.KeyFilter { return keyFilter(s.st) }
+
+// keyFilter is the filter on the keys statistics st give; nil (every key)
+// with a truncate, or without key ranges.
+func keyFilter(st streamStats) *render.KeyFilter {
 	if !st.hasKeys || st.truncates > 0 {
-		return nil, nil
+		return nil
 	}
-	return &render.KeyFilter{Lo: st.keyLo, Hi: st.keyHi, Null: st.keyNulls > 0}, nil
+	return &render.KeyFilter{Lo: st.keyLo, Hi: st.keyHi, Null: st.keyNulls > 0}
 }
 
 // firstPosition reads the ingestion time of the flow's oldest event (one
