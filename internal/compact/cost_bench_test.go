@@ -70,6 +70,18 @@ func BenchmarkCompactionCost(b *testing.B) {
 			}
 		}
 	}
+	// History x10 at the same live keys and touched keys (issue 40: an SCD
+	// 2 feed is to read a touched key's previous version, not its
+	// history): 10 and 100 events per key, at each block size.
+	for _, keys := range benchsize.Pick([]int{1_000_000}, []int{100_000}, "") {
+		for _, events := range []int{10, 100} {
+			for _, mib := range benchsize.Pick([]int64{1, 16, 64, 256}, []int64{1, 256}, "") {
+				b.Run(fmt.Sprintf("history/scd2/keys%dk/touched100/events%dperkey/block%dMiB", keys/1000, events, mib), func(b *testing.B) {
+					benchRunHistory(b, flows["scd2"], keys, 100, events, mib<<20)
+				})
+			}
+		}
+	}
 	// SCD 1 and SCD 2 flows with their change feed off (TBLPROPERTIES
 	// ('delta.enableChangeDataFeed' = 'false')): a run reads no state.
 	for _, kind := range []string{"scd1", "scd2"} {
@@ -192,6 +204,16 @@ type costRun struct {
 	// column: BigQuery documents neither, so the block axis shows how the
 	// figures depend on them (issue 40).
 	blockBytes int64
+	// eventsPerKey is each key's history (0: costEventsPerKey).
+	eventsPerKey int
+}
+
+// events is the history's events per key.
+func (r costRun) events() int {
+	if r.eventsPerKey > 0 {
+		return r.eventsPerKey
+	}
+	return costEventsPerKey
 }
 
 func newCostRun(keys, touched int) costRun {
@@ -248,7 +270,7 @@ func costModel(b *testing.B, bd *flow.Bound, keys int, r costRun) (m *cost.Model
 	}
 	from := costNow.AddDate(0, 0, -costHistoryDays)
 	changelog = cost.NewTable(cost.Name(costLoc.ChangelogTable(bd.Flow)), cost.Columns(bd.Changelog, costShapes, costShape), catalog.ColIngestedAt, catalog.ColIngestedAt)
-	must(changelog.AddTimeRange(from, r.params.Watermark, int64(keys*costEventsPerKey), r.blockBytes))
+	must(changelog.AddTimeRange(from, r.params.Watermark, int64(keys*r.events()), r.blockBytes))
 	must(changelog.AddTimeRange(r.params.Watermark.Add(time.Microsecond), r.params.NewWatermark, int64(len(r.touched)), r.blockBytes))
 
 	// Partitioned by day of the generation; maintenance wrote it the day
@@ -256,7 +278,7 @@ func costModel(b *testing.B, bd *flow.Bound, keys int, r costRun) (m *cost.Model
 	state = cost.NewTable(cost.Name(costLoc.StateTable(bd.Flow)), cost.Columns(plan.For(bd, costLoc).StateColumns(), costShapes, costShape), catalog.ColStateGen, bd.Keys[0].Name)
 	rows := int64(keys)
 	if bd.SCDType == 2 {
-		rows *= costEventsPerKey
+		rows *= int64(r.events())
 	}
 	folded := cost.DayOf(costNow.AddDate(0, 0, -1))
 	must(state.AddSpan(folded, cost.Null, cost.Null, 1, r.blockBytes)) // the marker
@@ -265,7 +287,7 @@ func costModel(b *testing.B, bd *flow.Bound, keys int, r costRun) (m *cost.Model
 
 	if bd.ChangeFeed() {
 		changes = cost.NewTable(cost.Name(costLoc.ChangesTable(bd.Flow)), cost.Columns(plan.For(bd, costLoc).ChangeColumns(), costShapes, costShape), catalog.ColCommitPosition, catalog.ColCommitPosition)
-		must(changes.AddTimeRange(from, r.params.Watermark, int64(keys*costEventsPerKey)*changeRowsPerEvent(bd), r.blockBytes))
+		must(changes.AddTimeRange(from, r.params.Watermark, int64(keys*r.events())*changeRowsPerEvent(bd), r.blockBytes))
 		must(changes.AddSpan(cost.Partition{Null: true}, cost.Null, cost.Null, int64(24*time.Hour/costSchedule), r.blockBytes))
 		m.Tables[changes.Name] = changes
 	}
@@ -288,8 +310,14 @@ func benchRun(b *testing.B, bd *flow.Bound, keys, touched int) {
 
 // benchRunBlocks is benchRun with blocks of blockBytes (0: the default).
 func benchRunBlocks(b *testing.B, bd *flow.Bound, keys, touched int, blockBytes int64) {
+	benchRunHistory(b, bd, keys, touched, 0, blockBytes)
+}
+
+// benchRunHistory is benchRunBlocks with eventsPerKey events of history per
+// key (0: costEventsPerKey).
+func benchRunHistory(b *testing.B, bd *flow.Bound, keys, touched, eventsPerKey int, blockBytes int64) {
 	r := newCostRun(keys, touched)
-	r.blockBytes = blockBytes
+	r.blockBytes, r.eventsPerKey = blockBytes, eventsPerKey
 	if bd.ChangeFeed() {
 		r.params.Slice = DefaultChangeSlice // as runs render the fold
 	}
