@@ -79,7 +79,7 @@ func runCompact(ctx context.Context, args []string) error {
 		TombstoneRetentionDays: *tombstones, ChangelogRetentionDays: *retention, CompactConcurrency: *concurrency,
 		CompactBudget: *budget, SnapshotSettle: *settle, MaintainEvery: *maintainEvery, ChangeFeedEvery: *changeFeedEvery})
 	opts.Golds = t.golds
-	done, err := compactClients(ctx, t, bq, loc, *dry, &opts)
+	done, err := compactClients(ctx, t, bq, *dry, &opts)
 	if err != nil {
 		return err
 	}
@@ -182,13 +182,10 @@ func envBool(name string, def bool) bool {
 // estimator that prices its statements (nothing written); else the writer
 // of its reports (a run without it still compacts); with the ledger, the
 // lister of the datasets. done releases them.
-func compactClients(ctx context.Context, t target, bq *bigquery.Client, loc catalog.Location, dry bool, opts *compact.Options) (done func(), err error) {
+func compactClients(ctx context.Context, t target, bq *bigquery.Client, dry bool, opts *compact.Options) (done func(), err error) {
 	done = func() {}
 	if dry {
-		est, model, label, err := estimator(ctx, t, bq, loc)
-		if err != nil {
-			return done, err
-		}
+		est, model, label := estimator(t, bq)
 		opts.DryRun, opts.Model = est, model
 		fmt.Fprintf(os.Stderr, "dry run: nothing is written; bytes are %s\n", label)
 	} else if mw, err := clients.NewWriter(ctx, t.BigQuery); err == nil {

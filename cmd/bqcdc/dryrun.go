@@ -1,10 +1,7 @@
 package main
 
 import (
-	"context"
-
 	"cloud.google.com/go/bigquery"
-	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/compact"
 )
 
@@ -13,10 +10,10 @@ import (
 // each (model); against an emulator, whose dry runs report the size of the
 // result rather than what a statement scans, the cost model's estimate
 // alone. Both read the tables' metadata only.
-func estimator(_ context.Context, t target, bq *bigquery.Client, _ catalog.Location) (est, model compact.Estimator, label string, err error) {
+func estimator(t target, bq *bigquery.Client) (est, model compact.Estimator, label string) {
 	m := compact.Model(bq)
 	if t.BigQuery.Emulated() {
-		return m, nil, compact.ModelLabel, nil
+		return m, nil, compact.ModelLabel
 	}
-	return compact.DryRun(bq), m, "BigQuery's dry-run estimates (bytes processed, before the 10 MB per table minimum), each beside " + compact.ModelLabel, nil
+	return compact.DryRun(bq), m, "BigQuery's dry-run estimates (bytes processed, before the 10 MB per table minimum), each beside " + compact.ModelLabel
 }
