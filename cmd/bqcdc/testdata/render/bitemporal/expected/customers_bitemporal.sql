@@ -88,10 +88,14 @@ WITH
   -- keys pass through every step as they are, so a query of one key reads
   -- that key’s blocks of the state.)
   -- (__seq_n: the key’s events at this business time; more than one means
-  -- a correction, which replaces what it corrects from its system time on.)
+  -- a correction, which replaces what it corrects from its system time on.
+  -- __final: the event learnt last at its business time, the one the final
+  -- history keeps; __seq_first: the first event at its business time.)
   ordered_flagged AS (
     SELECT *, COUNTIF(NOT (__prev_seq IS NULL OR (__prev_seq < `_cdc_sequence` AND __prev_sys < __sys))) OVER (PARTITION BY __key, `id`) = 0 AS __in_order,
-      COUNT(*) OVER (PARTITION BY __key, `id`, `_cdc_sequence`) AS __seq_n
+      COUNT(*) OVER (PARTITION BY __key, `id`, `_cdc_sequence`) AS __seq_n,
+      __i = MAX(__i) OVER (PARTITION BY __key, `id`, `_cdc_sequence`) AS __final,
+      MIN(__i) OVER (PARTITION BY __key, `id`, `_cdc_sequence`) AS __seq_first
     FROM ordered
   ),
   -- Each key’s system times (TIMESTAMPs as microseconds: the BigQuery
@@ -145,12 +149,16 @@ WITH
     SELECT
       *,
       DENSE_RANK() OVER (PARTITION BY __key, `id` ORDER BY __sys) AS __n,
-      -- A key with a correction (two events at one business time) has no
-      -- cut: the event a correction replaces may have opened or closed a
-      -- version, so no history before it is final until the correction is
-      -- known; such a key is folded at each system time from its first
-      -- event (quadratic in its events, where the others are linear).
-      (__op = 'D' OR (__op = 'U' AND (
+      -- Only an event the final history keeps can cut, by comparison with
+      -- the one it keeps before it (w runs over those): an event a
+      -- correction replaces is not in the folds once the correction is
+      -- known, and a cut is taken before the business time of the first
+      -- event not known yet (__mq below), so no correction learnt later
+      -- falls before it. (With IGNORE NULL UPDATES a corrected key has no
+      -- cut: its events’ filled values may come from an event a correction
+      -- replaces, so it is folded at each system time from its first
+      -- event, quadratic in its events.)
+      __final AND (__op = 'D' OR (__op = 'U' AND (
         LAG(__op) OVER w IS DISTINCT FROM 'U'
         OR NOT (LAG(`first_name`) OVER w IS NOT DISTINCT FROM `first_name`)
         OR NOT (LAG(`last_name`) OVER w IS NOT DISTINCT FROM `last_name`)
@@ -158,7 +166,7 @@ WITH
       ))) AND MAX(__seq_n) OVER (PARTITION BY __key, `id`) = 1 AS __cuts
     FROM prefilled
     WHERE NOT __in_order
-    WINDOW w AS (PARTITION BY __key, `id` ORDER BY __i)
+    WINDOW w AS (PARTITION BY __key, `id`, __final ORDER BY __i)
   ),
   -- Each system time’s first event (__first, in sequence order) and __m,
   -- the first event of the later ones: its suffix minimum (__s, of this
@@ -172,6 +180,7 @@ WITH
       *,
       MAX(__n) OVER (PARTITION BY __key, `id`) AS __last_n,
       MIN(__i) OVER (PARTITION BY __key, `id`, __n) AS __first,
+      MIN(__seq_first) OVER (PARTITION BY __key, `id`, __n) AS __firstq,
       MAX(__i) OVER (PARTITION BY __key, `id`, __n) AS __n_last_i,
       MAX(__seq_n) OVER (PARTITION BY __key, `id`) > 1 AS __corrected,
       -- The system time from which the event and all before it are known.
@@ -179,19 +188,29 @@ WITH
     FROM late_flagged
   ),
   late_suffix AS (
-    SELECT *, MIN(__first) OVER (PARTITION BY __key, `id` ORDER BY __n DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __s
+    SELECT
+      *,
+      MIN(__first) OVER wd AS __s,
+      MIN(__firstq) OVER wd AS __sq
     FROM late_s
+    WINDOW wd AS (PARTITION BY __key, `id` ORDER BY __n DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
   ),
   late_next AS (
-    SELECT *, LEAD(__s) OVER (PARTITION BY __key, `id` ORDER BY __n, __i) AS __next_s
+    SELECT *, LEAD(__s) OVER wn AS __next_s, LEAD(__sq) OVER wn AS __next_sq
     FROM late_suffix
+    WINDOW wn AS (PARTITION BY __key, `id` ORDER BY __n, __i)
   ),
   late AS (
-    SELECT *, MAX(IF(__i = __n_last_i, __next_s, NULL)) OVER (PARTITION BY __key, `id`, __n) AS __m
+    SELECT
+      *,
+      MAX(IF(__i = __n_last_i, __next_s, NULL)) OVER wl AS __m,
+      -- (__mq: the first event at __m’s business time.)
+      MAX(IF(__i = __n_last_i, __next_sq, NULL)) OVER wl AS __mq
     FROM late_next
+    WINDOW wl AS (PARTITION BY __key, `id`, __n)
   ),
   -- The cut of each system time but the last (__c, 0: none; __cseq its
-  -- sequence): the newest cutting event before __m, from one pass over the
+  -- sequence): the newest cutting event before __mq, from one pass over the
   -- key’s events and its horizons (a row per system time, at its first
   -- event) in order.
   marks AS (
@@ -200,10 +219,10 @@ WITH
       IFNULL(MAX(IF(__horizon OR NOT __cuts, NULL, __i)) OVER wm, 0) AS __c,
       MAX(IF(__horizon OR NOT __cuts, NULL, `_cdc_sequence`)) OVER wm AS __cseq
     FROM (
-      SELECT l.*, __horizon, IF(__horizon, l.__m, l.__i) AS __v
+      SELECT l.*, __horizon, IF(__horizon, l.__mq, l.__i) AS __v
       FROM late AS l
       CROSS JOIN UNNEST([FALSE, TRUE]) AS __horizon
-      WHERE NOT __horizon OR (l.__i = l.__first AND l.__m IS NOT NULL)
+      WHERE NOT __horizon OR (l.__i = l.__first AND l.__mq IS NOT NULL)
     )
     WINDOW wm AS (PARTITION BY __key, `id` ORDER BY __v, __horizon DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
   ),
@@ -227,7 +246,7 @@ WITH
     SELECT
       __at AS __asof,
       r.__i AS __ei,
-      r.* EXCEPT (__i, __prev_seq, __prev_sys, __sys, __n, __cuts, __first, __n_last_i, __s, __next_s, __m, __horizon, __v, __c, __cseq, __to, __known_n, __in_order, __seq_n, __corrected, `email`, __raw3),
+      r.* EXCEPT (__i, __prev_seq, __prev_sys, __sys, __n, __cuts, __first, __n_last_i, __s, __next_s, __m, __horizon, __v, __c, __cseq, __to, __known_n, __in_order, __seq_n, __corrected, __final, __seq_first, __firstq, __sq, __next_sq, __mq, `email`, __raw3),
       -- (A corrected key’s filled values may come from an event a
       -- correction replaces: it takes its raw ones, filled by the fold from
       -- its first event.)
