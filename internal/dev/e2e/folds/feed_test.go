@@ -3,6 +3,7 @@ package folds
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,15 +14,21 @@ import (
 	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
 )
 
-const laggingFeedFlows = `
-CREATE FLOW lf_current AS AUTO CDC INTO lf_current FROM STREAM(` + "`lf.users`" + `)
+// feedFlows are an SCD 1 and an SCD 2 flow <p>_current and <p>_history
+// of the source <p>.users.
+func feedFlows(p string) string {
+	return strings.NewReplacer("{p}", p).Replace(`
+CREATE FLOW {p}_current AS AUTO CDC INTO {p}_current FROM STREAM(` + "`{p}.users`" + `)
 KEYS (userId) APPLY AS DELETE WHEN operation = 'DELETE'
 SEQUENCE BY sequenceNum COLUMNS (userId, name, city);
 
-CREATE FLOW lf_history AS AUTO CDC INTO lf_history FROM STREAM(` + "`lf.users`" + `)
+CREATE FLOW {p}_history AS AUTO CDC INTO {p}_history FROM STREAM(` + "`{p}.users`" + `)
 KEYS (userId) APPLY AS DELETE WHEN operation = 'DELETE'
 SEQUENCE BY sequenceNum COLUMNS (userId, name, city) STORED AS SCD TYPE 2;
-`
+`)
+}
+
+var laggingFeedFlows = feedFlows("lf")
 
 // TestLaggingFeedSurvivesMaintenance: a change feed behind the watermark
 // (ChangeFeedEvery) when the daily maintenance folds the levels still gets
@@ -62,15 +69,7 @@ func TestLaggingFeedSurvivesMaintenance(t *testing.T) {
 	}
 }
 
-const slicedFeedFlows = `
-CREATE FLOW sf_current AS AUTO CDC INTO sf_current FROM STREAM(` + "`sf.users`" + `)
-KEYS (userId) APPLY AS DELETE WHEN operation = 'DELETE'
-SEQUENCE BY sequenceNum COLUMNS (userId, name, city);
-
-CREATE FLOW sf_history AS AUTO CDC INTO sf_history FROM STREAM(` + "`sf.users`" + `)
-KEYS (userId) APPLY AS DELETE WHEN operation = 'DELETE'
-SEQUENCE BY sequenceNum COLUMNS (userId, name, city) STORED AS SCD TYPE 2;
-
+var slicedFeedFlows = feedFlows("sf") + `
 CREATE FLOW sf_partial AS AUTO CDC INTO sf_partial FROM STREAM(` + "`sf.users`" + `)
 KEYS (userId) APPLY AS DELETE WHEN operation = 'DELETE' APPLY AS TRUNCATE WHEN operation = 'TRUNCATE'
 SEQUENCE BY sequenceNum COLUMNS (userId, name, city) IGNORE NULL UPDATES;
