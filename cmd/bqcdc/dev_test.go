@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -198,12 +197,8 @@ func TestLoadgenForwards(t *testing.T) {
 	}
 	args := setFlags(fs, func(string) bool { return true })
 	parse := func(args []string) (config.Target, loadgen.Command) {
-		var tg config.Target
-		var c loadgen.Command
-		fs := flag.NewFlagSet("dev", flag.ContinueOnError)
-		tg.Register(fs)
-		c.Register(fs)
-		if err := fs.Parse(args); err != nil {
+		tg, c, _, err := loadgen.Parse("dev", args)
+		if err != nil {
 			t.Fatalf("the dev binary cannot parse %q: %v", args, err)
 		}
 		return tg, c

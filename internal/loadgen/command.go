@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/bqcdc/bqcdc/internal/config"
 )
 
 // Command is a `bqcdc loadgen` command line, less the flags that name a
@@ -19,6 +21,21 @@ type Command struct {
 	Write string        // write the load's flows and schemas here and exit
 	JSON  bool          // print the result as JSON
 	Check bool          // check every view of the load against the reference model
+}
+
+// Parse parses a loadgen command line as the dev binary that runs it does:
+// the deployment's flags (config.Target) beside the command's, into a flag
+// set named name. The operator CLI forwards the flags it was given to that
+// binary, and its test checks they parse there to what they parsed to in
+// the CLI.
+func Parse(name string, args []string) (config.Target, Command, *flag.FlagSet, error) {
+	var t config.Target
+	var c Command
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	t.Register(fs)
+	c.Register(fs)
+	err := fs.Parse(args)
+	return t, c, fs, err
 }
 
 // Register defines the command's flags in fs, set to the defaults.

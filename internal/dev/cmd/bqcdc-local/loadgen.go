@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -29,12 +28,8 @@ import (
 // because it links the reference model and the local stack (issue 39);
 // bqcdc loadgen checks the flags and execs it with them.
 func runLoadgen(ctx context.Context, args []string) error {
-	var c loadgen.Command
-	var t config.Target
-	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
-	t.Register(fs)
-	c.Register(fs)
-	if err := fs.Parse(args); err != nil {
+	t, c, fs, err := loadgen.Parse("loadgen", args)
+	if err != nil {
 		return err
 	}
 	if err := c.Validate(); err != nil {
@@ -44,7 +39,6 @@ func runLoadgen(ctx context.Context, args []string) error {
 		return err
 	}
 	var res loadgen.Result
-	var err error
 	switch {
 	case c.Write != "":
 		return writeLoad(c.Spec, c.Write)
