@@ -48,7 +48,9 @@ func TestCompactionIsIdempotentAndBounded(t *testing.T) {
 	ctx := context.Background()
 	bound := e.ApplySourceFlows(t, "c.sql", compactFlows, "c.users", testenv.UsersImage)
 	day := time.Now().UTC().Truncate(24 * time.Hour)
-	old := day.Add(-72 * time.Hour) // three days ago
+	// Three days ago (a minute after midnight: the change feed's slices
+	// end at midnights, and an event at one would be its own slice).
+	old := day.Add(-72*time.Hour + time.Minute)
 	e.AppendRows(t, "c.users", []map[string]any{
 		userRow(1, "a", "INSERT", 1, "m01", old),
 		userRow(1, "b", "UPDATE", 2, "m02", old.Add(time.Second)),
@@ -66,7 +68,8 @@ func TestCompactionIsIdempotentAndBounded(t *testing.T) {
 	for _, r := range reports {
 		// The first run has an empty state: statistics, the fold, the
 		// flow's first position and its change feed's history, a day per
-		// statement (three days and two hours: four), and no maintenance
+		// statement (from a minute after midnight three days ago, ending at
+	// midnights, to two hours past the last: four), and no maintenance
 		// (nothing was folded before it).
 		if r.Outcome != compact.Compacted || r.Error != "" || !r.WatermarkAfter.Equal(now.Add(-time.Minute)) || r.Jobs != 7 || r.Maintained {
 			t.Fatalf("first run: %+v", r)
