@@ -69,7 +69,7 @@ func TestCompactionIsIdempotentAndBounded(t *testing.T) {
 		// The first run has an empty state: statistics, the fold, the
 		// flow's first position and its change feed's history, a day per
 		// statement (from a minute after midnight three days ago, ending at
-	// midnights, to two hours past the last: four), and no maintenance
+		// midnights, to two hours past the last: four), and no maintenance
 		// (nothing was folded before it).
 		if r.Outcome != compact.Compacted || r.Error != "" || !r.WatermarkAfter.Equal(now.Add(-time.Minute)) || r.Jobs != 7 || r.Maintained {
 			t.Fatalf("first run: %+v", r)
