@@ -113,7 +113,9 @@ WITH
   -- The others are folded at each of their system times, but only from a
   -- cut on: with every event before it known, the history before the cut
   -- is final. At the k-th system time the events not known yet all come at
-  -- or after __m (in sequence order, __i); the cut is the last event before
+  -- or after __m (in sequence order, __i; __m is the first event at the
+  -- business time of the first of them, so a correction learnt later falls
+  -- at or after it); the cut is the last event before
   -- __m that is a delete or opens a version (its predecessor is known, so
   -- it opens for good), and the fold from it on starts as the whole fold
   -- does at it. The versions before it are read from the fold of all the
@@ -169,7 +171,9 @@ WITH
     WINDOW w AS (PARTITION BY __key, `id`, __final ORDER BY __i)
   ),
   -- Each system time’s first event (__first, in sequence order) and __m,
-  -- the first event of the later ones: its suffix minimum (__s, of this
+  -- the first event at the business time of the first of the later ones
+  -- (__firstq: per system time, the first event at its first event’s
+  -- business time): its suffix minimum (__s, of this
   -- system time and later) taken from the next row in (__n, __i) order at
   -- the system time’s last event, spread over its events. Windows only:
   -- the BigQuery emulator runs every join as a nested loop (its join
@@ -188,29 +192,19 @@ WITH
     FROM late_flagged
   ),
   late_suffix AS (
-    SELECT
-      *,
-      MIN(__first) OVER wd AS __s,
-      MIN(__firstq) OVER wd AS __sq
+    SELECT *, MIN(__firstq) OVER (PARTITION BY __key, `id` ORDER BY __n DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __s
     FROM late_s
-    WINDOW wd AS (PARTITION BY __key, `id` ORDER BY __n DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
   ),
   late_next AS (
-    SELECT *, LEAD(__s) OVER wn AS __next_s, LEAD(__sq) OVER wn AS __next_sq
+    SELECT *, LEAD(__s) OVER (PARTITION BY __key, `id` ORDER BY __n, __i) AS __next_s
     FROM late_suffix
-    WINDOW wn AS (PARTITION BY __key, `id` ORDER BY __n, __i)
   ),
   late AS (
-    SELECT
-      *,
-      MAX(IF(__i = __n_last_i, __next_s, NULL)) OVER wl AS __m,
-      -- (__mq: the first event at __m’s business time.)
-      MAX(IF(__i = __n_last_i, __next_sq, NULL)) OVER wl AS __mq
+    SELECT *, MAX(IF(__i = __n_last_i, __next_s, NULL)) OVER (PARTITION BY __key, `id`, __n) AS __m
     FROM late_next
-    WINDOW wl AS (PARTITION BY __key, `id`, __n)
   ),
   -- The cut of each system time but the last (__c, 0: none; __cseq its
-  -- sequence): the newest cutting event before __mq, from one pass over the
+  -- sequence): the newest cutting event before __m, from one pass over the
   -- key’s events and its horizons (a row per system time, at its first
   -- event) in order.
   marks AS (
@@ -219,10 +213,10 @@ WITH
       IFNULL(MAX(IF(__horizon OR NOT __cuts, NULL, __i)) OVER wm, 0) AS __c,
       MAX(IF(__horizon OR NOT __cuts, NULL, `_cdc_sequence`)) OVER wm AS __cseq
     FROM (
-      SELECT l.*, __horizon, IF(__horizon, l.__mq, l.__i) AS __v
+      SELECT l.*, __horizon, IF(__horizon, l.__m, l.__i) AS __v
       FROM late AS l
       CROSS JOIN UNNEST([FALSE, TRUE]) AS __horizon
-      WHERE NOT __horizon OR (l.__i = l.__first AND l.__mq IS NOT NULL)
+      WHERE NOT __horizon OR (l.__i = l.__first AND l.__m IS NOT NULL)
     )
     WINDOW wm AS (PARTITION BY __key, `id` ORDER BY __v, __horizon DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
   ),
@@ -246,7 +240,7 @@ WITH
     SELECT
       __at AS __asof,
       r.__i AS __ei,
-      r.* EXCEPT (__i, __prev_seq, __prev_sys, __sys, __n, __cuts, __first, __n_last_i, __s, __next_s, __m, __horizon, __v, __c, __cseq, __to, __known_n, __in_order, __seq_n, __corrected, __final, __seq_first, __firstq, __sq, __next_sq, __mq, `email`, __raw3),
+      r.* EXCEPT (__i, __prev_seq, __prev_sys, __sys, __n, __cuts, __first, __n_last_i, __s, __next_s, __m, __horizon, __v, __c, __cseq, __to, __known_n, __in_order, __seq_n, __corrected, __final, __seq_first, __firstq, `email`, __raw3),
       -- (A corrected key’s filled values may come from an event a
       -- correction replaces: it takes its raw ones, filled by the fold from
       -- its first event.)
