@@ -318,7 +318,7 @@ func (s *streamRun) feedKeys(ctx context.Context, from, to time.Time) (*render.K
 		small := above >= 0 && (s.t.state == nil || s.t.state.NumBytes <= above)
 		switch {
 		case small && inRun:
-			return s.runKeys(), nil // the whole state costs less than the query
+			return keyFilter(s.st), nil // the whole state costs less than the query
 		case small:
 			return nil, nil
 		}
@@ -337,9 +337,6 @@ func (s *streamRun) feedKeys(ctx context.Context, from, to time.Time) (*render.K
 	}
 	return keyFilter(st), nil
 }
-
-// runKeys is the filter of the run's statistics' keys.
-func (s *streamRun) runKeys() *render.KeyFilter { return keyFilter(s.st) }
 
 // keyFilter is the filter on the keys statistics st give; nil (every key)
 // with a truncate, or without key ranges.
