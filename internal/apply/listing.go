@@ -83,7 +83,9 @@ func tableSpec(want *bigquery.TableMetadata) string {
 		TimePartitioning *bigquery.TimePartitioning
 		Clustering       *bigquery.Clustering
 		Labels           map[string]string
-	}{want.Description, want.Schema, want.TimePartitioning, want.Clustering, labels})
+		// omitted when nil: the spec of a table without it is as before
+		RangePartitioning *bigquery.RangePartitioning `json:",omitempty"`
+	}{want.Description, want.Schema, want.TimePartitioning, want.Clustering, labels, want.RangePartitioning})
 	if err != nil {
 		// A schema always marshals; were it not to, no listing could
 		// vouch for the table, and it is read as without one.

@@ -34,6 +34,11 @@ func state(ctx context.Context, bq *bigquery.Client, p *plan.Plan, listed listin
 			return false, err
 		}
 	}
+	if p.Machine() == plan.Stream {
+		if err := relayout(ctx, bq, p, listed, rep); err != nil {
+			return false, err
+		}
+	}
 	want := p.StateTable()
 	var migrate func(have *bigquery.TableMetadata) error
 	if sql := render.KeylessTruncates(b, loc); sql != "" {

@@ -69,6 +69,13 @@ const (
 // StateName is the state table's id.
 func StateName(f Flow) string { return targetTable(f) + StateSuffix }
 
+// StateCopySuffix ends the name of the table a flow's state is copied to
+// while its partitioning changes (a state of buckets turned on or off).
+const StateCopySuffix = "__state_copy"
+
+// StateCopyName is the table of a flow's state while its layout changes.
+func StateCopyName(f Flow) string { return targetTable(f) + StateCopySuffix }
+
 func (l Location) table(dataset, table string) string {
 	return QuoteIdent(l.Project) + "." + QuoteIdent(dataset) + "." + QuoteIdent(table)
 }
@@ -80,6 +87,9 @@ func (l Location) ChangelogTable(f Flow) string {
 
 // StateTable is the quoted state table of the flow, for SQL.
 func (l Location) StateTable(f Flow) string { return l.table(l.Dataset(f), StateName(f)) }
+
+// StateCopyTable is the quoted StateCopyName, for SQL.
+func (l Location) StateCopyTable(f Flow) string { return l.table(l.Dataset(f), StateCopyName(f)) }
 
 // EventColumns are the changelog columns a flow's events carry, in changelog
 // order: keys, sequence (and system sequence), output columns, and the
@@ -115,6 +125,7 @@ const (
 	ColStateOp        = "__op"        // U upsert, D delete, T truncate, W watermark marker
 	ColStateGen       = "__gen"       // generation: when the compaction run that wrote the row started
 	ColStateWatermark = "__watermark" // on W markers: changelog rows ingested up to it are folded
+	ColStateBucket    = "__bucket"    // a state of buckets (flow.StateBucketsProperty): the key's hash bucket, its partitioning column
 )
 
 // SnapshotTable is the quoted table a snapshot flow reads, for SQL: its

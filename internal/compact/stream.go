@@ -54,7 +54,24 @@ type streamStats struct {
 	keyLo, keyHi                                       []any
 	keyNulls                                           int64
 	changesUntil                                       time.Time // Epoch: never materialized
-	hasKeys                                            bool      // the statistics returned the key ranges
+	hasKeys                                            bool      // the statistics returned the key ranges or buckets
+	buckets                                            []int64   // a state of buckets: the touched keys' (nil: none returned)
+}
+
+// readKeys reads the touched keys of a statistics row: the key ranges
+// and, of a state of buckets, the buckets.
+func (st *streamStats) readKeys(row statsRow) {
+	if lo, ok := row[render.OutKeyLo]; ok {
+		st.hasKeys, st.keyLo, st.keyHi = true, values(lo), values(row[render.OutKeyHi])
+	}
+	if bs, ok := row[render.OutBuckets]; ok {
+		st.hasKeys, st.buckets = true, []int64{}
+		for _, v := range values(bs) {
+			if n, ok := v.(int64); ok {
+				st.buckets = append(st.buckets, n)
+			}
+		}
+	}
 }
 
 func (s *streamRun) read(ctx context.Context) (bool, error) {
@@ -165,10 +182,7 @@ func (s *streamRun) readStats(ctx context.Context) error {
 		keys: row.n(render.OutKeys), truncates: row.n(render.OutTruncates), keyNulls: row.n(render.OutKeyNulls),
 		newest: ts(row[render.OutNewest], render.Epoch), newestSource: ts(row[render.OutNewestSourceTS], time.Time{}),
 		tail: row.n(render.OutTailRows), changesUntil: ts(row[render.OutChangesUntil], render.Epoch)}
-	if lo, ok := row[render.OutKeyLo]; ok {
-		s.st.hasKeys = true
-		s.st.keyLo, s.st.keyHi = values(lo), values(row[render.OutKeyHi])
-	}
+	s.st.readKeys(row)
 	return nil
 }
 
@@ -331,9 +345,7 @@ func (s *streamRun) feedKeys(ctx context.Context, from, to time.Time) (*render.K
 			return nil, err
 		}
 		st = streamStats{truncates: row.n(render.OutTruncates), keyNulls: row.n(render.OutKeyNulls)}
-		if lo, ok := row[render.OutKeyLo]; ok {
-			st.hasKeys, st.keyLo, st.keyHi = true, values(lo), values(row[render.OutKeyHi])
-		}
+		st.readKeys(row)
 	}
 	return keyFilter(st), nil
 }
@@ -344,7 +356,7 @@ func keyFilter(st streamStats) *render.KeyFilter {
 	if !st.hasKeys || st.truncates > 0 {
 		return nil
 	}
-	return &render.KeyFilter{Lo: st.keyLo, Hi: st.keyHi, Null: st.keyNulls > 0}
+	return &render.KeyFilter{Lo: st.keyLo, Hi: st.keyHi, Null: st.keyNulls > 0, Buckets: st.buckets}
 }
 
 // firstPosition reads the ingestion time of the flow's oldest event (one

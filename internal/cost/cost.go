@@ -479,6 +479,9 @@ func partitionRange(b Block, typ string) interval {
 		return interval{} // no non-NULL values
 	}
 	switch typ {
+	case "INT64": // integer range partitioning of interval 1: Day is the value
+		v := Value{k: vInt, i: b.Day}
+		return interval{lo: bound{v: v, inc: true}, hi: bound{v: v, inc: true}}
 	case "DATE":
 		v := Value{k: vDate, i: b.Day}
 		return interval{lo: bound{v: v, inc: true}, hi: bound{v: v, inc: true}}

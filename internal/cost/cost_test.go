@@ -416,3 +416,49 @@ func TestRefusals(t *testing.T) {
 		}
 	}
 }
+
+// An INT64 partitioning column in ranges of one value (a state of
+// buckets): constant filters on it prune partitions exactly, whatever the
+// blocks, and a DELETE of whole buckets is free.
+func TestIntegerRangePartitionsPrune(t *testing.T) {
+	cols := []Column{{Name: "id", Type: schema.Int64, Bytes: 8}, {Name: "v", Type: schema.Int64, Bytes: 8}, {Name: "b", Type: schema.Int64, Bytes: 8}}
+	tb := NewTable("p.d.buckets", cols, "b", "id")
+	const buckets, perBucket = 100, 10_000
+	for b := range int64(buckets) {
+		// Each bucket's keys spread over the whole key range (a hash), in one
+		// block of 256 MiB: blocks prune nothing, partitions do.
+		if err := tb.AddSpan(Partition{Day: b}, Int(0), Int(999_999), perBucket, 256<<20); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tb.AddSpan(Partition{Null: true}, Null, Null, 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	m := NewModel(tb)
+	for _, tt := range []struct {
+		where string
+		parts int64
+	}{
+		{"b IN (3, 7, 99)", 3},
+		{"b = 5 AND id BETWEEN 10 AND 20", 1},
+		{"(b IN (1, 2) OR b IS NULL)", 2},
+		{"b BETWEEN 10 AND 19", 10},
+		{"id = 5", buckets},
+	} {
+		s := estimate(t, m, "SELECT v FROM `p`.`d`.`buckets` WHERE "+tt.where)
+		used := int64(16) // v, and b or id of the WHERE
+		if strings.Contains(tt.where, "b ") && strings.Contains(tt.where, "id ") {
+			used = 24
+		}
+		want := tt.parts * perBucket * used
+		if strings.Contains(tt.where, "IS NULL") {
+			want += 10 * used
+		}
+		if got := s.Table("p.d.buckets").ScannedBytes; got != want {
+			t.Errorf("WHERE %s: scanned %d, want %d (%d partitions)", tt.where, got, want, tt.parts)
+		}
+	}
+	if free := estimate(t, m, "DELETE FROM `p`.`d`.`buckets` WHERE b IN (1, 2)"); free.Billed != 0 {
+		t.Errorf("deleting two whole buckets billed %d, want 0: %s", free.Billed, free.Summary())
+	}
+}

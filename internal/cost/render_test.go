@@ -23,7 +23,7 @@ func renderFlows(t *testing.T) []*flow.Bound {
 	t.Helper()
 	var out []*flow.Bound
 	for _, b := range rendercases.Flows(t, "../../sql/render/testdata") {
-		if !b.IsSnapshot() { // snapshot flows: their own layout
+		if !b.IsSnapshot() && b.StateBuckets == 0 { // snapshot flows and states of buckets: their own layouts
 			out = append(out, b)
 		}
 	}
@@ -362,4 +362,52 @@ func readFile(path string) (string, error) {
 func viewSQL(b *flow.Bound, loc catalog.Location, hint time.Time) (string, error) {
 	v, err := plan.For(b, loc).View(hint, nil)
 	return v.SQL, err
+}
+
+// A state of buckets (flow.StateBucketsProperty): the change feed's run
+// reads the partitions of its buckets and the NULL partition (truncates)
+// only, however large the blocks; the marker read, the NULL partition;
+// maintenance's DELETE of the folded levels is billed for the whole state
+// (it is partitioned by key, not by generation).
+func TestStateOfBucketsPrunesByPartition(t *testing.T) {
+	var b *flow.Bound
+	for _, f := range rendercases.Flows(t, "../../sql/render/testdata") {
+		if f.StateBuckets > 0 {
+			b = f
+		}
+	}
+	if b == nil || b.Truncate == "" {
+		t.Fatal("sql/render/testdata/flows.sql has no flow with a state of buckets and truncates")
+	}
+	m := newFlowModel(t, b)
+	// The same rows, in one partition per bucket, each bucket's keys spread
+	// over the whole key range, in blocks of 256 MiB.
+	st := NewTable(m.state.Name, m.state.Columns, catalog.ColStateBucket, b.Keys[0].Name)
+	if err := st.AddSpan(Partition{Null: true}, Null, Null, 1, 256<<20); err != nil {
+		t.Fatal(err)
+	}
+	for k := range int64(b.StateBuckets) {
+		if err := st.AddSpan(Partition{Day: k}, Int(0), Int(testKeys-1), testKeys/int64(b.StateBuckets)+1, 256<<20); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m.Tables[st.Name] = st
+	c := plan.For(b, renderLoc).Compaction()
+	run := renderRun
+	run.Keys = &render.KeyFilter{Lo: []any{int64(7), int64(10)}, Hi: []any{int64(7), int64(20)}, Buckets: []int64{5, 17, 3998}}
+	s := one(t, m.Model, mustSQL(t)(c.Changes(run)), nil)
+	if u := s.Table(st.Name); u.BlocksKept != 4 {
+		t.Errorf("the change feed's run keeps %d of %d state blocks, want its 3 buckets' and the NULL partition's", u.BlocksKept, len(st.Blocks))
+	}
+	s = one(t, m.Model, mustSQL(t)(c.Marker()), nil)
+	if u := s.Table(st.Name); u.BlocksKept != 1 {
+		t.Errorf("the marker read keeps %d state blocks, want the NULL partition's", u.BlocksKept)
+	}
+	e, err := m.Estimate(mustSQL(t)(c.MaintainGC(renderRun)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := e.Statements[0].Table(st.Name); u.RewriteBytes < int64(st.Bytes())*9/10 {
+		t.Errorf("maintenance's DELETE of a state of buckets: %+v; want the whole state billed", u)
+	}
 }

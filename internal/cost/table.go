@@ -16,8 +16,9 @@ import (
 const DefaultBlockBytes = 1 << 20
 
 // A Table is what the model knows of a BigQuery table: its columns with
-// their logical bytes per row, its partitioning column (by day; "" for
-// none) and first clustering column ("" for none), and its blocks.
+// their logical bytes per row, its partitioning column (by day, or an INT64
+// column by ranges of one value; "" for none) and first clustering column
+// ("" for none), and its blocks.
 type Table struct {
 	Name      string // as statements spell it, its parts joined by '.': project.dataset.table
 	Columns   []Column
@@ -40,7 +41,9 @@ type Column struct {
 type Block struct {
 	Rows int64
 	// Day is the block's partition, days since 1970-01-01 of the
-	// partitioning column's value, when NullPartition is false.
+	// partitioning column's value (of an INT64 partitioning column,
+	// partitioned by ranges of one value: the value), when NullPartition
+	// is false.
 	Day           int64
 	NullPartition bool
 	// Min and Max bound the first clustering column's non-NULL values in the
@@ -49,7 +52,8 @@ type Block struct {
 	Nulls    bool
 }
 
-// Partition names a day partition (or the NULL partition).
+// Partition names a day partition, an integer range partition of one
+// value (Day is the value), or the NULL partition.
 type Partition struct {
 	Day  int64
 	Null bool

@@ -57,6 +57,10 @@ type Flow struct {
 	// (TBLPROPERTIES ('delta.enableChangeDataFeed' = 'false')); see
 	// Flow.ChangeFeed.
 	NoChangeFeed bool
+	// StateBuckets partitions the state by a hash bucket of the key, 0 to
+	// 2..MaxStateBuckets (TBLPROPERTIES ('bqcdc.state.buckets' = 'N'));
+	// 0: by generation (the default).
+	StateBuckets int
 
 	clauses map[string]Pos // clause name -> first position, for duplicate checks
 	// fromSnapshot: the statement was spelled ... FROM SNAPSHOT INTO, so its

@@ -58,7 +58,10 @@ type GoldItem struct {
 // uses, accepts a valid materialized view and leaves it out.
 func ParseAll(file, src string) ([]*Flow, []*Gold, error) {
 	flows, golds, decls, err := parseFile(file, src)
-	applyDecls(flows, decls)
+	if derrs := applyDecls(flows, decls); len(derrs) > 0 {
+		list, _ := err.(ErrorList)
+		return flows, golds, append(list, derrs...)
+	}
 	return flows, golds, err
 }
 

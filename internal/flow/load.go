@@ -121,7 +121,9 @@ func ParseFilesAll(names []string, srcs map[string]string) (Declarations, []erro
 		all = append(all, parsed...)
 		golds = append(golds, gs...)
 	}
-	applyDecls(all, decls) // a table may be declared in another file than its flow
+	for _, e := range applyDecls(all, decls) { // a table may be declared in another file than its flow
+		errs = append(errs, e)
+	}
 	var named []*Flow
 	byName := map[string]*Flow{}
 	for _, f := range all {

@@ -61,6 +61,9 @@ func (f *Flow) Objects() []Object {
 	ds := f.Target.Dataset
 	out := []Object{{ds, catalog.ViewName(f), "view", false}, {ds, catalog.StateName(f), "state table", false}}
 	k := f.Kind()
+	if !k.Snapshot() {
+		out = append(out, Object{ds, catalog.StateCopyName(f), "state copy (while the state's partitioning changes)", false})
+	}
 	if k.ChangeFeed() {
 		out = append(out, Object{ds, catalog.ChangesName(f), "change table", false})
 	}

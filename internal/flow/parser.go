@@ -305,6 +305,9 @@ func (p *parser) streamingTable(f *Flow) (bool, *Error) {
 				return false, err
 			}
 			f.Spelling, f.Target, f.Name, f.NoChangeFeed = "AUTO CDC", target, target.Table, d.noFeed
+			if d.buckets > 0 {
+				p.decls = append(p.decls, d) // applyDecls checks the flow's kind
+			}
 			return true, p.body(f)
 		}
 		p.next()

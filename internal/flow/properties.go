@@ -1,6 +1,10 @@
 package flow
 
-import "strings"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
 
 // ChangeDataFeedProperty is the table property that turns a target's
 // change feed off (or on), as Delta's Change Data Feed is turned on and
@@ -12,11 +16,28 @@ import "strings"
 // feed's baselines are what it reads the state for).
 const ChangeDataFeedProperty = "delta.enableChangeDataFeed"
 
+// StateBucketsProperty partitions a change-stream flow's state by a hash
+// bucket of its key: TBLPROPERTIES ('bqcdc.state.buckets' = '3999'). A
+// compaction run then reads the state partitions of the keys it touches
+// only, whatever the size of BigQuery's storage blocks (partition pruning
+// by a constant filter is exact and documented; block pruning by
+// clustering is neither), at the price of lookups by key through the view,
+// which read every partition (docs/cost.md).
+const StateBucketsProperty = "bqcdc.state.buckets"
+
+// MaxStateBuckets is the most buckets a state may have: one job modifies
+// at most 4,000 partitions of a table (BigQuery's limit, DML included),
+// and maintenance rewrites every bucket and the NULL partition (markers
+// and truncates) in one statement.
+const MaxStateBuckets = 3999
+
 // tableDecl is what a streaming table's declaration says that bqcdc uses:
-// for now whether its change feed is off.
+// whether its change feed is off, and its state's buckets.
 type tableDecl struct {
-	target Target
-	noFeed bool
+	target     Target
+	noFeed     bool
+	buckets    int
+	bucketsPos Pos
 }
 
 // tableProperties reads TBLPROPERTIES ('key' = value, ...) after the
@@ -60,6 +81,13 @@ func (p *parser) tableProperties(d *tableDecl) *Error {
 				return errorf(v.Pos, "%s is 'true' or 'false', found %s", ChangeDataFeedProperty, v.describe())
 			}
 		}
+		if strings.EqualFold(key, StateBucketsProperty) {
+			n, err := strconv.Atoi(v.Text)
+			if err != nil || n < 2 || n > MaxStateBuckets {
+				return errorf(v.Pos, "%s is a whole number of buckets from 2 to %d (BigQuery modifies at most 4,000 partitions in one job), found %s", StateBucketsProperty, MaxStateBuckets, v.describe())
+			}
+			d.buckets, d.bucketsPos = n, v.Pos
+		}
 		if !p.isPunct(",") {
 			return p.punct(")")
 		}
@@ -69,15 +97,29 @@ func (p *parser) tableProperties(d *tableDecl) *Error {
 
 // applyDecls gives each flow what its target's declaration says. A
 // declaration of a target no flow writes says nothing (Databricks allows
-// declaring a table a flow of another pipeline fills).
-func applyDecls(flows []*Flow, decls []tableDecl) {
+// declaring a table a flow of another pipeline fills). A snapshot flow's
+// state has no buckets: it is an error at the property.
+func applyDecls(flows []*Flow, decls []tableDecl) ErrorList {
 	byTarget := map[string]tableDecl{}
 	for _, d := range decls {
 		byTarget[strings.ToLower(d.target.String())] = d
 	}
+	var errs ErrorList
 	for _, f := range flows {
-		if d, ok := byTarget[strings.ToLower(f.Target.String())]; ok && d.noFeed {
+		d, ok := byTarget[strings.ToLower(f.Target.String())]
+		if !ok {
+			continue
+		}
+		if d.noFeed {
 			f.NoChangeFeed = true
 		}
+		if d.buckets > 0 {
+			if f.Kind().Snapshot() {
+				errs = append(errs, &Error{Pos: d.bucketsPos, Flow: f.Name, Msg: fmt.Sprintf("%s: a snapshot flow's state is not partitioned by buckets (only change-stream flows' states are)", StateBucketsProperty)})
+				continue
+			}
+			f.StateBuckets = d.buckets
+		}
 	}
+	return errs
 }

@@ -17,12 +17,16 @@ func streamStateColumns(b *flow.Bound) schema.Columns {
 	for i := range cols {
 		cols[i].Required = false
 	}
-	return append(cols,
+	cols = append(cols,
 		schema.Column{Name: catalog.ColStateKey, Type: schema.String, Description: "The key as JSON text (NULL on truncate and watermark rows)."},
 		schema.Column{Name: catalog.ColStateOp, Type: schema.String, Required: true, Description: "U upsert, D delete (tombstone), T truncate, W watermark marker."},
 		schema.Column{Name: catalog.ColStateGen, Type: schema.Timestamp, Required: true, Description: "Generation: start of the compaction run that wrote the row; per key only the newest generation counts."},
 		schema.Column{Name: catalog.ColStateWatermark, Type: schema.Timestamp, Description: "On W rows: every changelog row ingested at or before it is folded; _cdc_ingested_at holds the newest ingestion time read."},
 	)
+	if b.StateBuckets > 0 {
+		cols = append(cols, schema.Column{Name: catalog.ColStateBucket, Type: schema.Int64, Description: "The key's hash bucket (ABS(MOD(FARM_FINGERPRINT(__key), buckets))), the partitioning column; NULL on truncate and watermark rows."})
+	}
+	return cols
 }
 
 // snapshotStateColumns is the schema of a snapshot flow's state table: the

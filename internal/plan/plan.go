@@ -46,8 +46,9 @@ type kind interface {
 	holds() string
 	// stateColumns is the kind's state layout.
 	stateColumns(b *flow.Bound) schema.Columns
-	// partition is how the kind's state table is partitioned (nil: not).
-	partition() *bigquery.TimePartitioning
+	// partition is how the kind's state table of flow b is partitioned
+	// (both nil: not).
+	partition(b *flow.Bound) (*bigquery.TimePartitioning, *bigquery.RangePartitioning)
 	// bound is what bounds the kind's view (BoundWatermark, BoundVersion).
 	bound() Bound
 	// view renders the view bounded by hint (a committed watermark:
@@ -133,13 +134,26 @@ func (p *Plan) StateTable() *bigquery.TableMetadata {
 	if len(keys) > 4 {
 		keys = keys[:4]
 	}
+	tp, rp := p.kind.partition(b)
 	return &bigquery.TableMetadata{
-		Description:      fmt.Sprintf("bqcdc state of flow %s (%s): %s. Read through the view %s; written only by bqcdc compact.", b.Name, b.Pos.File, p.kind.holds(), b.Target),
-		Schema:           bqschema.ToBigQuery(p.StateColumns()),
-		Labels:           map[string]string{catalog.StateLayoutLabel: p.Layout},
-		Clustering:       &bigquery.Clustering{Fields: keys},
-		TimePartitioning: p.kind.partition(),
+		Description:       fmt.Sprintf("bqcdc state of flow %s (%s): %s. Read through the view %s; written only by bqcdc compact.", b.Name, b.Pos.File, p.kind.holds(), b.Target),
+		Schema:            bqschema.ToBigQuery(p.StateColumns()),
+		Labels:            map[string]string{catalog.StateLayoutLabel: p.Layout},
+		Clustering:        &bigquery.Clustering{Fields: keys},
+		TimePartitioning:  tp,
+		RangePartitioning: rp,
 	}
+}
+
+// byBucket partitions a change-stream state of n buckets
+// (flow.StateBucketsProperty) by its key's bucket, one partition per
+// bucket: a run's change feed reads the partitions of the keys it touches
+// (constant filters on the partitioning column, an exact pruning BigQuery
+// documents and shows in dry runs), whatever the size of the storage
+// blocks. Markers and truncates, which carry no key, are in the NULL
+// partition.
+func byBucket(n int) *bigquery.RangePartitioning {
+	return &bigquery.RangePartitioning{Field: catalog.ColStateBucket, Range: &bigquery.RangePartitioningRange{Start: 0, End: int64(n), Interval: 1}}
 }
 
 // byGeneration partitions a change-stream state by day of its generation:

@@ -77,7 +77,7 @@ func TestObjectsAreClaimed(t *testing.T) {
 }
 
 // TestStateLayouts: each kind's state table says its layout, and only a
-// change-stream state is partitioned (by generation).
+// change-stream state is partitioned (by generation, or by bucket).
 func TestStateLayouts(t *testing.T) {
 	flows := rendercases.Flows(t, filepath.Join("..", "..", "sql", "render", "testdata"))
 	for _, b := range flows {
@@ -87,8 +87,18 @@ func TestStateLayouts(t *testing.T) {
 			t.Errorf("flow %s: state labelled %v, plan layout %q", b.Name, st.Labels, p.Layout)
 		}
 		_, stream := b.ChangelogSource()
-		if (st.TimePartitioning != nil) != stream || (p.Machine() == Stream) != stream {
-			t.Errorf("flow %s: partitioning %v, machine %d, reads a changelog %v", b.Name, st.TimePartitioning, p.Machine(), stream)
+		byGen, byBucket := st.TimePartitioning != nil, st.RangePartitioning != nil
+		if byGen == byBucket && stream || byGen && byBucket || (p.Machine() == Stream) != stream {
+			t.Errorf("flow %s: partitioning %v %v, machine %d, reads a changelog %v", b.Name, st.TimePartitioning, st.RangePartitioning, p.Machine(), stream)
+		}
+		if byBucket {
+			r := st.RangePartitioning
+			if r.Field != catalog.ColStateBucket || r.Range.Start != 0 || r.Range.End != int64(b.StateBuckets) || r.Range.Interval != 1 || b.StateBuckets == 0 {
+				t.Errorf("flow %s of %d buckets: partitioned %+v %+v", b.Name, b.StateBuckets, r, r.Range)
+			}
+			if _, ok := p.StateColumns().Lookup(catalog.ColStateBucket); !ok {
+				t.Errorf("flow %s: a state of buckets without %s", b.Name, catalog.ColStateBucket)
+			}
 		}
 		if (p.ChangeTable() != nil) != b.ChangeFeed() {
 			t.Errorf("flow %s: change table %v, change feed %v", b.Name, p.ChangeTable() != nil, b.ChangeFeed())

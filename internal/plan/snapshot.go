@@ -22,10 +22,13 @@ type snapshot struct {
 	what   string // what its view shows
 }
 
-func (k snapshot) shape() render.Shape                     { return k.target }
-func (snapshot) machine() Machine                          { return Snapshot }
-func (snapshot) bound() Bound                              { return BoundVersion }
-func (snapshot) partition() *bigquery.TimePartitioning     { return nil }
+func (k snapshot) shape() render.Shape { return k.target }
+func (snapshot) machine() Machine      { return Snapshot }
+func (snapshot) bound() Bound          { return BoundVersion }
+func (snapshot) partition(*flow.Bound) (*bigquery.TimePartitioning, *bigquery.RangePartitioning) {
+	return nil, nil
+}
+
 func (snapshot) sequence(b *flow.Bound) string             { return "snapshot version " + b.Version.Name }
 func (snapshot) stateColumns(b *flow.Bound) schema.Columns { return snapshotStateColumns(b) }
 

@@ -13,9 +13,19 @@ import (
 // machine, partitioned by generation, its view bounded by a watermark.
 type stream struct{}
 
-func (stream) machine() Machine                          { return Stream }
-func (stream) bound() Bound                              { return BoundWatermark }
-func (stream) partition() *bigquery.TimePartitioning     { return byGeneration() }
+func (stream) machine() Machine { return Stream }
+func (stream) bound() Bound     { return BoundWatermark }
+
+// partition: by generation, or by bucket for a state of buckets (whose
+// maintenance then pays for its DELETE of the levels it folded: they are
+// no longer whole partitions).
+func (stream) partition(b *flow.Bound) (*bigquery.TimePartitioning, *bigquery.RangePartitioning) {
+	if b.StateBuckets > 0 {
+		return nil, byBucket(b.StateBuckets)
+	}
+	return byGeneration(), nil
+}
+
 func (stream) stateColumns(b *flow.Bound) schema.Columns { return streamStateColumns(b) }
 func (stream) sequence(b *flow.Bound) string             { return streamSequence(b) }
 

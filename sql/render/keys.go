@@ -2,12 +2,14 @@ package render
 
 import (
 	"fmt"
+	"slices"
 	"math/big"
 	"strconv"
 	"strings"
 	"time"
 
 	"cloud.google.com/go/civil"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/schema"
 )
@@ -25,6 +27,10 @@ type KeyFilter struct {
 	Lo, Hi []any
 	// Null includes the rows whose first key column is NULL.
 	Null bool
+	// Buckets, of a state of buckets (flow.StateBucketsProperty), are the
+	// touched keys' buckets: the filter selects their partitions (and the
+	// NULL partition of truncates). nil: not known, no filter on buckets.
+	Buckets []int64
 }
 
 // keyFilterable reports whether the first key column of b can be filtered
@@ -42,11 +48,57 @@ func keyFilterable(b *flow.Bound) bool {
 	return false
 }
 
-// sql renders the filter on b's state; "" for none (every row). A flow with
-// truncates always reads the rows of NULL keys too: its truncate rows carry
-// no key.
+// sql renders the filter on b's state; "" for none (every row): the
+// buckets' and the key ranges', both supersets of the touched keys' rows.
 func (k *KeyFilter) sql(b *flow.Bound) (string, error) {
-	if k == nil || !keyFilterable(b) {
+	if k == nil {
+		return "", nil
+	}
+	keys, err := k.keySQL(b)
+	if err != nil {
+		return "", err
+	}
+	var parts []string
+	for _, s := range []string{k.bucketSQL(b), keys} {
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	return strings.Join(parts, " AND "), nil
+}
+
+// bucketSQL is the filter on the partitioning column of a state of
+// buckets; "" without buckets. A flow with truncates reads the NULL
+// partition too: its truncate rows carry no key.
+func (k *KeyFilter) bucketSQL(b *flow.Bound) string {
+	if b.StateBuckets == 0 || k.Buckets == nil {
+		return ""
+	}
+	col := q(catalog.ColStateBucket)
+	in := make([]string, len(k.Buckets))
+	for i, v := range slices.Sorted(slices.Values(k.Buckets)) {
+		in[i] = strconv.FormatInt(v, 10)
+	}
+	var parts []string
+	for len(in) > 0 {
+		n := min(len(in), maxInList)
+		parts = append(parts, fmt.Sprintf("%s IN (%s)", col, strings.Join(in[:n], ", ")))
+		in = in[n:]
+	}
+	if b.Truncate != "" {
+		parts = append(parts, col+" IS NULL")
+	}
+	if len(parts) == 0 {
+		return "FALSE"
+	}
+	return "(" + strings.Join(parts, " OR ") + ")"
+}
+
+// keySQL renders the filter on b's first key column; "" for none (every
+// row). A flow with truncates always reads the rows of NULL keys too: its
+// truncate rows carry no key.
+func (k *KeyFilter) keySQL(b *flow.Bound) (string, error) {
+	if !keyFilterable(b) {
 		return "", nil
 	}
 	if len(k.Lo) != len(k.Hi) {

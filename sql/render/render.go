@@ -106,7 +106,7 @@ var columns = map[string]string{
 	"IngestedAt": catalog.ColIngestedAt, "PublishTime": catalog.ColPublishTime, "MessageID": catalog.ColMessageID,
 	"SchemaID": catalog.ColSchemaID, "Transaction": catalog.ColTransaction,
 	"StateOp": catalog.ColStateOp, "StateGen": catalog.ColStateGen, "StateWatermark": catalog.ColStateWatermark,
-	"StateVersion": catalog.ColStateVersion, "StateVersionEnd": catalog.ColStateVersionEnd, "StateRows": catalog.ColStateRows,
+	"StateBucket": catalog.ColStateBucket, "StateVersion": catalog.ColStateVersion, "StateVersionEnd": catalog.ColStateVersionEnd, "StateRows": catalog.ColStateRows,
 	"CommitPosition": catalog.ColCommitPosition, "ChangeType": catalog.ColChangeType,
 	"GoldGroup": catalog.ColGoldGroup, "GoldHash": catalog.ColGoldHash, "GoldVersion": catalog.ColGoldVersion,
 	"GoldEventMax": catalog.ColGoldEventMax,
@@ -209,6 +209,25 @@ func KeylessTruncates(b *flow.Bound, loc catalog.Location) string {
 		loc.StateTable(b.Flow), strings.Join(set, ", "), catalog.ColStateOp, strings.Join(null, " AND "))
 }
 
+// CopyState renders the copy of a change-stream flow's state rows, of
+// columns cols, from table from to table to (quoted): how a state moves to
+// another partitioning, which BigQuery cannot change in place. With
+// bucket, cols are every stored column but the bucket, and a state of
+// buckets gets each row's bucket computed as the fold computes it (NULL on
+// truncates and markers, which carry no key).
+func CopyState(b *flow.Bound, from, to string, cols []string, bucket bool) string {
+	quoted := make([]string, len(cols))
+	for i, c := range cols {
+		quoted[i] = q(c)
+	}
+	list, sel := strings.Join(quoted, ", "), strings.Join(quoted, ", ")
+	if bucket && b.StateBuckets > 0 {
+		list += ", " + q(catalog.ColStateBucket)
+		sel += fmt.Sprintf(", IF(%s IN ('T', 'W'), NULL, %s)", q(catalog.ColStateOp), BucketOf(b, ""))
+	}
+	return fmt.Sprintf("INSERT INTO %s (%s)\nSELECT %s\nFROM %s", to, list, sel, from)
+}
+
 // Epoch is the watermark of a state table that was never compacted.
 var Epoch = time.Unix(0, 0).UTC()
 
@@ -254,6 +273,21 @@ type seqCol struct {
 	Name, Field, Start, Next string
 }
 
+// BucketOf is the hash bucket of a row's key in a state of buckets: the
+// key columns (qualified by alias, "" for none) as the state's __key text,
+// FarmHash fingerprint modulo the buckets. The statistics, the fold,
+// maintenance and a migration compute it alike, from the same columns.
+func BucketOf(b *flow.Bound, alias string) string {
+	keys := make([]string, len(b.Keys))
+	for i, k := range b.Keys {
+		keys[i] = q(k.Name)
+		if alias != "" {
+			keys[i] = alias + "." + keys[i]
+		}
+	}
+	return fmt.Sprintf("ABS(MOD(FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(%s))), %d))", strings.Join(keys, ", "), b.StateBuckets)
+}
+
 // valueCol is an output column that is not a key.
 type valueCol struct {
 	Name       string // quoted
@@ -276,7 +310,12 @@ type data struct {
 	// TruncatesApart: the view reads the latest truncate from the tail and
 	// the state's NULL-key blocks, apart from the events, so a filter on
 	// the keys still prunes the state (SCD 1 views with APPLY AS TRUNCATE).
-	TruncatesApart        bool
+	TruncatesApart bool
+	// BucketHash, for a state of buckets (flow.StateBucketsProperty), is
+	// the bucket of an event row's key; Bucket is the state's bucket of a
+	// row with an op (NULL on truncates: they carry no key). "" for a state
+	// without buckets.
+	BucketHash, Bucket    string
 	Keys                  []string
 	KeysQualified         []string
 	Sequence              []seqCol
@@ -398,6 +437,10 @@ func newData(b *flow.Bound, loc catalog.Location, hint time.Time, s Shape) *data
 	}
 	events := catalog.EventColumns(b)
 	d.columns(b, events)
+	if b.StateBuckets > 0 {
+		d.BucketHash = BucketOf(b, "")
+		d.Bucket = fmt.Sprintf("IF(%s = 'T', NULL, %s)", q(catalog.ColStateOp), d.BucketHash)
+	}
 	d.sequence(b)
 	d.partition(false)
 	d.EventFilter = eventFilter(b, d)

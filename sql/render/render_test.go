@@ -77,7 +77,7 @@ func renderAll(t *testing.T, b *flow.Bound) string {
 func testKeyFilter(b *flow.Bound) *KeyFilter {
 	switch b.Keys[0].Type {
 	case schema.Int64:
-		return &KeyFilter{Lo: []any{int64(7), int64(10)}, Hi: []any{int64(7), int64(20)}}
+		return &KeyFilter{Lo: []any{int64(7), int64(10)}, Hi: []any{int64(7), int64(20)}, Buckets: []int64{3998, 0, 17}}
 	case schema.String:
 		return &KeyFilter{Lo: []any{"a'b", "m"}, Hi: []any{"a'b", "q"}, Null: true}
 	}
@@ -139,7 +139,7 @@ func TestViewQuotesEveryIdentifier(t *testing.T) {
 		target_rows sides compared folded keyed ordinals known islands beliefs business_time system_time v a b o LEFT ON JOIN LEAST p k t s r c
 		applied current_rows loaded loads present gone closed processed next_version n l LAG UNIX_DATE DATE_FROM_UNIX_DATE DATETIME
 		applied_version total_rows newest_version older_version processed_rows newer
-		delta flow_delta key_tiles key_lo key_hi key_nulls materialized ranged newest changes_until NTILE BETWEEN levels kept ordered ordered_flagged in_order_flagged in_order_versioned in_order_events in_order_rows in_order_islands in_order_beliefs CONCAT LEAST first_position UNNEST newest_source_ts tail_rows late_flagged late late_s late_suffix late_next marks mapped wm ranges frozen_merge h prefill_seg prefill_counts prefilled in_order_filled f FOLLOWING GENERATE_ARRAY ARRAY_CONCAT DENSE_RANK OFFSET events_known`) {
+		delta flow_delta key_tiles key_lo key_hi key_nulls materialized ranged newest changes_until NTILE BETWEEN levels kept ordered ordered_flagged in_order_flagged in_order_versioned in_order_events in_order_rows in_order_islands in_order_beliefs CONCAT LEAST first_position UNNEST newest_source_ts tail_rows late_flagged late late_s late_suffix late_next marks mapped wm ranges frozen_merge h prefill_seg prefill_counts prefilled in_order_filled f FOLLOWING GENERATE_ARRAY ARRAY_CONCAT DENSE_RANK OFFSET events_known ABS MOD FARM_FINGERPRINT buckets`) {
 		allowed[strings.ToUpper(w)] = true
 	}
 	strip := regexp.MustCompile("(?s)--[^\n]*|'(?:[^'\\\\]|\\\\.)*'|`[^`]*`|@[A-Za-z_]+")

@@ -18,6 +18,7 @@ const (
 	OutKeyHi           = "key_hi"           // the key ranges' high ends
 	OutKeyNulls        = "key_nulls"        // events with a NULL first key
 	OutTruncates       = "truncates"        // truncate events
+	OutBuckets         = "buckets"          // a state of buckets: the touched keys' buckets (KeyFilter)
 	OutChangesUntil    = "changes_until"    // the change feed is materialized up to it
 
 	// Compaction.Marker ("marker_now"), beside the state's generation and
@@ -53,7 +54,7 @@ const (
 var outputs = map[string]string{
 	"Events": OutEvents, "WithoutSequence": OutWithoutSequence, "Unfolded": OutUnfolded, "Newest": OutNewest,
 	"NewestSourceTS": OutNewestSourceTS, "TailRows": OutTailRows, "Keys": OutKeys, "KeyLo": OutKeyLo, "KeyHi": OutKeyHi,
-	"KeyNulls": OutKeyNulls, "Truncates": OutTruncates, "ChangesUntil": OutChangesUntil, "FoldedMax": OutFoldedMax,
+	"KeyNulls": OutKeyNulls, "Truncates": OutTruncates, "Buckets": OutBuckets, "ChangesUntil": OutChangesUntil, "FoldedMax": OutFoldedMax,
 	"FirstPosition": OutFirstPosition, "AppliedVersion": OutAppliedVersion, "NewestGen": OutNewestGen,
 	"TotalRows": OutTotalRows, "Versions": OutVersions, "NewestVersion": OutNewestVersion, "OlderVersion": OutOlderVersion,
 	"ProcessedRows": OutProcessedRows, "Cluster": OutCluster,

@@ -18,6 +18,18 @@ IGNORE NULL UPDATES ON (name, city)
 WHERE city IS NULL OR city != 'Test City'
 STORED AS SCD TYPE 1;
 
+-- A state of buckets (partitioned by a hash bucket of the key), declared
+-- in Databricks SQL's form; its truncates are in the NULL partition.
+CREATE OR REFRESH STREAMING TABLE users_bucketed
+TBLPROPERTIES ('bqcdc.state.buckets' = '3999')
+FLOW AUTO CDC FROM STREAM(users)
+KEYS (userId)
+APPLY AS DELETE WHEN operation = 'DELETE'
+APPLY AS TRUNCATE WHEN operation = 'TRUNCATE'
+SEQUENCE BY sequenceNum
+COLUMNS * EXCEPT (operation, sequenceNum)
+STORED AS SCD TYPE 1;
+
 CREATE FLOW users_scd2 AS AUTO CDC INTO users_history
 FROM STREAM(users)
 KEYS (userId)

@@ -36,10 +36,15 @@ var propImage = schema.Columns{
 // WHERE, SCD 2, SCD 2 with TRACK HISTORY and partial updates, and a
 // bitemporal flow (system time s2: the arrival order is shuffled, the
 // result must not depend on it), and one with IGNORE NULL UPDATES (on a
-// tracked and an untracked column).
+// tracked and an untracked column). The SCD 1 flow with truncates and the
+// SCD 2 flow keep states of buckets (flow.StateBucketsProperty; few, so
+// keys share them), whose change feeds read their buckets' partitions.
 func propFlows(source, p string) string {
 	meta := strings.Join(catalog.MetadataColumns().Names(), ", ")
 	return fmt.Sprintf(`
+CREATE STREAMING TABLE %[2]s_scd1 TBLPROPERTIES ('bqcdc.state.buckets' = '7');
+CREATE STREAMING TABLE %[2]s_hist TBLPROPERTIES ('bqcdc.state.buckets' = '5');
+
 CREATE FLOW %[2]s_scd1 AS AUTO CDC INTO %[2]s_scd1 FROM STREAM(`+"`%[1]s`"+`)
 KEYS (k1, k2) APPLY AS DELETE WHEN op = 'D' APPLY AS TRUNCATE WHEN op = 'T'
 SEQUENCE BY STRUCT(s1, s2) COLUMNS * EXCEPT (op, %[3]s) STORED AS SCD TYPE 1;

@@ -1,0 +1,195 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	"cloud.google.com/go/bigquery"
+	"github.com/bqcdc/bqcdc/internal/bqerror"
+	"github.com/bqcdc/bqcdc/internal/catalog"
+	"github.com/bqcdc/bqcdc/internal/evolve"
+	"github.com/bqcdc/bqcdc/internal/plan"
+	"github.com/bqcdc/bqcdc/internal/schema"
+	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
+	"github.com/bqcdc/bqcdc/sql/render"
+)
+
+// copyLabel on a state copy (catalog.StateCopyName) says it holds every
+// row of the state (copyComplete); until then it may hold none.
+const (
+	copyLabel    = "bqcdc-state-copy"
+	copyComplete = "complete"
+)
+
+// relayout moves a change-stream flow's state to the partitioning its plan
+// wants when its table has another: a state of buckets
+// (flow.StateBucketsProperty) turned on, off, or to another number of
+// buckets. BigQuery cannot change a table's partitioning, so the rows go
+// through a copy in the new layout:
+//
+//  1. the copy is made and filled in one INSERT (each row's bucket
+//     computed), then labelled complete;
+//  2. the state is deleted and made again in the new layout, without its
+//     layout label: a compaction run finds it unlabelled and calls apply
+//     first, which resumes here, so no run folds into a state being
+//     filled;
+//  3. the state is emptied and filled from the copy in one INSERT, and the
+//     copy is deleted.
+//
+// A crash at any point leaves what the next apply (or run) resumes from:
+// a copy not labelled complete is filled again from the state (emptied
+// first), a complete copy is the state's rows until step 3 ends. The move
+// reads the state twice (into the copy, and back); its size is reported
+// before it starts. It runs only on a state whose partitioning by bucket
+// differs from the plan's: a state made before partitioning (no
+// partitioning at all) keeps working as it is.
+//
+// A listing that shows the state as apply made it (its spec label) and no
+// copy settles it without a request.
+func relayout(ctx context.Context, bq *bigquery.Client, p *plan.Plan, listed listing, rep *Report) error {
+	b, loc := p.Flow, p.Loc
+	ds := bq.Dataset(loc.Dataset(b.Flow))
+	st, cp := ds.Table(catalog.StateName(b.Flow)), ds.Table(catalog.StateCopyName(b.Flow))
+	want := p.StateTable()
+	lt, known, exists := listed.lookup(st.DatasetID, st.TableID)
+	_, _, copying := listed.lookup(cp.DatasetID, cp.TableID)
+	if known && !copying && (!exists || lt.Labels[catalog.SpecLabel] == tableSpec(want)) {
+		return nil
+	}
+	stMD, err := metadataOrNil(ctx, st)
+	if err != nil {
+		return err
+	}
+	var cpMD *bigquery.TableMetadata
+	if !known || copying {
+		if cpMD, err = metadataOrNil(ctx, cp); err != nil {
+			return err
+		}
+	}
+	moving := stMD != nil && !sameBuckets(stMD.RangePartitioning, want.RangePartitioning)
+	if !moving && cpMD == nil {
+		return nil
+	}
+	complete := cpMD != nil && cpMD.Labels[copyLabel] == copyComplete
+	if stMD == nil && !complete {
+		return fmt.Errorf("flow %s: its state table %s is missing and its copy %s is not complete: restore the state (BigQuery time travel) and apply again", b.Name, st.TableID, cp.TableID)
+	}
+	if moving && !complete {
+		if err := fillCopy(ctx, bq, p, stMD, cp, cpMD, want, rep); err != nil {
+			return err
+		}
+		if cpMD, err = cp.Metadata(ctx); err != nil {
+			return fmt.Errorf("reading the state copy %s: %w", cp.TableID, err)
+		}
+	}
+	if moving {
+		if err := st.Delete(ctx); err != nil && !bqerror.NotFound(err) {
+			return fmt.Errorf("flow %s: deleting the state table %s in its old layout (its rows are in %s): %w", b.Name, st.TableID, cp.TableID, err)
+		}
+		stMD = nil
+	}
+	if stMD == nil {
+		md := *want
+		md.Schema = cpMD.Schema
+		md.Labels = maps.Clone(want.Labels)
+		delete(md.Labels, catalog.StateLayoutLabel) // labelled once filled (apply's update)
+		if err := st.Create(ctx, &md); err != nil && !bqerror.AlreadyExists(err) {
+			return fmt.Errorf("flow %s: making the state table %s in its new layout (its rows are in %s): %w", b.Name, st.TableID, cp.TableID, err)
+		}
+	}
+	cols := bqschema.FromBigQuery(cpMD.Schema).Names()
+	for _, sql := range []string{
+		fmt.Sprintf("DELETE FROM %s WHERE TRUE", loc.StateTable(b.Flow)),
+		render.CopyState(b, loc.StateCopyTable(b.Flow), loc.StateTable(b.Flow), cols, false),
+	} {
+		if err := runDDL(ctx, bq, sql); err != nil {
+			return fmt.Errorf("flow %s: filling the state table %s from its copy %s: %w", b.Name, st.TableID, cp.TableID, err)
+		}
+	}
+	if err := cp.Delete(ctx); err != nil && !bqerror.NotFound(err) {
+		return fmt.Errorf("flow %s: deleting the state copy %s (the state is filled): %w", b.Name, cp.TableID, err)
+	}
+	rep.add("table %s: moved to %s", st.TableID, describeBuckets(want.RangePartitioning))
+	return nil
+}
+
+// fillCopy makes the state copy (if missing) in the wanted layout, with the
+// state's columns and the wanted ones, fills it from the state and labels
+// it complete.
+func fillCopy(ctx context.Context, bq *bigquery.Client, p *plan.Plan, stMD *bigquery.TableMetadata, cp *bigquery.Table, cpMD, want *bigquery.TableMetadata, rep *Report) error {
+	b, loc := p.Flow, p.Loc
+	merged, _, err := evolve.Merge(bqschema.FromBigQuery(stMD.Schema), bqschema.FromBigQuery(want.Schema))
+	if err != nil {
+		return fmt.Errorf("flow %s: the state's columns: %w", b.Name, err)
+	}
+	var cols schema.Columns
+	for _, c := range merged {
+		if c.Name != catalog.ColStateBucket {
+			cols = append(cols, c)
+		}
+	}
+	copyCols := cols
+	if b.StateBuckets > 0 {
+		bucket, _ := bqschema.FromBigQuery(want.Schema).Lookup(catalog.ColStateBucket)
+		copyCols = append(append(schema.Columns{}, cols...), bucket)
+	}
+	rep.add("table %s: moving to %s: %d rows, %d bytes, copied twice (into %s and back; billed about %d bytes)",
+		catalog.StateName(b.Flow), describeBuckets(want.RangePartitioning), stMD.NumRows, stMD.NumBytes, cp.TableID, 2*stMD.NumBytes)
+	if cpMD == nil {
+		md := &bigquery.TableMetadata{
+			Description:       fmt.Sprintf("bqcdc: the state of flow %s while its partitioning changes (bqcdc apply deletes it when done).", b.Name),
+			Schema:            bqschema.ToBigQuery(copyCols),
+			Clustering:        want.Clustering,
+			TimePartitioning:  want.TimePartitioning,
+			RangePartitioning: want.RangePartitioning,
+			Labels:            map[string]string{copyLabel: "filling"},
+		}
+		if err := cp.Create(ctx, md); err != nil && !bqerror.AlreadyExists(err) {
+			return fmt.Errorf("flow %s: making the state copy %s: %w", b.Name, cp.TableID, err)
+		}
+	}
+	for _, sql := range []string{
+		fmt.Sprintf("DELETE FROM %s WHERE TRUE", loc.StateCopyTable(b.Flow)), // a crash after an earlier fill
+		render.CopyState(b, loc.StateTable(b.Flow), loc.StateCopyTable(b.Flow), cols.Names(), true),
+	} {
+		if err := runDDL(ctx, bq, sql); err != nil {
+			return fmt.Errorf("flow %s: copying the state to %s: %w", b.Name, cp.TableID, err)
+		}
+	}
+	var upd bigquery.TableMetadataToUpdate
+	upd.SetLabel(copyLabel, copyComplete)
+	if _, err := cp.Update(ctx, upd, ""); err != nil {
+		return fmt.Errorf("flow %s: labelling the state copy %s complete: %w", b.Name, cp.TableID, err)
+	}
+	return nil
+}
+
+// sameBuckets reports whether a state partitioned as have is partitioned
+// by bucket as want says (both not by bucket counts as the same).
+func sameBuckets(have, want *bigquery.RangePartitioning) bool {
+	if have == nil || want == nil {
+		return have == nil && want == nil
+	}
+	hr, wr := have.Range, want.Range
+	return have.Field == want.Field && hr != nil && wr != nil && *hr == *wr
+}
+
+func describeBuckets(r *bigquery.RangePartitioning) string {
+	if r == nil || r.Range == nil {
+		return "partitioning by generation"
+	}
+	return fmt.Sprintf("%d buckets (partitioned by %s)", r.Range.End, r.Field)
+}
+
+// metadataOrNil reads t's metadata; nil when t does not exist.
+func metadataOrNil(ctx context.Context, t *bigquery.Table) (*bigquery.TableMetadata, error) {
+	md, err := t.Metadata(ctx)
+	if bqerror.NotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading table %s: %w", t.TableID, err)
+	}
+	return md, nil
+}

@@ -1,0 +1,214 @@
+package folds
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"github.com/bqcdc/bqcdc/internal/apply"
+	"github.com/bqcdc/bqcdc/internal/catalog"
+	"github.com/bqcdc/bqcdc/internal/compact"
+	"github.com/bqcdc/bqcdc/internal/dev/testenv"
+	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
+	"github.com/bqcdc/bqcdc/internal/flow"
+)
+
+// bucketFlows are an SCD 1 flow (truncates, partial updates) and an SCD 2
+// flow over rl.users; with buckets, each target is declared with a state
+// of that many buckets (flow.StateBucketsProperty).
+func bucketFlows(buckets int) string {
+	decl := ""
+	if buckets > 0 {
+		decl = fmt.Sprintf("CREATE STREAMING TABLE rl_current TBLPROPERTIES ('bqcdc.state.buckets' = '%d');\n", buckets) +
+			fmt.Sprintf("CREATE STREAMING TABLE rl_history TBLPROPERTIES ('bqcdc.state.buckets' = '%d');\n", buckets)
+	}
+	return decl + `
+CREATE FLOW rl_current AS AUTO CDC INTO rl_current FROM STREAM(` + "`rl.users`" + `)
+KEYS (userId) APPLY AS DELETE WHEN operation = 'DELETE' APPLY AS TRUNCATE WHEN operation = 'TRUNCATE'
+SEQUENCE BY sequenceNum COLUMNS (userId, name, city)
+IGNORE NULL UPDATES ON (city);
+
+CREATE FLOW rl_history AS AUTO CDC INTO rl_history FROM STREAM(` + "`rl.users`" + `)
+KEYS (userId) APPLY AS DELETE WHEN operation = 'DELETE'
+WHERE operation IS DISTINCT FROM 'TRUNCATE'
+SEQUENCE BY sequenceNum COLUMNS (userId, name, city) STORED AS SCD TYPE 2;
+`
+}
+
+// TestStateMovesToBuckets: turning a state of buckets on (and off) moves
+// an existing state to the new partitioning through a copy (apply's
+// relayout), resuming after a crash at either step; the views and change
+// feeds equal the model before, after each move and after the runs that
+// follow, which read the touched buckets' partitions only.
+func TestStateMovesToBuckets(t *testing.T) {
+	e := testenv.New(t, stack, "buckets")
+	ctx := context.Background()
+	bound := e.ApplySourceFlows(t, "rl.sql", bucketFlows(0), "rl.users", testenv.UsersImage)
+	changelog := bound[0].Changelog
+	at, row := ttClock()
+	// FeedKeysAbove -1: every slice reads its own keys, as a large state's.
+	opts := compact.Options{MaintainEvery: -1, FeedKeysAbove: -1}
+	e.AppendRows(t, "rl.users", []map[string]any{
+		row(1, "a", "x", "INSERT", 1, "m01", 1), row(2, "b", "y", "INSERT", 1, "m02", 1),
+		row(3, "c", "z", "INSERT", 1, "m03", 2), row(1, "a2", nil, "UPDATE", 2, "m04", 2),
+	})
+	e.CompactAt(t, bound, at(4), opts)
+	check := func(bound []*flow.Bound, when string) {
+		t.Helper()
+		e.CheckViews(t, bound, when)
+		for _, b := range bound {
+			if d, err := viewcheck.CheckChanges(ctx, e.BQ, b, e.Loc, time.Time{}, time.Time{}); err != nil || d != "" {
+				t.Errorf("%s: %s_changes differs from the model (%v):\n%s", when, b.Target, err, d)
+			}
+		}
+	}
+	check(bound, "before the move")
+
+	// Buckets on: apply moves both states.
+	rebind := func(buckets int) []*flow.Bound {
+		t.Helper()
+		flows, err := flow.Parse("rl.sql", bucketFlows(buckets))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []*flow.Bound
+		for _, f := range flows {
+			b, err := flow.Bind(f, changelog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, b)
+		}
+		return out
+	}
+	applyAll := func(bound []*flow.Bound, when string) {
+		t.Helper()
+		for _, b := range bound {
+			var rep apply.Report
+			if err := apply.FlowObjects(ctx, e.BQ, e.Loc, b, e.Apply, &rep); err != nil {
+				t.Fatalf("%s: applying %s: %v", when, b.Name, err)
+			}
+			t.Logf("%s: %s", when, strings.Join(rep, "; "))
+		}
+	}
+	layout := func(bound []*flow.Bound, buckets int, when string) {
+		t.Helper()
+		for _, b := range bound {
+			ds := e.BQ.Dataset(e.Loc.Dataset(b.Flow))
+			md, err := ds.Table(catalog.StateName(b.Flow)).Metadata(ctx)
+			if err != nil {
+				t.Fatalf("%s: %s: %v", when, b.Name, err)
+			}
+			rp := md.RangePartitioning
+			if buckets > 0 && (rp == nil || rp.Field != catalog.ColStateBucket || rp.Range.End != int64(buckets)) || buckets == 0 && rp != nil {
+				t.Errorf("%s: %s's state partitioned by %+v, want %d buckets", when, b.Name, rp, buckets)
+			}
+			if md.Labels[catalog.StateLayoutLabel] != catalog.StateLayout {
+				t.Errorf("%s: %s's state not labelled with its layout: %v", when, b.Name, md.Labels)
+			}
+			if _, err := ds.Table(catalog.StateCopyName(b.Flow)).Metadata(ctx); err == nil {
+				t.Errorf("%s: %s's state copy is left", when, b.Name)
+			}
+			if buckets == 0 {
+				continue
+			}
+			// Every keyed row has its key's bucket; markers and truncates none.
+			rows, err := e.Query(fmt.Sprintf("SELECT COUNTIF(__op IN ('U', 'D') AND (__bucket IS NULL OR __bucket != ABS(MOD(FARM_FINGERPRINT(__key), %d)))) AS bad, COUNTIF(__op IN ('T', 'W') AND __bucket IS NOT NULL) AS bad_null, COUNT(*) AS n FROM %s", buckets, e.Loc.StateTable(b.Flow)))
+			if err != nil || len(rows) != 1 || rows[0]["bad"] != int64(0) || rows[0]["bad_null"] != int64(0) || rows[0]["n"] == int64(0) {
+				t.Errorf("%s: %s's buckets: %v (%v)", when, b.Name, rows, err)
+			}
+		}
+	}
+	bucketed := rebind(7)
+	applyAll(bucketed, "buckets on")
+	layout(bucketed, 7, "buckets on")
+	check(bucketed, "after the move to buckets")
+
+	e.AppendRows(t, "rl.users", []map[string]any{
+		row(2, nil, nil, "DELETE", 3, "m05", 5), row(3, "c2", "w", "UPDATE", 3, "m06", 5),
+		row(4, "d", "v", "INSERT", 1, "m07", 6),
+	})
+	e.CompactAt(t, bucketed, at(8), opts)
+	check(bucketed, "after a run over a state of buckets")
+
+	// A crash after the copy was complete and the old state deleted: the
+	// next apply makes the state from the copy.
+	for _, b := range bucketed {
+		crashAfterCopy(t, e, b)
+	}
+	applyAll(bucketed, "resumed after a crash")
+	layout(bucketed, 7, "resumed after a crash")
+	check(bucketed, "after resuming a move")
+
+	// A truncate, then buckets off, with a partial copy a crash left.
+	e.AppendRows(t, "rl.users", []map[string]any{
+		row(0, nil, nil, "TRUNCATE", 4, "m08", 9), row(5, "e", "u", "INSERT", 5, "m09", 10),
+		row(1, "a3", nil, "UPDATE", 6, "m10", 10),
+	})
+	e.CompactAt(t, bucketed, at(12), opts)
+	check(bucketed, "after a run with a truncate")
+	plain := rebind(0)
+	for _, b := range plain {
+		partialCopy(t, e, b)
+	}
+	applyAll(plain, "buckets off")
+	layout(plain, 0, "buckets off")
+	check(plain, "after the move back")
+	e.AppendRows(t, "rl.users", []map[string]any{row(4, "d2", "v", "UPDATE", 2, "m11", 13)})
+	e.CompactAt(t, plain, at(15), opts)
+	check(plain, "after a run over the state moved back")
+}
+
+// crashAfterCopy leaves what a crash of a move between its steps 1 and 2
+// leaves: a complete copy of b's state, and no state table.
+func crashAfterCopy(t *testing.T, e *testenv.Env, b *flow.Bound) {
+	t.Helper()
+	ctx := context.Background()
+	ds := e.BQ.Dataset(e.Loc.Dataset(b.Flow))
+	st, cp := ds.Table(catalog.StateName(b.Flow)), ds.Table(catalog.StateCopyName(b.Flow))
+	md, err := st.Metadata(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.Create(ctx, &bigquery.TableMetadata{Schema: md.Schema, RangePartitioning: md.RangePartitioning, Clustering: md.Clustering,
+		Labels: map[string]string{"bqcdc-state-copy": "complete"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Query(fmt.Sprintf("INSERT INTO %s SELECT * FROM %s", e.Loc.StateCopyTable(b.Flow), e.Loc.StateTable(b.Flow))); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// partialCopy leaves what a crash during a move's step 1 may leave: a copy
+// not labelled complete, holding some rows (twice).
+func partialCopy(t *testing.T, e *testenv.Env, b *flow.Bound) {
+	t.Helper()
+	ctx := context.Background()
+	ds := e.BQ.Dataset(e.Loc.Dataset(b.Flow))
+	md, err := ds.Table(catalog.StateName(b.Flow)).Metadata(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cols []string
+	var schema bigquery.Schema
+	for _, f := range md.Schema {
+		if f.Name != catalog.ColStateBucket {
+			cols, schema = append(cols, "`"+f.Name+"`"), append(schema, f)
+		}
+	}
+	if err := ds.Table(catalog.StateCopyName(b.Flow)).Create(ctx, &bigquery.TableMetadata{Schema: schema, Labels: map[string]string{"bqcdc-state-copy": "filling"}}); err != nil {
+		t.Fatal(err)
+	}
+	list := strings.Join(cols, ", ")
+	for range 2 {
+		if _, err := e.Query(fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM %s WHERE __op = 'U'", e.Loc.StateCopyTable(b.Flow), list, list, e.Loc.StateTable(b.Flow))); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
