@@ -70,6 +70,31 @@ func BenchmarkCompactionCost(b *testing.B) {
 			}
 		}
 	}
+	// The same runs over states of buckets (flow.StateBucketsProperty, the
+	// most a job may rewrite: 3,999 and the NULL partition): the change
+	// feed reads the touched keys' partitions, whatever the blocks.
+	for _, kind := range []string{"scd1", "scd2", "bitemporal"} {
+		bucketed := withBuckets(flows[kind], flow.MaxStateBuckets)
+		for _, keys := range benchsize.Pick([]int{1_000_000, 10_000_000}, []int{1_000_000}, "") {
+			for _, touched := range benchsize.Pick([]int{1, 100, 300, 1_000, 10_000}, []int{100, 300}, "") {
+				for _, mib := range benchsize.Pick([]int64{1, 16, 64, 256}, []int64{1, 256}, "") {
+					b.Run(fmt.Sprintf("buckets/%s/keys%dk/touched%d/block%dMiB", kind, keys/1000, touched, mib), func(b *testing.B) {
+						benchRunBlocks(b, bucketed, keys, touched, mib<<20)
+					})
+				}
+			}
+		}
+		for _, events := range []int{10, 100} {
+			if kind != "scd2" {
+				break
+			}
+			for _, mib := range benchsize.Pick([]int64{1, 16, 64, 256}, []int64{1, 256}, "") {
+				b.Run(fmt.Sprintf("buckets/history/scd2/keys1000k/touched100/events%dperkey/block%dMiB", events, mib), func(b *testing.B) {
+					benchRunHistory(b, bucketed, 1_000_000, 100, events, mib<<20)
+				})
+			}
+		}
+	}
 	// History x10 at the same live keys and touched keys (issue 40: an SCD
 	// 2 feed is to read a touched key's previous version, not its
 	// history): 10 and 100 events per key, at each block size.
@@ -234,10 +259,28 @@ func newCostRun(keys, touched int) costRun {
 	return r
 }
 
+// withBuckets is bd with a state of n buckets.
+func withBuckets(bd *flow.Bound, n int) *flow.Bound {
+	out := *bd
+	f := *bd.Flow
+	f.StateBuckets = n
+	out.Flow = &f
+	return &out
+}
+
+// costBucket is the model's bucket of key k in a state of n buckets: a
+// hash (SplitMix64's finalizer) modulo n, spread as FarmHash's is.
+func costBucket(k int64, n int) int64 {
+	z := uint64(k) + 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return int64((z ^ (z >> 31)) % uint64(n))
+}
+
 // keyFilter is the touched keys as the statistics return them: NTILE of
 // the distinct first-key values into at most render.KeyRanges tiles, each
-// tile's min and max.
-func (r costRun) keyFilter() *render.KeyFilter {
+// tile's min and max, and (a state of buckets) their buckets.
+func (r costRun) keyFilter(bd *flow.Bound) *render.KeyFilter {
 	n := len(r.touched)
 	tiles := min(n, render.KeyRanges)
 	f := &render.KeyFilter{}
@@ -250,6 +293,16 @@ func (r costRun) keyFilter() *render.KeyFilter {
 		f.Lo = append(f.Lo, r.touched[at])
 		f.Hi = append(f.Hi, r.touched[at+size-1])
 		at += size
+	}
+	if n := bd.StateBuckets; n > 0 {
+		seen := map[int64]bool{}
+		f.Buckets = []int64{}
+		for _, k := range r.touched {
+			if bk := costBucket(k, n); !seen[bk] {
+				seen[bk] = true
+				f.Buckets = append(f.Buckets, bk)
+			}
+		}
 	}
 	return f
 }
@@ -273,16 +326,31 @@ func costModel(b *testing.B, bd *flow.Bound, keys int, r costRun) (m *cost.Model
 	must(changelog.AddTimeRange(from, r.params.Watermark, int64(keys*r.events()), r.blockBytes))
 	must(changelog.AddTimeRange(r.params.Watermark.Add(time.Microsecond), r.params.NewWatermark, int64(len(r.touched)), r.blockBytes))
 
-	// Partitioned by day of the generation; maintenance wrote it the day
-	// before.
-	state = cost.NewTable(cost.Name(costLoc.StateTable(bd.Flow)), cost.Columns(plan.For(bd, costLoc).StateColumns(), costShapes, costShape), catalog.ColStateGen, bd.Keys[0].Name)
-	rows := int64(keys)
+	perKey := int64(1)
 	if bd.SCDType == 2 {
-		rows *= int64(r.events())
+		perKey = int64(r.events())
 	}
-	folded := cost.DayOf(costNow.AddDate(0, 0, -1))
-	must(state.AddSpan(folded, cost.Null, cost.Null, 1, r.blockBytes)) // the marker
-	must(state.AddSpan(folded, cost.Int(0), cost.Int(int64(keys-1)), rows, r.blockBytes))
+	if n := bd.StateBuckets; n > 0 {
+		// A state of buckets: a partition per bucket, holding its keys'
+		// rows, sorted by key (spread over the whole key range), and the
+		// marker in the NULL partition.
+		state = cost.NewTable(cost.Name(costLoc.StateTable(bd.Flow)), cost.Columns(plan.For(bd, costLoc).StateColumns(), costShapes, costShape), catalog.ColStateBucket, bd.Keys[0].Name)
+		must(state.AddSpan(cost.Partition{Null: true}, cost.Null, cost.Null, 1, r.blockBytes))
+		count := make([]int64, n)
+		for k := range int64(keys) {
+			count[costBucket(k, n)]++
+		}
+		for bk, c := range count {
+			must(state.AddSpan(cost.Partition{Day: int64(bk)}, cost.Int(0), cost.Int(int64(keys-1)), c*perKey, r.blockBytes))
+		}
+	} else {
+		// Partitioned by day of the generation; maintenance wrote it the day
+		// before.
+		state = cost.NewTable(cost.Name(costLoc.StateTable(bd.Flow)), cost.Columns(plan.For(bd, costLoc).StateColumns(), costShapes, costShape), catalog.ColStateGen, bd.Keys[0].Name)
+		folded := cost.DayOf(costNow.AddDate(0, 0, -1))
+		must(state.AddSpan(folded, cost.Null, cost.Null, 1, r.blockBytes)) // the marker
+		must(state.AddSpan(folded, cost.Int(0), cost.Int(int64(keys-1)), int64(keys)*perKey, r.blockBytes))
+	}
 	m = cost.NewModel(changelog, state)
 
 	if bd.ChangeFeed() {
@@ -341,7 +409,7 @@ func benchRunHistory(b *testing.B, bd *flow.Bound, keys, touched, eventsPerKey i
 		run := []*cost.Estimate{estimate(stmts.Stats(stats)), estimate(stmts.Fold(r.params))}
 		if bd.ChangeFeed() {
 			p := r.params
-			p.Keys = r.keyFilter()
+			p.Keys = r.keyFilter(bd)
 			run = append(run, estimate(stmts.Changes(p)))
 		}
 		for _, e := range run {
