@@ -155,6 +155,9 @@ func tableDDL(name string, md *bigquery.TableMetadata) string {
 	if tp := md.TimePartitioning; tp != nil {
 		b.WriteString(fmt.Sprintf("\nPARTITION BY TIMESTAMP_TRUNC(%s, %s)", catalog.QuoteIdent(tp.Field), tp.Type))
 	}
+	if rp := md.RangePartitioning; rp != nil && rp.Range != nil {
+		b.WriteString(fmt.Sprintf("\nPARTITION BY RANGE_BUCKET(%s, GENERATE_ARRAY(%d, %d, %d))", catalog.QuoteIdent(rp.Field), rp.Range.Start, rp.Range.End, rp.Range.Interval))
+	}
 	if cl := md.Clustering; cl != nil && len(cl.Fields) > 0 {
 		var fields []string
 		for _, f := range cl.Fields {
