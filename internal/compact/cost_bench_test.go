@@ -144,6 +144,15 @@ func BenchmarkCompactionCost(b *testing.B) {
 			})
 		}
 	}
+	// The same over states of buckets: a lookup by key reads every
+	// partition (the bucket is not derived from a filter on the key).
+	for _, kind := range []string{"scd1", "scd2"} {
+		for _, keys := range []int{100_000, 1_000_000} {
+			b.Run(fmt.Sprintf("buckets/lookup/%s/keys%dk", kind, keys/1000), func(b *testing.B) {
+				benchLookup(b, withBuckets(flows[kind], flow.MaxStateBuckets), keys)
+			})
+		}
+	}
 	// A time-travel lookup: <target>_at(ts) (its body as a query: the
 	// model does not expand table function calls) filtered by one key.
 	for _, kind := range []string{"scd1", "scd2"} {

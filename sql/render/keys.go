@@ -2,8 +2,8 @@ package render
 
 import (
 	"fmt"
-	"slices"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
