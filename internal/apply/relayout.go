@@ -9,6 +9,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/bqerror"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/evolve"
+	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/plan"
 	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/bqcdc/bqcdc/internal/schema/bqschema"
@@ -45,9 +46,12 @@ const (
 // differs from the plan's: a state made before partitioning (no
 // partitioning at all) keeps working as it is.
 //
-// A listing that shows the state as apply made it (its spec label) and no
-// copy settles it without a request.
-func relayout(ctx context.Context, bq *bigquery.Client, p *plan.Plan, listed listing, rep *Report) error {
+// It returns the state's metadata when it read it (nil when it did not,
+// or the state does not exist), so apply reads it once. A listing that
+// shows the state as apply made it (its spec label) and no copy settles it
+// without a request; a state in the wanted layout and labelled with it
+// has no copy to look for (a move labels it last).
+func relayout(ctx context.Context, bq *bigquery.Client, p *plan.Plan, listed listing, rep *Report) (*bigquery.TableMetadata, error) {
 	b, loc := p.Flow, p.Loc
 	ds := bq.Dataset(loc.Dataset(b.Flow))
 	st, cp := ds.Table(catalog.StateName(b.Flow)), ds.Table(catalog.StateCopyName(b.Flow))
@@ -55,37 +59,41 @@ func relayout(ctx context.Context, bq *bigquery.Client, p *plan.Plan, listed lis
 	lt, known, exists := listed.lookup(st.DatasetID, st.TableID)
 	_, _, copying := listed.lookup(cp.DatasetID, cp.TableID)
 	if known && !copying && (!exists || lt.Labels[catalog.SpecLabel] == tableSpec(want)) {
-		return nil
+		return nil, nil
 	}
 	stMD, err := metadataOrNil(ctx, st)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	moving := stMD != nil && !sameBuckets(stMD.RangePartitioning, want.RangePartitioning)
+	settled := stMD != nil && !moving && stMD.Labels[catalog.StateLayoutLabel] == p.Layout
+	if settled && !copying {
+		return stMD, nil
 	}
 	var cpMD *bigquery.TableMetadata
 	if !known || copying {
 		if cpMD, err = metadataOrNil(ctx, cp); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	moving := stMD != nil && !sameBuckets(stMD.RangePartitioning, want.RangePartitioning)
 	if !moving && cpMD == nil {
-		return nil
+		return stMD, nil
 	}
 	complete := cpMD != nil && cpMD.Labels[copyLabel] == copyComplete
 	if stMD == nil && !complete {
-		return fmt.Errorf("flow %s: its state table %s is missing and its copy %s is not complete: restore the state (BigQuery time travel) and apply again", b.Name, st.TableID, cp.TableID)
+		return nil, fmt.Errorf("flow %s: its state table %s is missing and its copy %s is not complete: restore the state (BigQuery time travel) and apply again", b.Name, st.TableID, cp.TableID)
 	}
 	if moving && !complete {
 		if err := fillCopy(ctx, bq, p, stMD, cp, cpMD, want, rep); err != nil {
-			return err
+			return nil, err
 		}
 		if cpMD, err = cp.Metadata(ctx); err != nil {
-			return fmt.Errorf("reading the state copy %s: %w", cp.TableID, err)
+			return nil, fmt.Errorf("reading the state copy %s: %w", cp.TableID, err)
 		}
 	}
 	if moving {
 		if err := st.Delete(ctx); err != nil && !bqerror.NotFound(err) {
-			return fmt.Errorf("flow %s: deleting the state table %s in its old layout (its rows are in %s): %w", b.Name, st.TableID, cp.TableID, err)
+			return nil, fmt.Errorf("flow %s: deleting the state table %s in its old layout (its rows are in %s): %w", b.Name, st.TableID, cp.TableID, err)
 		}
 		stMD = nil
 	}
@@ -95,23 +103,28 @@ func relayout(ctx context.Context, bq *bigquery.Client, p *plan.Plan, listed lis
 		md.Labels = maps.Clone(want.Labels)
 		delete(md.Labels, catalog.StateLayoutLabel) // labelled once filled (apply's update)
 		if err := st.Create(ctx, &md); err != nil && !bqerror.AlreadyExists(err) {
-			return fmt.Errorf("flow %s: making the state table %s in its new layout (its rows are in %s): %w", b.Name, st.TableID, cp.TableID, err)
+			return nil, fmt.Errorf("flow %s: making the state table %s in its new layout (its rows are in %s): %w", b.Name, st.TableID, cp.TableID, err)
 		}
 	}
 	cols := bqschema.FromBigQuery(cpMD.Schema).Names()
-	for _, sql := range []string{
-		fmt.Sprintf("DELETE FROM %s WHERE TRUE", loc.StateTable(b.Flow)),
-		render.CopyState(b, loc.StateCopyTable(b.Flow), loc.StateTable(b.Flow), cols, false),
-	} {
+	stmts := []string{fmt.Sprintf("DELETE FROM %s WHERE TRUE", loc.StateTable(b.Flow))}
+	for _, ch := range render.BucketChunks(b.StateBuckets, flow.BucketsPerJob) {
+		stmts = append(stmts, render.CopyState(b, loc.StateCopyTable(b.Flow), loc.StateTable(b.Flow), cols, false, ch))
+	}
+	for _, sql := range stmts {
 		if err := runDDL(ctx, bq, sql); err != nil {
-			return fmt.Errorf("flow %s: filling the state table %s from its copy %s: %w", b.Name, st.TableID, cp.TableID, err)
+			return nil, fmt.Errorf("flow %s: filling the state table %s from its copy %s: %w", b.Name, st.TableID, cp.TableID, err)
 		}
 	}
 	if err := cp.Delete(ctx); err != nil && !bqerror.NotFound(err) {
-		return fmt.Errorf("flow %s: deleting the state copy %s (the state is filled): %w", b.Name, cp.TableID, err)
+		return nil, fmt.Errorf("flow %s: deleting the state copy %s (the state is filled): %w", b.Name, cp.TableID, err)
 	}
 	rep.add("table %s: moved to %s", st.TableID, describeBuckets(want.RangePartitioning))
-	return nil
+	md, err := st.Metadata(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading table %s: %w", st.TableID, err)
+	}
+	return md, nil
 }
 
 // fillCopy makes the state copy (if missing) in the wanted layout, with the
@@ -149,10 +162,11 @@ func fillCopy(ctx context.Context, bq *bigquery.Client, p *plan.Plan, stMD *bigq
 			return fmt.Errorf("flow %s: making the state copy %s: %w", b.Name, cp.TableID, err)
 		}
 	}
-	for _, sql := range []string{
-		fmt.Sprintf("DELETE FROM %s WHERE TRUE", loc.StateCopyTable(b.Flow)), // a crash after an earlier fill
-		render.CopyState(b, loc.StateTable(b.Flow), loc.StateCopyTable(b.Flow), cols.Names(), true),
-	} {
+	stmts := []string{fmt.Sprintf("DELETE FROM %s WHERE TRUE", loc.StateCopyTable(b.Flow))} // a crash after an earlier fill
+	for _, ch := range render.BucketChunks(b.StateBuckets, flow.BucketsPerJob) {
+		stmts = append(stmts, render.CopyState(b, loc.StateTable(b.Flow), loc.StateCopyTable(b.Flow), cols.Names(), true, ch))
+	}
+	for _, sql := range stmts {
 		if err := runDDL(ctx, bq, sql); err != nil {
 			return fmt.Errorf("flow %s: copying the state to %s: %w", b.Name, cp.TableID, err)
 		}

@@ -281,13 +281,17 @@ func ensureTable(ctx context.Context, t *bigquery.Table, want *bigquery.TableMet
 // made since the listing is read and updated instead). Otherwise it reads
 // the table's metadata once.
 func ensureTableCreated(ctx context.Context, t *bigquery.Table, want *bigquery.TableMetadata, listed listing, rep *Report) (created bool, err error) {
-	return ensureTableThen(ctx, t, want, listed, rep, nil)
+	return ensureTableThen(ctx, t, want, listed, rep, nil, nil)
 }
 
 // ensureTableThen is ensureTableCreated that calls before (unless nil) with an
 // existing table's metadata before it updates the table: a change of the
-// rows that the new metadata (a layout label) vouches for.
-func ensureTableThen(ctx context.Context, t *bigquery.Table, want *bigquery.TableMetadata, listed listing, rep *Report, before func(have *bigquery.TableMetadata) error) (created bool, err error) {
+// rows that the new metadata (a layout label) vouches for. read is the
+// table's metadata when the caller read it already (nil: not read).
+func ensureTableThen(ctx context.Context, t *bigquery.Table, want *bigquery.TableMetadata, listed listing, rep *Report, read *bigquery.TableMetadata, before func(have *bigquery.TableMetadata) error) (created bool, err error) {
+	if read != nil {
+		listed = nil // the metadata is newer than any listing
+	}
 	if spec := tableSpec(want); spec != "" {
 		want.Labels = maps.Clone(want.Labels)
 		if want.Labels == nil {
@@ -312,7 +316,10 @@ func ensureTableThen(ctx context.Context, t *bigquery.Table, want *bigquery.Tabl
 			}
 		}
 	}
-	have, err := t.Metadata(ctx)
+	have, err := read, error(nil)
+	if have == nil {
+		have, err = t.Metadata(ctx)
+	}
 	if bqerror.NotFound(err) {
 		if err := t.Create(ctx, want); err != nil {
 			return false, fmt.Errorf("creating table %s: %w", t.TableID, err)

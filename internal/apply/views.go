@@ -34,8 +34,10 @@ func state(ctx context.Context, bq *bigquery.Client, p *plan.Plan, listed listin
 			return false, err
 		}
 	}
+	var read *bigquery.TableMetadata // the state's metadata, when relayout read it
 	if p.Machine() == plan.Stream {
-		if err := relayout(ctx, bq, p, listed, rep); err != nil {
+		var err error
+		if read, err = relayout(ctx, bq, p, listed, rep); err != nil {
 			return false, err
 		}
 	}
@@ -56,7 +58,7 @@ func state(ctx context.Context, bq *bigquery.Client, p *plan.Plan, listed listin
 			return nil
 		}
 	}
-	return ensureTableThen(ctx, bq.Dataset(loc.Dataset(b.Flow)).Table(catalog.StateName(b.Flow)), want, listed, rep, migrate)
+	return ensureTableThen(ctx, bq.Dataset(loc.Dataset(b.Flow)).Table(catalog.StateName(b.Flow)), want, listed, rep, read, migrate)
 }
 
 // Watermark reads a flow's current watermark (render.Epoch if never compacted).

@@ -116,11 +116,16 @@ import (
 // (The state labels, report row and changelog retention follow them; none
 // affects what a view shows.)
 const (
-	StepFold    = "fold"    // the INSERT of the new level: the commit point
-	StepChanges = "changes" // the INSERT of the change feed's rows
-	StepGold    = "gold"    // refreshing a materialized view's state from the change feed (after StepChanges)
-	StepGC      = "gc"      // maintenance (levels folded into one, what it folded deleted); snapshot flows: deleting superseded rows
-	StepView    = "view"    // moving the view's partition-pruning bound
+	// A state of buckets written in ranges (Options.BucketsPerJob): after
+	// each range of the fold but the last (the commit point), and after
+	// each range of maintenance's fold but the last.
+	StepFoldChunk     = "fold chunk"
+	StepMaintainChunk = "maintain chunk"
+	StepFold          = "fold"    // the INSERT of the new level: the commit point
+	StepChanges       = "changes" // the INSERT of the change feed's rows
+	StepGold          = "gold"    // refreshing a materialized view's state from the change feed (after StepChanges)
+	StepGC            = "gc"      // maintenance (levels folded into one, what it folded deleted); snapshot flows: deleting superseded rows
+	StepView          = "view"    // moving the view's partition-pruning bound
 )
 
 // The other statements of a run, each a Stmt's Step (and a dry run's plan
@@ -245,6 +250,10 @@ type Options struct {
 	// DefaultFeedKeysAbove; negative: always). Below it, reading the whole
 	// state costs less than the query's 10 MB minimums.
 	FeedKeysAbove int64
+	// BucketsPerJob: the most buckets of a state of buckets one statement
+	// writes (default flow.BucketsPerJob: BigQuery's 4,000 partitions a
+	// job, the NULL partition among them). Tests lower it to split runs.
+	BucketsPerJob int
 	// GoldFeedRetention is how far back a materialized view's change feed
 	// (<name>_changes) reaches: maintenance keeps the versions it compares
 	// for this long (default DefaultGoldFeedRetention; negative: none).
@@ -316,6 +325,9 @@ func NewWith(wh Warehouse, objs Objects, loc catalog.Location, opts Options) *Co
 	}
 	if opts.MaxChangeSlices <= 0 {
 		opts.MaxChangeSlices = 24
+	}
+	if opts.BucketsPerJob <= 0 {
+		opts.BucketsPerJob = flow.BucketsPerJob
 	}
 	// Zero is "the default" for the rest (a negative duration or size
 	// means off where the option says so).

@@ -71,8 +71,10 @@ func BenchmarkCompactionCost(b *testing.B) {
 		}
 	}
 	// The same runs over states of buckets (flow.StateBucketsProperty, the
-	// most a job may rewrite: 3,999 and the NULL partition): the change
-	// feed reads the touched keys' partitions, whatever the blocks.
+	// most a table may have: 9,998, the NULL partition and
+	// __UNPARTITIONED__ beside them; written in ranges of at most 3,999
+	// buckets a statement): the change feed reads the touched keys'
+	// partitions, whatever the blocks.
 	for _, kind := range []string{"scd1", "scd2", "bitemporal"} {
 		bucketed := withBuckets(flows[kind], flow.MaxStateBuckets)
 		for _, keys := range benchsize.Pick([]int{1_000_000, 10_000_000}, []int{1_000_000}, "") {
@@ -415,10 +417,18 @@ func benchRunHistory(b *testing.B, bd *flow.Bound, keys, touched, eventsPerKey i
 		stateBytes, changelogBytes, billed = 0, 0, 0
 		stats := r.params
 		stats.NewWatermark, stats.Generation = time.Time{}, time.Time{}
-		run := []*cost.Estimate{estimate(stmts.Stats(stats)), estimate(stmts.Fold(r.params))}
+		keys := r.keyFilter(bd)
+		run := []*cost.Estimate{estimate(stmts.Stats(stats))}
+		// A state of buckets: the fold in ranges of at most
+		// flow.BucketsPerJob touched buckets, as runs write it.
+		for _, ch := range render.FoldChunks(bd.StateBuckets, flow.BucketsPerJob, keys.Buckets) {
+			p := r.params
+			p.Chunk = ch
+			run = append(run, estimate(stmts.Fold(p)))
+		}
 		if bd.ChangeFeed() {
 			p := r.params
-			p.Keys = r.keyFilter(bd)
+			p.Keys = keys
 			run = append(run, estimate(stmts.Changes(p)))
 		}
 		for _, e := range run {
@@ -426,7 +436,12 @@ func benchRunHistory(b *testing.B, bd *flow.Bound, keys, touched, eventsPerKey i
 			changelogBytes += e.Scanned(changelog.Name)
 			billed += e.Billed
 		}
-		maintenance = estimate(stmts.Maintain(r.params)).Billed + estimate(stmts.MaintainGC(r.params)).Billed
+		maintenance = 0
+		for _, ch := range render.BucketChunks(bd.StateBuckets, flow.BucketsPerJob) {
+			p := r.params
+			p.Chunk = ch
+			maintenance += estimate(stmts.Maintain(p)).Billed + estimate(stmts.MaintainGC(p)).Billed
+		}
 		if bd.SCDType == 2 {
 			maintenance /= 7 // weekly: an SCD 2 state's levels are its distinct events already
 		}

@@ -223,16 +223,42 @@ func (s *streamRun) sliceEnd(from time.Time) time.Time {
 }
 
 func (s *streamRun) fold(ctx context.Context) error {
-	sql, err := s.plan.Fold(s.runParams())
-	if err != nil {
-		return err
+	s.rep.Generation = s.gen
+	for _, ch := range s.foldChunks() {
+		p := s.runParams()
+		p.Chunk = ch
+		sql, err := s.plan.Fold(p)
+		if err != nil {
+			return err
+		}
+		res, err := s.c.exec(ctx, StepFold, sql, s.acct)
+		if err != nil {
+			return fmt.Errorf("folding: %w", err)
+		}
+		s.rep.RowsWritten += res.RowsAffected
+		if ch != nil && !ch.Last {
+			if err := s.step(StepFoldChunk); err != nil {
+				return err
+			}
+		}
 	}
-	res, err := s.c.exec(ctx, StepFold, sql, s.acct)
-	if err != nil {
-		return fmt.Errorf("folding: %w", err)
-	}
-	s.rep.Generation, s.rep.RowsWritten = s.gen, res.RowsAffected
 	return nil
+}
+
+// foldChunks are the bucket ranges a run's fold is written in: one
+// statement (a nil range) unless the state has buckets and the run
+// touches more than Options.BucketsPerJob of them; then contiguous ranges
+// of [0, buckets) holding at most that many touched buckets each, so a
+// row the statistics did not see still falls in one.
+func (s *streamRun) foldChunks() []*render.BucketChunk {
+	return render.FoldChunks(s.t.b.StateBuckets, s.c.opts.BucketsPerJob, s.st.buckets)
+}
+
+// maintainChunks are the bucket ranges maintenance writes in: one
+// statement (a nil range) unless the state has more buckets than
+// Options.BucketsPerJob; then ranges of that many.
+func (s *streamRun) maintainChunks() []*render.BucketChunk {
+	return render.BucketChunks(s.t.b.StateBuckets, s.c.opts.BucketsPerJob)
 }
 
 func (s *streamRun) after(ctx context.Context) error {
@@ -395,18 +421,33 @@ func (s *streamRun) maintain(ctx context.Context) error {
 			p.Watermark = fed
 		}
 	}
-	sql, err := s.plan.Maintain(p)
-	if err != nil {
-		return err
+	// Every range is folded before any is deleted: a crash in between
+	// leaves levels and their fold side by side, which count once.
+	chunks := s.maintainChunks()
+	for _, ch := range chunks {
+		p.Chunk = ch
+		sql, err := s.plan.Maintain(p)
+		if err != nil {
+			return err
+		}
+		if _, err := s.c.exec(ctx, StepMaintain, sql, s.acct); err != nil {
+			return fmt.Errorf("folding the state's levels: %w", err)
+		}
+		if ch != nil && !ch.Last {
+			if err := s.step(StepMaintainChunk); err != nil {
+				return err
+			}
+		}
 	}
-	if _, err := s.c.exec(ctx, StepMaintain, sql, s.acct); err != nil {
-		return fmt.Errorf("folding the state's levels: %w", err)
-	}
-	if sql, err = s.plan.MaintainGC(p); err != nil {
-		return err
-	}
-	if _, err := s.c.exec(ctx, StepMaintainGC, sql, s.acct); err != nil {
-		return fmt.Errorf("deleting the levels folded: %w", err)
+	for _, ch := range chunks {
+		p.Chunk = ch
+		sql, err := s.plan.MaintainGC(p)
+		if err != nil {
+			return err
+		}
+		if _, err := s.c.exec(ctx, StepMaintainGC, sql, s.acct); err != nil {
+			return fmt.Errorf("deleting the levels folded: %w", err)
+		}
 	}
 	s.rep.Maintained = true
 	return nil

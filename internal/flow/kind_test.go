@@ -85,7 +85,7 @@ func TestStateBucketsProperty(t *testing.T) {
 	names := []string{"decl.sql", "flows.sql"}
 	srcs := map[string]string{
 		"decl.sql": "CREATE STREAMING TABLE ta TBLPROPERTIES ('bqcdc.state.buckets' = '64');\n" +
-			"CREATE OR REFRESH STREAMING TABLE tc TBLPROPERTIES (bqcdc.state.buckets = 3999) FLOW AUTO CDC FROM STREAM(users_topic) KEYS (userId) SEQUENCE BY sequenceNum STORED AS SCD TYPE 2;\n",
+			"CREATE OR REFRESH STREAMING TABLE tc TBLPROPERTIES (bqcdc.state.buckets = 9998) FLOW AUTO CDC FROM STREAM(users_topic) KEYS (userId) SEQUENCE BY sequenceNum STORED AS SCD TYPE 2;\n",
 		"flows.sql": "CREATE FLOW a AS AUTO CDC INTO ta FROM STREAM(users_topic) KEYS (userId) SEQUENCE BY sequenceNum;\n" +
 			"CREATE FLOW b AS AUTO CDC INTO tb FROM STREAM(users_topic) KEYS (userId) SEQUENCE BY sequenceNum;\n",
 	}
@@ -93,14 +93,14 @@ func TestStateBucketsProperty(t *testing.T) {
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	want := map[string]int{"a": 64, "b": 0, "tc": 3999}
+	want := map[string]int{"a": 64, "b": 0, "tc": 9998}
 	for _, f := range flows {
 		if f.StateBuckets != want[f.Name] {
 			t.Errorf("flow %s: %d buckets, want %d", f.Name, f.StateBuckets, want[f.Name])
 		}
 	}
 	for _, tt := range []struct{ src, want string }{
-		{"CREATE STREAMING TABLE t TBLPROPERTIES ('bqcdc.state.buckets' = '4000');", "p.sql:1:65: bqcdc.state.buckets is a whole number of buckets from 2 to 3999"},
+		{"CREATE STREAMING TABLE t TBLPROPERTIES ('bqcdc.state.buckets' = '9999');", "p.sql:1:65: bqcdc.state.buckets is a whole number of buckets from 2 to 9998"},
 		{"CREATE STREAMING TABLE t TBLPROPERTIES ('bqcdc.state.buckets' = 'many');", "p.sql:1:65: bqcdc.state.buckets is a whole number"},
 		{"CREATE STREAMING TABLE t TBLPROPERTIES ('bqcdc.state.buckets' = 1);", "p.sql:1:65: bqcdc.state.buckets is a whole number"},
 		{"CREATE STREAMING TABLE t TBLPROPERTIES ('bqcdc.state.buckets' = '8');\nAPPLY CHANGES FROM SNAPSHOT INTO t FROM staging.x KEYS (id) VERSION BY v;",

@@ -25,11 +25,17 @@ const ChangeDataFeedProperty = "delta.enableChangeDataFeed"
 // which read every partition (docs/cost.md).
 const StateBucketsProperty = "bqcdc.state.buckets"
 
-// MaxStateBuckets is the most buckets a state may have: one job modifies
-// at most 4,000 partitions of a table (BigQuery's limit, DML included),
-// and maintenance rewrites every bucket and the NULL partition (markers
-// and truncates) in one statement.
-const MaxStateBuckets = 3999
+// MaxStateBuckets is the most buckets a state may have: a table has at
+// most 10,000 partitions, the NULL partition (markers and truncates) and
+// BigQuery's __UNPARTITIONED__ among them.
+const MaxStateBuckets = 9998
+
+// BucketsPerJob is the most buckets one statement writes: one job
+// modifies at most 4,000 partitions of a table (BigQuery's limit, DML
+// included), the NULL partition one of them. A run touching more buckets,
+// and maintenance of a state of more, split their statements by ranges of
+// buckets.
+const BucketsPerJob = 3999
 
 // tableDecl is what a streaming table's declaration says that bqcdc uses:
 // whether its change feed is off, and its state's buckets.
@@ -84,7 +90,7 @@ func (p *parser) tableProperties(d *tableDecl) *Error {
 		if strings.EqualFold(key, StateBucketsProperty) {
 			n, err := strconv.Atoi(v.Text)
 			if err != nil || n < 2 || n > MaxStateBuckets {
-				return errorf(v.Pos, "%s is a whole number of buckets from 2 to %d (BigQuery modifies at most 4,000 partitions in one job), found %s", StateBucketsProperty, MaxStateBuckets, v.describe())
+				return errorf(v.Pos, "%s is a whole number of buckets from 2 to %d (a BigQuery table has at most 10,000 partitions), found %s", StateBucketsProperty, MaxStateBuckets, v.describe())
 			}
 			d.buckets, d.bucketsPos = n, v.Pos
 		}

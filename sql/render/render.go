@@ -31,6 +31,7 @@ import (
 	"io/fs"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"text/template"
@@ -214,18 +215,66 @@ func KeylessTruncates(b *flow.Bound, loc catalog.Location) string {
 // another partitioning, which BigQuery cannot change in place. With
 // bucket, cols are every stored column but the bucket, and a state of
 // buckets gets each row's bucket computed as the fold computes it (NULL on
-// truncates and markers, which carry no key).
-func CopyState(b *flow.Bound, from, to string, cols []string, bucket bool) string {
+// truncates and markers, which carry no key). A chunk copies the rows of
+// its range of buckets (and, the last, of the NULL partition) only: one
+// job modifies at most 4,000 partitions.
+func CopyState(b *flow.Bound, from, to string, cols []string, bucket bool, chunk *BucketChunk) string {
 	quoted := make([]string, len(cols))
 	for i, c := range cols {
 		quoted[i] = q(c)
 	}
 	list, sel := strings.Join(quoted, ", "), strings.Join(quoted, ", ")
+	of := q(catalog.ColStateBucket) // the row's bucket, stored
 	if bucket && b.StateBuckets > 0 {
+		of = fmt.Sprintf("IF(%s IN ('T', 'W'), NULL, %s)", q(catalog.ColStateOp), BucketOf(b, ""))
 		list += ", " + q(catalog.ColStateBucket)
-		sel += fmt.Sprintf(", IF(%s IN ('T', 'W'), NULL, %s)", q(catalog.ColStateOp), BucketOf(b, ""))
+		sel += ", " + of
 	}
-	return fmt.Sprintf("INSERT INTO %s (%s)\nSELECT %s\nFROM %s", to, list, sel, from)
+	sql := fmt.Sprintf("INSERT INTO %s (%s)\nSELECT %s\nFROM %s", to, list, sel, from)
+	if chunk != nil {
+		sql += fmt.Sprintf("\nWHERE %s BETWEEN %d AND %d", of, chunk.Lo, chunk.Hi)
+		if chunk.Last {
+			sql += fmt.Sprintf(" OR %s IS NULL", of)
+		}
+	}
+	return sql
+}
+
+// FoldChunks are the ranges of n buckets a run's fold is written in, per
+// buckets touched at most each: one nil range (one statement) when n is 0
+// or the run touches at most per buckets; else contiguous ranges of [0,
+// n), so a row the statistics did not see still falls in one.
+func FoldChunks(n, per int, touched []int64) []*BucketChunk {
+	sorted := slices.Sorted(slices.Values(touched))
+	if n == 0 || len(sorted) <= per {
+		return []*BucketChunk{nil}
+	}
+	var out []*BucketChunk
+	for i := 0; i < len(sorted); i += per {
+		lo := sorted[i]
+		if i == 0 {
+			lo = 0
+		}
+		if len(out) > 0 {
+			out[len(out)-1].Hi = lo - 1
+		}
+		out = append(out, &BucketChunk{Lo: lo, Hi: int64(n - 1)})
+	}
+	out[len(out)-1].Last = true
+	return out
+}
+
+// BucketChunks are the ranges of n buckets one statement each writes (per
+// buckets at most); one nil range when n is at most per.
+func BucketChunks(n, per int) []*BucketChunk {
+	if n <= per {
+		return []*BucketChunk{nil}
+	}
+	var out []*BucketChunk
+	for lo := 0; lo < n; lo += per {
+		out = append(out, &BucketChunk{Lo: int64(lo), Hi: int64(min(lo+per, n) - 1), Last: lo+per >= n})
+	}
+	return out
 }
 
 // Epoch is the watermark of a state table that was never compacted.
@@ -628,6 +677,23 @@ type Run struct {
 	// events per slice, so the feed finds every slice's baseline in the
 	// state. 0: one slice (a flow without a change feed, or no slices).
 	Slice time.Duration
+	// Chunk, for a state of buckets, limits the fold, maintenance and its
+	// DELETE to a range of buckets (nil: every bucket, one statement).
+	Chunk *BucketChunk
+}
+
+// BucketChunk is a range [Lo, Hi] of the buckets of a state of buckets
+// that one statement writes: BigQuery lets one job modify at most 4,000
+// partitions, so a run touching more buckets, or maintenance of more,
+// splits its fold, maintenance and DELETE into statements by ranges. Only
+// the Last one writes the run's marker (the run's commit point: a crash
+// before it leaves levels without a marker, whose rows the next run folds
+// again and every reader counts once), and deletes the NULL partition's
+// folded rows; every one reads and writes the truncates, which carry no
+// key.
+type BucketChunk struct {
+	Lo, Hi int64
+	Last   bool
 }
 
 type params struct {
@@ -635,6 +701,11 @@ type params struct {
 	// Slice and SliceE: the slice of a row's position (SliceE of the
 	// fold's events aliased e); "" for one slice.
 	Slice, SliceE string
+	// A bucket chunk's filters (Run.Chunk; "" for none): of the changelog's
+	// events, of the state's levels, and of maintenance's DELETE;
+	// MoreChunks: a later statement writes the marker.
+	ChunkEvents, ChunkState, ChunkGC string
+	MoreChunks                       bool
 }
 
 // Literal renders a timestamp as a BigQuery TIMESTAMP literal.
@@ -690,6 +761,16 @@ func (c *Compaction) renderWith(name string, r Run, d data) (string, error) {
 		w := strconv.FormatInt(r.Slice.Microseconds(), 10)
 		d.P.Slice = "DIV(UNIX_MICROS(" + at + ") - 1, " + w + ")"
 		d.P.SliceE = "DIV(UNIX_MICROS(e." + at + ") - 1, " + w + ")"
+	}
+	if ch := r.Chunk; ch != nil && c.b.StateBuckets > 0 {
+		col := q(catalog.ColStateBucket)
+		d.P.ChunkEvents = fmt.Sprintf("(%s BETWEEN %d AND %d OR %s = 'T')", BucketOf(c.b, ""), ch.Lo, ch.Hi, d.OpExpr)
+		d.P.ChunkState = fmt.Sprintf("(%s BETWEEN %d AND %d OR %s IS NULL)", col, ch.Lo, ch.Hi, col)
+		d.P.ChunkGC = fmt.Sprintf("%s BETWEEN %d AND %d", col, ch.Lo, ch.Hi)
+		if ch.Last {
+			d.P.ChunkGC = d.P.ChunkState
+		}
+		d.P.MoreChunks = !ch.Last
 	}
 	d.MarkerValues = append([]string(nil), c.d.MarkerValues...)
 	for i, v := range d.MarkerValues {

@@ -50,6 +50,16 @@ func renderAll(t *testing.T, b *flow.Bound) string {
 		keyed.Keys = testKeyFilter(b)
 		steps = append(steps, func() (string, error) { return c.Changes(keyed) })
 	}
+	if b.StateBuckets > 0 {
+		// A run split by bucket ranges: a first range (no marker), then the
+		// last (the marker, the NULL partition's DELETE).
+		first, last := run, run
+		first.Chunk, last.Chunk = &BucketChunk{Lo: 0, Hi: 1999}, &BucketChunk{Lo: 2000, Hi: int64(b.StateBuckets - 1), Last: true}
+		for _, r := range []Run{first, last} {
+			steps = append(steps, func() (string, error) { return c.Fold(r) }, func() (string, error) { return c.Maintain(r) },
+				func() (string, error) { return c.MaintainGC(r) })
+		}
+	}
 	for _, step := range steps {
 		sql, err := step()
 		if err != nil {

@@ -217,7 +217,7 @@ func compactRandomly(t *testing.T, e *testenv.Env, r *rand.Rand, bound []*flow.B
 	t.Helper()
 	crashAt := ""
 	if r.Intn(10) < 3 {
-		crashAt = testenv.Pick(r, compact.StepFold, compact.StepChanges, compact.StepGC, compact.StepView)
+		crashAt = testenv.Pick(r, compact.StepFold, compact.StepChanges, compact.StepGC, compact.StepView, compact.StepFoldChunk, compact.StepMaintainChunk)
 	}
 	var late func()
 	if r.Intn(10) < 4 {
@@ -238,7 +238,9 @@ func compactRandomly(t *testing.T, e *testenv.Env, r *rand.Rand, bound []*flow.B
 	if r.Intn(2) == 0 {
 		maintain = time.Nanosecond
 	}
-	opts := compact.Options{VisibilityLag: lag, Now: func() time.Time { return now }, Backoff: 20 * time.Millisecond, Concurrency: 1,
+	// Two buckets a statement: the states of buckets (7 and 5) are written
+	// in ranges by a run touching more, and by every maintenance.
+	opts := compact.Options{VisibilityLag: lag, Now: func() time.Time { return now }, Backoff: 20 * time.Millisecond, Concurrency: 1, BucketsPerJob: 2,
 		MaintainEvery: maintain, MaintainMargin: time.Second, MaintainGranularity: time.Nanosecond,
 		AfterStep: testenv.CrashingSteps(r, crashAt, late, func(flowName, step string) {
 			// The flow being compacted is the one whose state changes.
