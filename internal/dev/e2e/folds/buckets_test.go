@@ -122,19 +122,26 @@ func TestStateMovesToBuckets(t *testing.T) {
 			}
 		}
 	}
-	// Buckets on, moved by the next run (its state lacks __bucket, so the run
-	// brings it up to date first), which then folds into the moved state.
-	bucketed := rebind(7)
+	// Buckets on (9,000: more than one statement writes, so each copy is
+	// written in three ranges), moved by the next run (its state lacks
+	// __bucket, so the run brings it up to date first), which then folds
+	// into the moved state.
+	bucketed := rebind(9000)
 	e.AppendRows(t, "rl.users", []map[string]any{
 		row(2, nil, nil, "DELETE", 3, "m05", 5), row(3, "c2", "w", "UPDATE", 3, "m06", 5),
 		row(4, "d", "v", "INSERT", 1, "m07", 6),
 	})
 	e.CompactAt(t, bucketed, at(8), opts)
-	layout(bucketed, 7, "buckets on, by a run")
+	layout(bucketed, 9000, "buckets on, by a run")
 	check(bucketed, "after a run that moved the state to buckets")
 	e.AppendRows(t, "rl.users", []map[string]any{row(1, "a4", nil, "UPDATE", 4, "m12", 8)})
-	e.CompactAt(t, bucketed, at(9), opts)
-	check(bucketed, "after a run over a state of buckets")
+	// With maintenance (in three ranges of buckets and their DELETEs).
+	for _, r := range e.CompactAt(t, bucketed, at(9), compact.Options{FeedKeysAbove: -1, MaintainEvery: time.Nanosecond, MaintainMargin: time.Second, MaintainGranularity: time.Nanosecond}) {
+		if !r.Maintained {
+			t.Errorf("%s: not maintained", r.Flow)
+		}
+	}
+	check(bucketed, "after a run and maintenance over a state of buckets")
 
 	// A crash after the copy was complete and the old state deleted: the
 	// next apply makes the state from the copy.
@@ -142,7 +149,7 @@ func TestStateMovesToBuckets(t *testing.T) {
 		crashAfterCopy(t, e, b)
 	}
 	applyAll(bucketed, "resumed after a crash")
-	layout(bucketed, 7, "resumed after a crash")
+	layout(bucketed, 9000, "resumed after a crash")
 	check(bucketed, "after resuming a move")
 
 	// A truncate, then buckets off, with a partial copy a crash left.
