@@ -120,6 +120,11 @@ type Options struct {
 	// concession 11): it cannot call them, and creating them grows its SQL
 	// analyzer's memory until a long-running process dies.
 	SkipTableFunctions bool
+	// AfterMoveStep, if set, is called after each step of moving a state to
+	// another partitioning (relayout: MoveCopied, MoveDeleted, MoveCreated,
+	// MoveFilled); an error stops the move there, as a crash would. Tests
+	// check the views at each step.
+	AfterMoveStep func(flowName, step string) error
 	// StatusWithGolds leaves the status view to Golds, which the caller
 	// runs next: it makes the view with the materialized views' rows,
 	// once their state tables exist (a view's query must name tables that

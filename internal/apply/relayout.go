@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strings"
 
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/bqerror"
@@ -23,6 +24,14 @@ const (
 	copyComplete = "complete"
 )
 
+// The steps of a move (Options.AfterMoveStep is called after each).
+const (
+	MoveCopied  = "copied"  // the copy is complete and the view reads it
+	MoveDeleted = "deleted" // the state in its old layout is deleted
+	MoveCreated = "created" // the state is made in its new layout, empty
+	MoveFilled  = "filled"  // the state is filled from the copy (the view still reads the copy)
+)
+
 // relayout moves a change-stream flow's state to the partitioning its plan
 // wants when its table has another: a state of buckets
 // (flow.StateBucketsProperty) turned on, off, or to another number of
@@ -30,17 +39,23 @@ const (
 // through a copy in the new layout:
 //
 //  1. the copy is made and filled in one INSERT (each row's bucket
-//     computed), then labelled complete;
+//     computed), then labelled complete, and the flow's view is pointed at
+//     it (its query, with the copy's name for the state's): the view
+//     shows the same rows throughout the move;
 //  2. the state is deleted and made again in the new layout, without its
 //     layout label: a compaction run finds it unlabelled and calls apply
 //     first, which resumes here, so no run folds into a state being
 //     filled;
-//  3. the state is emptied and filled from the copy in one INSERT, and the
-//     copy is deleted.
+//  3. the state is emptied and filled from the copy in one INSERT, the
+//     view is pointed back at it, and the copy is deleted.
 //
 // A crash at any point leaves what the next apply (or run) resumes from:
-// a copy not labelled complete is filled again from the state (emptied
-// first), a complete copy is the state's rows until step 3 ends. The move
+// a copy not labelled complete is made and filled again from the state, a
+// complete copy is the state's rows until step 3 ends. The copy
+// keeps every column of the state (a __bucket the new layout lacks
+// included, then left NULL in new rows), so the view's query, of either
+// layout, reads it. <target>_at reads the state by name: it fails while
+// the state is deleted or empty (between statements of the move). The move
 // reads the state twice (into the copy, and back); its size is reported
 // before it starts. It runs only on a state whose partitioning by bucket
 // differs from the plan's: a state made before partitioning (no
@@ -51,7 +66,13 @@ const (
 // shows the state as apply made it (its spec label) and no copy settles it
 // without a request; a state in the wanted layout and labelled with it
 // has no copy to look for (a move labels it last).
-func relayout(ctx context.Context, bq *bigquery.Client, p *plan.Plan, listed listing, rep *Report) (*bigquery.TableMetadata, error) {
+func relayout(ctx context.Context, bq *bigquery.Client, p *plan.Plan, listed listing, after func(flowName, step string) error, rep *Report) (*bigquery.TableMetadata, error) {
+	step := func(name string) error {
+		if after == nil {
+			return nil
+		}
+		return after(p.Flow.Name, name)
+	}
 	b, loc := p.Flow, p.Loc
 	ds := bq.Dataset(loc.Dataset(b.Flow))
 	st, cp := ds.Table(catalog.StateName(b.Flow)), ds.Table(catalog.StateCopyName(b.Flow))
@@ -91,11 +112,20 @@ func relayout(ctx context.Context, bq *bigquery.Client, p *plan.Plan, listed lis
 			return nil, fmt.Errorf("reading the state copy %s: %w", cp.TableID, err)
 		}
 	}
+	if err := pointView(ctx, bq, p, loc.StateTable(b.Flow), loc.StateCopyTable(b.Flow)); err != nil {
+		return nil, err
+	}
+	if err := step(MoveCopied); err != nil {
+		return nil, err
+	}
 	if moving {
 		if err := st.Delete(ctx); err != nil && !bqerror.NotFound(err) {
 			return nil, fmt.Errorf("flow %s: deleting the state table %s in its old layout (its rows are in %s): %w", b.Name, st.TableID, cp.TableID, err)
 		}
 		stMD = nil
+		if err := step(MoveDeleted); err != nil {
+			return nil, err
+		}
 	}
 	if stMD == nil {
 		md := *want
@@ -104,6 +134,9 @@ func relayout(ctx context.Context, bq *bigquery.Client, p *plan.Plan, listed lis
 		delete(md.Labels, catalog.StateLayoutLabel) // labelled once filled (apply's update)
 		if err := st.Create(ctx, &md); err != nil && !bqerror.AlreadyExists(err) {
 			return nil, fmt.Errorf("flow %s: making the state table %s in its new layout (its rows are in %s): %w", b.Name, st.TableID, cp.TableID, err)
+		}
+		if err := step(MoveCreated); err != nil {
+			return nil, err
 		}
 	}
 	cols := bqschema.FromBigQuery(cpMD.Schema).Names()
@@ -115,6 +148,12 @@ func relayout(ctx context.Context, bq *bigquery.Client, p *plan.Plan, listed lis
 		if err := runDDL(ctx, bq, sql); err != nil {
 			return nil, fmt.Errorf("flow %s: filling the state table %s from its copy %s: %w", b.Name, st.TableID, cp.TableID, err)
 		}
+	}
+	if err := step(MoveFilled); err != nil {
+		return nil, err
+	}
+	if err := pointView(ctx, bq, p, loc.StateCopyTable(b.Flow), loc.StateTable(b.Flow)); err != nil {
+		return nil, err
 	}
 	if err := cp.Delete(ctx); err != nil && !bqerror.NotFound(err) {
 		return nil, fmt.Errorf("flow %s: deleting the state copy %s (the state is filled): %w", b.Name, cp.TableID, err)
@@ -136,9 +175,11 @@ func fillCopy(ctx context.Context, bq *bigquery.Client, p *plan.Plan, stMD *bigq
 	if err != nil {
 		return fmt.Errorf("flow %s: the state's columns: %w", b.Name, err)
 	}
+	// Every column of the state and of the new layout; a bucket the copy
+	// computes is its last (the state's own, if any, is not copied).
 	var cols schema.Columns
 	for _, c := range merged {
-		if c.Name != catalog.ColStateBucket {
+		if c.Name != catalog.ColStateBucket || b.StateBuckets == 0 {
 			cols = append(cols, c)
 		}
 	}
@@ -149,7 +190,14 @@ func fillCopy(ctx context.Context, bq *bigquery.Client, p *plan.Plan, stMD *bigq
 	}
 	rep.add("table %s: moving to %s: %d rows, %d bytes, copied twice (into %s and back; billed about %d bytes)",
 		catalog.StateName(b.Flow), describeBuckets(want.RangePartitioning), stMD.NumRows, stMD.NumBytes, cp.TableID, 2*stMD.NumBytes)
-	if cpMD == nil {
+	// A copy not complete is made again: a crash may have left it with
+	// rows, or as an earlier bqcdc made it.
+	if cpMD != nil {
+		if err := cp.Delete(ctx); err != nil && !bqerror.NotFound(err) {
+			return fmt.Errorf("flow %s: deleting the incomplete state copy %s: %w", b.Name, cp.TableID, err)
+		}
+	}
+	{
 		md := &bigquery.TableMetadata{
 			Description:       fmt.Sprintf("bqcdc: the state of flow %s while its partitioning changes (bqcdc apply deletes it when done).", b.Name),
 			Schema:            bqschema.ToBigQuery(copyCols),
@@ -158,11 +206,11 @@ func fillCopy(ctx context.Context, bq *bigquery.Client, p *plan.Plan, stMD *bigq
 			RangePartitioning: want.RangePartitioning,
 			Labels:            map[string]string{copyLabel: "filling"},
 		}
-		if err := cp.Create(ctx, md); err != nil && !bqerror.AlreadyExists(err) {
+		if err := cp.Create(ctx, md); err != nil {
 			return fmt.Errorf("flow %s: making the state copy %s: %w", b.Name, cp.TableID, err)
 		}
 	}
-	stmts := []string{fmt.Sprintf("DELETE FROM %s WHERE TRUE", loc.StateCopyTable(b.Flow))} // a crash after an earlier fill
+	var stmts []string
 	for _, ch := range render.BucketChunks(b.StateBuckets, flow.BucketsPerJob) {
 		stmts = append(stmts, render.CopyState(b, loc.StateTable(b.Flow), loc.StateCopyTable(b.Flow), cols.Names(), true, ch))
 	}
@@ -175,6 +223,33 @@ func fillCopy(ctx context.Context, bq *bigquery.Client, p *plan.Plan, stMD *bigq
 	upd.SetLabel(copyLabel, copyComplete)
 	if _, err := cp.Update(ctx, upd, ""); err != nil {
 		return fmt.Errorf("flow %s: labelling the state copy %s complete: %w", b.Name, cp.TableID, err)
+	}
+	return nil
+}
+
+// pointView points the flow's view from one table to another (the state
+// and its copy) where its query reads it: the move's view shows the same
+// rows while the state is re-made. A view that does not exist, or does not
+// read from, is left as it is; apply's view step then brings it up to
+// date as ever.
+func pointView(ctx context.Context, bq *bigquery.Client, p *plan.Plan, from, to string) error {
+	b := p.Flow
+	t, have, err := viewMetadata(ctx, bq, p.Loc, b)
+	if err != nil || have == nil || !strings.Contains(have.ViewQuery, from) {
+		return err
+	}
+	var upd bigquery.TableMetadataToUpdate
+	upd.ViewQuery = strings.ReplaceAll(have.ViewQuery, from, to)
+	for k, v := range have.Labels { // BigQuery merges labels, the emulator replaces them (keepLabels)
+		if k != catalog.SpecLabel {
+			upd.SetLabel(k, v)
+		}
+	}
+	if _, ok := have.Labels[catalog.SpecLabel]; ok {
+		upd.DeleteLabel(catalog.SpecLabel) // not as apply makes it while it reads the copy
+	}
+	if _, err := t.Update(ctx, upd, have.ETag); err != nil {
+		return fmt.Errorf("flow %s: pointing view %s at %s: %w", b.Name, b.Target, to, err)
 	}
 	return nil
 }
