@@ -141,6 +141,9 @@ func runApply(ctx context.Context, args []string) error {
 		return err
 	}
 	opts := apply.Options{Concurrency: *concurrency, Progress: meter, ReadWatermarks: *readWatermarks, Lister: lister, Verify: *verify,
+		// A state's move to another partitioning says what it costs before
+		// it starts (with the progress, on stderr).
+		MoveNotices: os.Stderr,
 		// An emulator cannot call table functions, and creating them grows
 		// its analyzer's memory (internal/emulator, concession 11).
 		SkipTableFunctions: t.BigQuery.Emulated(),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -125,6 +126,10 @@ type Options struct {
 	// MoveFilled); an error stops the move there, as a crash would. Tests
 	// check the views at each step.
 	AfterMoveStep func(flowName, step string) error
+	// MoveNotices, if set, gets a line when a state is about to be moved
+	// (its rows and bytes, and what the move is billed), before the move
+	// starts; the report has it too, at the end.
+	MoveNotices io.Writer
 	// StatusWithGolds leaves the status view to Golds, which the caller
 	// runs next: it makes the view with the materialized views' rows,
 	// once their state tables exist (a view's query must name tables that

@@ -3,6 +3,7 @@ package apply
 import (
 	"context"
 	"fmt"
+	"io"
 	"maps"
 	"strings"
 
@@ -66,12 +67,12 @@ const (
 // shows the state as apply made it (its spec label) and no copy settles it
 // without a request; a state in the wanted layout and labelled with it
 // has no copy to look for (a move labels it last).
-func relayout(ctx context.Context, bq *bigquery.Client, p *plan.Plan, listed listing, after func(flowName, step string) error, rep *Report) (*bigquery.TableMetadata, error) {
+func relayout(ctx context.Context, bq *bigquery.Client, p *plan.Plan, listed listing, opts Options, rep *Report) (*bigquery.TableMetadata, error) {
 	step := func(name string) error {
-		if after == nil {
+		if opts.AfterMoveStep == nil {
 			return nil
 		}
-		return after(p.Flow.Name, name)
+		return opts.AfterMoveStep(p.Flow.Name, name)
 	}
 	b, loc := p.Flow, p.Loc
 	ds := bq.Dataset(loc.Dataset(b.Flow))
@@ -105,7 +106,7 @@ func relayout(ctx context.Context, bq *bigquery.Client, p *plan.Plan, listed lis
 		return nil, fmt.Errorf("flow %s: its state table %s is missing and its copy %s is not complete: restore the state (BigQuery time travel) and apply again", b.Name, st.TableID, cp.TableID)
 	}
 	if moving && !complete {
-		if err := fillCopy(ctx, bq, p, stMD, cp, cpMD, want, rep); err != nil {
+		if err := fillCopy(ctx, bq, p, stMD, cp, cpMD, want, opts.MoveNotices, rep); err != nil {
 			return nil, err
 		}
 		if cpMD, err = cp.Metadata(ctx); err != nil {
@@ -169,7 +170,7 @@ func relayout(ctx context.Context, bq *bigquery.Client, p *plan.Plan, listed lis
 // fillCopy makes the state copy (if missing) in the wanted layout, with the
 // state's columns and the wanted ones, fills it from the state and labels
 // it complete.
-func fillCopy(ctx context.Context, bq *bigquery.Client, p *plan.Plan, stMD *bigquery.TableMetadata, cp *bigquery.Table, cpMD, want *bigquery.TableMetadata, rep *Report) error {
+func fillCopy(ctx context.Context, bq *bigquery.Client, p *plan.Plan, stMD *bigquery.TableMetadata, cp *bigquery.Table, cpMD, want *bigquery.TableMetadata, notices io.Writer, rep *Report) error {
 	b, loc := p.Flow, p.Loc
 	merged, _, err := evolve.Merge(bqschema.FromBigQuery(stMD.Schema), bqschema.FromBigQuery(want.Schema))
 	if err != nil {
@@ -188,8 +189,12 @@ func fillCopy(ctx context.Context, bq *bigquery.Client, p *plan.Plan, stMD *bigq
 		bucket, _ := bqschema.FromBigQuery(want.Schema).Lookup(catalog.ColStateBucket)
 		copyCols = append(append(schema.Columns{}, cols...), bucket)
 	}
-	rep.add("table %s: moving to %s: %d rows, %d bytes, copied twice (into %s and back; billed about %d bytes)",
+	notice := fmt.Sprintf("table %s: moving to %s: %d rows, %d bytes, copied twice (into %s and back; billed about %d bytes)",
 		catalog.StateName(b.Flow), describeBuckets(want.RangePartitioning), stMD.NumRows, stMD.NumBytes, cp.TableID, 2*stMD.NumBytes)
+	rep.add("%s", notice)
+	if notices != nil {
+		fmt.Fprintln(notices, notice)
+	}
 	// A copy not complete is made again: a crash may have left it with
 	// rows, or as an earlier bqcdc made it.
 	if cpMD != nil {

@@ -18,7 +18,7 @@ import (
 
 // State creates or evolves a flow's state table.
 func State(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, rep *Report) error {
-	_, err := state(ctx, bq, plan.For(b, loc), nil, nil, rep)
+	_, err := state(ctx, bq, plan.For(b, loc), nil, Options{}, rep)
 	return err
 }
 
@@ -28,9 +28,9 @@ func State(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *fl
 // exist, so compaction, which reads that label with the state's metadata,
 // knows the change table is there without reading it.
 //
-// afterMove (nil in production) is called after each step of a move to
-// another partitioning (relayout).
-func state(ctx context.Context, bq *bigquery.Client, p *plan.Plan, listed listing, afterMove func(flowName, step string) error, rep *Report) (created bool, err error) {
+// opts' AfterMoveStep and MoveNotices serve a move to another partitioning
+// (relayout).
+func state(ctx context.Context, bq *bigquery.Client, p *plan.Plan, listed listing, opts Options, rep *Report) (created bool, err error) {
 	b, loc := p.Flow, p.Loc
 	if ct := p.ChangeTable(); ct != nil {
 		if _, err := ensureTableCreated(ctx, bq.Dataset(loc.Dataset(b.Flow)).Table(catalog.ChangesName(b.Flow)), ct, listed, rep); err != nil {
@@ -40,7 +40,7 @@ func state(ctx context.Context, bq *bigquery.Client, p *plan.Plan, listed listin
 	var read *bigquery.TableMetadata // the state's metadata, when relayout read it
 	if p.Machine() == plan.Stream {
 		var err error
-		if read, err = relayout(ctx, bq, p, listed, afterMove, rep); err != nil {
+		if read, err = relayout(ctx, bq, p, listed, opts, rep); err != nil {
 			return false, err
 		}
 	}
@@ -327,7 +327,7 @@ func FlowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location,
 // update that describes its columns and labels it with both hashes.
 func flowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, opts Options, listed listing, rep *Report) error {
 	p := plan.For(b, loc)
-	created, err := state(ctx, bq, p, listed, opts.AfterMoveStep, rep)
+	created, err := state(ctx, bq, p, listed, opts, rep)
 	if err != nil {
 		return err
 	}

@@ -170,8 +170,13 @@ func TestStateMovesToBuckets(t *testing.T) {
 	steps := map[string]int{}
 	for attempt, crashAt := range []string{apply.MoveDeleted, ""} {
 		opts := e.Apply
+		var notices strings.Builder
+		opts.MoveNotices = &notices
 		opts.AfterMoveStep = func(flowName, step string) error {
 			steps[step]++
+			if attempt == 0 && step == apply.MoveCopied && !strings.Contains(notices.String(), "table "+flowName+"__state: moving to partitioning by generation: ") {
+				t.Errorf("moving %s back: no notice before the copy: %q", flowName, notices.String())
+			}
 			e.CheckViews(t, only(plain, flowName), fmt.Sprintf("moving %s back, attempt %d, after step %s", flowName, attempt+1, step))
 			if step == crashAt {
 				return fmt.Errorf("crash after %s", step)
