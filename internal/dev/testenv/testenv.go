@@ -238,6 +238,17 @@ func (e *Env) CheckViews(t testing.TB, bound []*flow.Bound, when string) {
 	}
 }
 
+// Only is the flow of bound named name (none: nil), for checking the
+// flow a step ran on.
+func Only(bound []*flow.Bound, name string) []*flow.Bound {
+	for _, b := range bound {
+		if b.Name == name {
+			return []*flow.Bound{b}
+		}
+	}
+	return nil
+}
+
 // CheckRefreshedGolds compares each refreshed materialized view of golds
 // (<name>_refreshed) with its SELECT over the target as of the state's own
 // position and, where it keeps a change feed, the replay of <name>_changes

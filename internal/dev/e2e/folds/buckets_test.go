@@ -177,7 +177,7 @@ func TestStateMovesToBuckets(t *testing.T) {
 			if attempt == 0 && step == apply.MoveCopied && !strings.Contains(notices.String(), "table "+flowName+"__state: moving to partitioning by generation: ") {
 				t.Errorf("moving %s back: no notice before the copy: %q", flowName, notices.String())
 			}
-			e.CheckViews(t, only(plain, flowName), fmt.Sprintf("moving %s back, attempt %d, after step %s", flowName, attempt+1, step))
+			e.CheckViews(t, testenv.Only(plain, flowName), fmt.Sprintf("moving %s back, attempt %d, after step %s", flowName, attempt+1, step))
 			if step == crashAt {
 				return fmt.Errorf("crash after %s", step)
 			}
@@ -200,16 +200,6 @@ func TestStateMovesToBuckets(t *testing.T) {
 	e.AppendRows(t, "rl.users", []map[string]any{row(4, "d2", "v", "UPDATE", 2, "m11", 13)})
 	e.CompactAt(t, plain, at(15), opts)
 	check(plain, "after a run over the state moved back")
-}
-
-// only is the flow of bound named name.
-func only(bound []*flow.Bound, name string) []*flow.Bound {
-	for _, b := range bound {
-		if b.Name == name {
-			return []*flow.Bound{b}
-		}
-	}
-	return nil
 }
 
 // crashAfterCopy leaves what a crash of a move between its steps 1 and 2

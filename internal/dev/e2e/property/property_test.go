@@ -244,7 +244,7 @@ func compactRandomly(t *testing.T, e *testenv.Env, r *rand.Rand, bound []*flow.B
 		MaintainEvery: maintain, MaintainMargin: time.Second, MaintainGranularity: time.Nanosecond,
 		AfterStep: testenv.CrashingSteps(r, crashAt, late, func(flowName, step string) {
 			// The flow being compacted is the one whose state changes.
-			e.CheckViews(t, only(bound, flowName), fmt.Sprintf("%s, compaction of %s after step %s", when, flowName, step))
+			e.CheckViews(t, testenv.Only(bound, flowName), fmt.Sprintf("%s, compaction of %s after step %s", when, flowName, step))
 		})}
 	e.CompactCrashing(t, opts, bound, now, crashAt, when, func(when string) { e.CheckViews(t, bound, when) })
 }
@@ -261,13 +261,4 @@ func lateRows(r *rand.Rand, at time.Time) []map[string]any {
 		})
 	}
 	return rows
-}
-
-func only(bound []*flow.Bound, name string) []*flow.Bound {
-	for _, b := range bound {
-		if b.Name == name {
-			return []*flow.Bound{b}
-		}
-	}
-	return nil
 }
