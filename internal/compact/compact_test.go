@@ -317,23 +317,38 @@ func TestShardsAndNames(t *testing.T) {
 // smaller than the query of its keys.
 func TestChangeFeedKeyFilter(t *testing.T) {
 	for _, tt := range []struct {
-		name     string
-		until    any
-		bytes    int64 // the state's
-		filtered bool
+		name      string
+		until     any
+		bytes     int64 // the state's
+		changelog int64 // the changelog's bytes
+		empty     bool  // the state holds no row (a new flow's first run)
+		filtered  bool
 	}{
-		{"feed up to the watermark", t0.Add(-time.Hour), DefaultFeedKeysAbove + 1, true},
-		{"feed lagging (its keys read from the changelog)", t0.Add(-3 * time.Hour), DefaultFeedKeysAbove + 1, true},
-		{"feed lagging, state smaller than the keys' query", t0.Add(-3 * time.Hour), DefaultFeedKeysAbove, false},
-		{"feed never materialized", nil, DefaultFeedKeysAbove + 1, true},
-		{"feed never materialized, state smaller than the keys' query", nil, DefaultFeedKeysAbove, false},
+		{"feed up to the watermark", t0.Add(-time.Hour), DefaultFeedKeysAbove + 1, 0, false, true},
+		{"feed lagging (its keys read from the changelog)", t0.Add(-3 * time.Hour), DefaultFeedKeysAbove + 1, 0, false, true},
+		{"feed lagging, state smaller than the keys' query", t0.Add(-3 * time.Hour), DefaultFeedKeysAbove, 0, false, false},
+		{"feed never materialized", nil, DefaultFeedKeysAbove + 1, 0, false, true},
+		{"feed never materialized, state smaller than the keys' query", nil, DefaultFeedKeysAbove, 0, false, false},
+		// A new flow over a long changelog: the state is empty when the run
+		// starts, and holds the changelog's history once it folded it.
+		// (Its slices read their own keys, each found by a statistics query
+		// of its own; below FeedKeysAbove, the run's keys: all its history's.)
+		{"a new flow's first run over a large changelog", nil, 0, DefaultFeedKeysAbove + 1, true, true},
+		{"a new flow's first run over a small changelog", nil, 0, DefaultFeedKeysAbove, true, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			fake := newFake()
 			bound := testFlows(t, fake, 1, 1)
-			fake.tables["cdc.t0__state"] = &bigquery.TableMetadata{NumRows: 1, NumBytes: tt.bytes, Labels: map[string]string{
+			rows := uint64(1)
+			if tt.empty {
+				rows = 0
+			}
+			fake.tables["cdc.t0__state"] = &bigquery.TableMetadata{NumRows: rows, NumBytes: tt.bytes, Labels: map[string]string{
 				catalog.StateLayoutLabel: catalog.StateLayout, catalog.LabelWatermark: us(t0.Add(-time.Hour)), catalog.LabelFoldedMax: us(t0.Add(-time.Hour))}}
 			changed(fake, "src0_changelog", 1, t0.Add(-time.Minute), 5)
+			if tt.changelog > 0 {
+				fake.tables["cdc.src0_changelog"].NumBytes = tt.changelog
+			}
 			fake.stats["`src0_changelog`"]["changes_until"] = tt.until
 			fake.first = t0.Add(-48 * time.Hour) // the flow's first event
 			now := t0
@@ -346,6 +361,17 @@ func TestChangeFeedKeyFilter(t *testing.T) {
 			}
 			if got := strings.Contains(changes, "`id` IN (5)"); got != tt.filtered {
 				t.Errorf("key filter in the change feed's statement: %v, want %v\n%s", got, tt.filtered, changes)
+			}
+			if tt.empty {
+				stats := 0
+				for _, st := range fake.steps {
+					if kindOf(st) == "stats" {
+						stats++
+					}
+				}
+				if large := tt.changelog > DefaultFeedKeysAbove; (stats > 1) != large {
+					t.Errorf("%d statistics queries; want one per slice too: %v", stats, large)
+				}
 			}
 		})
 	}

@@ -355,7 +355,7 @@ func (s *streamRun) feedKeys(ctx context.Context, from, to time.Time) (*render.K
 	inRun := !from.Before(s.from)
 	if exact := from.Equal(s.from) && !to.Before(s.watermark); !exact {
 		above := s.c.opts.FeedKeysAbove
-		small := above >= 0 && (s.t.state == nil || s.t.state.NumBytes <= above)
+		small := above >= 0 && s.stateBytes() <= above
 		switch {
 		case small && inRun:
 			return keyFilter(s.st), nil // the whole state costs less than the query
@@ -374,6 +374,21 @@ func (s *streamRun) feedKeys(ctx context.Context, from, to time.Time) (*render.K
 		st.readKeys(row)
 	}
 	return keyFilter(st), nil
+}
+
+// stateBytes is what the state holds once the run's fold is in: its
+// table's bytes, or on a first fold (from the epoch: a new flow, an
+// emptied state) the changelog's, which it is about to fold whole, when
+// larger. (The metadata was read before the fold.)
+func (s *streamRun) stateBytes() int64 {
+	var n int64
+	if s.t.state != nil {
+		n = s.t.state.NumBytes
+	}
+	if !s.from.After(render.Epoch) && s.t.changelog != nil {
+		n = max(n, s.t.changelog.NumBytes)
+	}
+	return n
 }
 
 // keyFilter is the filter on the keys statistics st give; nil (every key)
