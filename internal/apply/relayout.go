@@ -87,7 +87,7 @@ func relayout(ctx context.Context, bq *bigquery.Client, p *plan.Plan, listed lis
 	if err != nil {
 		return nil, err
 	}
-	moving := stMD != nil && !sameBuckets(stMD.RangePartitioning, want.RangePartitioning)
+	moving := stMD != nil && !p.Bucketed(stMD)
 	settled := stMD != nil && !moving && stMD.Labels[catalog.StateLayoutLabel] == p.Layout
 	if settled && !copying {
 		return stMD, nil
@@ -257,16 +257,6 @@ func pointView(ctx context.Context, bq *bigquery.Client, p *plan.Plan, from, to 
 		return fmt.Errorf("flow %s: pointing view %s at %s: %w", b.Name, b.Target, to, err)
 	}
 	return nil
-}
-
-// sameBuckets reports whether a state partitioned as have is partitioned
-// by bucket as want says (both not by bucket counts as the same).
-func sameBuckets(have, want *bigquery.RangePartitioning) bool {
-	if have == nil || want == nil {
-		return have == nil && want == nil
-	}
-	hr, wr := have.Range, want.Range
-	return have.Field == want.Field && hr != nil && wr != nil && *hr == *wr
 }
 
 func describeBuckets(r *bigquery.RangePartitioning) string {

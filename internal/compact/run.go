@@ -135,7 +135,9 @@ func (c *Compactor) flow(ctx context.Context, t *task, now time.Time, rep *Repor
 func (r *run) ensureState(ctx context.Context) error {
 	want := r.t.p.StateColumns()
 	r.cols = fmt.Sprint(want)
-	if st := r.t.state; st != nil && r.t.labels.layout {
+	// A state partitioned by other buckets than the flow's (turned on, off
+	// or changed) is moved first: the run's buckets are the flow's.
+	if st := r.t.state; st != nil && r.t.labels.layout && r.t.p.Bucketed(st) {
 		have := bqschema.FromBigQuery(st.Schema)
 		missing := false
 		for _, w := range want {

@@ -145,6 +145,19 @@ func (p *Plan) StateTable() *bigquery.TableMetadata {
 	}
 }
 
+// Bucketed reports whether a state table (md, its metadata) is
+// partitioned by bucket as the plan's state is: both not by bucket, or
+// by the same buckets. A state that is not must be moved (apply's
+// relayout) before a run folds into it: its rows' buckets would not be the
+// ones the run's statistics compute.
+func (p *Plan) Bucketed(md *bigquery.TableMetadata) bool {
+	have, want := md.RangePartitioning, p.StateTable().RangePartitioning
+	if have == nil || want == nil {
+		return have == nil && want == nil
+	}
+	return have.Field == want.Field && have.Range != nil && want.Range != nil && *have.Range == *want.Range
+}
+
 // byBucket partitions a change-stream state of n buckets
 // (flow.StateBucketsProperty) by its key's bucket, one partition per
 // bucket: a run's change feed reads the partitions of the keys it touches

@@ -51,7 +51,8 @@ func TestPlanMatchesRender(t *testing.T) {
 
 // TestObjectsAreClaimed: every object a plan makes has the name its flow
 // claims (flow.Flow.Objects, which refuses a second claimant), and the
-// plan makes every name its flow claims.
+// plan makes every name its flow claims (but the state's copy, made only
+// while a state moves).
 func TestObjectsAreClaimed(t *testing.T) {
 	flows := rendercases.Flows(t, filepath.Join("..", "..", "sql", "render", "testdata"))
 	for _, b := range flows {
@@ -70,6 +71,9 @@ func TestObjectsAreClaimed(t *testing.T) {
 			}
 			delete(claimed, name)
 		}
+		// The state's copy exists only while the state moves to another
+		// partitioning (apply's relayout), which the plan does not list.
+		delete(claimed, loc.Dataset(b.Flow)+"."+catalog.StateCopyName(b.Flow))
 		if len(claimed) > 0 {
 			t.Errorf("flow %s: claims %v, which its plan does not make", b.Name, claimed)
 		}

@@ -152,13 +152,16 @@ func TestStateMovesToBuckets(t *testing.T) {
 	layout(bucketed, 9000, "resumed after a crash")
 	check(bucketed, "after resuming a move")
 
-	// A truncate, then buckets off, with a partial copy a crash left.
+	// Another number of buckets, with a truncate: the run moves the state
+	// before it folds (its rows' buckets are the old number's).
+	rebucketed := rebind(11)
 	e.AppendRows(t, "rl.users", []map[string]any{
 		row(0, nil, nil, "TRUNCATE", 4, "m08", 9), row(5, "e", "u", "INSERT", 5, "m09", 10),
 		row(1, "a3", nil, "UPDATE", 6, "m10", 10),
 	})
-	e.CompactAt(t, bucketed, at(12), opts)
-	check(bucketed, "after a run with a truncate")
+	e.CompactAt(t, rebucketed, at(12), opts)
+	layout(rebucketed, 11, "11 buckets, by a run")
+	check(rebucketed, "after a run with a truncate that moved the state to 11 buckets")
 	// Buckets off, over a partial copy a crash left: the move is stopped
 	// once after the old state is deleted (a crash), then resumed; at every
 	// step of both the views show the same rows (they read the copy while

@@ -390,10 +390,12 @@ WITH
     FROM deduped
     WHERE __op != 'T' AND `_cdc_ingested_at` > (SELECT __from FROM args)
     UNION DISTINCT
-    -- A truncate changes every key with events.
-    SELECT k.__key, UNIX_MICROS(t.`_cdc_ingested_at`)
+    -- A truncate changes every key with events. (Its positions as
+    -- microseconds: the emulator’s DISTINCT takes TIMESTAMPs a fraction of a
+    -- second apart for one, and lost all truncates but one of a second.)
+    SELECT k.__key, t.__asof
     FROM (SELECT DISTINCT __key FROM deduped WHERE __op != 'T') AS k
-    CROSS JOIN (SELECT DISTINCT `_cdc_ingested_at` FROM deduped WHERE __op = 'T' AND `_cdc_ingested_at` > (SELECT __from FROM args)) AS t
+    CROSS JOIN (SELECT DISTINCT UNIX_MICROS(`_cdc_ingested_at`) AS __asof FROM deduped WHERE __op = 'T' AND `_cdc_ingested_at` > (SELECT __from FROM args)) AS t
   ),
   -- ...and the key’s baseline: the target as of from.
   positions AS (
