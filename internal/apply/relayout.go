@@ -105,6 +105,7 @@ func relayout(ctx context.Context, bq *bigquery.Client, p *plan.Plan, listed lis
 	if stMD == nil && !complete {
 		return nil, fmt.Errorf("flow %s: its state table %s is missing and its copy %s is not complete: restore the state (BigQuery time travel) and apply again", b.Name, st.TableID, cp.TableID)
 	}
+	m := move{bq: bq, p: p, st: st, cp: cp, want: want, step: step}
 	if moving && !complete {
 		if err := fillCopy(ctx, bq, p, stMD, cp, cpMD, want, opts.MoveNotices, rep); err != nil {
 			return nil, err
@@ -113,51 +114,8 @@ func relayout(ctx context.Context, bq *bigquery.Client, p *plan.Plan, listed lis
 			return nil, fmt.Errorf("reading the state copy %s: %w", cp.TableID, err)
 		}
 	}
-	if err := pointView(ctx, bq, p, loc.StateTable(b.Flow), loc.StateCopyTable(b.Flow)); err != nil {
+	if err := m.refill(ctx, moving, stMD != nil, cpMD); err != nil {
 		return nil, err
-	}
-	if err := step(MoveCopied); err != nil {
-		return nil, err
-	}
-	if moving {
-		if err := st.Delete(ctx); err != nil && !bqerror.NotFound(err) {
-			return nil, fmt.Errorf("flow %s: deleting the state table %s in its old layout (its rows are in %s): %w", b.Name, st.TableID, cp.TableID, err)
-		}
-		stMD = nil
-		if err := step(MoveDeleted); err != nil {
-			return nil, err
-		}
-	}
-	if stMD == nil {
-		md := *want
-		md.Schema = cpMD.Schema
-		md.Labels = maps.Clone(want.Labels)
-		delete(md.Labels, catalog.StateLayoutLabel) // labelled once filled (apply's update)
-		if err := st.Create(ctx, &md); err != nil && !bqerror.AlreadyExists(err) {
-			return nil, fmt.Errorf("flow %s: making the state table %s in its new layout (its rows are in %s): %w", b.Name, st.TableID, cp.TableID, err)
-		}
-		if err := step(MoveCreated); err != nil {
-			return nil, err
-		}
-	}
-	cols := bqschema.FromBigQuery(cpMD.Schema).Names()
-	stmts := []string{fmt.Sprintf("DELETE FROM %s WHERE TRUE", loc.StateTable(b.Flow))}
-	for _, ch := range render.BucketChunks(b.StateBuckets, flow.BucketsPerJob) {
-		stmts = append(stmts, render.CopyState(b, loc.StateCopyTable(b.Flow), loc.StateTable(b.Flow), cols, false, ch))
-	}
-	for _, sql := range stmts {
-		if err := runDDL(ctx, bq, sql); err != nil {
-			return nil, fmt.Errorf("flow %s: filling the state table %s from its copy %s: %w", b.Name, st.TableID, cp.TableID, err)
-		}
-	}
-	if err := step(MoveFilled); err != nil {
-		return nil, err
-	}
-	if err := pointView(ctx, bq, p, loc.StateCopyTable(b.Flow), loc.StateTable(b.Flow)); err != nil {
-		return nil, err
-	}
-	if err := cp.Delete(ctx); err != nil && !bqerror.NotFound(err) {
-		return nil, fmt.Errorf("flow %s: deleting the state copy %s (the state is filled): %w", b.Name, cp.TableID, err)
 	}
 	rep.add("table %s: moved to %s", st.TableID, describeBuckets(want.RangePartitioning))
 	md, err := st.Metadata(ctx)
@@ -167,9 +125,76 @@ func relayout(ctx context.Context, bq *bigquery.Client, p *plan.Plan, listed lis
 	return md, nil
 }
 
-// fillCopy makes the state copy (if missing) in the wanted layout, with the
-// state's columns and the wanted ones, fills it from the state and labels
-// it complete.
+// move is a state's move to another partitioning once its copy (cp) is
+// complete: st the state, want its table in the new layout, step the
+// AfterMoveStep hook.
+type move struct {
+	bq     *bigquery.Client
+	p      *plan.Plan
+	st, cp *bigquery.Table
+	want   *bigquery.TableMetadata
+	step   func(string) error
+}
+
+// refill points the view at the copy, deletes the state in its old layout
+// (moving), makes it in the new one (unless it exists: a move resumed
+// after it was made), fills it from the copy (cpMD its metadata), points
+// the view back and deletes the copy.
+func (m move) refill(ctx context.Context, moving, exists bool, cpMD *bigquery.TableMetadata) error {
+	b, loc := m.p.Flow, m.p.Loc
+	state, copy := loc.StateTable(b.Flow), loc.StateCopyTable(b.Flow)
+	if err := pointView(ctx, m.bq, m.p, state, copy); err != nil {
+		return err
+	}
+	if err := m.step(MoveCopied); err != nil {
+		return err
+	}
+	if moving {
+		if err := m.st.Delete(ctx); err != nil && !bqerror.NotFound(err) {
+			return fmt.Errorf("flow %s: deleting the state table %s in its old layout (its rows are in %s): %w", b.Name, m.st.TableID, m.cp.TableID, err)
+		}
+		exists = false
+		if err := m.step(MoveDeleted); err != nil {
+			return err
+		}
+	}
+	if !exists {
+		md := *m.want
+		md.Schema = cpMD.Schema
+		md.Labels = maps.Clone(m.want.Labels)
+		delete(md.Labels, catalog.StateLayoutLabel) // labelled once filled (apply's update)
+		if err := m.st.Create(ctx, &md); err != nil && !bqerror.AlreadyExists(err) {
+			return fmt.Errorf("flow %s: making the state table %s in its new layout (its rows are in %s): %w", b.Name, m.st.TableID, m.cp.TableID, err)
+		}
+		if err := m.step(MoveCreated); err != nil {
+			return err
+		}
+	}
+	cols := bqschema.FromBigQuery(cpMD.Schema).Names()
+	stmts := []string{render.EmptyTable(state)} // a move resumed after a fill
+	for _, ch := range render.BucketChunks(b.StateBuckets, flow.BucketsPerJob) {
+		stmts = append(stmts, render.CopyState(b, copy, state, cols, false, ch))
+	}
+	for _, sql := range stmts {
+		if err := runDDL(ctx, m.bq, sql); err != nil {
+			return fmt.Errorf("flow %s: filling the state table %s from its copy %s: %w", b.Name, m.st.TableID, m.cp.TableID, err)
+		}
+	}
+	if err := m.step(MoveFilled); err != nil {
+		return err
+	}
+	if err := pointView(ctx, m.bq, m.p, copy, state); err != nil {
+		return err
+	}
+	if err := m.cp.Delete(ctx); err != nil && !bqerror.NotFound(err) {
+		return fmt.Errorf("flow %s: deleting the state copy %s (the state is filled): %w", b.Name, m.cp.TableID, err)
+	}
+	return nil
+}
+
+// fillCopy makes the state copy in the wanted layout (again, if a crash
+// left one not complete), with the state's columns and the wanted ones,
+// fills it from the state and labels it complete.
 func fillCopy(ctx context.Context, bq *bigquery.Client, p *plan.Plan, stMD *bigquery.TableMetadata, cp *bigquery.Table, cpMD, want *bigquery.TableMetadata, notices io.Writer, rep *Report) error {
 	b, loc := p.Flow, p.Loc
 	merged, _, err := evolve.Merge(bqschema.FromBigQuery(stMD.Schema), bqschema.FromBigQuery(want.Schema))

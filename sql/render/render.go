@@ -264,6 +264,10 @@ func FoldChunks(n, per int, touched []int64) []*BucketChunk {
 	return out
 }
 
+// EmptyTable deletes every row of table (quoted): a move's state copy, or
+// the state it refills.
+func EmptyTable(table string) string { return "DELETE FROM " + table + " WHERE TRUE" }
+
 // BucketChunks are the ranges of n buckets one statement each writes (per
 // buckets at most); one nil range when n is at most per.
 func BucketChunks(n, per int) []*BucketChunk {
