@@ -105,6 +105,10 @@ func TestStateBucketsProperty(t *testing.T) {
 		{"CREATE STREAMING TABLE t TBLPROPERTIES ('bqcdc.state.buckets' = 1);", "p.sql:1:65: bqcdc.state.buckets is a whole number"},
 		{"CREATE STREAMING TABLE t TBLPROPERTIES ('bqcdc.state.buckets' = '8');\nAPPLY CHANGES FROM SNAPSHOT INTO t FROM staging.x KEYS (id) VERSION BY v;",
 			"p.sql:1:65: flow t: bqcdc.state.buckets: a snapshot flow's state is not partitioned by buckets"},
+		{"CREATE STREAMING TABLE t TBLPROPERTIES ('bqcdc.state.buckets' = '8', 'delta.enableChangeDataFeed' = 'false');\nCREATE FLOW t AS AUTO CDC INTO t FROM STREAM(users_topic) KEYS (id) SEQUENCE BY v;",
+			"p.sql:1:65: flow t: bqcdc.state.buckets: flow t keeps no change feed"},
+		{"CREATE STREAMING TABLE t TBLPROPERTIES ('bqcdc.state.buckets' = '8');\nCREATE FLOW t AS AUTO CDC INTO t FROM STREAM(users_topic) KEYS (id) SEQUENCE BY v SYSTEM SEQUENCE BY w STORED AS BITEMPORAL;",
+			"p.sql:1:65: flow t: bqcdc.state.buckets: flow t keeps no change feed"},
 	} {
 		_, err := Parse("p.sql", tt.src)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {

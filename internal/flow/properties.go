@@ -103,8 +103,9 @@ func (p *parser) tableProperties(d *tableDecl) *Error {
 
 // applyDecls gives each flow what its target's declaration says. A
 // declaration of a target no flow writes says nothing (Databricks allows
-// declaring a table a flow of another pipeline fills). A snapshot flow's
-// state has no buckets: it is an error at the property.
+// declaring a table a flow of another pipeline fills). Buckets on a flow
+// without a change feed (a snapshot flow, a bitemporal one, a feed turned
+// off) are an error at the property.
 func applyDecls(flows []*Flow, decls []tableDecl) ErrorList {
 	byTarget := map[string]tableDecl{}
 	for _, d := range decls {
@@ -120,8 +121,15 @@ func applyDecls(flows []*Flow, decls []tableDecl) ErrorList {
 			f.NoChangeFeed = true
 		}
 		if d.buckets > 0 {
-			if f.Kind().Snapshot() {
+			switch {
+			case f.Kind().Snapshot():
 				errs = append(errs, &Error{Pos: d.bucketsPos, Flow: f.Name, Msg: fmt.Sprintf("%s: a snapshot flow's state is not partitioned by buckets (only change-stream flows' states are)", StateBucketsProperty)})
+				continue
+			case !f.ChangeFeed():
+				// Buckets serve the change feed's read of the touched keys'
+				// state; without a feed a run reads no state, and buckets
+				// would only cost lookups their pruning.
+				errs = append(errs, &Error{Pos: d.bucketsPos, Flow: f.Name, Msg: fmt.Sprintf("%s: flow %s keeps no change feed (bitemporal, or delta.enableChangeDataFeed = false), so its runs read no state: buckets would only cost its lookups", StateBucketsProperty, f.Name)})
 				continue
 			}
 			f.StateBuckets = d.buckets
