@@ -83,9 +83,10 @@ func relayout(ctx context.Context, bq *bigquery.Client, p *plan.Plan, listed lis
 	if known && !copying && (!exists || lt.Labels[catalog.SpecLabel] == tableSpec(want)) {
 		return nil, nil
 	}
-	stMD, err := metadataOrNil(ctx, st)
+	read := clientReader{bq} // nil metadata for a table that does not exist
+	stMD, err := read.Metadata(ctx, st.DatasetID, st.TableID)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("reading table %s: %w", st.TableID, err)
 	}
 	moving := stMD != nil && !p.Bucketed(stMD)
 	settled := stMD != nil && !moving && stMD.Labels[catalog.StateLayoutLabel] == p.Layout
@@ -94,8 +95,8 @@ func relayout(ctx context.Context, bq *bigquery.Client, p *plan.Plan, listed lis
 	}
 	var cpMD *bigquery.TableMetadata
 	if !known || copying {
-		if cpMD, err = metadataOrNil(ctx, cp); err != nil {
-			return nil, err
+		if cpMD, err = read.Metadata(ctx, cp.DatasetID, cp.TableID); err != nil {
+			return nil, fmt.Errorf("reading table %s: %w", cp.TableID, err)
 		}
 	}
 	if !moving && cpMD == nil {
@@ -289,16 +290,4 @@ func describeBuckets(r *bigquery.RangePartitioning) string {
 		return "partitioning by generation"
 	}
 	return fmt.Sprintf("%d buckets (partitioned by %s)", r.Range.End, r.Field)
-}
-
-// metadataOrNil reads t's metadata; nil when t does not exist.
-func metadataOrNil(ctx context.Context, t *bigquery.Table) (*bigquery.TableMetadata, error) {
-	md, err := t.Metadata(ctx)
-	if bqerror.NotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading table %s: %w", t.TableID, err)
-	}
-	return md, nil
 }

@@ -113,13 +113,10 @@ func BenchmarkCompactionCost(b *testing.B) {
 	// SCD 1 and SCD 2 flows with their change feed off (TBLPROPERTIES
 	// ('delta.enableChangeDataFeed' = 'false')): a run reads no state.
 	for _, kind := range []string{"scd1", "scd2"} {
-		off := *flows[kind]
-		f := *off.Flow
-		f.NoChangeFeed = true
-		off.Flow = &f
+		off := withFlow(flows[kind], func(f *flow.Flow) { f.NoChangeFeed = true })
 		for _, keys := range []int{10_000, 1_000_000, 10_000_000} {
 			b.Run(fmt.Sprintf("%s-nofeed/keys%dk/touched100", kind, keys/1000), func(b *testing.B) {
-				benchRun(b, &off, keys, 100)
+				benchRun(b, off, keys, 100)
 			})
 		}
 	}
@@ -273,9 +270,14 @@ func newCostRun(keys, touched int) costRun {
 
 // withBuckets is bd with a state of n buckets.
 func withBuckets(bd *flow.Bound, n int) *flow.Bound {
+	return withFlow(bd, func(f *flow.Flow) { f.StateBuckets = n })
+}
+
+// withFlow is bd with a copy of its flow that edit changed.
+func withFlow(bd *flow.Bound, edit func(*flow.Flow)) *flow.Bound {
 	out := *bd
 	f := *bd.Flow
-	f.StateBuckets = n
+	edit(&f)
 	out.Flow = &f
 	return &out
 }

@@ -151,7 +151,8 @@ func (p *Plan) StateTable() *bigquery.TableMetadata {
 // relayout) before a run folds into it: its rows' buckets would not be the
 // ones the run's statistics compute.
 func (p *Plan) Bucketed(md *bigquery.TableMetadata) bool {
-	have, want := md.RangePartitioning, p.StateTable().RangePartitioning
+	_, want := p.kind.partition(p.Flow)
+	have := md.RangePartitioning
 	if have == nil || want == nil {
 		return have == nil && want == nil
 	}

@@ -79,12 +79,7 @@ func (k *KeyFilter) bucketSQL(b *flow.Bound) string {
 	for i, v := range slices.Sorted(slices.Values(k.Buckets)) {
 		in[i] = strconv.FormatInt(v, 10)
 	}
-	var parts []string
-	for len(in) > 0 {
-		n := min(len(in), maxInList)
-		parts = append(parts, fmt.Sprintf("%s IN (%s)", col, strings.Join(in[:n], ", ")))
-		in = in[n:]
-	}
+	parts := inLists(col, in)
 	if b.Truncate != "" {
 		parts = append(parts, col+" IS NULL")
 	}
@@ -129,13 +124,7 @@ func (k *KeyFilter) keySQL(b *flow.Bound) (string, error) {
 		}
 		parts = append(parts, fmt.Sprintf("%s BETWEEN %s AND %s", col, r[0], r[1]))
 	}
-	var lists []string
-	for len(in) > 0 {
-		n := min(len(in), maxInList)
-		lists = append(lists, fmt.Sprintf("%s IN (%s)", col, strings.Join(in[:n], ", ")))
-		in = in[n:]
-	}
-	parts = append(lists, parts...)
+	parts = append(inLists(col, in), parts...)
 	if k.Null || b.Truncate != "" {
 		parts = append(parts, col+" IS NULL")
 	}
@@ -143,6 +132,18 @@ func (k *KeyFilter) keySQL(b *flow.Bound) (string, error) {
 		return "FALSE", nil
 	}
 	return "(" + strings.Join(parts, " OR ") + ")", nil
+}
+
+// inLists renders col IN (values), as lists of at most maxInList values
+// (to be joined by OR).
+func inLists(col string, values []string) []string {
+	var out []string
+	for len(values) > 0 {
+		n := min(len(values), maxInList)
+		out = append(out, fmt.Sprintf("%s IN (%s)", col, strings.Join(values[:n], ", ")))
+		values = values[n:]
+	}
+	return out
 }
 
 // maxInList bounds the values of one IN list of a key filter: the BigQuery
