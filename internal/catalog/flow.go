@@ -126,6 +126,7 @@ const (
 	ColStateGen       = "__gen"       // generation: when the compaction run that wrote the row started
 	ColStateWatermark = "__watermark" // on W markers: changelog rows ingested up to it are folded
 	ColStateBucket    = "__bucket"    // a state of buckets (flow.StateBucketsProperty): the key's hash bucket, its partitioning column
+	ColStateBase      = "__base"      // a state of versions: on a sparse row, the identity of the full row of its key it stores only its differences from
 )
 
 // SnapshotTable is the quoted table a snapshot flow reads, for SQL: its

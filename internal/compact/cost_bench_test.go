@@ -192,6 +192,7 @@ var (
 		catalog.ColStateKey:       {Len: 14}, // {"userId":12345}
 		catalog.ColStateOp:        {Len: 1},
 		catalog.ColStateWatermark: {Null: 1}, // set on markers only
+		catalog.ColStateBase:      {Null: 1}, // set on sparse rows only (none but in BenchmarkViewCost)
 		catalog.ColChangeType:     {Len: 14},
 		catalog.ColChangeID:       {Len: 6},
 		"operation":               {Len: 6},

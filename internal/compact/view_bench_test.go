@@ -2,8 +2,10 @@ package compact
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/plan"
 	"github.com/bqcdc/bqcdc/internal/schema"
+	"github.com/bqcdc/bqcdc/sql/render"
 )
 
 // BenchmarkViewCost prices reading a view of versions whole, against the
@@ -22,12 +25,14 @@ import (
 //
 // where versions-bytes is the versions × the state's row (a version
 // stored whole) and events-delta-bytes the other events × (the keys, the
-// sequences and the one column that changed). Each key has versions
-// versions of eventsPerVersion events; an event after a version's first
-// changes only a column outside TRACK HISTORY ON. Reported: view-bytes
-// (what reading the whole view scans: the state and the changelog's
-// tail), versions-bytes, events-delta-bytes, view/bound (the ratio the
-// criterion bounds by 1.5) and state-bytes.
+// sequences and the columns that changed: viewChanged). Each key has
+// versions versions of eventsPerVersion events; an event after a
+// version's first changes only columns outside TRACK HISTORY ON, and the
+// state is as maintenance leaves it (such events stored sparse).
+// Reported: view-bytes (what reading the whole view scans: the state and
+// the changelog's tail), view-bytes-whole (the same over a state of whole
+// rows, as before sparse rows), versions-bytes, events-delta-bytes,
+// view/bound (the ratio the criterion bounds by 1.5) and whole/bound.
 //
 // It runs no query: go test ./internal/compact -run '^$' -bench ViewCost.
 func BenchmarkViewCost(b *testing.B) {
@@ -36,39 +41,62 @@ func BenchmarkViewCost(b *testing.B) {
 		for _, keys := range []int{10_000, 100_000} {
 			for _, per := range []int{1, 10, 100} {
 				b.Run(fmt.Sprintf("view/%s/keys%dk/events%dperversion", kind, keys/1000, per), func(b *testing.B) {
-					benchView(b, flows[kind], keys, 2, per, "city")
+					benchView(b, flows[kind], keys, 2, per, viewChanged, 0)
 				})
 			}
 		}
+		// A wide row (name, tracked and unchanged within a version, ~1 KiB):
+		// what a sparse row leaves out grows with the row.
+		b.Run(fmt.Sprintf("view/%s/keys100k/events100perversion/row1KiB", kind), func(b *testing.B) {
+			benchView(b, flows[kind], 100_000, 2, 100, viewChanged, 900)
+		})
 	}
 }
 
-// trackedFlows binds an SCD 2 flow that tracks history on every column
-// but city (sql/render/testdata's users_tracked) and a bitemporal one that
-// does the same (the test flows have none).
+// viewChanged are the columns an event that opens no version changes in
+// BenchmarkViewCost: city, and the Debezium metadata that every event
+// changes (its source and publish times), where the flow keeps them.
+var viewChanged = []string{"city", catalog.ColSourceTS, catalog.ColPublishTime}
+
+// trackedFlows binds an SCD 2 and a bitemporal flow that track history
+// on name only, so that an event changing city (with the Debezium
+// metadata that changes with every event: the source and publish times)
+// opens no version. (TRACK HISTORY ON * EXCEPT (city) would track the
+// sequence and the metadata too: every event would open one.)
 func trackedFlows(b *testing.B) map[string]*flow.Bound {
 	b.Helper()
-	out := map[string]*flow.Bound{}
-	for _, bd := range rendercases.Flows(b, "../../sql/render/testdata") {
-		if bd.Name == "users_tracked" {
-			out["scd2"] = bd
-		}
-	}
 	dir := b.TempDir()
-	src := `CREATE FLOW users_bitemporal_tracked AS AUTO CDC INTO users_bitemporal_tracked
+	src := `CREATE FLOW users_tracked_name AS AUTO CDC INTO users_tracked_name
+FROM STREAM(users)
+KEYS (userId)
+APPLY AS DELETE WHEN operation = 'DELETE'
+SEQUENCE BY STRUCT(sequenceNum, _cdc_sequence)
+COLUMNS * EXCEPT (operation, tags)
+STORED AS SCD TYPE 2
+TRACK HISTORY ON (name);
+
+CREATE FLOW users_bitemporal_tracked AS AUTO CDC INTO users_bitemporal_tracked
 FROM STREAM(users)
 KEYS (userId)
 APPLY AS DELETE WHEN operation = 'DELETE'
 SEQUENCE BY sequenceNum
 SYSTEM SEQUENCE BY _cdc_ingested_at
-COLUMNS * EXCEPT (operation, _cdc_op, _cdc_source_ts, _cdc_sequence, _cdc_publish_time, _cdc_schema_id, _cdc_transaction)
+COLUMNS * EXCEPT (operation, tags, _cdc_op, _cdc_sequence, _cdc_schema_id, _cdc_transaction)
 STORED AS BITEMPORAL
-TRACK HISTORY ON * EXCEPT (city);
+TRACK HISTORY ON (name);
 `
 	if err := os.WriteFile(filepath.Join(dir, "tracked.sql"), []byte(src), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	out["bitemporal"] = rendercases.Flows(b, dir)[0]
+	out := map[string]*flow.Bound{}
+	for _, bd := range rendercases.Flows(b, dir) {
+		switch bd.Name {
+		case "users_tracked_name":
+			out["scd2"] = bd
+		case "users_bitemporal_tracked":
+			out["bitemporal"] = bd
+		}
+	}
 	if len(out) != 2 {
 		b.Fatalf("found %d of the 2 flows", len(out))
 	}
@@ -76,11 +104,14 @@ TRACK HISTORY ON * EXCEPT (city);
 }
 
 // benchView prices flow bd's view read whole over a state of keys keys ×
-// versions × perVersion events, each event a full state row as today's
-// state stores it, clustered by the first key and written by maintenance
-// the day before; the changelog holds the history's days and the run's
-// tail of one event.
-func benchView(b *testing.B, bd *flow.Bound, keys, versions, perVersion int, changed string) {
+// versions × perVersion events as maintenance leaves it (clustered by the
+// first key, written the day before): a version's first event whole, the
+// others sparse (render.SparseColumns: NULL but for the columns that
+// changed, with __base set); the changelog holds the history's days and
+// the run's tail of one event; nameLen > 0 makes name that long (a wide
+// row). It reports view-bytes-whole too: the same
+// view over a state of whole rows (before sparse rows).
+func benchView(b *testing.B, bd *flow.Bound, keys, versions, perVersion int, changed []string, nameLen float64) {
 	r := newCostRun(keys, 1)
 	p := plan.For(bd, costLoc)
 	must := func(err error) {
@@ -89,47 +120,72 @@ func benchView(b *testing.B, bd *flow.Bound, keys, versions, perVersion int, cha
 		}
 	}
 	events := int64(keys * versions * perVersion)
+	nVersions := float64(keys * versions)
 	changelog := cost.NewTable(cost.Name(costLoc.ChangelogTable(bd.Flow)), cost.Columns(bd.Changelog, costShapes, costShape), catalog.ColIngestedAt, catalog.ColIngestedAt)
 	must(changelog.AddTimeRange(costNow.AddDate(0, 0, -costHistoryDays), r.params.Watermark, events, 0))
 	must(changelog.AddTimeRange(r.params.Watermark.Add(time.Microsecond), r.params.NewWatermark, 1, 0))
-	state := cost.NewTable(cost.Name(costLoc.StateTable(bd.Flow)), cost.Columns(p.StateColumns(), costShapes, costShape), catalog.ColStateGen, bd.Keys[0].Name)
-	folded := cost.DayOf(costNow.AddDate(0, 0, -1))
-	must(state.AddSpan(folded, cost.Null, cost.Null, 1, 0)) // the marker
-	must(state.AddSpan(folded, cost.Int(0), cost.Int(int64(keys-1)), events, 0))
-	m := cost.NewModel(changelog, state)
 	sql, err := viewSQL(bd, costLoc, r.params.NewWatermark)
 	must(err)
 	view := cost.Name(costLoc.ViewTable(bd.Flow))
-	m.Views[view] = sql
-	var e *cost.Estimate
-	for b.Loop() {
-		if e, err = m.Estimate(fmt.Sprintf("SELECT * FROM `%s`", view)); err != nil {
-			b.Fatal(err)
-		}
+	// The state, its sparse columns NULL on every row but a version's
+	// first (or where they changed), __base on every row but those.
+	whole := maps.Clone(costShapes)
+	if nameLen > 0 {
+		whole["name"] = cost.Shape{Len: nameLen}
 	}
-	viewBytes := e.Scanned(state.Name) + e.Scanned(changelog.Name)
-	nVersions := float64(keys * versions)
-	versionsBytes := nVersions * state.RowBytes()
+	sparse := maps.Clone(whole)
+	opened := nVersions / float64(events)
+	for _, c := range render.SparseColumns(bd) {
+		if slices.Contains(changed, c) {
+			continue
+		}
+		sh, ok := sparse[c]
+		if !ok {
+			sh = costShape
+		}
+		sh.Null = 1 - (1-sh.Null)*opened
+		sparse[c] = sh
+	}
+	sparse[catalog.ColStateBase] = cost.Shape{Null: opened}
+	read := func(shapes map[string]cost.Shape) (viewBytes int64, rowBytes float64) {
+		state := cost.NewTable(cost.Name(costLoc.StateTable(bd.Flow)), cost.Columns(p.StateColumns(), shapes, costShape), catalog.ColStateGen, bd.Keys[0].Name)
+		folded := cost.DayOf(costNow.AddDate(0, 0, -1))
+		must(state.AddSpan(folded, cost.Null, cost.Null, 1, 0)) // the marker
+		must(state.AddSpan(folded, cost.Int(0), cost.Int(int64(keys-1)), events, 0))
+		m := cost.NewModel(changelog, state)
+		m.Views[view] = sql
+		e, err := m.Estimate(fmt.Sprintf("SELECT * FROM `%s`", view))
+		must(err)
+		return e.Scanned(state.Name) + e.Scanned(changelog.Name), state.RowBytes()
+	}
+	var viewBytes, wholeBytes int64
+	var rowBytes float64
+	for b.Loop() {
+		viewBytes, _ = read(sparse)
+		wholeBytes, rowBytes = read(whole)
+	}
+	versionsBytes := nVersions * rowBytes
 	delta := float64(events) - nVersions
 	deltaBytes := delta * deltaRowBytes(bd, changed)
 	b.ReportMetric(float64(viewBytes), "view-bytes")
+	b.ReportMetric(float64(wholeBytes), "view-bytes-whole")
 	b.ReportMetric(versionsBytes, "versions-bytes")
 	b.ReportMetric(deltaBytes, "events-delta-bytes")
 	b.ReportMetric(float64(viewBytes)/(versionsBytes+deltaBytes), "view/bound")
-	b.ReportMetric(float64(state.Bytes()), "state-bytes")
+	b.ReportMetric(float64(wholeBytes)/(versionsBytes+deltaBytes), "whole/bound")
 }
 
 // deltaRowBytes is what an event that opens no version must carry: the
 // keys, the sequences (SEQUENCE BY, and SYSTEM SEQUENCE BY) and the
-// column that changed, at the benchmark's value sizes.
-func deltaRowBytes(bd *flow.Bound, changed string) float64 {
+// columns that changed, at the benchmark's value sizes.
+func deltaRowBytes(bd *flow.Bound, changed []string) float64 {
 	cols := append(schema.Columns{}, bd.Keys...)
 	cols = append(cols, bd.Sequence...)
 	if bd.SystemSequence != nil {
 		cols = append(cols, *bd.SystemSequence)
 	}
 	for _, c := range bd.Output {
-		if c.Name == changed {
+		if slices.Contains(changed, c.Name) && !slices.ContainsFunc(cols, func(x schema.Column) bool { return x.Name == c.Name }) {
 			cols = append(cols, c)
 		}
 	}

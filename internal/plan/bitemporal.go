@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/schema"
 	"time"
 
 	"github.com/bqcdc/bqcdc/sql/render"
@@ -25,3 +27,5 @@ func (bitemporal) view(p *Plan, hint time.Time, _ string) (string, error) {
 func (bitemporal) maintainEvery(every time.Duration) time.Duration {
 	return historyMaintainEvery(every)
 }
+
+func (bitemporal) stateColumns(b *flow.Bound) schema.Columns { return historyStateColumns(b) }

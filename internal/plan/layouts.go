@@ -29,6 +29,16 @@ func streamStateColumns(b *flow.Bound) schema.Columns {
 	return cols
 }
 
+// historyStateColumns is the schema of a state of versions (SCD 2,
+// bitemporal): a change stream's, plus the base of a sparse row. Such a
+// state keeps every event; maintenance stores an event that opens no
+// version (render: sparse rows) as its differences from the full row
+// that opened its version, so a history of many small changes is billed
+// for them, not for whole rows.
+func historyStateColumns(b *flow.Bound) schema.Columns {
+	return append(streamStateColumns(b), schema.Column{Name: catalog.ColStateBase, Type: schema.Int64, Description: "On a sparse row (an event that opens no version, written by maintenance): the identity of the full row of its key whose values its NULL columns repeat; NULL on full rows."})
+}
+
 // snapshotStateColumns is the schema of a snapshot flow's state table: the
 // target's columns, the version interval as version keys, and the key,
 // op, generation and (on markers) the rows processed.

@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/schema"
 	"time"
 
 	"github.com/bqcdc/bqcdc/sql/render"
@@ -21,3 +23,5 @@ func (scd2) view(p *Plan, hint time.Time, _ string) (string, error) {
 }
 
 func (scd2) maintainEvery(every time.Duration) time.Duration { return historyMaintainEvery(every) }
+
+func (scd2) stateColumns(b *flow.Bound) schema.Columns { return historyStateColumns(b) }

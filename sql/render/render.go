@@ -61,6 +61,7 @@ func parseTemplates() *template.Template {
 	t := template.New("").Funcs(template.FuncMap{
 		"join":    func(list []string, sep string) string { return strings.Join(list, sep) },
 		"comment": commentText,
+		"rebuilt": rebuilt,
 		// run executes the template a Shape names (text/template's own
 		// {{template}} takes a constant name only).
 		"run": func(name string, data any) (string, error) {
@@ -107,7 +108,7 @@ var columns = map[string]string{
 	"IngestedAt": catalog.ColIngestedAt, "PublishTime": catalog.ColPublishTime, "MessageID": catalog.ColMessageID,
 	"SchemaID": catalog.ColSchemaID, "Transaction": catalog.ColTransaction,
 	"StateOp": catalog.ColStateOp, "StateGen": catalog.ColStateGen, "StateWatermark": catalog.ColStateWatermark,
-	"StateBucket": catalog.ColStateBucket, "StateVersion": catalog.ColStateVersion, "StateVersionEnd": catalog.ColStateVersionEnd, "StateRows": catalog.ColStateRows,
+	"StateBucket": catalog.ColStateBucket, "StateBase": catalog.ColStateBase, "StateVersion": catalog.ColStateVersion, "StateVersionEnd": catalog.ColStateVersionEnd, "StateRows": catalog.ColStateRows,
 	"CommitPosition": catalog.ColCommitPosition, "ChangeType": catalog.ColChangeType,
 	"GoldGroup": catalog.ColGoldGroup, "GoldHash": catalog.ColGoldHash, "GoldVersion": catalog.ColGoldVersion,
 	"GoldEventMax": catalog.ColGoldEventMax,
@@ -368,7 +369,15 @@ type data struct {
 	// the bucket of an event row's key; Bucket is the state's bucket of a
 	// row with an op (NULL on truncates: they carry no key). "" for a state
 	// without buckets.
-	BucketHash, Bucket    string
+	BucketHash, Bucket string
+	// A state of versions' sparse rows (sparse.go): the columns that may
+	// be stored sparse, ", `__base`" for the reads of the state, a row's
+	// identity, the event columns rebuilt from a sparse row and its base,
+	// and as maintenance writes them. Empty for other targets.
+	Sparse                []sparseCol
+	StoredBase            string
+	Identity              string
+	Rebuilt, Sparsed      []string
 	Keys                  []string
 	KeysQualified         []string
 	Sequence              []seqCol
@@ -495,6 +504,9 @@ func newData(b *flow.Bound, loc catalog.Location, hint time.Time, s Shape) *data
 		d.Bucket = fmt.Sprintf("IF(%s = 'T', NULL, %s)", q(catalog.ColStateOp), d.BucketHash)
 	}
 	d.sequence(b)
+	if s.Versions {
+		d.sparse(b, events)
+	}
 	d.partition(false)
 	d.EventFilter = eventFilter(b, d)
 	for _, c := range events {

@@ -27,10 +27,22 @@ WITH
   -- Folded state: every row of every level counts. Each level holds the
   -- events that decide the target among the events it folded, so the union
   -- of the levels and the tail folds to what all the events fold to.
-  state AS (
-    SELECT `order`, `group`, `select`, `from`, `where`, `by`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, __op
+  state_stored AS (
+    SELECT `order`, `group`, `select`, `from`, `where`, `by`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, __op, `__base`
     FROM `my-project`.`cdc`.`odd__state`
     WHERE __op IN ('U', 'D', 'T')
+  ),
+  state AS (
+    -- Sparse rows rebuilt (maintenance stores an event that opens no
+    -- version as its differences from its base, the full row of its key
+    -- whose identity is its __base): a NULL sparse column takes
+    -- the base’s value. Every level and copy of the base is alike.
+    SELECT `order`, `group`, IF(`__base` IS NULL, `select`, IFNULL(`select`, __b0)) AS `select`, IF(`__base` IS NULL, `from`, IFNULL(`from`, __b1)) AS `from`, `where`, `by`, IF(`__base` IS NULL, `_cdc_op`, IFNULL(`_cdc_op`, __b2)) AS `_cdc_op`, IF(`__base` IS NULL, `_cdc_source_ts`, IFNULL(`_cdc_source_ts`, __b3)) AS `_cdc_source_ts`, IF(`__base` IS NULL, `_cdc_sequence`, IFNULL(`_cdc_sequence`, __b4)) AS `_cdc_sequence`, `_cdc_ingested_at`, IF(`__base` IS NULL, `_cdc_publish_time`, IFNULL(`_cdc_publish_time`, __b5)) AS `_cdc_publish_time`, `_cdc_message_id`, IF(`__base` IS NULL, `_cdc_schema_id`, IFNULL(`_cdc_schema_id`, __b6)) AS `_cdc_schema_id`, IF(`__base` IS NULL, `_cdc_transaction`, IFNULL(`_cdc_transaction`, __b7)) AS `_cdc_transaction`, __op
+    FROM (
+      SELECT *, FIRST_VALUE(`select`) OVER __b AS __b0, FIRST_VALUE(`from`) OVER __b AS __b1, FIRST_VALUE(`_cdc_op`) OVER __b AS __b2, FIRST_VALUE(`_cdc_source_ts`) OVER __b AS __b3, FIRST_VALUE(`_cdc_sequence`) OVER __b AS __b4, FIRST_VALUE(`_cdc_publish_time`) OVER __b AS __b5, FIRST_VALUE(`_cdc_schema_id`) OVER __b AS __b6, FIRST_VALUE(`_cdc_transaction`) OVER __b AS __b7
+      FROM (SELECT *, IFNULL(__base, FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(`by`, `_cdc_message_id`, UNIX_MICROS(`_cdc_ingested_at`))))) AS __grp FROM state_stored)
+      WINDOW __b AS (PARTITION BY `order`, `group`, __grp ORDER BY IF(__base IS NULL, 0, 1))
+    )
   ),
   -- Every Pub/Sub message once: a redelivered copy keeps its message id.
   -- (A message is one row image, so its copies share its key: partitioned
@@ -230,16 +242,28 @@ SELECT CAST(NULL AS INT64), CAST(NULL AS STRING), CAST(NULL AS STRING), CAST(NUL
 -- late event arrives. The levels it read are deleted afterwards, whole days
 -- of partitions at a time; until then both count, and each message is
 -- counted once.
-INSERT INTO `my-project`.`cdc`.`odd__state` (`order`, `group`, `select`, `from`, `where`, `by`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, __key, __op, __gen, __watermark)
+INSERT INTO `my-project`.`cdc`.`odd__state` (`order`, `group`, `select`, `from`, `where`, `by`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, __key, __op, __gen, __watermark, __base)
 WITH
   -- Maintenance: the levels written before the cutoff (whole days of the
   -- state’s partitions), their events ingested at or before the watermark
   -- the run started from; later ones are kept as they are (a change feed
   -- may still need them verbatim: the kept CTE).
-  levels AS (
-    SELECT `order`, `group`, `select`, `from`, `where`, `by`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, __op
+  levels_stored AS (
+    SELECT `order`, `group`, `select`, `from`, `where`, `by`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, __op, `__base`
     FROM `my-project`.`cdc`.`odd__state`
     WHERE __gen < TIMESTAMP '2026-11-30 06:00:00+00:00' AND __op IN ('U', 'D', 'T')
+  ),
+  levels AS (
+    -- Sparse rows rebuilt (maintenance stores an event that opens no
+    -- version as its differences from its base, the full row of its key
+    -- whose identity is its __base): a NULL sparse column takes
+    -- the base’s value. Every level and copy of the base is alike.
+    SELECT `order`, `group`, IF(`__base` IS NULL, `select`, IFNULL(`select`, __b0)) AS `select`, IF(`__base` IS NULL, `from`, IFNULL(`from`, __b1)) AS `from`, `where`, `by`, IF(`__base` IS NULL, `_cdc_op`, IFNULL(`_cdc_op`, __b2)) AS `_cdc_op`, IF(`__base` IS NULL, `_cdc_source_ts`, IFNULL(`_cdc_source_ts`, __b3)) AS `_cdc_source_ts`, IF(`__base` IS NULL, `_cdc_sequence`, IFNULL(`_cdc_sequence`, __b4)) AS `_cdc_sequence`, `_cdc_ingested_at`, IF(`__base` IS NULL, `_cdc_publish_time`, IFNULL(`_cdc_publish_time`, __b5)) AS `_cdc_publish_time`, `_cdc_message_id`, IF(`__base` IS NULL, `_cdc_schema_id`, IFNULL(`_cdc_schema_id`, __b6)) AS `_cdc_schema_id`, IF(`__base` IS NULL, `_cdc_transaction`, IFNULL(`_cdc_transaction`, __b7)) AS `_cdc_transaction`, __op
+    FROM (
+      SELECT *, FIRST_VALUE(`select`) OVER __b AS __b0, FIRST_VALUE(`from`) OVER __b AS __b1, FIRST_VALUE(`_cdc_op`) OVER __b AS __b2, FIRST_VALUE(`_cdc_source_ts`) OVER __b AS __b3, FIRST_VALUE(`_cdc_sequence`) OVER __b AS __b4, FIRST_VALUE(`_cdc_publish_time`) OVER __b AS __b5, FIRST_VALUE(`_cdc_schema_id`) OVER __b AS __b6, FIRST_VALUE(`_cdc_transaction`) OVER __b AS __b7
+      FROM (SELECT *, IFNULL(__base, FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(`by`, `_cdc_message_id`, UNIX_MICROS(`_cdc_ingested_at`))))) AS __grp FROM levels_stored)
+      WINDOW __b AS (PARTITION BY `order`, `group`, __grp ORDER BY IF(__base IS NULL, 0, 1))
+    )
   ),
   kept AS (
     SELECT * FROM levels WHERE `_cdc_ingested_at` > TIMESTAMP '2026-11-30 07:00:00+00:00'
@@ -259,16 +283,41 @@ WITH
     SELECT * EXCEPT (__copy)
     FROM arrivals
     WHERE __copy = 1 OR `_cdc_message_id` IS NULL
+  ),
+  -- Sparse rows (render/sparse.go): an upsert after an upsert of its key
+  -- that changes no tracked column opens no version; it joins the group of
+  -- the event that opened it (the group’s base, stored whole) and stores
+  -- only the sparse columns that differ from the base’s, unless one is NULL
+  -- where the base’s is not (then it is stored whole).
+  sparse_candidates AS (
+    SELECT *, FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(`by`, `_cdc_message_id`, UNIX_MICROS(`_cdc_ingested_at`)))) AS __id,
+      IFNULL(__op = 'U' AND LAG(__op) OVER w = 'U' AND LAG(`select`) OVER w IS NOT DISTINCT FROM `select` AND LAG(`from`) OVER w IS NOT DISTINCT FROM `from` AND TO_JSON_STRING(LAG(`where`) OVER w) = TO_JSON_STRING(`where`), FALSE) AS __cand
+    FROM events
+    WINDOW w AS (PARTITION BY `order`, `group` ORDER BY `by`, IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, ''))
+  ),
+  sparse_groups AS (
+    SELECT *, COUNTIF(NOT __cand) OVER (PARTITION BY `order`, `group` ORDER BY `by`, IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, '') ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __g
+    FROM sparse_candidates
+  ),
+  -- The group’s base first: its one event that is not a candidate.
+  sparse_bases AS (
+    SELECT *, FIRST_VALUE(__id) OVER g AS __gid, FIRST_VALUE(`select`) OVER g AS __b0, FIRST_VALUE(`from`) OVER g AS __b1, FIRST_VALUE(`_cdc_op`) OVER g AS __b2, FIRST_VALUE(`_cdc_source_ts`) OVER g AS __b3, FIRST_VALUE(`_cdc_sequence`) OVER g AS __b4, FIRST_VALUE(`_cdc_publish_time`) OVER g AS __b5, FIRST_VALUE(`_cdc_schema_id`) OVER g AS __b6, FIRST_VALUE(`_cdc_transaction`) OVER g AS __b7
+    FROM sparse_groups
+    WINDOW g AS (PARTITION BY `order`, `group`, __g ORDER BY IF(__cand, 1, 0), `by`, IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, ''))
+  ),
+  sparsed AS (
+    SELECT *, __cand AND NOT (`select` IS NULL AND __b0 IS NOT NULL) AND NOT (`from` IS NULL AND __b1 IS NOT NULL) AND NOT (`_cdc_op` IS NULL AND __b2 IS NOT NULL) AND NOT (`_cdc_source_ts` IS NULL AND __b3 IS NOT NULL) AND NOT (`_cdc_sequence` IS NULL AND __b4 IS NOT NULL) AND NOT (`_cdc_publish_time` IS NULL AND __b5 IS NOT NULL) AND NOT (`_cdc_schema_id` IS NULL AND __b6 IS NOT NULL) AND NOT (`_cdc_transaction` IS NULL AND __b7 IS NOT NULL) AS __sparse
+    FROM sparse_bases
   )
-SELECT `order`, `group`, `select`, `from`, `where`, `by`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, TO_JSON_STRING(STRUCT(`order`, `group`)), __op, TIMESTAMP '2026-11-30 08:00:00+00:00', CAST(NULL AS TIMESTAMP)
-FROM events
+SELECT `order`, `group`, IF(__sparse AND `select` IS NOT DISTINCT FROM __b0, NULL, `select`), IF(__sparse AND `from` IS NOT DISTINCT FROM __b1, NULL, `from`), `where`, `by`, IF(__sparse AND `_cdc_op` IS NOT DISTINCT FROM __b2, NULL, `_cdc_op`), IF(__sparse AND `_cdc_source_ts` IS NOT DISTINCT FROM __b3, NULL, `_cdc_source_ts`), IF(__sparse AND `_cdc_sequence` IS NOT DISTINCT FROM __b4, NULL, `_cdc_sequence`), `_cdc_ingested_at`, IF(__sparse AND `_cdc_publish_time` IS NOT DISTINCT FROM __b5, NULL, `_cdc_publish_time`), `_cdc_message_id`, IF(__sparse AND `_cdc_schema_id` IS NOT DISTINCT FROM __b6, NULL, `_cdc_schema_id`), IF(__sparse AND `_cdc_transaction` IS NOT DISTINCT FROM __b7, NULL, `_cdc_transaction`), TO_JSON_STRING(STRUCT(`order`, `group`)), __op, TIMESTAMP '2026-11-30 08:00:00+00:00', CAST(NULL AS TIMESTAMP), IF(__sparse, __gid, NULL)
+FROM sparsed
 UNION ALL
-SELECT `order`, `group`, `select`, `from`, `where`, `by`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, TO_JSON_STRING(STRUCT(`order`, `group`)), __op, TIMESTAMP '2026-11-30 08:00:00+00:00', CAST(NULL AS TIMESTAMP)
+SELECT `order`, `group`, `select`, `from`, `where`, `by`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, TO_JSON_STRING(STRUCT(`order`, `group`)), __op, TIMESTAMP '2026-11-30 08:00:00+00:00', CAST(NULL AS TIMESTAMP), CAST(NULL AS INT64)
 FROM kept
 UNION ALL
 -- The watermark marker: every changelog row ingested at or before
 -- new_watermark is folded; folded_max is the newest ingestion time read.
-SELECT CAST(NULL AS INT64), CAST(NULL AS STRING), CAST(NULL AS STRING), CAST(NULL AS DATE), CAST(NULL AS JSON), CAST(NULL AS TIMESTAMP), CAST(NULL AS STRING), CAST(NULL AS TIMESTAMP), CAST(NULL AS STRING), TIMESTAMP '2026-11-30 07:09:00.123456+00:00', CAST(NULL AS TIMESTAMP), CAST(NULL AS STRING), CAST(NULL AS INT64), CAST(NULL AS STRUCT<`id` STRING, `total_order` INT64, `data_collection_order` INT64>), CAST(NULL AS STRING), 'W', TIMESTAMP '2026-11-30 08:00:00+00:00', TIMESTAMP '2026-11-30 07:50:00+00:00';
+SELECT CAST(NULL AS INT64), CAST(NULL AS STRING), CAST(NULL AS STRING), CAST(NULL AS DATE), CAST(NULL AS JSON), CAST(NULL AS TIMESTAMP), CAST(NULL AS STRING), CAST(NULL AS TIMESTAMP), CAST(NULL AS STRING), TIMESTAMP '2026-11-30 07:09:00.123456+00:00', CAST(NULL AS TIMESTAMP), CAST(NULL AS STRING), CAST(NULL AS INT64), CAST(NULL AS STRUCT<`id` STRING, `total_order` INT64, `data_collection_order` INT64>), CAST(NULL AS STRING), 'W', TIMESTAMP '2026-11-30 08:00:00+00:00', TIMESTAMP '2026-11-30 07:50:00+00:00', CAST(NULL AS INT64);
 
 -- After maintenance: the levels it folded and their markers, written
 -- before cutoff (a day boundary, so committed before it read them). The
@@ -305,6 +354,27 @@ INSERT INTO `my-project`.`cdc`.`odd__changes` (`order`, `group`, `select`, `from
 WITH
   -- The run’s range: the changes at positions in (from, to].
   args AS (SELECT TIMESTAMP '2026-11-30 07:00:00+00:00' AS __from, TIMESTAMP '2026-11-30 07:50:00+00:00' AS __as_of),
+  -- The state’s rows of the keys (every event of a key that decides the
+  -- target as of a position; constant filters on the first clustering
+  -- column select the keys’ blocks), sparse rows rebuilt.
+  history_stored AS (
+    SELECT `order`, `group`, `select`, `from`, `where`, `by`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, __op, `__base`
+    FROM `my-project`.`cdc`.`odd__state`
+    WHERE __op IN ('U', 'D', 'T')
+      AND (`order` IN (7) OR `order` BETWEEN 10 AND 20)
+  ),
+  history_state AS (
+    -- Sparse rows rebuilt (maintenance stores an event that opens no
+    -- version as its differences from its base, the full row of its key
+    -- whose identity is its __base): a NULL sparse column takes
+    -- the base’s value. Every level and copy of the base is alike.
+    SELECT `order`, `group`, IF(`__base` IS NULL, `select`, IFNULL(`select`, __b0)) AS `select`, IF(`__base` IS NULL, `from`, IFNULL(`from`, __b1)) AS `from`, `where`, `by`, IF(`__base` IS NULL, `_cdc_op`, IFNULL(`_cdc_op`, __b2)) AS `_cdc_op`, IF(`__base` IS NULL, `_cdc_source_ts`, IFNULL(`_cdc_source_ts`, __b3)) AS `_cdc_source_ts`, IF(`__base` IS NULL, `_cdc_sequence`, IFNULL(`_cdc_sequence`, __b4)) AS `_cdc_sequence`, `_cdc_ingested_at`, IF(`__base` IS NULL, `_cdc_publish_time`, IFNULL(`_cdc_publish_time`, __b5)) AS `_cdc_publish_time`, `_cdc_message_id`, IF(`__base` IS NULL, `_cdc_schema_id`, IFNULL(`_cdc_schema_id`, __b6)) AS `_cdc_schema_id`, IF(`__base` IS NULL, `_cdc_transaction`, IFNULL(`_cdc_transaction`, __b7)) AS `_cdc_transaction`, __op
+    FROM (
+      SELECT *, FIRST_VALUE(`select`) OVER __b AS __b0, FIRST_VALUE(`from`) OVER __b AS __b1, FIRST_VALUE(`_cdc_op`) OVER __b AS __b2, FIRST_VALUE(`_cdc_source_ts`) OVER __b AS __b3, FIRST_VALUE(`_cdc_sequence`) OVER __b AS __b4, FIRST_VALUE(`_cdc_publish_time`) OVER __b AS __b5, FIRST_VALUE(`_cdc_schema_id`) OVER __b AS __b6, FIRST_VALUE(`_cdc_transaction`) OVER __b AS __b7
+      FROM (SELECT *, IFNULL(__base, FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(`by`, `_cdc_message_id`, UNIX_MICROS(`_cdc_ingested_at`))))) AS __grp FROM history_stored)
+      WINDOW __b AS (PARTITION BY `order`, `group`, __grp ORDER BY IF(__base IS NULL, 0, 1))
+    )
+  ),
   -- The events of the keys with changes in the range: the state’s (every
   -- event of a key that decides the target as of a position; constant
   -- filters on the first clustering column select the keys’ blocks) and the
@@ -331,11 +401,7 @@ WITH
       AND `_cdc_ingested_at` <= TIMESTAMP '2026-11-30 07:50:00+00:00'
       AND `by` IS NOT NULL
     UNION ALL
-    SELECT `order`, `group`, `select`, `from`, `where`, `by`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, __op
-    FROM `my-project`.`cdc`.`odd__state`
-    WHERE __op IN ('U', 'D', 'T')
-      AND `_cdc_ingested_at` <= TIMESTAMP '2026-11-30 07:50:00+00:00'
-      AND (`order` IN (7) OR `order` BETWEEN 10 AND 20)
+    SELECT * FROM history_state WHERE `_cdc_ingested_at` <= TIMESTAMP '2026-11-30 07:50:00+00:00'
   ),
   -- Every Pub/Sub message once (its first copy); the copy decides the
   -- position, so ordered as microseconds (the emulator orders TIMESTAMPs in
@@ -508,6 +574,19 @@ SELECT CAST(NULL AS INT64), CAST(NULL AS STRING), CAST(NULL AS STRING), CAST(NUL
 CREATE OR REPLACE TABLE FUNCTION `my-project`.`cdc`.`odd_at`(ts TIMESTAMP) AS
 WITH
   args AS (SELECT ts AS __as_of),
+  history_stored AS (
+    SELECT `order`, `group`, `select`, `from`, `where`, `by`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, __op, `__base`
+    FROM `my-project`.`cdc`.`odd__state`
+    WHERE __op IN ('U', 'D', 'T')
+  ),
+  history_state AS (
+    SELECT `order`, `group`, IF(`__base` IS NULL, `select`, IFNULL(`select`, __b0)) AS `select`, IF(`__base` IS NULL, `from`, IFNULL(`from`, __b1)) AS `from`, `where`, `by`, IF(`__base` IS NULL, `_cdc_op`, IFNULL(`_cdc_op`, __b2)) AS `_cdc_op`, IF(`__base` IS NULL, `_cdc_source_ts`, IFNULL(`_cdc_source_ts`, __b3)) AS `_cdc_source_ts`, IF(`__base` IS NULL, `_cdc_sequence`, IFNULL(`_cdc_sequence`, __b4)) AS `_cdc_sequence`, `_cdc_ingested_at`, IF(`__base` IS NULL, `_cdc_publish_time`, IFNULL(`_cdc_publish_time`, __b5)) AS `_cdc_publish_time`, `_cdc_message_id`, IF(`__base` IS NULL, `_cdc_schema_id`, IFNULL(`_cdc_schema_id`, __b6)) AS `_cdc_schema_id`, IF(`__base` IS NULL, `_cdc_transaction`, IFNULL(`_cdc_transaction`, __b7)) AS `_cdc_transaction`, __op
+    FROM (
+      SELECT *, FIRST_VALUE(`select`) OVER __b AS __b0, FIRST_VALUE(`from`) OVER __b AS __b1, FIRST_VALUE(`_cdc_op`) OVER __b AS __b2, FIRST_VALUE(`_cdc_source_ts`) OVER __b AS __b3, FIRST_VALUE(`_cdc_sequence`) OVER __b AS __b4, FIRST_VALUE(`_cdc_publish_time`) OVER __b AS __b5, FIRST_VALUE(`_cdc_schema_id`) OVER __b AS __b6, FIRST_VALUE(`_cdc_transaction`) OVER __b AS __b7
+      FROM (SELECT *, IFNULL(__base, FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(`by`, `_cdc_message_id`, UNIX_MICROS(`_cdc_ingested_at`))))) AS __grp FROM history_stored)
+      WINDOW __b AS (PARTITION BY `order`, `group`, __grp ORDER BY IF(__base IS NULL, 0, 1))
+    )
+  ),
   history AS (
     SELECT
       `order`,
@@ -528,9 +607,7 @@ WITH
     FROM `my-project`.`cdc`.`odd_names_changelog`
     WHERE `by` IS NOT NULL
     UNION ALL
-    SELECT `order`, `group`, `select`, `from`, `where`, `by`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, __op
-    FROM `my-project`.`cdc`.`odd__state`
-    WHERE __op IN ('U', 'D', 'T') AND `_cdc_message_id` IS NOT NULL
+    SELECT * FROM history_state WHERE `_cdc_message_id` IS NOT NULL
   ),
   arrivals AS (
     SELECT *, ROW_NUMBER() OVER (PARTITION BY `order`, `group`, `_cdc_message_id` ORDER BY UNIX_MICROS(`_cdc_ingested_at`)) AS __copy

@@ -26,10 +26,22 @@ WITH
   -- Folded state: every row of every level counts. Each level holds the
   -- events that decide the target among the events it folded, so the union
   -- of the levels and the tail folds to what all the events fold to.
-  state AS (
-    SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, __op
+  state_stored AS (
+    SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, __op, `__base`
     FROM `my-project`.`cdc`.`users_bitemporal__state`
     WHERE __op IN ('U', 'D', 'T')
+  ),
+  state AS (
+    -- Sparse rows rebuilt (maintenance stores an event that opens no
+    -- version as its differences from its base, the full row of its key
+    -- whose identity is its __base): a NULL sparse column takes
+    -- the base’s value. Every level and copy of the base is alike.
+    SELECT `userId`, IF(`__base` IS NULL, `name`, IFNULL(`name`, __b0)) AS `name`, IF(`__base` IS NULL, `city`, IFNULL(`city`, __b1)) AS `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, __op
+    FROM (
+      SELECT *, FIRST_VALUE(`name`) OVER __b AS __b0, FIRST_VALUE(`city`) OVER __b AS __b1
+      FROM (SELECT *, IFNULL(__base, FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(`sequenceNum`, `_cdc_message_id`, UNIX_MICROS(`_cdc_ingested_at`))))) AS __grp FROM state_stored)
+      WINDOW __b AS (PARTITION BY `userId`, __grp ORDER BY IF(__base IS NULL, 0, 1))
+    )
   ),
   -- Every Pub/Sub message once: a redelivered copy keeps its message id.
   -- (A message is one row image, so its copies share its key: partitioned
@@ -560,16 +572,28 @@ SELECT CAST(NULL AS INT64), CAST(NULL AS STRING), CAST(NULL AS STRING), CAST(NUL
 -- late event arrives. The levels it read are deleted afterwards, whole days
 -- of partitions at a time; until then both count, and each message is
 -- counted once.
-INSERT INTO `my-project`.`cdc`.`users_bitemporal__state` (`userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, __key, __op, __gen, __watermark)
+INSERT INTO `my-project`.`cdc`.`users_bitemporal__state` (`userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, __key, __op, __gen, __watermark, __base)
 WITH
   -- Maintenance: the levels written before the cutoff (whole days of the
   -- state’s partitions), their events ingested at or before the watermark
   -- the run started from; later ones are kept as they are (a change feed
   -- may still need them verbatim: the kept CTE).
-  levels AS (
-    SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, __op
+  levels_stored AS (
+    SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, __op, `__base`
     FROM `my-project`.`cdc`.`users_bitemporal__state`
     WHERE __gen < TIMESTAMP '2026-11-30 06:00:00+00:00' AND __op IN ('U', 'D', 'T')
+  ),
+  levels AS (
+    -- Sparse rows rebuilt (maintenance stores an event that opens no
+    -- version as its differences from its base, the full row of its key
+    -- whose identity is its __base): a NULL sparse column takes
+    -- the base’s value. Every level and copy of the base is alike.
+    SELECT `userId`, IF(`__base` IS NULL, `name`, IFNULL(`name`, __b0)) AS `name`, IF(`__base` IS NULL, `city`, IFNULL(`city`, __b1)) AS `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, __op
+    FROM (
+      SELECT *, FIRST_VALUE(`name`) OVER __b AS __b0, FIRST_VALUE(`city`) OVER __b AS __b1
+      FROM (SELECT *, IFNULL(__base, FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(`sequenceNum`, `_cdc_message_id`, UNIX_MICROS(`_cdc_ingested_at`))))) AS __grp FROM levels_stored)
+      WINDOW __b AS (PARTITION BY `userId`, __grp ORDER BY IF(__base IS NULL, 0, 1))
+    )
   ),
   kept AS (
     SELECT * FROM levels WHERE `_cdc_ingested_at` > TIMESTAMP '2026-11-30 07:00:00+00:00'
@@ -589,16 +613,41 @@ WITH
     SELECT * EXCEPT (__copy)
     FROM arrivals
     WHERE __copy = 1 OR `_cdc_message_id` IS NULL
+  ),
+  -- Sparse rows (render/sparse.go): an upsert after an upsert of its key
+  -- that changes no tracked column opens no version; it joins the group of
+  -- the event that opened it (the group’s base, stored whole) and stores
+  -- only the sparse columns that differ from the base’s, unless one is NULL
+  -- where the base’s is not (then it is stored whole).
+  sparse_candidates AS (
+    SELECT *, FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(`sequenceNum`, `_cdc_message_id`, UNIX_MICROS(`_cdc_ingested_at`)))) AS __id,
+      IFNULL(__op = 'U' AND LAG(__op) OVER w = 'U' AND LAG(`name`) OVER w IS NOT DISTINCT FROM `name` AND LAG(`city`) OVER w IS NOT DISTINCT FROM `city` AND LAG(`sequenceNum`) OVER w IS NOT DISTINCT FROM `sequenceNum` AND TO_JSON_STRING(LAG(`tags`) OVER w) = TO_JSON_STRING(`tags`), FALSE) AS __cand
+    FROM events
+    WINDOW w AS (PARTITION BY `userId` ORDER BY `sequenceNum`, UNIX_MICROS(`_cdc_ingested_at`), IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, ''))
+  ),
+  sparse_groups AS (
+    SELECT *, COUNTIF(NOT __cand) OVER (PARTITION BY `userId` ORDER BY `sequenceNum`, UNIX_MICROS(`_cdc_ingested_at`), IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, '') ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __g
+    FROM sparse_candidates
+  ),
+  -- The group’s base first: its one event that is not a candidate.
+  sparse_bases AS (
+    SELECT *, FIRST_VALUE(__id) OVER g AS __gid, FIRST_VALUE(`name`) OVER g AS __b0, FIRST_VALUE(`city`) OVER g AS __b1
+    FROM sparse_groups
+    WINDOW g AS (PARTITION BY `userId`, __g ORDER BY IF(__cand, 1, 0), `sequenceNum`, UNIX_MICROS(`_cdc_ingested_at`), IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, ''))
+  ),
+  sparsed AS (
+    SELECT *, __cand AND NOT (`name` IS NULL AND __b0 IS NOT NULL) AND NOT (`city` IS NULL AND __b1 IS NOT NULL) AS __sparse
+    FROM sparse_bases
   )
-SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, TO_JSON_STRING(STRUCT(`userId`)), __op, TIMESTAMP '2026-11-30 08:00:00+00:00', CAST(NULL AS TIMESTAMP)
-FROM events
+SELECT `userId`, IF(__sparse AND `name` IS NOT DISTINCT FROM __b0, NULL, `name`), IF(__sparse AND `city` IS NOT DISTINCT FROM __b1, NULL, `city`), `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, TO_JSON_STRING(STRUCT(`userId`)), __op, TIMESTAMP '2026-11-30 08:00:00+00:00', CAST(NULL AS TIMESTAMP), IF(__sparse, __gid, NULL)
+FROM sparsed
 UNION ALL
-SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, TO_JSON_STRING(STRUCT(`userId`)), __op, TIMESTAMP '2026-11-30 08:00:00+00:00', CAST(NULL AS TIMESTAMP)
+SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, TO_JSON_STRING(STRUCT(`userId`)), __op, TIMESTAMP '2026-11-30 08:00:00+00:00', CAST(NULL AS TIMESTAMP), CAST(NULL AS INT64)
 FROM kept
 UNION ALL
 -- The watermark marker: every changelog row ingested at or before
 -- new_watermark is folded; folded_max is the newest ingestion time read.
-SELECT CAST(NULL AS INT64), CAST(NULL AS STRING), CAST(NULL AS STRING), CAST(NULL AS INT64), CAST([] AS ARRAY<STRING>), TIMESTAMP '2026-11-30 07:09:00.123456+00:00', CAST(NULL AS STRING), CAST(NULL AS STRING), 'W', TIMESTAMP '2026-11-30 08:00:00+00:00', TIMESTAMP '2026-11-30 07:50:00+00:00';
+SELECT CAST(NULL AS INT64), CAST(NULL AS STRING), CAST(NULL AS STRING), CAST(NULL AS INT64), CAST([] AS ARRAY<STRING>), TIMESTAMP '2026-11-30 07:09:00.123456+00:00', CAST(NULL AS STRING), CAST(NULL AS STRING), 'W', TIMESTAMP '2026-11-30 08:00:00+00:00', TIMESTAMP '2026-11-30 07:50:00+00:00', CAST(NULL AS INT64);
 
 -- After maintenance: the levels it folded and their markers, written
 -- before cutoff (a day boundary, so committed before it read them). The

@@ -10,7 +10,8 @@ CREATE TABLE IF NOT EXISTS `PROJECT`.`cdc`.`customers_bitemporal__state` (
   `__key` STRING,
   `__op` STRING NOT NULL,
   `__gen` TIMESTAMP NOT NULL,
-  `__watermark` TIMESTAMP
+  `__watermark` TIMESTAMP,
+  `__base` INT64
 )
 PARTITION BY TIMESTAMP_TRUNC(`__gen`, DAY)
 CLUSTER BY `id`
@@ -47,10 +48,22 @@ WITH
   -- Folded state: every row of every level counts. Each level holds the
   -- events that decide the target among the events it folded, so the union
   -- of the levels and the tail folds to what all the events fold to.
-  state AS (
-    SELECT `id`, `first_name`, `last_name`, `email`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_message_id`, __op
+  state_stored AS (
+    SELECT `id`, `first_name`, `last_name`, `email`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_message_id`, __op, `__base`
     FROM `PROJECT`.`cdc`.`customers_bitemporal__state`
     WHERE __op IN ('U', 'D', 'T')
+  ),
+  state AS (
+    -- Sparse rows rebuilt (maintenance stores an event that opens no
+    -- version as its differences from its base, the full row of its key
+    -- whose identity is its __base): a NULL sparse column takes
+    -- the base’s value. Every level and copy of the base is alike.
+    SELECT `id`, IF(`__base` IS NULL, `first_name`, IFNULL(`first_name`, __b0)) AS `first_name`, IF(`__base` IS NULL, `last_name`, IFNULL(`last_name`, __b1)) AS `last_name`, IF(`__base` IS NULL, `email`, IFNULL(`email`, __b2)) AS `email`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_message_id`, __op
+    FROM (
+      SELECT *, FIRST_VALUE(`first_name`) OVER __b AS __b0, FIRST_VALUE(`last_name`) OVER __b AS __b1, FIRST_VALUE(`email`) OVER __b AS __b2
+      FROM (SELECT *, IFNULL(__base, FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(`_cdc_sequence`, `_cdc_message_id`, UNIX_MICROS(`_cdc_ingested_at`))))) AS __grp FROM state_stored)
+      WINDOW __b AS (PARTITION BY `id`, __grp ORDER BY IF(__base IS NULL, 0, 1))
+    )
   ),
   -- Every Pub/Sub message once: a redelivered copy keeps its message id.
   -- (A message is one row image, so its copies share its key: partitioned

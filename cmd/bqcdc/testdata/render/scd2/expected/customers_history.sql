@@ -42,7 +42,8 @@ CREATE TABLE IF NOT EXISTS `PROJECT`.`history`.`customers__state` (
   `__key` STRING,
   `__op` STRING NOT NULL,
   `__gen` TIMESTAMP NOT NULL,
-  `__watermark` TIMESTAMP
+  `__watermark` TIMESTAMP,
+  `__base` INT64
 )
 PARTITION BY TIMESTAMP_TRUNC(`__gen`, DAY)
 CLUSTER BY `id`
@@ -79,10 +80,22 @@ WITH
   -- Folded state: every row of every level counts. Each level holds the
   -- events that decide the target among the events it folded, so the union
   -- of the levels and the tail folds to what all the events fold to.
-  state AS (
-    SELECT `id`, `first_name`, `last_name`, `email`, `tier`, `balance`, `birth_date`, `updated_at`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_message_id`, __op
+  state_stored AS (
+    SELECT `id`, `first_name`, `last_name`, `email`, `tier`, `balance`, `birth_date`, `updated_at`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_message_id`, __op, `__base`
     FROM `PROJECT`.`history`.`customers__state`
     WHERE __op IN ('U', 'D', 'T')
+  ),
+  state AS (
+    -- Sparse rows rebuilt (maintenance stores an event that opens no
+    -- version as its differences from its base, the full row of its key
+    -- whose identity is its __base): a NULL sparse column takes
+    -- the base’s value. Every level and copy of the base is alike.
+    SELECT `id`, IF(`__base` IS NULL, `first_name`, IFNULL(`first_name`, __b0)) AS `first_name`, IF(`__base` IS NULL, `last_name`, IFNULL(`last_name`, __b1)) AS `last_name`, IF(`__base` IS NULL, `email`, IFNULL(`email`, __b2)) AS `email`, IF(`__base` IS NULL, `tier`, IFNULL(`tier`, __b3)) AS `tier`, IF(`__base` IS NULL, `balance`, IFNULL(`balance`, __b4)) AS `balance`, IF(`__base` IS NULL, `birth_date`, IFNULL(`birth_date`, __b5)) AS `birth_date`, IF(`__base` IS NULL, `updated_at`, IFNULL(`updated_at`, __b6)) AS `updated_at`, IF(`__base` IS NULL, `_cdc_op`, IFNULL(`_cdc_op`, __b7)) AS `_cdc_op`, IF(`__base` IS NULL, `_cdc_source_ts`, IFNULL(`_cdc_source_ts`, __b8)) AS `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_message_id`, __op
+    FROM (
+      SELECT *, FIRST_VALUE(`first_name`) OVER __b AS __b0, FIRST_VALUE(`last_name`) OVER __b AS __b1, FIRST_VALUE(`email`) OVER __b AS __b2, FIRST_VALUE(`tier`) OVER __b AS __b3, FIRST_VALUE(`balance`) OVER __b AS __b4, FIRST_VALUE(`birth_date`) OVER __b AS __b5, FIRST_VALUE(`updated_at`) OVER __b AS __b6, FIRST_VALUE(`_cdc_op`) OVER __b AS __b7, FIRST_VALUE(`_cdc_source_ts`) OVER __b AS __b8
+      FROM (SELECT *, IFNULL(__base, FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(`_cdc_sequence`, `_cdc_message_id`, UNIX_MICROS(`_cdc_ingested_at`))))) AS __grp FROM state_stored)
+      WINDOW __b AS (PARTITION BY `id`, __grp ORDER BY IF(__base IS NULL, 0, 1))
+    )
   ),
   -- Every Pub/Sub message once: a redelivered copy keeps its message id.
   -- (A message is one row image, so its copies share its key: partitioned
@@ -176,6 +189,19 @@ WHERE __next0 IS NULL OR NOT (__next0 = __start0)
 CREATE OR REPLACE TABLE FUNCTION `PROJECT`.`history`.`customers_at`(ts TIMESTAMP) AS
 WITH
   args AS (SELECT ts AS __as_of),
+  history_stored AS (
+    SELECT `id`, `first_name`, `last_name`, `email`, `tier`, `balance`, `birth_date`, `updated_at`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_message_id`, __op, `__base`
+    FROM `PROJECT`.`history`.`customers__state`
+    WHERE __op IN ('U', 'D', 'T')
+  ),
+  history_state AS (
+    SELECT `id`, IF(`__base` IS NULL, `first_name`, IFNULL(`first_name`, __b0)) AS `first_name`, IF(`__base` IS NULL, `last_name`, IFNULL(`last_name`, __b1)) AS `last_name`, IF(`__base` IS NULL, `email`, IFNULL(`email`, __b2)) AS `email`, IF(`__base` IS NULL, `tier`, IFNULL(`tier`, __b3)) AS `tier`, IF(`__base` IS NULL, `balance`, IFNULL(`balance`, __b4)) AS `balance`, IF(`__base` IS NULL, `birth_date`, IFNULL(`birth_date`, __b5)) AS `birth_date`, IF(`__base` IS NULL, `updated_at`, IFNULL(`updated_at`, __b6)) AS `updated_at`, IF(`__base` IS NULL, `_cdc_op`, IFNULL(`_cdc_op`, __b7)) AS `_cdc_op`, IF(`__base` IS NULL, `_cdc_source_ts`, IFNULL(`_cdc_source_ts`, __b8)) AS `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_message_id`, __op
+    FROM (
+      SELECT *, FIRST_VALUE(`first_name`) OVER __b AS __b0, FIRST_VALUE(`last_name`) OVER __b AS __b1, FIRST_VALUE(`email`) OVER __b AS __b2, FIRST_VALUE(`tier`) OVER __b AS __b3, FIRST_VALUE(`balance`) OVER __b AS __b4, FIRST_VALUE(`birth_date`) OVER __b AS __b5, FIRST_VALUE(`updated_at`) OVER __b AS __b6, FIRST_VALUE(`_cdc_op`) OVER __b AS __b7, FIRST_VALUE(`_cdc_source_ts`) OVER __b AS __b8
+      FROM (SELECT *, IFNULL(__base, FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(`_cdc_sequence`, `_cdc_message_id`, UNIX_MICROS(`_cdc_ingested_at`))))) AS __grp FROM history_stored)
+      WINDOW __b AS (PARTITION BY `id`, __grp ORDER BY IF(__base IS NULL, 0, 1))
+    )
+  ),
   history AS (
     SELECT
       `id`,
@@ -195,9 +221,7 @@ WITH
     FROM `PROJECT`.`cdc`.`dbserver1_inventory_customers_changelog`
     WHERE `_cdc_sequence` IS NOT NULL AND (`_cdc_op` IS DISTINCT FROM 't')
     UNION ALL
-    SELECT `id`, `first_name`, `last_name`, `email`, `tier`, `balance`, `birth_date`, `updated_at`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_message_id`, __op
-    FROM `PROJECT`.`history`.`customers__state`
-    WHERE __op IN ('U', 'D', 'T') AND `_cdc_message_id` IS NOT NULL
+    SELECT * FROM history_state WHERE `_cdc_message_id` IS NOT NULL
   ),
   arrivals AS (
     SELECT *, ROW_NUMBER() OVER (PARTITION BY `id`, `_cdc_message_id` ORDER BY UNIX_MICROS(`_cdc_ingested_at`)) AS __copy
