@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"time"
 
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/catalog"
@@ -26,10 +27,15 @@ import (
 type functionScript struct {
 	ddls []plan.Function
 	sum  string
+	// labels are the view's labels that record the script once applied:
+	// the hash, and the pruning bound where the functions read one.
+	labels map[string]string
 }
 
-func newFunctionScript(p *plan.Plan) (functionScript, error) {
-	ddls, err := p.Functions()
+// newFunctionScript renders the flow's table functions with pruning bound
+// hint (a committed watermark; see plan.FunctionsBounded).
+func newFunctionScript(p *plan.Plan, hint time.Time) (functionScript, error) {
+	ddls, err := p.Functions(hint)
 	if err != nil || len(ddls) == 0 {
 		return functionScript{}, err
 	}
@@ -37,7 +43,56 @@ func newFunctionScript(p *plan.Plan) (functionScript, error) {
 	for _, f := range ddls {
 		h.Write([]byte(f.DDL))
 	}
-	return functionScript{ddls: ddls, sum: hex.EncodeToString(h.Sum(nil))[:32]}, nil
+	s := functionScript{ddls: ddls, sum: hex.EncodeToString(h.Sum(nil))[:32]}
+	s.labels = map[string]string{catalog.ViewFunctionsLabel: s.sum}
+	if p.FunctionsBounded() {
+		s.labels[catalog.FunctionsHintLabel] = catalog.MicrosLabel(hint)
+	}
+	return s, nil
+}
+
+// FunctionsRefresh is how far behind the view's pruning bound compaction
+// lets the bound of the table functions fall (plan.FunctionsBounded):
+// <target>_at then reads at most about a day of the changelog besides the
+// state, for one DDL job a flow a day (rendering them at every run would
+// double a run's jobs).
+const FunctionsRefresh = 24 * time.Hour
+
+// keptFunctionScript is the script apply wants of a view with labels, at
+// the view's pruning bound hint: rendered with the bound the functions
+// were made with when they read one, so that a second apply, after
+// compaction advanced the view's bound, re-makes nothing; rendered with
+// hint when it has to run anyway (the functions changed, or carry no
+// bound yet).
+func keptFunctionScript(p *plan.Plan, labels map[string]string, hint time.Time) (functionScript, error) {
+	if made, ok := catalog.LabelMicros(labels[catalog.FunctionsHintLabel]); ok && p.FunctionsBounded() && made.Before(hint) {
+		s, err := newFunctionScript(p, made)
+		if err != nil || s.sum == labels[catalog.ViewFunctionsLabel] {
+			return s, err
+		}
+	}
+	return newFunctionScript(p, hint)
+}
+
+// refreshFunctions re-makes a flow's table functions that read a pruning
+// bound with the view's newer bound hint, when apply made them (the view
+// carries their hash) and their own bound is FunctionsRefresh behind; it
+// returns the labels to record on the view (nil: nothing done).
+func refreshFunctions(ctx context.Context, bq *bigquery.Client, p *plan.Plan, labels map[string]string, hint time.Time, rep *Report) (map[string]string, error) {
+	if labels[catalog.ViewFunctionsLabel] == "" || !p.FunctionsBounded() {
+		return nil, nil
+	}
+	if made, ok := catalog.LabelMicros(labels[catalog.FunctionsHintLabel]); ok && hint.Sub(made) < FunctionsRefresh {
+		return nil, nil
+	}
+	s, err := newFunctionScript(p, hint)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.apply(ctx, bq, labels, p.Loc, p.Flow, rep); err != nil {
+		return nil, err
+	}
+	return s.labels, nil
 }
 
 // apply runs the script unless labels (the view's) say it was applied:

@@ -83,12 +83,14 @@ func Watermark(ctx context.Context, bq *bigquery.Client, loc catalog.Location, f
 
 // View creates or updates a flow's view in place (tables.update is atomic:
 // a query never sees the view missing). hint must be a committed watermark.
+// Table functions apply made that read a pruning bound are made again with
+// hint once theirs is FunctionsRefresh behind.
 func View(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, hint time.Time, rep *Report) error {
 	t, have, err := viewMetadata(ctx, bq, loc, b)
 	if err != nil {
 		return err
 	}
-	_, err = view(ctx, t, have, loc, b, hint, rep)
+	_, err = view(ctx, bq, t, have, loc, b, hint, rep)
 	return err
 }
 
@@ -108,13 +110,16 @@ func viewMetadata(ctx context.Context, bq *bigquery.Client, loc catalog.Location
 
 // view brings view t (have: its metadata, nil if it does not exist) to the
 // flow's SQL rendered with hint, and returns its metadata as it now is (so
-// Functions can label it without reading it again).
-func view(ctx context.Context, t *bigquery.Table, have *bigquery.TableMetadata, loc catalog.Location, b *flow.Bound, hint time.Time, rep *Report) (*bigquery.TableMetadata, error) {
+// Functions can label it without reading it again). With bq, it also
+// refreshes the table functions' bound (refreshFunctions); without, it
+// runs no job (FollowChangelog: ingest has no job permissions).
+func view(ctx context.Context, bq *bigquery.Client, t *bigquery.Table, have *bigquery.TableMetadata, loc catalog.Location, b *flow.Bound, hint time.Time, rep *Report) (*bigquery.TableMetadata, error) {
 	var labels map[string]string
 	if have != nil {
 		labels = have.Labels
 	}
-	w, err := wantView(plan.For(b, loc), hint, labels)
+	p := plan.For(b, loc)
+	w, err := wantView(p, hint, labels)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +127,13 @@ func view(ctx context.Context, t *bigquery.Table, have *bigquery.TableMetadata, 
 	if err != nil {
 		return nil, err
 	}
-	return finishView(ctx, t, b, md, w, nil)
+	var extra map[string]string
+	if bq != nil {
+		if extra, err = refreshFunctions(ctx, bq, p, md.Labels, hint, rep); err != nil {
+			return nil, err
+		}
+	}
+	return finishView(ctx, t, b, md, w, extra)
 }
 
 // wantView renders what apply wants of a flow's view, with the bound its
@@ -269,7 +280,7 @@ func FollowChangelog(ctx context.Context, bq *bigquery.Client, loc catalog.Locat
 		rep.add("view %s: no %s label, left to the next compaction", b.Target, catalog.ViewHintLabel)
 		return nil
 	}
-	_, err = view(ctx, t, have, loc, b, hint, rep)
+	_, err = view(ctx, nil, t, have, loc, b, hint, rep)
 	return err
 }
 
@@ -359,15 +370,12 @@ func flowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location,
 	}
 	var script functionScript
 	if !opts.SkipTableFunctions {
-		if script, err = newFunctionScript(p); err != nil {
+		if script, err = keptFunctionScript(p, labels, hint); err != nil {
 			return err
 		}
 	}
-	extra := map[string]string{}
-	if script.sum != "" {
-		extra[catalog.ViewFunctionsLabel] = script.sum
-	}
-	if known && exists && lt.View && labels[catalog.SpecLabel] == w.spec && labels[catalog.ViewFunctionsLabel] == script.sum {
+	extra := script.labels
+	if known && exists && lt.View && labels[catalog.SpecLabel] == w.spec && labelled(labels, extra) {
 		rep.add("view %s: unchanged", b.Target)
 		script.report(loc, b, rep, "unchanged")
 		return nil
@@ -386,6 +394,16 @@ func flowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location,
 	}
 	_, err = finishView(ctx, t, b, md, w, extra)
 	return err
+}
+
+// labelled reports whether labels hold every label of want.
+func labelled(labels, want map[string]string) bool {
+	for k, v := range want {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // hintOf reads the pruning bound a view was rendered with from its labels.

@@ -36,6 +36,11 @@ const (
 	// ViewFunctionsLabel holds a hash of the DDL of the flow's table
 	// functions as last applied.
 	ViewFunctionsLabel = "bqcdc-functions"
+	// FunctionsHintLabel holds the pruning bound (µs) the flow's table
+	// functions were made with, where they read one (plan's
+	// FunctionsBounded): apply keeps it, compaction advances it now and
+	// then.
+	FunctionsHintLabel = "bqcdc-functions-hint-us"
 )
 
 // A flow's state table, written after each compaction run (a metadata

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bqcdc/bqcdc/internal/apply"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/cost"
 	"github.com/bqcdc/bqcdc/internal/dev/benchsize"
@@ -495,11 +496,13 @@ func benchLookup(b *testing.B, bd *flow.Bound, keys int) {
 }
 
 // benchLookupAt prices <target>_at(ts) read whole and filtered by one key:
-// what its body reads of the state and the changelog.
+// what its body reads of the state and the changelog. Its pruning bound
+// (a target of versions') is the oldest compaction leaves it: a
+// watermark apply.FunctionsRefresh old.
 func benchLookupAt(b *testing.B, bd *flow.Bound, keys int) {
 	r := newCostRun(keys, 1)
 	m, changelog, state, _ := costModel(b, bd, keys, r)
-	body, err := plan.For(bd, costLoc).AtQuery(r.params.Watermark)
+	body, err := plan.For(bd, costLoc).AtQuery(r.params.Watermark, r.params.Watermark.Add(-apply.FunctionsRefresh))
 	if err != nil {
 		b.Fatal(err)
 	}

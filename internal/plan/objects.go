@@ -1,6 +1,9 @@
 package plan
 
 import (
+	"slices"
+	"time"
+
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/sql/render"
@@ -13,26 +16,36 @@ type Function struct{ Name, DDL string }
 
 // functionSQL renders each table function (flow.Flow.Routines says which
 // a flow gets, and names them) for a target of a shape.
-var functionSQL = map[string]func(*flow.Bound, catalog.Location, render.Shape) (string, error){
-	catalog.AtSuffix:      render.AtFunction,
-	catalog.ChangesSuffix: render.ChangesFunction,
-	catalog.AsOfSuffix: func(b *flow.Bound, loc catalog.Location, _ render.Shape) (string, error) {
+var functionSQL = map[string]func(*flow.Bound, catalog.Location, render.Shape, time.Time) (string, error){
+	catalog.AtSuffix: render.AtFunction,
+	catalog.ChangesSuffix: func(b *flow.Bound, loc catalog.Location, s render.Shape, _ time.Time) (string, error) {
+		return render.ChangesFunction(b, loc, s)
+	},
+	catalog.AsOfSuffix: func(b *flow.Bound, loc catalog.Location, _ render.Shape, _ time.Time) (string, error) {
 		return render.AsOfFunction(b, loc)
 	},
 }
 
 // Functions renders the DDL of the flow's table functions, in the order
-// apply makes them.
-func (p *Plan) Functions() ([]Function, error) {
+// apply makes them, with pruning bound hint (a committed watermark) where
+// they read one (FunctionsBounded).
+func (p *Plan) Functions(hint time.Time) ([]Function, error) {
 	var out []Function
 	for _, suffix := range p.Flow.Routines() {
-		ddl, err := functionSQL[suffix](p.Flow, p.Loc, p.Shape())
+		ddl, err := functionSQL[suffix](p.Flow, p.Loc, p.Shape(), hint)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, Function{catalog.RoutineName(p.Flow.Flow, suffix), ddl})
 	}
 	return out, nil
+}
+
+// FunctionsBounded reports whether the flow's table functions read the
+// changelog after a pruning bound (its <target>_at, of a target of
+// versions): compaction renders them again with a newer one now and then.
+func (p *Plan) FunctionsBounded() bool {
+	return slices.Contains(p.Flow.Routines(), catalog.AtSuffix) && render.AtBounded(p.Shape())
 }
 
 // ObjectKind is what an Object is.
@@ -72,7 +85,7 @@ func (p *Plan) Objects(labels map[string]string) ([]Object, error) {
 		return nil, err
 	}
 	out = append(out, Object{Kind: ViewObject, Dataset: ds, Name: catalog.ViewName(b.Flow), SQL: v.SQL})
-	fns, err := p.Functions()
+	fns, err := p.Functions(render.Epoch)
 	if err != nil {
 		return nil, err
 	}

@@ -285,9 +285,10 @@ func (p *Plan) SnapshotCompaction() *render.SnapshotCompaction {
 	return render.NewSnapshotCompaction(p.Flow, p.Loc, p.Shape())
 }
 
-// AtQuery is the body of <target>_at(ts) as a query (see render.AtQuery).
-func (p *Plan) AtQuery(ts time.Time) (string, error) {
-	return render.AtQuery(p.Flow, p.Loc, p.Shape(), ts)
+// AtQuery is the body of <target>_at(ts) as a query, with pruning bound
+// hint (see render.AtQuery).
+func (p *Plan) AtQuery(ts, hint time.Time) (string, error) {
+	return render.AtQuery(p.Flow, p.Loc, p.Shape(), ts, hint)
 }
 
 // ChangesQuery is the body of <target>_changes(from, to) as a query (see

@@ -409,8 +409,11 @@ type data struct {
 	RowID       string   // a target row's identity beside its key, as the change feed keeps it (ColChangeID)
 	EventFilter string   // the changelog rows that are events of the flow
 	HistoryCTE  string   // the name of the time-travel forms' deduplicated events
-	Func        string   // a table function's quoted name
-	View        string   // the flow's quoted view
+	// HistoryBound: the time-travel forms read the changelog after Hint
+	// only (a target of versions, whose state keeps every event).
+	HistoryBound bool
+	Func         string // a table function's quoted name
+	View         string // the flow's quoted view
 
 	SystemSequence string // the quoted SYSTEM SEQUENCE BY column, "" if none
 	// The bitemporal view's quoted sequence column and its type, and the
@@ -937,21 +940,33 @@ var functionParams = args{TS: "ts", From: "from_position", To: "to_position", Bu
 
 // AtFunction renders the DDL of the flow's point-in-time table function
 // <target>_at(ts): the target as the view showed it at ts (by ingestion
-// time). It reads the whole history (changelog and state), so it needs no
-// pruning bound and compaction never has to touch it.
-func AtFunction(b *flow.Bound, loc catalog.Location, s Shape) (string, error) {
-	return at(b, loc, s, true, functionParams)
+// time). A target of one row per key reads the whole history (its state
+// keeps only the events that decide it now); a target of versions keeps
+// every event in its state, so it reads the changelog only after hint, a
+// committed watermark, as its view does (AtBounded: compaction renders it
+// again with a newer bound now and then).
+func AtFunction(b *flow.Bound, loc catalog.Location, s Shape, hint time.Time) (string, error) {
+	return at(b, loc, s, hint, true, functionParams)
 }
+
+// AtBounded reports whether <target>_at of a target of shape s reads the
+// changelog after a pruning bound (AtFunction's hint).
+func AtBounded(s Shape) bool { return s.Versions }
 
 // AtQuery is the body of <target>_at(ts) as a query, ts bound as a
-// literal. The emulator creates the function but its analyzer crashes on
-// calls of bodies this size, so tests run this (the same SQL).
-func AtQuery(b *flow.Bound, loc catalog.Location, s Shape, ts time.Time) (string, error) {
-	return at(b, loc, s, false, args{TS: Literal(ts)})
+// literal, with pruning bound hint (see AtFunction). The emulator creates
+// the function but its analyzer crashes on calls of bodies this size, so
+// tests run this (the same SQL).
+func AtQuery(b *flow.Bound, loc catalog.Location, s Shape, ts, hint time.Time) (string, error) {
+	return at(b, loc, s, hint, false, args{TS: Literal(ts)})
 }
 
-func at(b *flow.Bound, loc catalog.Location, s Shape, ddl bool, a args) (string, error) {
-	d := newData(b, loc, Epoch, s)
+func at(b *flow.Bound, loc catalog.Location, s Shape, hint time.Time, ddl bool, a args) (string, error) {
+	if !AtBounded(s) {
+		hint = Epoch
+	}
+	d := newData(b, loc, hint, s)
+	d.HistoryBound = AtBounded(s)
 	d.HistoryCTE, d.DDL, d.Args = "events", ddl, a
 	d.Func = loc.Routine(b.Flow, catalog.AtFunctionName(b.Flow))
 	return execute("at", d, b)

@@ -67,7 +67,10 @@ func renderAll(t *testing.T, b *flow.Bound) string {
 		}
 		parts = append(parts, sql)
 	}
-	fns := []func(*flow.Bound, catalog.Location, Shape) (string, error){AtFunction, ChangesFunction}
+	fns := []func(*flow.Bound, catalog.Location, Shape) (string, error){
+		func(b *flow.Bound, loc catalog.Location, s Shape) (string, error) { return AtFunction(b, loc, s, run.Watermark) },
+		ChangesFunction,
+	}
 	if b.Bitemporal {
 		fns = fns[:0]
 		fns = append(fns, func(b *flow.Bound, loc catalog.Location, _ Shape) (string, error) { return AsOfFunction(b, loc) })

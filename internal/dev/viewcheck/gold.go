@@ -259,7 +259,7 @@ func CheckGoldRefreshed(ctx context.Context, bq *bigquery.Client, g *flow.BoundG
 	if !ok {
 		return "", fmt.Errorf("the state of %s holds no position", g.Name)
 	}
-	sql, err := plan.For(g.Source, loc).AtQuery(w)
+	sql, err := plan.For(g.Source, loc).AtQuery(w, render.Epoch)
 	if err != nil {
 		return "", err
 	}

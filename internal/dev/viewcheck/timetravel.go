@@ -3,6 +3,7 @@ package viewcheck
 import (
 	"context"
 	"fmt"
+	"github.com/bqcdc/bqcdc/internal/apply"
 	"sort"
 	"strings"
 	"time"
@@ -16,13 +17,20 @@ import (
 )
 
 // CheckAt compares <target>_at(t) with the model over the changelog events
-// ingested by t; it returns a readable difference ("" when equal).
+// ingested by t; it returns a readable difference ("" when equal). The
+// body is rendered with the flow's newest committed watermark as its
+// pruning bound, the tightest a deployment's can be (compaction renders
+// the function with an older one).
 func CheckAt(ctx context.Context, bq *bigquery.Client, b *flow.Bound, loc catalog.Location, t time.Time) (string, error) {
 	events, err := Events(ctx, bq, b, loc)
 	if err != nil {
 		return "", err
 	}
-	sql, err := plan.For(b, loc).AtQuery(t)
+	hint, err := apply.Watermark(ctx, bq, loc, b.Flow)
+	if err != nil {
+		return "", err
+	}
+	sql, err := plan.For(b, loc).AtQuery(t, hint)
 	if err != nil {
 		return "", err
 	}

@@ -593,9 +593,9 @@ WITH
       `_cdc_transaction`,
       CASE WHEN (`operation` = 'DELETE') THEN 'D' ELSE 'U' END AS __op
     FROM `my-project`.`cdc`.`users_changelog`
-    WHERE `sequenceNum` IS NOT NULL
+    WHERE `sequenceNum` IS NOT NULL AND `_cdc_ingested_at` > TIMESTAMP '2026-11-30 07:00:00+00:00'
     UNION ALL
-    SELECT * FROM history_state WHERE `_cdc_message_id` IS NOT NULL
+    SELECT * FROM history_state
   ),
   arrivals AS (
     SELECT *, ROW_NUMBER() OVER (PARTITION BY `userId`, `_cdc_message_id` ORDER BY UNIX_MICROS(`_cdc_ingested_at`)) AS __copy

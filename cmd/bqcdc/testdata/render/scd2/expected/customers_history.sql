@@ -219,9 +219,9 @@ WITH
       `_cdc_message_id`,
       CASE WHEN (`_cdc_op` = 'd') THEN 'D' ELSE 'U' END AS __op
     FROM `PROJECT`.`cdc`.`dbserver1_inventory_customers_changelog`
-    WHERE `_cdc_sequence` IS NOT NULL AND (`_cdc_op` IS DISTINCT FROM 't')
+    WHERE `_cdc_sequence` IS NOT NULL AND (`_cdc_op` IS DISTINCT FROM 't') AND `_cdc_ingested_at` > TIMESTAMP '1970-01-01 00:00:00+00:00'
     UNION ALL
-    SELECT * FROM history_state WHERE `_cdc_message_id` IS NOT NULL
+    SELECT * FROM history_state
   ),
   arrivals AS (
     SELECT *, ROW_NUMBER() OVER (PARTITION BY `id`, `_cdc_message_id` ORDER BY UNIX_MICROS(`_cdc_ingested_at`)) AS __copy
