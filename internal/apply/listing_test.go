@@ -69,7 +69,7 @@ func TestSecondApplyListsInsteadOfReading(t *testing.T) {
 	// labels the view as it does: the next apply still reads nothing of it.
 	b := mustBind(t, flows[:1], schemas)[0]
 	var crep Report
-	if err := View(ctx, bq, catalogLoc(target), b, time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), &crep); err != nil {
+	if _, err := View(ctx, bq, catalogLoc(target), b, time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), &crep); err != nil {
 		t.Fatal(err)
 	}
 	counter.take()

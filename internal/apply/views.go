@@ -84,14 +84,15 @@ func Watermark(ctx context.Context, bq *bigquery.Client, loc catalog.Location, f
 // View creates or updates a flow's view in place (tables.update is atomic:
 // a query never sees the view missing). hint must be a committed watermark.
 // Table functions apply made that read a pruning bound are made again with
-// hint once theirs is FunctionsRefresh behind.
-func View(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, hint time.Time, rep *Report) error {
+// hint once theirs is FunctionsRefresh behind: jobs is the query jobs that
+// took (one DDL script, or none), for compaction's accounting.
+func View(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *flow.Bound, hint time.Time, rep *Report) (jobs int, err error) {
 	t, have, err := viewMetadata(ctx, bq, loc, b)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	_, err = view(ctx, bq, t, have, loc, b, hint, rep)
-	return err
+	_, jobs, err = view(ctx, bq, t, have, loc, b, hint, rep)
+	return jobs, err
 }
 
 // viewMetadata returns a flow's view and its metadata (nil if it does not
@@ -111,9 +112,10 @@ func viewMetadata(ctx context.Context, bq *bigquery.Client, loc catalog.Location
 // view brings view t (have: its metadata, nil if it does not exist) to the
 // flow's SQL rendered with hint, and returns its metadata as it now is (so
 // Functions can label it without reading it again). With bq, it also
-// refreshes the table functions' bound (refreshFunctions); without, it
-// runs no job (FollowChangelog: ingest has no job permissions).
-func view(ctx context.Context, bq *bigquery.Client, t *bigquery.Table, have *bigquery.TableMetadata, loc catalog.Location, b *flow.Bound, hint time.Time, rep *Report) (*bigquery.TableMetadata, error) {
+// refreshes the table functions' bound (refreshFunctions: jobs is 1 when
+// it did); without, it runs no job (FollowChangelog: ingest has no job
+// permissions).
+func view(ctx context.Context, bq *bigquery.Client, t *bigquery.Table, have *bigquery.TableMetadata, loc catalog.Location, b *flow.Bound, hint time.Time, rep *Report) (*bigquery.TableMetadata, int, error) {
 	var labels map[string]string
 	if have != nil {
 		labels = have.Labels
@@ -121,19 +123,24 @@ func view(ctx context.Context, bq *bigquery.Client, t *bigquery.Table, have *big
 	p := plan.For(b, loc)
 	w, err := wantView(p, hint, labels)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	md, err := putView(ctx, t, have, b, w, rep)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var extra map[string]string
 	if bq != nil {
 		if extra, err = refreshFunctions(ctx, bq, p, md.Labels, hint, rep); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
-	return finishView(ctx, t, b, md, w, extra)
+	jobs := 0
+	if extra != nil {
+		jobs = 1
+	}
+	md, err = finishView(ctx, t, b, md, w, extra)
+	return md, jobs, err
 }
 
 // wantView renders what apply wants of a flow's view, with the bound its
@@ -280,7 +287,7 @@ func FollowChangelog(ctx context.Context, bq *bigquery.Client, loc catalog.Locat
 		rep.add("view %s: no %s label, left to the next compaction", b.Target, catalog.ViewHintLabel)
 		return nil
 	}
-	_, err = view(ctx, nil, t, have, loc, b, hint, rep)
+	_, _, err = view(ctx, nil, t, have, loc, b, hint, rep)
 	return err
 }
 

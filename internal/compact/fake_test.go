@@ -222,11 +222,11 @@ func (f *fakeBQ) State(_ context.Context, b *flow.Bound) error {
 	return nil
 }
 
-func (f *fakeBQ) View(_ context.Context, b *flow.Bound, hint time.Time) error {
+func (f *fakeBQ) View(_ context.Context, b *flow.Bound, hint time.Time) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.views = append(f.views, b.Name+"@"+hint.UTC().Format(time.RFC3339))
-	return nil
+	return 0, nil
 }
 
 func (f *fakeBQ) SnapshotView(_ context.Context, b *flow.Bound, key string) error {

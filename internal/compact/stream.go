@@ -474,7 +474,9 @@ func (s *streamRun) view(ctx context.Context) error {
 		hint = s.watermark
 	}
 	return s.viewOnce(hint.Format(time.RFC3339Nano), func() error {
-		if err := s.c.objs.View(ctx, s.t.b, hint); err != nil {
+		jobs, err := s.c.objs.View(ctx, s.t.b, hint)
+		s.acct.jobs += jobs
+		if err != nil {
 			return fmt.Errorf("updating the view (pruning bound %s): %w", hint.Format(time.RFC3339), err)
 		}
 		return nil

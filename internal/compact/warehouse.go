@@ -53,8 +53,10 @@ type Objects interface {
 	// table), with the flow's columns.
 	State(ctx context.Context, b *flow.Bound) error
 	// View renders a change-stream flow's view with the pruning bound hint
-	// (a committed watermark).
-	View(ctx context.Context, b *flow.Bound, hint time.Time) error
+	// (a committed watermark), and renews the bound of its table functions
+	// where they read one and it is a day behind: jobs is the query jobs
+	// that took (a DDL script, billed nothing), which the run counts.
+	View(ctx context.Context, b *flow.Bound, hint time.Time) (jobs int, err error)
 	// SnapshotView renders a snapshot flow's view with the version bound
 	// key ("" keeps the view's).
 	SnapshotView(ctx context.Context, b *flow.Bound, key string) error
@@ -118,7 +120,7 @@ func (w bigQuery) State(ctx context.Context, b *flow.Bound) error {
 	return apply.State(ctx, w.bq, w.loc, b, nil)
 }
 
-func (w bigQuery) View(ctx context.Context, b *flow.Bound, hint time.Time) error {
+func (w bigQuery) View(ctx context.Context, b *flow.Bound, hint time.Time) (int, error) {
 	return apply.View(ctx, w.bq, w.loc, b, hint, nil)
 }
 
