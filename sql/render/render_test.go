@@ -68,7 +68,9 @@ func renderAll(t *testing.T, b *flow.Bound) string {
 		parts = append(parts, sql)
 	}
 	fns := []func(*flow.Bound, catalog.Location, Shape) (string, error){
-		func(b *flow.Bound, loc catalog.Location, s Shape) (string, error) { return AtFunction(b, loc, s, run.Watermark) },
+		func(b *flow.Bound, loc catalog.Location, s Shape) (string, error) {
+			return AtFunction(b, loc, s, run.Watermark)
+		},
 		ChangesFunction,
 	}
 	if b.Bitemporal {
