@@ -62,7 +62,7 @@ var viewChanged = []string{"city", catalog.ColSourceTS, catalog.ColPublishTime}
 // on name only, so that an event changing city (with the Debezium
 // metadata that changes with every event: the source and publish times)
 // opens no version. (TRACK HISTORY ON * EXCEPT (city) would track the
-// sequence and the metadata too: every event would open one.)
+// kept sequenceNum, as Databricks does: every event would open one.)
 func trackedFlows(b *testing.B) map[string]*flow.Bound {
 	b.Helper()
 	dir := b.TempDir()
