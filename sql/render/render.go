@@ -370,11 +370,12 @@ type data struct {
 	// row with an op (NULL on truncates: they carry no key). "" for a state
 	// without buckets.
 	BucketHash, Bucket string
-	// A state of versions' sparse rows (sparse.go): the columns that may
-	// be stored sparse, ", `__base`" for the reads of the state, a row's
-	// identity, the event columns rebuilt from a sparse row and its base,
-	// and as maintenance writes them. Empty for other targets.
-	Sparse                []sparseCol
+	// A state of versions' sparse rows (sparse.go): the columns that
+	// maintenance writes sparse and those every read rebuilds, ", `__base`"
+	// for the reads of the state, a row's identity, the event columns
+	// rebuilt from a sparse row and its base, and as maintenance writes
+	// them. Empty for other targets.
+	Sparse, Rebuild       []sparseCol
 	StoredBase            string
 	Identity              string
 	Rebuilt, Sparsed      []string

@@ -2,7 +2,6 @@ package render
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/flow"
@@ -21,18 +20,27 @@ import (
 // (the "rebuilt" template), so what the folds see is the events as they
 // came, whatever was stored sparse.
 //
-// Exactness rests on three choices:
+// Exactness rests on these choices:
 //   - The base is named, not found by position: a late event folded later
 //     between a base and its sparse rows does not change what they mean.
+//     Its identity is its message id and ingestion time (two rows alike in
+//     both are copies of one row), which no edit of the flow changes; a
+//     row without a message id is never a base.
 //   - An event whose sparse column is NULL where its base's is not is
 //     stored whole (a NULL in a sparse row means "as the base"; with no
 //     bitmask there is no way to say "NULL" instead). Such events are rare
 //     but for IGNORE NULL UPDATES, where they already store NULLs.
-//   - Only columns whose equality can mean the same value are sparse
-//     (schema.Column.Groupable, and FLOAT64 compared with the sign of a
-//     zero: 0 = -0; no arrays, JSON, geography or structs holding them); keys, sequences, the system sequence, the message id,
-//     the ingestion time and the bookkeeping columns are always stored, so every filter, window and
-//     dedup of the state sees them.
+//   - Only columns whose equality can mean the same value are written
+//     sparse (schema.Column.Groupable, and FLOAT64 compared with the sign
+//     of a zero: 0 = -0; no arrays, JSON, geography or structs holding
+//     them); keys, sequences, the system sequence, the message id, the
+//     ingestion time and the bookkeeping columns are always stored, so
+//     every filter, window and dedup of the state sees them.
+//   - The rebuild fills every column that may ever have been written
+//     sparse (rebuildColumns: the sequences too, which are never NULL), so
+//     a flow whose SEQUENCE BY later names a column written sparse still
+//     reads it. (A flow whose KEYS come to name one does not: its keys
+//     partition the rebuild. Changing a flow's keys means a new state.)
 //
 // A base and its sparse rows are written by one statement into one level
 // and for one key, so every filter the reads apply to the state before
@@ -49,24 +57,17 @@ type sparseCol struct {
 	Same   string // "the value is the base's", exactly
 }
 
-// sparseColumns are the value columns of b that a state of versions may
-// store sparse: not keys, sequences or the system sequence, and of a type
-// whose equality is identity.
-func sparseColumns(b *flow.Bound) []sparseCol {
-	// The message id and ingestion time make a row's identity and are
-	// filtered on after the rebuild: always stored.
-	skip := map[string]bool{catalog.ColMessageID: true, catalog.ColIngestedAt: true}
-	for _, c := range b.Sequence {
-		skip[c.Name] = true
-	}
-	if b.SystemSequence != nil {
-		skip[b.SystemSequence.Name] = true
-	}
+// rebuildColumns are the event columns of b that a sparse row may hold
+// as NULL for its base's value: not keys, the message id or the ingestion
+// time, and of a type whose equality can be identity. writeColumns are
+// those maintenance writes sparse now: not the sequences (ordered on in
+// every window) or the system sequence.
+func rebuildColumns(b *flow.Bound) []sparseCol {
 	var out []sparseCol
-	for _, c := range b.Output {
+	for _, c := range catalog.EventColumns(b) {
 		_, key := b.Keys.Lookup(c.Name)
 		float := c.Type == schema.Float64 && !c.Repeated
-		if key || skip[c.Name] || !c.Groupable() && !float {
+		if key || c.Name == catalog.ColMessageID || c.Name == catalog.ColIngestedAt || !c.Groupable() && !float {
 			continue
 		}
 		s := sparseCol{Column: c.Name, Name: q(c.Name), Base: fmt.Sprintf("__b%d", len(out))}
@@ -80,43 +81,60 @@ func sparseColumns(b *flow.Bound) []sparseCol {
 	return out
 }
 
-// stateIdentity is a state row's identity among its key's rows: its
-// sequence, message id and ingestion time (two events alike in all three
-// are copies of one message), as a fingerprint. A sparse row's __base is
-// its base's identity.
-func stateIdentity(seq []seqCol) string {
-	parts := make([]string, 0, len(seq)+2)
-	for _, s := range seq {
-		parts = append(parts, s.Name)
+func writeColumns(b *flow.Bound, rebuild []sparseCol) []sparseCol {
+	seq := map[string]bool{}
+	for _, c := range b.Sequence {
+		seq[c.Name] = true
 	}
-	parts = append(parts, q(catalog.ColMessageID), "UNIX_MICROS("+q(catalog.ColIngestedAt)+")")
-	return "FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(" + strings.Join(parts, ", ") + ")))"
+	if b.SystemSequence != nil {
+		seq[b.SystemSequence.Name] = true
+	}
+	var out []sparseCol
+	for _, c := range rebuild {
+		if !seq[c.Column] {
+			out = append(out, c)
+		}
+	}
+	return out
 }
+
+// stateIdentity is a state row's identity among its key's rows: its
+// message id and ingestion time, as a fingerprint (two rows alike in both
+// are copies of one changelog row). A sparse row's __base is its base's
+// identity.
+const stateIdentity = "FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(`" + catalog.ColMessageID + "`, UNIX_MICROS(`" + catalog.ColIngestedAt + "`))))"
 
 // sparse fills what writing and rebuilding sparse rows needs, for a
 // target of versions.
 func (d *data) sparse(b *flow.Bound, events schema.Columns) {
-	d.Sparse = sparseColumns(b)
+	rebuild := rebuildColumns(b)
+	d.Sparse, d.Rebuild = writeColumns(b, rebuild), rebuild
 	if len(d.Sparse) == 0 {
+		d.Rebuild = nil
 		return
 	}
 	d.StoredBase = ", " + q(catalog.ColStateBase)
-	d.Identity = stateIdentity(d.Sequence)
-	base, same := map[string]string{}, map[string]string{}
+	d.Identity = stateIdentity
+	rebuilt, same := map[string]string{}, map[string]string{}
+	for _, s := range d.Rebuild {
+		rebuilt[s.Name] = s.Base
+	}
 	for _, s := range d.Sparse {
-		base[s.Name], same[s.Name] = s.Base, s.Same
+		same[s.Name] = s.Same
 	}
 	d.Rebuilt, d.Sparsed = d.Rebuilt[:0], d.Sparsed[:0]
 	for _, c := range events {
 		name := q(c.Name)
-		bn, ok := base[name]
-		if !ok {
+		if bn, ok := rebuilt[name]; ok {
+			d.Rebuilt = append(d.Rebuilt, fmt.Sprintf("IF(%s IS NULL, %s, IFNULL(%s, %s)) AS %s", q(catalog.ColStateBase), name, name, bn, name))
+		} else {
 			d.Rebuilt = append(d.Rebuilt, name)
-			d.Sparsed = append(d.Sparsed, name)
-			continue
 		}
-		d.Rebuilt = append(d.Rebuilt, fmt.Sprintf("IF(%s IS NULL, %s, IFNULL(%s, %s)) AS %s", q(catalog.ColStateBase), name, name, bn, name))
-		d.Sparsed = append(d.Sparsed, fmt.Sprintf("IF(__sparse AND %s, NULL, %s)", same[name], name))
+		if sm, ok := same[name]; ok {
+			d.Sparsed = append(d.Sparsed, fmt.Sprintf("IF(__sparse AND %s, NULL, %s)", sm, name))
+		} else {
+			d.Sparsed = append(d.Sparsed, name)
+		}
 	}
 }
 
@@ -134,7 +152,7 @@ func rebuilt(d *data, from string) rebuiltFrom { return rebuiltFrom{data: d, Fro
 // benchmarks model a state by them).
 func SparseColumns(b *flow.Bound) []string {
 	var out []string
-	for _, c := range sparseColumns(b) {
+	for _, c := range writeColumns(b, rebuildColumns(b)) {
 		out = append(out, c.Column)
 	}
 	return out

@@ -42,14 +42,15 @@ var sparseImage = schema.Columns{
 // the late event), after a redelivered copy of a sparse row's message,
 // and after a second maintenance over all of it. An event that sets an
 // untracked column to NULL is stored whole (a sparse NULL means "as the
-// base"), and an update that changes nothing is a sparse row of NULLs.
+// base"), an update that changes nothing is a sparse row of NULLs, and
+// an event whose version opened without a message id is stored whole.
 func TestSparseRowsRebuildExactly(t *testing.T) {
 	e := testenv.New(t, stack, "sparse")
 	ctx := context.Background()
 	e.Apply.SkipTableFunctions = false
 	bound := e.ApplySourceFlows(t, "sp.sql", sparseFlows, "sp.users", sparseImage)
 	at, _ := ttClock()
-	row := func(id int64, name, city, score any, op string, seq int64, msg string, minute int) map[string]any {
+	row := func(id int64, name, city, score any, op string, seq int64, msg any, minute int) map[string]any {
 		return map[string]any{"userId": id, "name": name, "city": city, "score": score, "operation": op, "sequenceNum": seq,
 			"_cdc_message_id": msg, "_cdc_ingested_at": at(minute).UnixMicro()}
 	}
@@ -67,6 +68,8 @@ func TestSparseRowsRebuildExactly(t *testing.T) {
 		row(3, "c", "x", 1.0, "INSERT", 10, "m11", 4),
 		row(3, "d", "x", 1.0, "UPDATE", 20, "m12", 5), // tracked: opens one
 		row(3, "d", "y", 1.0, "UPDATE", 30, "m13", 5),
+		row(4, "e", "x", 1.0, "INSERT", 10, nil, 5), // no message id: never a base
+		row(4, "e", "y", 1.0, "UPDATE", 20, "m16", 5), // so stored whole
 	})
 	check := func(when string) {
 		t.Helper()

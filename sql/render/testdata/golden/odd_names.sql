@@ -37,10 +37,10 @@ WITH
     -- version as its differences from its base, the full row of its key
     -- whose identity is its __base): a NULL sparse column takes
     -- the base’s value. Every level and copy of the base is alike.
-    SELECT `order`, `group`, IF(`__base` IS NULL, `select`, IFNULL(`select`, __b0)) AS `select`, IF(`__base` IS NULL, `from`, IFNULL(`from`, __b1)) AS `from`, `where`, `by`, IF(`__base` IS NULL, `_cdc_op`, IFNULL(`_cdc_op`, __b2)) AS `_cdc_op`, IF(`__base` IS NULL, `_cdc_source_ts`, IFNULL(`_cdc_source_ts`, __b3)) AS `_cdc_source_ts`, IF(`__base` IS NULL, `_cdc_sequence`, IFNULL(`_cdc_sequence`, __b4)) AS `_cdc_sequence`, `_cdc_ingested_at`, IF(`__base` IS NULL, `_cdc_publish_time`, IFNULL(`_cdc_publish_time`, __b5)) AS `_cdc_publish_time`, `_cdc_message_id`, IF(`__base` IS NULL, `_cdc_schema_id`, IFNULL(`_cdc_schema_id`, __b6)) AS `_cdc_schema_id`, IF(`__base` IS NULL, `_cdc_transaction`, IFNULL(`_cdc_transaction`, __b7)) AS `_cdc_transaction`, __op
+    SELECT `order`, `group`, IF(`__base` IS NULL, `select`, IFNULL(`select`, __b0)) AS `select`, IF(`__base` IS NULL, `from`, IFNULL(`from`, __b1)) AS `from`, `where`, IF(`__base` IS NULL, `by`, IFNULL(`by`, __b2)) AS `by`, IF(`__base` IS NULL, `_cdc_op`, IFNULL(`_cdc_op`, __b3)) AS `_cdc_op`, IF(`__base` IS NULL, `_cdc_source_ts`, IFNULL(`_cdc_source_ts`, __b4)) AS `_cdc_source_ts`, IF(`__base` IS NULL, `_cdc_sequence`, IFNULL(`_cdc_sequence`, __b5)) AS `_cdc_sequence`, `_cdc_ingested_at`, IF(`__base` IS NULL, `_cdc_publish_time`, IFNULL(`_cdc_publish_time`, __b6)) AS `_cdc_publish_time`, `_cdc_message_id`, IF(`__base` IS NULL, `_cdc_schema_id`, IFNULL(`_cdc_schema_id`, __b7)) AS `_cdc_schema_id`, IF(`__base` IS NULL, `_cdc_transaction`, IFNULL(`_cdc_transaction`, __b8)) AS `_cdc_transaction`, __op
     FROM (
-      SELECT *, FIRST_VALUE(`select`) OVER __b AS __b0, FIRST_VALUE(`from`) OVER __b AS __b1, FIRST_VALUE(`_cdc_op`) OVER __b AS __b2, FIRST_VALUE(`_cdc_source_ts`) OVER __b AS __b3, FIRST_VALUE(`_cdc_sequence`) OVER __b AS __b4, FIRST_VALUE(`_cdc_publish_time`) OVER __b AS __b5, FIRST_VALUE(`_cdc_schema_id`) OVER __b AS __b6, FIRST_VALUE(`_cdc_transaction`) OVER __b AS __b7
-      FROM (SELECT *, IFNULL(__base, FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(`by`, `_cdc_message_id`, UNIX_MICROS(`_cdc_ingested_at`))))) AS __grp FROM state_stored)
+      SELECT *, FIRST_VALUE(`select`) OVER __b AS __b0, FIRST_VALUE(`from`) OVER __b AS __b1, FIRST_VALUE(`by`) OVER __b AS __b2, FIRST_VALUE(`_cdc_op`) OVER __b AS __b3, FIRST_VALUE(`_cdc_source_ts`) OVER __b AS __b4, FIRST_VALUE(`_cdc_sequence`) OVER __b AS __b5, FIRST_VALUE(`_cdc_publish_time`) OVER __b AS __b6, FIRST_VALUE(`_cdc_schema_id`) OVER __b AS __b7, FIRST_VALUE(`_cdc_transaction`) OVER __b AS __b8
+      FROM (SELECT *, IFNULL(__base, FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(`_cdc_message_id`, UNIX_MICROS(`_cdc_ingested_at`))))) AS __grp FROM state_stored)
       WINDOW __b AS (PARTITION BY `order`, `group`, __grp ORDER BY IF(__base IS NULL, 0, 1))
     )
   ),
@@ -258,10 +258,10 @@ WITH
     -- version as its differences from its base, the full row of its key
     -- whose identity is its __base): a NULL sparse column takes
     -- the base’s value. Every level and copy of the base is alike.
-    SELECT `order`, `group`, IF(`__base` IS NULL, `select`, IFNULL(`select`, __b0)) AS `select`, IF(`__base` IS NULL, `from`, IFNULL(`from`, __b1)) AS `from`, `where`, `by`, IF(`__base` IS NULL, `_cdc_op`, IFNULL(`_cdc_op`, __b2)) AS `_cdc_op`, IF(`__base` IS NULL, `_cdc_source_ts`, IFNULL(`_cdc_source_ts`, __b3)) AS `_cdc_source_ts`, IF(`__base` IS NULL, `_cdc_sequence`, IFNULL(`_cdc_sequence`, __b4)) AS `_cdc_sequence`, `_cdc_ingested_at`, IF(`__base` IS NULL, `_cdc_publish_time`, IFNULL(`_cdc_publish_time`, __b5)) AS `_cdc_publish_time`, `_cdc_message_id`, IF(`__base` IS NULL, `_cdc_schema_id`, IFNULL(`_cdc_schema_id`, __b6)) AS `_cdc_schema_id`, IF(`__base` IS NULL, `_cdc_transaction`, IFNULL(`_cdc_transaction`, __b7)) AS `_cdc_transaction`, __op
+    SELECT `order`, `group`, IF(`__base` IS NULL, `select`, IFNULL(`select`, __b0)) AS `select`, IF(`__base` IS NULL, `from`, IFNULL(`from`, __b1)) AS `from`, `where`, IF(`__base` IS NULL, `by`, IFNULL(`by`, __b2)) AS `by`, IF(`__base` IS NULL, `_cdc_op`, IFNULL(`_cdc_op`, __b3)) AS `_cdc_op`, IF(`__base` IS NULL, `_cdc_source_ts`, IFNULL(`_cdc_source_ts`, __b4)) AS `_cdc_source_ts`, IF(`__base` IS NULL, `_cdc_sequence`, IFNULL(`_cdc_sequence`, __b5)) AS `_cdc_sequence`, `_cdc_ingested_at`, IF(`__base` IS NULL, `_cdc_publish_time`, IFNULL(`_cdc_publish_time`, __b6)) AS `_cdc_publish_time`, `_cdc_message_id`, IF(`__base` IS NULL, `_cdc_schema_id`, IFNULL(`_cdc_schema_id`, __b7)) AS `_cdc_schema_id`, IF(`__base` IS NULL, `_cdc_transaction`, IFNULL(`_cdc_transaction`, __b8)) AS `_cdc_transaction`, __op
     FROM (
-      SELECT *, FIRST_VALUE(`select`) OVER __b AS __b0, FIRST_VALUE(`from`) OVER __b AS __b1, FIRST_VALUE(`_cdc_op`) OVER __b AS __b2, FIRST_VALUE(`_cdc_source_ts`) OVER __b AS __b3, FIRST_VALUE(`_cdc_sequence`) OVER __b AS __b4, FIRST_VALUE(`_cdc_publish_time`) OVER __b AS __b5, FIRST_VALUE(`_cdc_schema_id`) OVER __b AS __b6, FIRST_VALUE(`_cdc_transaction`) OVER __b AS __b7
-      FROM (SELECT *, IFNULL(__base, FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(`by`, `_cdc_message_id`, UNIX_MICROS(`_cdc_ingested_at`))))) AS __grp FROM levels_stored)
+      SELECT *, FIRST_VALUE(`select`) OVER __b AS __b0, FIRST_VALUE(`from`) OVER __b AS __b1, FIRST_VALUE(`by`) OVER __b AS __b2, FIRST_VALUE(`_cdc_op`) OVER __b AS __b3, FIRST_VALUE(`_cdc_source_ts`) OVER __b AS __b4, FIRST_VALUE(`_cdc_sequence`) OVER __b AS __b5, FIRST_VALUE(`_cdc_publish_time`) OVER __b AS __b6, FIRST_VALUE(`_cdc_schema_id`) OVER __b AS __b7, FIRST_VALUE(`_cdc_transaction`) OVER __b AS __b8
+      FROM (SELECT *, IFNULL(__base, FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(`_cdc_message_id`, UNIX_MICROS(`_cdc_ingested_at`))))) AS __grp FROM levels_stored)
       WINDOW __b AS (PARTITION BY `order`, `group`, __grp ORDER BY IF(__base IS NULL, 0, 1))
     )
   ),
@@ -288,9 +288,10 @@ WITH
   -- that changes no tracked column opens no version; it joins the group of
   -- the event that opened it (the group’s base, stored whole) and stores
   -- only the sparse columns that differ from the base’s, unless one is NULL
-  -- where the base’s is not (then it is stored whole).
+  -- where the base’s is not, or the base has no message id (its identity):
+  -- then it is stored whole.
   sparse_candidates AS (
-    SELECT *, FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(`by`, `_cdc_message_id`, UNIX_MICROS(`_cdc_ingested_at`)))) AS __id,
+    SELECT *, FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(`_cdc_message_id`, UNIX_MICROS(`_cdc_ingested_at`)))) AS __id,
       IFNULL(__op = 'U' AND LAG(__op) OVER w = 'U' AND LAG(`select`) OVER w IS NOT DISTINCT FROM `select` AND LAG(`from`) OVER w IS NOT DISTINCT FROM `from` AND TO_JSON_STRING(LAG(`where`) OVER w) = TO_JSON_STRING(`where`), FALSE) AS __cand
     FROM events
     WINDOW w AS (PARTITION BY `order`, `group` ORDER BY `by`, IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, ''))
@@ -301,15 +302,15 @@ WITH
   ),
   -- The group’s base first: its one event that is not a candidate.
   sparse_bases AS (
-    SELECT *, FIRST_VALUE(__id) OVER g AS __gid, FIRST_VALUE(`select`) OVER g AS __b0, FIRST_VALUE(`from`) OVER g AS __b1, FIRST_VALUE(`_cdc_op`) OVER g AS __b2, FIRST_VALUE(`_cdc_source_ts`) OVER g AS __b3, FIRST_VALUE(`_cdc_sequence`) OVER g AS __b4, FIRST_VALUE(`_cdc_publish_time`) OVER g AS __b5, FIRST_VALUE(`_cdc_schema_id`) OVER g AS __b6, FIRST_VALUE(`_cdc_transaction`) OVER g AS __b7
+    SELECT *, FIRST_VALUE(__id) OVER g AS __gid, FIRST_VALUE(`_cdc_message_id`) OVER g AS __gmsg, FIRST_VALUE(`select`) OVER g AS __b0, FIRST_VALUE(`from`) OVER g AS __b1, FIRST_VALUE(`_cdc_op`) OVER g AS __b3, FIRST_VALUE(`_cdc_source_ts`) OVER g AS __b4, FIRST_VALUE(`_cdc_sequence`) OVER g AS __b5, FIRST_VALUE(`_cdc_publish_time`) OVER g AS __b6, FIRST_VALUE(`_cdc_schema_id`) OVER g AS __b7, FIRST_VALUE(`_cdc_transaction`) OVER g AS __b8
     FROM sparse_groups
     WINDOW g AS (PARTITION BY `order`, `group`, __g ORDER BY IF(__cand, 1, 0), `by`, IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, ''))
   ),
   sparsed AS (
-    SELECT *, __cand AND NOT (`select` IS NULL AND __b0 IS NOT NULL) AND NOT (`from` IS NULL AND __b1 IS NOT NULL) AND NOT (`_cdc_op` IS NULL AND __b2 IS NOT NULL) AND NOT (`_cdc_source_ts` IS NULL AND __b3 IS NOT NULL) AND NOT (`_cdc_sequence` IS NULL AND __b4 IS NOT NULL) AND NOT (`_cdc_publish_time` IS NULL AND __b5 IS NOT NULL) AND NOT (`_cdc_schema_id` IS NULL AND __b6 IS NOT NULL) AND NOT (`_cdc_transaction` IS NULL AND __b7 IS NOT NULL) AS __sparse
+    SELECT *, __cand AND __gmsg IS NOT NULL AND NOT (`select` IS NULL AND __b0 IS NOT NULL) AND NOT (`from` IS NULL AND __b1 IS NOT NULL) AND NOT (`_cdc_op` IS NULL AND __b3 IS NOT NULL) AND NOT (`_cdc_source_ts` IS NULL AND __b4 IS NOT NULL) AND NOT (`_cdc_sequence` IS NULL AND __b5 IS NOT NULL) AND NOT (`_cdc_publish_time` IS NULL AND __b6 IS NOT NULL) AND NOT (`_cdc_schema_id` IS NULL AND __b7 IS NOT NULL) AND NOT (`_cdc_transaction` IS NULL AND __b8 IS NOT NULL) AS __sparse
     FROM sparse_bases
   )
-SELECT `order`, `group`, IF(__sparse AND `select` IS NOT DISTINCT FROM __b0, NULL, `select`), IF(__sparse AND `from` IS NOT DISTINCT FROM __b1, NULL, `from`), `where`, `by`, IF(__sparse AND `_cdc_op` IS NOT DISTINCT FROM __b2, NULL, `_cdc_op`), IF(__sparse AND `_cdc_source_ts` IS NOT DISTINCT FROM __b3, NULL, `_cdc_source_ts`), IF(__sparse AND `_cdc_sequence` IS NOT DISTINCT FROM __b4, NULL, `_cdc_sequence`), `_cdc_ingested_at`, IF(__sparse AND `_cdc_publish_time` IS NOT DISTINCT FROM __b5, NULL, `_cdc_publish_time`), `_cdc_message_id`, IF(__sparse AND `_cdc_schema_id` IS NOT DISTINCT FROM __b6, NULL, `_cdc_schema_id`), IF(__sparse AND `_cdc_transaction` IS NOT DISTINCT FROM __b7, NULL, `_cdc_transaction`), TO_JSON_STRING(STRUCT(`order`, `group`)), __op, TIMESTAMP '2026-11-30 08:00:00+00:00', CAST(NULL AS TIMESTAMP), IF(__sparse, __gid, NULL)
+SELECT `order`, `group`, IF(__sparse AND `select` IS NOT DISTINCT FROM __b0, NULL, `select`), IF(__sparse AND `from` IS NOT DISTINCT FROM __b1, NULL, `from`), `where`, `by`, IF(__sparse AND `_cdc_op` IS NOT DISTINCT FROM __b3, NULL, `_cdc_op`), IF(__sparse AND `_cdc_source_ts` IS NOT DISTINCT FROM __b4, NULL, `_cdc_source_ts`), IF(__sparse AND `_cdc_sequence` IS NOT DISTINCT FROM __b5, NULL, `_cdc_sequence`), `_cdc_ingested_at`, IF(__sparse AND `_cdc_publish_time` IS NOT DISTINCT FROM __b6, NULL, `_cdc_publish_time`), `_cdc_message_id`, IF(__sparse AND `_cdc_schema_id` IS NOT DISTINCT FROM __b7, NULL, `_cdc_schema_id`), IF(__sparse AND `_cdc_transaction` IS NOT DISTINCT FROM __b8, NULL, `_cdc_transaction`), TO_JSON_STRING(STRUCT(`order`, `group`)), __op, TIMESTAMP '2026-11-30 08:00:00+00:00', CAST(NULL AS TIMESTAMP), IF(__sparse, __gid, NULL)
 FROM sparsed
 UNION ALL
 SELECT `order`, `group`, `select`, `from`, `where`, `by`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, TO_JSON_STRING(STRUCT(`order`, `group`)), __op, TIMESTAMP '2026-11-30 08:00:00+00:00', CAST(NULL AS TIMESTAMP), CAST(NULL AS INT64)
@@ -368,10 +369,10 @@ WITH
     -- version as its differences from its base, the full row of its key
     -- whose identity is its __base): a NULL sparse column takes
     -- the base’s value. Every level and copy of the base is alike.
-    SELECT `order`, `group`, IF(`__base` IS NULL, `select`, IFNULL(`select`, __b0)) AS `select`, IF(`__base` IS NULL, `from`, IFNULL(`from`, __b1)) AS `from`, `where`, `by`, IF(`__base` IS NULL, `_cdc_op`, IFNULL(`_cdc_op`, __b2)) AS `_cdc_op`, IF(`__base` IS NULL, `_cdc_source_ts`, IFNULL(`_cdc_source_ts`, __b3)) AS `_cdc_source_ts`, IF(`__base` IS NULL, `_cdc_sequence`, IFNULL(`_cdc_sequence`, __b4)) AS `_cdc_sequence`, `_cdc_ingested_at`, IF(`__base` IS NULL, `_cdc_publish_time`, IFNULL(`_cdc_publish_time`, __b5)) AS `_cdc_publish_time`, `_cdc_message_id`, IF(`__base` IS NULL, `_cdc_schema_id`, IFNULL(`_cdc_schema_id`, __b6)) AS `_cdc_schema_id`, IF(`__base` IS NULL, `_cdc_transaction`, IFNULL(`_cdc_transaction`, __b7)) AS `_cdc_transaction`, __op
+    SELECT `order`, `group`, IF(`__base` IS NULL, `select`, IFNULL(`select`, __b0)) AS `select`, IF(`__base` IS NULL, `from`, IFNULL(`from`, __b1)) AS `from`, `where`, IF(`__base` IS NULL, `by`, IFNULL(`by`, __b2)) AS `by`, IF(`__base` IS NULL, `_cdc_op`, IFNULL(`_cdc_op`, __b3)) AS `_cdc_op`, IF(`__base` IS NULL, `_cdc_source_ts`, IFNULL(`_cdc_source_ts`, __b4)) AS `_cdc_source_ts`, IF(`__base` IS NULL, `_cdc_sequence`, IFNULL(`_cdc_sequence`, __b5)) AS `_cdc_sequence`, `_cdc_ingested_at`, IF(`__base` IS NULL, `_cdc_publish_time`, IFNULL(`_cdc_publish_time`, __b6)) AS `_cdc_publish_time`, `_cdc_message_id`, IF(`__base` IS NULL, `_cdc_schema_id`, IFNULL(`_cdc_schema_id`, __b7)) AS `_cdc_schema_id`, IF(`__base` IS NULL, `_cdc_transaction`, IFNULL(`_cdc_transaction`, __b8)) AS `_cdc_transaction`, __op
     FROM (
-      SELECT *, FIRST_VALUE(`select`) OVER __b AS __b0, FIRST_VALUE(`from`) OVER __b AS __b1, FIRST_VALUE(`_cdc_op`) OVER __b AS __b2, FIRST_VALUE(`_cdc_source_ts`) OVER __b AS __b3, FIRST_VALUE(`_cdc_sequence`) OVER __b AS __b4, FIRST_VALUE(`_cdc_publish_time`) OVER __b AS __b5, FIRST_VALUE(`_cdc_schema_id`) OVER __b AS __b6, FIRST_VALUE(`_cdc_transaction`) OVER __b AS __b7
-      FROM (SELECT *, IFNULL(__base, FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(`by`, `_cdc_message_id`, UNIX_MICROS(`_cdc_ingested_at`))))) AS __grp FROM history_stored)
+      SELECT *, FIRST_VALUE(`select`) OVER __b AS __b0, FIRST_VALUE(`from`) OVER __b AS __b1, FIRST_VALUE(`by`) OVER __b AS __b2, FIRST_VALUE(`_cdc_op`) OVER __b AS __b3, FIRST_VALUE(`_cdc_source_ts`) OVER __b AS __b4, FIRST_VALUE(`_cdc_sequence`) OVER __b AS __b5, FIRST_VALUE(`_cdc_publish_time`) OVER __b AS __b6, FIRST_VALUE(`_cdc_schema_id`) OVER __b AS __b7, FIRST_VALUE(`_cdc_transaction`) OVER __b AS __b8
+      FROM (SELECT *, IFNULL(__base, FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(`_cdc_message_id`, UNIX_MICROS(`_cdc_ingested_at`))))) AS __grp FROM history_stored)
       WINDOW __b AS (PARTITION BY `order`, `group`, __grp ORDER BY IF(__base IS NULL, 0, 1))
     )
   ),
@@ -580,10 +581,10 @@ WITH
     WHERE __op IN ('U', 'D', 'T')
   ),
   history_state AS (
-    SELECT `order`, `group`, IF(`__base` IS NULL, `select`, IFNULL(`select`, __b0)) AS `select`, IF(`__base` IS NULL, `from`, IFNULL(`from`, __b1)) AS `from`, `where`, `by`, IF(`__base` IS NULL, `_cdc_op`, IFNULL(`_cdc_op`, __b2)) AS `_cdc_op`, IF(`__base` IS NULL, `_cdc_source_ts`, IFNULL(`_cdc_source_ts`, __b3)) AS `_cdc_source_ts`, IF(`__base` IS NULL, `_cdc_sequence`, IFNULL(`_cdc_sequence`, __b4)) AS `_cdc_sequence`, `_cdc_ingested_at`, IF(`__base` IS NULL, `_cdc_publish_time`, IFNULL(`_cdc_publish_time`, __b5)) AS `_cdc_publish_time`, `_cdc_message_id`, IF(`__base` IS NULL, `_cdc_schema_id`, IFNULL(`_cdc_schema_id`, __b6)) AS `_cdc_schema_id`, IF(`__base` IS NULL, `_cdc_transaction`, IFNULL(`_cdc_transaction`, __b7)) AS `_cdc_transaction`, __op
+    SELECT `order`, `group`, IF(`__base` IS NULL, `select`, IFNULL(`select`, __b0)) AS `select`, IF(`__base` IS NULL, `from`, IFNULL(`from`, __b1)) AS `from`, `where`, IF(`__base` IS NULL, `by`, IFNULL(`by`, __b2)) AS `by`, IF(`__base` IS NULL, `_cdc_op`, IFNULL(`_cdc_op`, __b3)) AS `_cdc_op`, IF(`__base` IS NULL, `_cdc_source_ts`, IFNULL(`_cdc_source_ts`, __b4)) AS `_cdc_source_ts`, IF(`__base` IS NULL, `_cdc_sequence`, IFNULL(`_cdc_sequence`, __b5)) AS `_cdc_sequence`, `_cdc_ingested_at`, IF(`__base` IS NULL, `_cdc_publish_time`, IFNULL(`_cdc_publish_time`, __b6)) AS `_cdc_publish_time`, `_cdc_message_id`, IF(`__base` IS NULL, `_cdc_schema_id`, IFNULL(`_cdc_schema_id`, __b7)) AS `_cdc_schema_id`, IF(`__base` IS NULL, `_cdc_transaction`, IFNULL(`_cdc_transaction`, __b8)) AS `_cdc_transaction`, __op
     FROM (
-      SELECT *, FIRST_VALUE(`select`) OVER __b AS __b0, FIRST_VALUE(`from`) OVER __b AS __b1, FIRST_VALUE(`_cdc_op`) OVER __b AS __b2, FIRST_VALUE(`_cdc_source_ts`) OVER __b AS __b3, FIRST_VALUE(`_cdc_sequence`) OVER __b AS __b4, FIRST_VALUE(`_cdc_publish_time`) OVER __b AS __b5, FIRST_VALUE(`_cdc_schema_id`) OVER __b AS __b6, FIRST_VALUE(`_cdc_transaction`) OVER __b AS __b7
-      FROM (SELECT *, IFNULL(__base, FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(`by`, `_cdc_message_id`, UNIX_MICROS(`_cdc_ingested_at`))))) AS __grp FROM history_stored)
+      SELECT *, FIRST_VALUE(`select`) OVER __b AS __b0, FIRST_VALUE(`from`) OVER __b AS __b1, FIRST_VALUE(`by`) OVER __b AS __b2, FIRST_VALUE(`_cdc_op`) OVER __b AS __b3, FIRST_VALUE(`_cdc_source_ts`) OVER __b AS __b4, FIRST_VALUE(`_cdc_sequence`) OVER __b AS __b5, FIRST_VALUE(`_cdc_publish_time`) OVER __b AS __b6, FIRST_VALUE(`_cdc_schema_id`) OVER __b AS __b7, FIRST_VALUE(`_cdc_transaction`) OVER __b AS __b8
+      FROM (SELECT *, IFNULL(__base, FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(`_cdc_message_id`, UNIX_MICROS(`_cdc_ingested_at`))))) AS __grp FROM history_stored)
       WINDOW __b AS (PARTITION BY `order`, `group`, __grp ORDER BY IF(__base IS NULL, 0, 1))
     )
   ),

@@ -36,10 +36,10 @@ WITH
     -- version as its differences from its base, the full row of its key
     -- whose identity is its __base): a NULL sparse column takes
     -- the base’s value. Every level and copy of the base is alike.
-    SELECT `userId`, IF(`__base` IS NULL, `name`, IFNULL(`name`, __b0)) AS `name`, IF(`__base` IS NULL, `city`, IFNULL(`city`, __b1)) AS `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, __op
+    SELECT `userId`, IF(`__base` IS NULL, `name`, IFNULL(`name`, __b0)) AS `name`, IF(`__base` IS NULL, `city`, IFNULL(`city`, __b1)) AS `city`, IF(`__base` IS NULL, `sequenceNum`, IFNULL(`sequenceNum`, __b2)) AS `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, __op
     FROM (
-      SELECT *, FIRST_VALUE(`name`) OVER __b AS __b0, FIRST_VALUE(`city`) OVER __b AS __b1
-      FROM (SELECT *, IFNULL(__base, FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(`sequenceNum`, `_cdc_message_id`, UNIX_MICROS(`_cdc_ingested_at`))))) AS __grp FROM state_stored)
+      SELECT *, FIRST_VALUE(`name`) OVER __b AS __b0, FIRST_VALUE(`city`) OVER __b AS __b1, FIRST_VALUE(`sequenceNum`) OVER __b AS __b2
+      FROM (SELECT *, IFNULL(__base, FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(`_cdc_message_id`, UNIX_MICROS(`_cdc_ingested_at`))))) AS __grp FROM state_stored)
       WINDOW __b AS (PARTITION BY `userId`, __grp ORDER BY IF(__base IS NULL, 0, 1))
     )
   ),
@@ -588,10 +588,10 @@ WITH
     -- version as its differences from its base, the full row of its key
     -- whose identity is its __base): a NULL sparse column takes
     -- the base’s value. Every level and copy of the base is alike.
-    SELECT `userId`, IF(`__base` IS NULL, `name`, IFNULL(`name`, __b0)) AS `name`, IF(`__base` IS NULL, `city`, IFNULL(`city`, __b1)) AS `city`, `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, __op
+    SELECT `userId`, IF(`__base` IS NULL, `name`, IFNULL(`name`, __b0)) AS `name`, IF(`__base` IS NULL, `city`, IFNULL(`city`, __b1)) AS `city`, IF(`__base` IS NULL, `sequenceNum`, IFNULL(`sequenceNum`, __b2)) AS `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, __op
     FROM (
-      SELECT *, FIRST_VALUE(`name`) OVER __b AS __b0, FIRST_VALUE(`city`) OVER __b AS __b1
-      FROM (SELECT *, IFNULL(__base, FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(`sequenceNum`, `_cdc_message_id`, UNIX_MICROS(`_cdc_ingested_at`))))) AS __grp FROM levels_stored)
+      SELECT *, FIRST_VALUE(`name`) OVER __b AS __b0, FIRST_VALUE(`city`) OVER __b AS __b1, FIRST_VALUE(`sequenceNum`) OVER __b AS __b2
+      FROM (SELECT *, IFNULL(__base, FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(`_cdc_message_id`, UNIX_MICROS(`_cdc_ingested_at`))))) AS __grp FROM levels_stored)
       WINDOW __b AS (PARTITION BY `userId`, __grp ORDER BY IF(__base IS NULL, 0, 1))
     )
   ),
@@ -618,9 +618,10 @@ WITH
   -- that changes no tracked column opens no version; it joins the group of
   -- the event that opened it (the group’s base, stored whole) and stores
   -- only the sparse columns that differ from the base’s, unless one is NULL
-  -- where the base’s is not (then it is stored whole).
+  -- where the base’s is not, or the base has no message id (its identity):
+  -- then it is stored whole.
   sparse_candidates AS (
-    SELECT *, FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(`sequenceNum`, `_cdc_message_id`, UNIX_MICROS(`_cdc_ingested_at`)))) AS __id,
+    SELECT *, FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(`_cdc_message_id`, UNIX_MICROS(`_cdc_ingested_at`)))) AS __id,
       IFNULL(__op = 'U' AND LAG(__op) OVER w = 'U' AND LAG(`name`) OVER w IS NOT DISTINCT FROM `name` AND LAG(`city`) OVER w IS NOT DISTINCT FROM `city` AND LAG(`sequenceNum`) OVER w IS NOT DISTINCT FROM `sequenceNum` AND TO_JSON_STRING(LAG(`tags`) OVER w) = TO_JSON_STRING(`tags`), FALSE) AS __cand
     FROM events
     WINDOW w AS (PARTITION BY `userId` ORDER BY `sequenceNum`, UNIX_MICROS(`_cdc_ingested_at`), IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, ''))
@@ -631,12 +632,12 @@ WITH
   ),
   -- The group’s base first: its one event that is not a candidate.
   sparse_bases AS (
-    SELECT *, FIRST_VALUE(__id) OVER g AS __gid, FIRST_VALUE(`name`) OVER g AS __b0, FIRST_VALUE(`city`) OVER g AS __b1
+    SELECT *, FIRST_VALUE(__id) OVER g AS __gid, FIRST_VALUE(`_cdc_message_id`) OVER g AS __gmsg, FIRST_VALUE(`name`) OVER g AS __b0, FIRST_VALUE(`city`) OVER g AS __b1
     FROM sparse_groups
     WINDOW g AS (PARTITION BY `userId`, __g ORDER BY IF(__cand, 1, 0), `sequenceNum`, UNIX_MICROS(`_cdc_ingested_at`), IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, ''))
   ),
   sparsed AS (
-    SELECT *, __cand AND NOT (`name` IS NULL AND __b0 IS NOT NULL) AND NOT (`city` IS NULL AND __b1 IS NOT NULL) AS __sparse
+    SELECT *, __cand AND __gmsg IS NOT NULL AND NOT (`name` IS NULL AND __b0 IS NOT NULL) AND NOT (`city` IS NULL AND __b1 IS NOT NULL) AS __sparse
     FROM sparse_bases
   )
 SELECT `userId`, IF(__sparse AND `name` IS NOT DISTINCT FROM __b0, NULL, `name`), IF(__sparse AND `city` IS NOT DISTINCT FROM __b1, NULL, `city`), `sequenceNum`, `tags`, `_cdc_ingested_at`, `_cdc_message_id`, TO_JSON_STRING(STRUCT(`userId`)), __op, TIMESTAMP '2026-11-30 08:00:00+00:00', CAST(NULL AS TIMESTAMP), IF(__sparse, __gid, NULL)

@@ -58,10 +58,10 @@ WITH
     -- version as its differences from its base, the full row of its key
     -- whose identity is its __base): a NULL sparse column takes
     -- the base’s value. Every level and copy of the base is alike.
-    SELECT `id`, IF(`__base` IS NULL, `first_name`, IFNULL(`first_name`, __b0)) AS `first_name`, IF(`__base` IS NULL, `last_name`, IFNULL(`last_name`, __b1)) AS `last_name`, IF(`__base` IS NULL, `email`, IFNULL(`email`, __b2)) AS `email`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_message_id`, __op
+    SELECT `id`, IF(`__base` IS NULL, `first_name`, IFNULL(`first_name`, __b0)) AS `first_name`, IF(`__base` IS NULL, `last_name`, IFNULL(`last_name`, __b1)) AS `last_name`, IF(`__base` IS NULL, `email`, IFNULL(`email`, __b2)) AS `email`, IF(`__base` IS NULL, `_cdc_sequence`, IFNULL(`_cdc_sequence`, __b3)) AS `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_message_id`, __op
     FROM (
-      SELECT *, FIRST_VALUE(`first_name`) OVER __b AS __b0, FIRST_VALUE(`last_name`) OVER __b AS __b1, FIRST_VALUE(`email`) OVER __b AS __b2
-      FROM (SELECT *, IFNULL(__base, FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(`_cdc_sequence`, `_cdc_message_id`, UNIX_MICROS(`_cdc_ingested_at`))))) AS __grp FROM state_stored)
+      SELECT *, FIRST_VALUE(`first_name`) OVER __b AS __b0, FIRST_VALUE(`last_name`) OVER __b AS __b1, FIRST_VALUE(`email`) OVER __b AS __b2, FIRST_VALUE(`_cdc_sequence`) OVER __b AS __b3
+      FROM (SELECT *, IFNULL(__base, FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(`_cdc_message_id`, UNIX_MICROS(`_cdc_ingested_at`))))) AS __grp FROM state_stored)
       WINDOW __b AS (PARTITION BY `id`, __grp ORDER BY IF(__base IS NULL, 0, 1))
     )
   ),
