@@ -34,13 +34,15 @@ IGNORE NULL UPDATES ON (city);
 CREATE FLOW rl_history AS AUTO CDC INTO rl_history FROM STREAM(` + "`rl.users`" + `)
 KEYS (userId) APPLY AS DELETE WHEN operation = 'DELETE'
 WHERE operation IS DISTINCT FROM 'TRUNCATE'
-SEQUENCE BY sequenceNum COLUMNS (userId, name, city) STORED AS SCD TYPE 2;
+SEQUENCE BY sequenceNum COLUMNS (userId, name, city) STORED AS SCD TYPE 2
+TRACK HISTORY ON (name);
 `
 }
 
 // TestStateMovesToBuckets: turning a state of buckets on (and off) moves
 // an existing state to the new partitioning through a copy (apply's
-// relayout), resuming after a crash at either step; the views and change
+// relayout; the history's sparse rows and their bases move together),
+// resuming after a crash at either step; the views and change
 // feeds equal the model before, after each move and after the runs that
 // follow, which read the touched buckets' partitions only.
 func TestStateMovesToBuckets(t *testing.T) {
@@ -129,7 +131,7 @@ func TestStateMovesToBuckets(t *testing.T) {
 	bucketed := rebind(9000)
 	e.AppendRows(t, "rl.users", []map[string]any{
 		row(2, nil, nil, "DELETE", 3, "m05", 5), row(3, "c2", "w", "UPDATE", 3, "m06", 5),
-		row(4, "d", "v", "INSERT", 1, "m07", 6),
+		row(4, "d", "v", "INSERT", 1, "m07", 6), row(3, "c2", "w2", "UPDATE", 4, "m13", 6), // city only: sparse in rl_history once maintained
 	})
 	e.CompactAt(t, bucketed, at(8), opts)
 	layout(bucketed, 9000, "buckets on, by a run")
@@ -142,6 +144,7 @@ func TestStateMovesToBuckets(t *testing.T) {
 		}
 	}
 	check(bucketed, "after a run and maintenance over a state of buckets")
+	sparseRows(t, e, testenv.Only(bucketed, "rl_history")[0], "after maintenance in ranges", 1, 1)
 
 	// A crash after the copy was complete and the old state deleted: the
 	// next apply makes the state from the copy.

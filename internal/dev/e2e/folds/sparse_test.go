@@ -68,7 +68,7 @@ func TestSparseRowsRebuildExactly(t *testing.T) {
 		row(3, "c", "x", 1.0, "INSERT", 10, "m11", 4),
 		row(3, "d", "x", 1.0, "UPDATE", 20, "m12", 5), // tracked: opens one
 		row(3, "d", "y", 1.0, "UPDATE", 30, "m13", 5),
-		row(4, "e", "x", 1.0, "INSERT", 10, nil, 5), // no message id: never a base
+		row(4, "e", "x", 1.0, "INSERT", 10, nil, 5),   // no message id: never a base
 		row(4, "e", "y", 1.0, "UPDATE", 20, "m16", 5), // so stored whole
 	})
 	check := func(when string) {
