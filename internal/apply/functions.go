@@ -75,14 +75,16 @@ func keptFunctionScript(p *plan.Plan, labels map[string]string, hint time.Time) 
 }
 
 // refreshFunctions re-makes a flow's table functions that read a pruning
-// bound with the view's newer bound hint, when apply made them (the view
-// carries their hash) and their own bound is FunctionsRefresh behind; it
-// returns the labels to record on the view (nil: nothing done).
+// bound with the view's bound hint, when apply made them (the view
+// carries their hash) and their own bound is FunctionsRefresh behind, or
+// ahead of hint (a state made again, whose watermark went back: the
+// functions would miss what it has not folded yet); it returns the labels
+// to record on the view (nil: nothing done).
 func refreshFunctions(ctx context.Context, bq *bigquery.Client, p *plan.Plan, labels map[string]string, hint time.Time, rep *Report) (map[string]string, error) {
 	if labels[catalog.ViewFunctionsLabel] == "" || !p.FunctionsBounded() {
 		return nil, nil
 	}
-	if made, ok := catalog.LabelMicros(labels[catalog.FunctionsHintLabel]); ok && hint.Sub(made) < FunctionsRefresh {
+	if made, ok := catalog.LabelMicros(labels[catalog.FunctionsHintLabel]); ok && !made.After(hint) && hint.Sub(made) < FunctionsRefresh {
 		return nil, nil
 	}
 	s, err := newFunctionScript(p, hint)

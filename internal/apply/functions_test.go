@@ -15,7 +15,8 @@ import (
 // view's bound and keeps it: a second apply, after compaction advanced
 // the view's bound, runs no job. Compaction's update of the view makes it
 // again with the view's bound once its own is FunctionsRefresh behind,
-// and not before; a target of one row per key has no such bound and is
+// and not before, or at once when the view's bound went back (a state
+// made again); a target of one row per key has no such bound and is
 // never made again.
 func TestTableFunctionsKeepTheirBound(t *testing.T) {
 	ctx := context.Background()
@@ -60,6 +61,9 @@ func TestTableFunctionsKeepTheirBound(t *testing.T) {
 		{w1.Add(time.Hour), 0, w1}, // an hour behind: kept
 		{w1.Add(FunctionsRefresh - time.Second), 0, w1},
 		{w1.Add(FunctionsRefresh), 1, w1.Add(FunctionsRefresh)},
+		// The state made again (its watermark went back): the functions
+		// must not keep a bound past what it has folded.
+		{w1.Add(time.Hour), 1, w1.Add(time.Hour)},
 	}
 	for _, s := range steps {
 		reported := 0
