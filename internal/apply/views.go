@@ -240,11 +240,7 @@ func finishView(ctx context.Context, t *bigquery.Table, b *flow.Bound, md *bigqu
 		extra = map[string]string{}
 	}
 	extra[catalog.FlowLabel] = w.owner // the flow that owns the target (claims: apply.Contested)
-	labelled := md.Labels[catalog.SpecLabel] == w.spec
-	for k, v := range extra {
-		labelled = labelled && md.Labels[k] == v
-	}
-	if !described && labelled {
+	if !described && md.Labels[catalog.SpecLabel] == w.spec && hasLabels(md.Labels, extra) {
 		return md, nil
 	}
 	var upd bigquery.TableMetadataToUpdate
@@ -382,7 +378,7 @@ func flowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location,
 		}
 	}
 	extra := script.labels
-	if known && exists && lt.View && labels[catalog.SpecLabel] == w.spec && labelled(labels, extra) {
+	if known && exists && lt.View && labels[catalog.SpecLabel] == w.spec && hasLabels(labels, extra) {
 		rep.add("view %s: unchanged", b.Target)
 		script.report(loc, b, rep, "unchanged")
 		return nil
@@ -403,8 +399,8 @@ func flowObjects(ctx context.Context, bq *bigquery.Client, loc catalog.Location,
 	return err
 }
 
-// labelled reports whether labels hold every label of want.
-func labelled(labels, want map[string]string) bool {
+// hasLabels reports whether labels hold every label of want.
+func hasLabels(labels, want map[string]string) bool {
 	for k, v := range want {
 		if labels[k] != v {
 			return false

@@ -13,7 +13,7 @@ import (
 // long history open no version (they change columns outside TRACK HISTORY
 // ON, or nothing), and stored whole each would bill a full row to every
 // read of the view. Maintenance, which reads every level of a key anyway,
-// stores such an event sparse: its sparse columns (sparseColumns) NULL
+// stores such an event sparse: its sparse columns (writeColumns) NULL
 // where they equal the full row that opened its group of events (its
 // base), and __base (catalog.ColStateBase) naming that row by its identity
 // (stateIdentity). Every read of the state rebuilds the rows first

@@ -382,9 +382,7 @@ INSERT INTO `my-project`.`cdc`.`users_tracked__changes` (`userId`, `name`, `city
 WITH
   -- The run’s range: the changes at positions in (from, to].
   args AS (SELECT TIMESTAMP '2026-11-30 07:00:00+00:00' AS __from, TIMESTAMP '2026-11-30 07:50:00+00:00' AS __as_of),
-  -- The state’s rows of the keys (every event of a key that decides the
-  -- target as of a position; constant filters on the first clustering
-  -- column select the keys’ blocks), sparse rows rebuilt.
+  -- The state’s rows of the keys (described below), sparse rows rebuilt.
   history_stored AS (
     SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, __op, `__base`
     FROM `my-project`.`cdc`.`users_tracked__state`
