@@ -122,9 +122,9 @@ func EventColumns(f Shaped) schema.Columns {
 // them and the views read them (sql/render/templates spell them out).
 const (
 	ColStateKey       = "__key"       // the key as one string, for set operations that must match NULL keys
-	ColStateOp        = "__op"        // U upsert, D delete, T truncate, W watermark marker
-	ColStateGen       = "__gen"       // generation: when the compaction run that wrote the row started
-	ColStateWatermark = "__watermark" // on W markers: changelog rows ingested up to it are folded
+	ColStateOp        = "__op"        // U upsert, D delete, T truncate, W watermark marker, A archive marker (render/archive.go)
+	ColStateGen       = "__gen"       // generation: when the compaction run that wrote the row started (archived rows: a day of 1970-1972)
+	ColStateWatermark = "__watermark" // on W markers: changelog rows ingested up to it are folded; on A markers: the archive's maintenance read those
 	ColStateBucket    = "__bucket"    // a state of buckets (flow.StateBucketsProperty): the key's hash bucket, its partitioning column
 	ColStateBase      = "__base"      // a state of versions: on a sparse row, the identity of the full row of its key it stores only its differences from
 )

@@ -132,16 +132,18 @@ const (
 // line): the reads a run makes to know what to do, and the writes within
 // the steps above.
 const (
-	StepStats       = "stats"            // what the run would fold (one row)
-	StepFirst       = "first position"   // the oldest position of a flow's events (one row)
-	StepMarker      = "marker"           // the state's newest watermark marker
-	StepAppends     = "appends"          // the append ledger: sources with rows to fold
-	StepExpire      = "expire changelog" // changelog days every flow folded, deleted
-	StepMaintain    = "maintain"         // the state's levels folded into one (StepGC)
-	StepMaintainGC  = "maintain gc"      // what maintenance folded, deleted (StepGC)
-	StepGoldTouched = "gold touched"     // the groups a refresh of a materialized view touches
-	StepGoldFinal   = "gold final"       // a materialized view's final windows appended (StepGold)
-	StepGoldGC      = "gold gc"          // a materialized view's state maintained (StepGC)
+	StepStats        = "stats"            // what the run would fold (one row)
+	StepFirst        = "first position"   // the oldest position of a flow's events (one row)
+	StepLate         = "changes late"     // the touched keys whose archive the change feed reads too (one row)
+	StepArchiveSlots = "archive days"     // the archive days a state's markers name, before maintenance writes one (one row)
+	StepMarker       = "marker"           // the state's newest watermark marker
+	StepAppends      = "appends"          // the append ledger: sources with rows to fold
+	StepExpire       = "expire changelog" // changelog days every flow folded, deleted
+	StepMaintain     = "maintain"         // the state's levels folded into one (StepGC)
+	StepMaintainGC   = "maintain gc"      // what maintenance folded, deleted (StepGC)
+	StepGoldTouched  = "gold touched"     // the groups a refresh of a materialized view touches
+	StepGoldFinal    = "gold final"       // a materialized view's final windows appended (StepGold)
+	StepGoldGC       = "gold gc"          // a materialized view's state maintained (StepGC)
 )
 
 // Options configure a Compactor.
@@ -284,8 +286,15 @@ type Compactor struct {
 
 // New returns a compactor of a BigQuery client's project.
 func New(bq *bigquery.Client, loc catalog.Location, opts Options) *Compactor {
+	w, objs := BigQuery(bq, loc)
+	return NewWith(w, objs, loc, opts)
+}
+
+// BigQuery is the warehouse and objects New compacts with, for a caller
+// that wraps them (a test that records the statements a run sends).
+func BigQuery(bq *bigquery.Client, loc catalog.Location) (Warehouse, Objects) {
 	w := bigQuery{bq: bq, loc: loc}
-	return NewWith(w, w, loc, opts)
+	return w, w
 }
 
 // DefaultMaintainEvery and DefaultMaintainMargin are the defaults of

@@ -108,6 +108,14 @@ func BenchmarkCompactionCost(b *testing.B) {
 				b.Run(fmt.Sprintf("history/scd2/keys%dk/touched100/events%dperkey/block%dMiB", keys/1000, events, mib), func(b *testing.B) {
 					benchRunHistory(b, flows["scd2"], keys, 100, events, mib<<20)
 				})
+				// Before the archive: every event in one level.
+				b.Run(fmt.Sprintf("history-unarchived/scd2/keys%dk/touched100/events%dperkey/block%dMiB", keys/1000, events, mib), func(b *testing.B) {
+					benchRunWith(b, flows["scd2"], keys, 100, costRun{eventsPerKey: events, blockBytes: mib << 20, noArchive: true})
+				})
+				// One touched key in ten late: its archive is read too.
+				b.Run(fmt.Sprintf("history-late10/scd2/keys%dk/touched100/events%dperkey/block%dMiB", keys/1000, events, mib), func(b *testing.B) {
+					benchRunWith(b, flows["scd2"], keys, 100, costRun{eventsPerKey: events, blockBytes: mib << 20, late: 10})
+				})
 			}
 		}
 	}
@@ -242,6 +250,13 @@ type costRun struct {
 	blockBytes int64
 	// eventsPerKey is each key's history (0: costEventsPerKey).
 	eventsPerKey int
+	// noArchive: the state of an SCD 2 flow with a change feed as before
+	// the archive (every event in one level), for comparison; late: of
+	// the touched keys, those with an event folded before their last
+	// version's first since the archive was written (their archive is
+	// read too).
+	noArchive bool
+	late      int
 }
 
 // events is the history's events per key.
@@ -364,8 +379,19 @@ func costModel(b *testing.B, bd *flow.Bound, keys int, r costRun) (m *cost.Model
 		// before.
 		state = cost.NewTable(cost.Name(costLoc.StateTable(bd.Flow)), cost.Columns(plan.For(bd, costLoc).StateColumns(), costShapes, costShape), catalog.ColStateGen, bd.Keys[0].Name)
 		folded := cost.DayOf(costNow.AddDate(0, 0, -1))
-		must(state.AddSpan(folded, cost.Null, cost.Null, 1, r.blockBytes)) // the marker
-		must(state.AddSpan(folded, cost.Int(0), cost.Int(int64(keys-1)), int64(keys)*perKey, r.blockBytes))
+		if render.Archives(bd) && !r.noArchive {
+			// Closed versions in the archive's day (render/archive.go): the
+			// model's keys change a tracked column at every event, so each
+			// key's last version is its last event, in the level.
+			open := int64(1)
+			must(state.AddSpan(folded, cost.Null, cost.Null, 2, r.blockBytes)) // the markers: watermark, archive
+			must(state.AddSpan(folded, cost.Int(0), cost.Int(int64(keys-1)), int64(keys)*open, r.blockBytes))
+			archive := cost.DayOf(render.ArchiveSlot(costNow.AddDate(0, 0, -1), nil))
+			must(state.AddSpan(archive, cost.Int(0), cost.Int(int64(keys-1)), int64(keys)*(perKey-open), r.blockBytes))
+		} else {
+			must(state.AddSpan(folded, cost.Null, cost.Null, 1, r.blockBytes)) // the marker
+			must(state.AddSpan(folded, cost.Int(0), cost.Int(int64(keys-1)), int64(keys)*perKey, r.blockBytes))
+		}
 	}
 	m = cost.NewModel(changelog, state)
 
@@ -400,8 +426,14 @@ func benchRunBlocks(b *testing.B, bd *flow.Bound, keys, touched int, blockBytes 
 // benchRunHistory is benchRunBlocks with eventsPerKey events of history per
 // key (0: costEventsPerKey).
 func benchRunHistory(b *testing.B, bd *flow.Bound, keys, touched, eventsPerKey int, blockBytes int64) {
+	benchRunWith(b, bd, keys, touched, costRun{eventsPerKey: eventsPerKey, blockBytes: blockBytes})
+}
+
+// benchRunWith is benchRun with the history, blocks, archive and late keys
+// of opts.
+func benchRunWith(b *testing.B, bd *flow.Bound, keys, touched int, opts costRun) {
 	r := newCostRun(keys, touched)
-	r.blockBytes, r.eventsPerKey = blockBytes, eventsPerKey
+	r.blockBytes, r.eventsPerKey, r.noArchive, r.late = opts.blockBytes, opts.eventsPerKey, opts.noArchive, opts.late
 	if bd.ChangeFeed() {
 		r.params.Slice = DefaultChangeSlice // as runs render the fold
 	}
@@ -434,6 +466,19 @@ func benchRunHistory(b *testing.B, bd *flow.Bound, keys, touched, eventsPerKey i
 		if bd.ChangeFeed() {
 			p := r.params
 			p.Keys = keys
+			if render.Archives(bd) && !r.noArchive {
+				// The late keys first, then the feed over the levels (and
+				// the late keys' archive).
+				run = append(run, estimate(stmts.Late(p)))
+				p.Archived = &render.ArchiveRead{}
+				if r.late > 0 {
+					late := r.touched[:r.late]
+					p.Archived.Late = &render.KeyFilter{}
+					for _, k := range late {
+						p.Archived.Late.Lo, p.Archived.Late.Hi = append(p.Archived.Late.Lo, k), append(p.Archived.Late.Hi, k)
+					}
+				}
+			}
 			run = append(run, estimate(stmts.Changes(p)))
 		}
 		for _, e := range run {
@@ -445,6 +490,10 @@ func benchRunHistory(b *testing.B, bd *flow.Bound, keys, touched, eventsPerKey i
 		for _, ch := range render.BucketChunks(bd.StateBuckets, flow.BucketsPerJob) {
 			p := r.params
 			p.Chunk = ch
+			if render.Archives(bd) && !r.noArchive {
+				p.Archive = render.ArchiveSlot(p.Generation, nil)
+				maintenance += estimate(stmts.ArchiveSlots()).Billed
+			}
 			maintenance += estimate(stmts.Maintain(p)).Billed + estimate(stmts.MaintainGC(p)).Billed
 		}
 		if bd.SCDType == 2 {

@@ -85,6 +85,8 @@ func (f *fakeBQ) Query(_ context.Context, st Stmt) (Result, error) {
 		return Result{Rows: []map[string]bigquery.Value{{}}}, nil
 	case "first":
 		return Result{Rows: []map[string]bigquery.Value{{"first_position": f.first}}}, nil
+	case "late":
+		return Result{Rows: []map[string]bigquery.Value{{}}}, nil // no archive
 	case "gold_touched":
 		var rows []map[string]bigquery.Value
 		for _, v := range f.touched {
@@ -124,6 +126,8 @@ func kindOf(step string) string {
 	switch step {
 	case StepFirst:
 		return "first"
+	case StepLate, StepArchiveSlots:
+		return "late"
 	case StepMaintainGC:
 		return "maintain_gc"
 	case StepExpire:

@@ -324,6 +324,9 @@ func (s *streamRun) materializeChanges(ctx context.Context) error {
 		}
 		p := s.runParams()
 		p.ChangesFrom, p.ChangesTo, p.Keys = from, to, keys
+		if p.Archived, err = s.archiveRead(ctx, p); err != nil {
+			return err
+		}
 		sql, err := s.plan.Changes(p)
 		if err != nil {
 			return err
@@ -374,6 +377,38 @@ func (s *streamRun) feedKeys(ctx context.Context, from, to time.Time) (*render.K
 		st.readKeys(row)
 	}
 	return keyFilter(st), nil
+}
+
+// archiveRead is how the change feed's statement p reads a state with an
+// archive of closed versions (render/archive.go): the levels of the
+// touched keys, and the archive of those the Late query finds late, or of
+// every touched key when the range starts before the archive's watermark
+// (a feed rebuilt from its start). nil (every generation): the flow's
+// state is not archived, was never maintained (no archive yet: the Late
+// query is saved), or the feed reads every key anyway.
+func (s *streamRun) archiveRead(ctx context.Context, p render.Run) (*render.ArchiveRead, error) {
+	if p.Keys == nil || !render.Archives(s.t.b) || s.t.labels.maintained.IsZero() {
+		return nil, nil
+	}
+	sql, err := s.plan.Late(p)
+	if err != nil {
+		return nil, err
+	}
+	row, err := s.c.one(ctx, StepLate, sql, s.acct)
+	if err != nil {
+		return nil, fmt.Errorf("reading the change feed's late keys: %w", err)
+	}
+	w, archived := row[render.OutArchiveWatermark].(time.Time)
+	switch {
+	case !archived:
+		return &render.ArchiveRead{}, nil // no archive: the levels are the state
+	case p.ChangesFrom.Before(w):
+		return &render.ArchiveRead{Late: p.Keys}, nil
+	case statsRow(row).n(render.OutLateKeys) == 0:
+		return &render.ArchiveRead{}, nil
+	}
+	return &render.ArchiveRead{Late: &render.KeyFilter{Lo: values(row[render.OutLateLo]), Hi: values(row[render.OutLateHi]),
+		Null: statsRow(row).n(render.OutLateNulls) > 0}}, nil
 }
 
 // stateBytes is what the state holds once the run's fold is in: its
@@ -436,6 +471,16 @@ func (s *streamRun) maintain(ctx context.Context) error {
 			p.Watermark = fed
 		}
 	}
+	// A state of closed versions apart (render/archive.go): only when
+	// the feed binds the watermark (a held feed is rebuilt from its start:
+	// its reads take every generation anyway).
+	if render.Archives(s.t.b) && !s.held {
+		slot, err := s.archiveSlot(ctx, p.Generation)
+		if err != nil {
+			return err
+		}
+		p.Archive = slot
+	}
 	// Every range is folded before any is deleted: a crash in between
 	// leaves levels and their fold side by side, which count once.
 	chunks := s.maintainChunks()
@@ -466,6 +511,24 @@ func (s *streamRun) maintain(ctx context.Context) error {
 	}
 	s.rep.Maintained = true
 	return nil
+}
+
+// archiveSlot is the archive day a maintenance of generation gen writes:
+// one no archive marker of the state names (render.ArchiveSlot).
+func (s *streamRun) archiveSlot(ctx context.Context, gen time.Time) (time.Time, error) {
+	sql, err := s.plan.ArchiveSlots()
+	if err != nil {
+		return time.Time{}, err
+	}
+	row, err := s.c.one(ctx, StepArchiveSlots, sql, s.acct)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("reading the state's archive days: %w", err)
+	}
+	var used []time.Time
+	for _, v := range values(row[render.OutSlots]) {
+		used = append(used, time.UnixMicro(int64Of(v)).UTC())
+	}
+	return render.ArchiveSlot(gen, used), nil
 }
 
 func (s *streamRun) view(ctx context.Context) error {

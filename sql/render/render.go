@@ -227,7 +227,7 @@ func CopyState(b *flow.Bound, from, to string, cols []string, bucket bool, chunk
 	list, sel := strings.Join(quoted, ", "), strings.Join(quoted, ", ")
 	of := q(catalog.ColStateBucket) // the row's bucket, stored
 	if bucket && b.StateBuckets > 0 {
-		of = fmt.Sprintf("IF(%s IN ('T', 'W'), NULL, %s)", q(catalog.ColStateOp), BucketOf(b, ""))
+		of = fmt.Sprintf("IF(%s IN ('T', 'W', 'A'), NULL, %s)", q(catalog.ColStateOp), BucketOf(b, ""))
 		list += ", " + q(catalog.ColStateBucket)
 		sel += ", " + of
 	}
@@ -453,7 +453,16 @@ type data struct {
 	KeyRange   string // the quoted first key column, when runs filter the state by it ("" otherwise)
 	RangeCount int    // at most this many ranges of it
 	KeyFilter  string // the run's filter on the state's keys ("" for none)
-	Changes    string // the quoted change table ("" when the flow has no change feed)
+	// A state with an archive (archive.go): its first generation that is
+	// not one, as a literal; the change feed reads the levels only
+	// (Archived), and the archive of the keys LateFilter selects ("" for
+	// none); the columns of the fold's positions (Late).
+	ArchiveEnd          string
+	ArchiveMarkerValues []string // the event columns of an archive marker row
+	Archived            bool
+	LateFilter          string
+	PositionCols        string
+	Changes             string // the quoted change table ("" when the flow has no change feed)
 	// NullChangeOutput: the target's columns (and interval) of a change
 	// table marker row.
 	NullChangeOutput []string
@@ -700,6 +709,13 @@ type Run struct {
 	// Chunk, for a state of buckets, limits the fold, maintenance and its
 	// DELETE to a range of buckets (nil: every bucket, one statement).
 	Chunk *BucketChunk
+	// Archive: maintenance (and its DELETE) of a state with an archive
+	// (Archives) writes each key's closed versions into this archive day
+	// (ArchiveSlot); zero: no archive.
+	Archive time.Time
+	// Archived: the change feed reads the state's levels, and the archive
+	// of its Late keys only (nil: every generation).
+	Archived *ArchiveRead
 }
 
 // BucketChunk is a range [Lo, Hi] of the buckets of a state of buckets
@@ -726,6 +742,9 @@ type params struct {
 	// MoreChunks: a later statement writes the marker.
 	ChunkEvents, ChunkState, ChunkGC string
 	MoreChunks                       bool
+	// Archive and ArchiveNext: the archive day maintenance writes, and the
+	// day after it ("" for none).
+	Archive, ArchiveNext string
 }
 
 // Literal renders a timestamp as a BigQuery TIMESTAMP literal.
@@ -798,7 +817,10 @@ func (c *Compaction) renderWith(name string, r Run, d data) (string, error) {
 			d.MarkerValues[i] = d.P.FoldedMax
 		}
 	}
-	if name == "compact_changes" {
+	if err := c.archiveParams(&d, r); err != nil {
+		return "", err
+	}
+	if name == "compact_changes" || name == "late_keys" {
 		f, err := r.Keys.sql(c.b)
 		if err != nil {
 			return "", err

@@ -21,6 +21,16 @@ const (
 	OutBuckets         = "buckets"          // a state of buckets: the touched keys' buckets (KeyFilter)
 	OutChangesUntil    = "changes_until"    // the change feed is materialized up to it
 
+	// Compaction.Late ("late_keys").
+	OutArchiveWatermark = "archive_watermark" // the archive's maintenance read the events ingested up to it (NULL: no archive)
+	OutLateKeys         = "late_keys"         // touched keys with an event in the levels before their archive's boundary
+	OutLateLo           = "late_lo"           // their first key values as ranges' low ends (KeyFilter)
+	OutLateHi           = "late_hi"           // the ranges' high ends
+	OutLateNulls        = "late_nulls"        // late keys whose first key is NULL
+
+	// Compaction.ArchiveSlots ("archive_slots").
+	OutSlots = "slots" // the archive days the archive markers name, as Unix microseconds
+
 	// Compaction.Marker ("marker_now"), beside the state's generation and
 	// watermark columns.
 	OutFoldedMax = "folded_max" // the newest ingestion time the last fold read
@@ -58,4 +68,5 @@ var outputs = map[string]string{
 	"FirstPosition": OutFirstPosition, "AppliedVersion": OutAppliedVersion, "NewestGen": OutNewestGen,
 	"TotalRows": OutTotalRows, "Versions": OutVersions, "NewestVersion": OutNewestVersion, "OlderVersion": OutOlderVersion,
 	"ProcessedRows": OutProcessedRows, "Cluster": OutCluster,
+	"ArchiveWatermark": OutArchiveWatermark, "LateKeys": OutLateKeys, "LateLo": OutLateLo, "LateHi": OutLateHi, "LateNulls": OutLateNulls, "Slots": OutSlots,
 }

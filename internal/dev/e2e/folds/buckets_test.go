@@ -118,7 +118,7 @@ func TestStateMovesToBuckets(t *testing.T) {
 				continue
 			}
 			// Every keyed row has its key's bucket; markers and truncates none.
-			rows, err := e.Query(fmt.Sprintf("SELECT COUNTIF(__op IN ('U', 'D') AND (__bucket IS NULL OR __bucket != ABS(MOD(FARM_FINGERPRINT(__key), %d)))) AS bad, COUNTIF(__op IN ('T', 'W') AND __bucket IS NOT NULL) AS bad_null, COUNT(*) AS n FROM %s", buckets, e.Loc.StateTable(b.Flow)))
+			rows, err := e.Query(fmt.Sprintf("SELECT COUNTIF(__op IN ('U', 'D') AND (__bucket IS NULL OR __bucket != ABS(MOD(FARM_FINGERPRINT(__key), %d)))) AS bad, COUNTIF(__op IN ('T', 'W', 'A') AND __bucket IS NOT NULL) AS bad_null, COUNT(*) AS n FROM %s", buckets, e.Loc.StateTable(b.Flow)))
 			if err != nil || len(rows) != 1 || rows[0]["bad"] != int64(0) || rows[0]["bad_null"] != int64(0) || rows[0]["n"] == int64(0) {
 				t.Errorf("%s: %s's buckets: %v (%v)", when, b.Name, rows, err)
 			}

@@ -38,7 +38,11 @@ var propImage = schema.Columns{
 // result must not depend on it), and one with IGNORE NULL UPDATES (on a
 // tracked and an untracked column). The SCD 1 flow with truncates and the
 // SCD 2 flow keep states of buckets (flow.StateBucketsProperty; few, so
-// keys share them), whose change feeds read their buckets' partitions.
+// keys share them), whose change feeds read their buckets' partitions. A
+// second SCD 2 flow, with TRACK HISTORY and without buckets, has its
+// closed versions archived by maintenance (render/archive.go), so its
+// change feed reads the levels, and the archive of the keys shuffled
+// arrivals make late.
 func propFlows(source, p string) string {
 	meta := strings.Join(catalog.MetadataColumns().Names(), ", ")
 	return fmt.Sprintf(`
@@ -58,6 +62,11 @@ IGNORE NULL UPDATES ON (v_str, v_int, v_num, v_date);
 CREATE FLOW %[2]s_hist AS AUTO CDC INTO %[2]s_hist FROM STREAM(`+"`%[1]s`"+`)
 KEYS (k1, k2) APPLY AS DELETE WHEN op = 'D'
 SEQUENCE BY STRUCT(s1, s2) COLUMNS * EXCEPT (op, %[3]s) STORED AS SCD TYPE 2;
+
+CREATE FLOW %[2]s_arch AS AUTO CDC INTO %[2]s_arch FROM STREAM(`+"`%[1]s`"+`)
+KEYS (k1, k2) APPLY AS DELETE WHEN op = 'D'
+SEQUENCE BY STRUCT(s1, s2) COLUMNS * EXCEPT (op, %[3]s) STORED AS SCD TYPE 2
+TRACK HISTORY ON (v_str, v_arr);
 
 CREATE FLOW %[2]s_track AS AUTO CDC INTO %[2]s_track FROM STREAM(`+"`%[1]s`"+`)
 KEYS (k1, k2) APPLY AS DELETE WHEN op = 'D'

@@ -1,0 +1,191 @@
+package folds
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bqcdc/bqcdc/internal/compact"
+	"github.com/bqcdc/bqcdc/internal/dev/testenv"
+	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
+	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/sql/render"
+)
+
+// recorder is the real warehouse, keeping the statements a run sends.
+type recorder struct {
+	compact.Warehouse
+	mu    sync.Mutex
+	stmts []compact.Stmt
+}
+
+func (r *recorder) Query(ctx context.Context, st compact.Stmt) (compact.Result, error) {
+	r.mu.Lock()
+	r.stmts = append(r.stmts, st)
+	r.mu.Unlock()
+	return r.Warehouse.Query(ctx, st)
+}
+
+// take returns the statements of step sent since the last take.
+func (r *recorder) take(step string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, st := range r.stmts {
+		if st.Step == step {
+			out = append(out, st.SQL)
+		}
+	}
+	r.stmts = nil
+	return out
+}
+
+var archiveFlows = `
+CREATE FLOW ar_history AS AUTO CDC INTO ar_history FROM STREAM(` + "`ar.users`" + `)
+KEYS (userId) APPLY AS DELETE WHEN operation = 'DELETE'
+SEQUENCE BY sequenceNum COLUMNS (userId, name, city) STORED AS SCD TYPE 2 TRACK HISTORY ON (name);
+`
+
+// TestArchivedHistoryFeedsExactly: maintenance of an SCD 2 state with a
+// change feed writes each key's events before its last version-opening
+// event into an archive day (render/archive.go), and the change feed of
+// later runs reads the levels only while the touched keys' new events
+// come after that event (an untracked update, a new version, a new key);
+// an event folded before it (a late event re-cutting archived versions)
+// makes the run read that key's archive too, and the next runs as well
+// until maintenance folds it. A second maintenance the same day writes
+// another day and deletes the first archive. The feed and the view equal
+// the model after every run.
+func TestArchivedHistoryFeedsExactly(t *testing.T) {
+	e := testenv.New(t, stack, "archive")
+	ctx := context.Background()
+	bound := e.ApplySourceFlows(t, "ar.sql", archiveFlows, "ar.users", testenv.UsersImage)
+	b := bound[0]
+	if !render.Archives(b) {
+		t.Fatalf("flow %s: not archived", b.Name)
+	}
+	at, row := ttClock()
+	wh, objs := compact.BigQuery(e.BQ, e.Loc)
+	rec := &recorder{Warehouse: wh}
+	run := func(minute int, maintain bool) {
+		t.Helper()
+		opts := compact.Options{MaintainEvery: -1, FeedKeysAbove: -1, VisibilityLag: time.Second, Backoff: 20 * time.Millisecond,
+			Now: func() time.Time { return at(minute) }}
+		if maintain {
+			opts.MaintainEvery, opts.MaintainMargin, opts.MaintainGranularity = time.Nanosecond, time.Second, time.Second
+		}
+		for _, r := range compact.NewWith(rec, objs, e.Loc, opts).Run(ctx, bound) {
+			if r.Error != "" {
+				t.Fatalf("compaction at minute %d: %s", minute, r.Error)
+			}
+		}
+		check(t, e, b, minute)
+	}
+	state := e.Loc.StateTable(b.Flow)
+	count := func(where string) int64 {
+		t.Helper()
+		rows, err := e.Query("SELECT COUNT(*) AS n FROM " + state + " WHERE " + where)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rows[0]["n"].(int64)
+	}
+	archived := "__gen < " + render.Literal(render.ArchiveEnd)
+
+	e.AppendRows(t, "ar.users", []map[string]any{
+		// Key 1: a version, a new name (a version), a new city (none), a new name.
+		row(1, "a", "x", "INSERT", 10, "m01", 1), row(1, "b", "x", "UPDATE", 20, "m02", 1),
+		row(1, "b", "y", "UPDATE", 30, "m03", 1), row(1, "c", "y", "UPDATE", 40, "m04", 1),
+		// Key 2: deleted and inserted again.
+		row(2, "a", "x", "INSERT", 10, "m05", 1), row(2, nil, nil, "DELETE", 20, "m06", 1), row(2, "d", "x", "INSERT", 30, "m07", 1),
+		// Key 3: one version, a new city.
+		row(3, "a", "x", "INSERT", 10, "m08", 1), row(3, "a", "z", "UPDATE", 20, "m09", 1),
+	})
+	run(2, false)
+	if got := rec.take(compact.StepLate); len(got) != 0 {
+		t.Errorf("a run before any maintenance asked for late keys: %d statements", len(got))
+	}
+	run(3, true) // maintenance: the archive
+	if n := count(archived); n != 5 {
+		t.Errorf("archived rows: %d, want 5 (key 1's first three events, key 2's insert and delete)", n)
+	}
+	if n := count("__op = 'A'"); n != 1 {
+		t.Errorf("archive markers: %d, want 1", n)
+	}
+
+	// In order: a new city for key 1, a new name for key 3, a new key.
+	e.AppendRows(t, "ar.users", []map[string]any{
+		row(1, "c", "w", "UPDATE", 50, "m10", 4), row(3, "q", "z", "UPDATE", 30, "m11", 4), row(4, "e", "x", "INSERT", 10, "m12", 4),
+	})
+	rec.take("")
+	run(5, false)
+	feedReads(t, rec, "in order", false)
+
+	// Late: key 1 between its first two events, in the archive.
+	e.AppendRows(t, "ar.users", []map[string]any{row(1, "z", "x", "UPDATE", 15, "m13", 6)})
+	run(7, false)
+	feedReads(t, rec, "a late event", true)
+
+	// Key 1 in order again, but its late event is in a level since: its
+	// archive is still read.
+	e.AppendRows(t, "ar.users", []map[string]any{row(1, "c", "v", "UPDATE", 60, "m14", 8), row(2, "d", "v", "UPDATE", 40, "m15", 8)})
+	run(9, false)
+	feedReads(t, rec, "after a late event", true)
+
+	// A second maintenance the same day: another archive day, the first deleted.
+	run(10, true)
+	days, err := e.Query("SELECT COUNT(DISTINCT UNIX_MICROS(__gen)) AS n FROM " + state + " WHERE " + archived)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := days[0]["n"].(int64); n != 1 {
+		t.Errorf("archive days after the second maintenance: %d, want 1", n)
+	}
+	if n := count("__op = 'A'"); n != 1 {
+		t.Errorf("archive markers after the second maintenance: %d, want 1", n)
+	}
+	e.AppendRows(t, "ar.users", []map[string]any{row(1, "c", "u", "UPDATE", 70, "m16", 11), row(3, nil, nil, "DELETE", 40, "m17", 11)})
+	rec.take("")
+	run(12, false)
+	feedReads(t, rec, "after the second maintenance", false)
+}
+
+// feedReads checks that the run rec recorded asked for late keys once and
+// that its change feed read the levels, and the archive when late.
+func feedReads(t *testing.T, rec *recorder, when string, late bool) {
+	t.Helper()
+	stmts := rec.stmts
+	rec.take("")
+	var asked int
+	var feed string
+	for _, st := range stmts {
+		switch st.Step {
+		case compact.StepLate:
+			asked++
+		case compact.StepChanges:
+			feed = st.SQL
+		}
+	}
+	if asked != 1 || feed == "" {
+		t.Fatalf("%s: %d late-key statements and a feed statement: %t", when, asked, feed != "")
+	}
+	levels := strings.Contains(feed, "__gen >= "+render.Literal(render.ArchiveEnd))
+	archive := strings.Contains(feed, "__gen < "+render.Literal(render.ArchiveEnd))
+	if !levels || archive != late {
+		t.Errorf("%s: the feed reads the levels: %t, the archive: %t (want %t)", when, levels, archive, late)
+	}
+}
+
+// check compares b's view and change feed with the model.
+func check(t *testing.T, e *testenv.Env, b *flow.Bound, minute int) {
+	t.Helper()
+	ctx := context.Background()
+	if diff, err := viewcheck.CheckChanges(ctx, e.BQ, b, e.Loc, time.Time{}, time.Time{}); err != nil || diff != "" {
+		t.Errorf("minute %d: %s_changes differs from the model (%v):\n%s", minute, b.Target, err, diff)
+	}
+	if diff, err := viewcheck.Check(ctx, e.BQ, b, e.Loc); err != nil || diff != "" {
+		t.Errorf("minute %d: %s differs from the model (%v):\n%s", minute, b.Target, err, diff)
+	}
+}
