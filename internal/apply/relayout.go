@@ -118,7 +118,7 @@ func relayout(ctx context.Context, bq *bigquery.Client, p *plan.Plan, listed lis
 	if err := m.refill(ctx, moving, stMD != nil, cpMD); err != nil {
 		return nil, err
 	}
-	rep.add("table %s: moved to %s", st.TableID, describeBuckets(want.RangePartitioning))
+	rep.add("table %s: moved to %s", st.TableID, describeBuckets(b, want.RangePartitioning))
 	md, err := st.Metadata(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading table %s: %w", st.TableID, err)
@@ -216,7 +216,7 @@ func fillCopy(ctx context.Context, bq *bigquery.Client, p *plan.Plan, stMD *bigq
 		copyCols = append(append(schema.Columns{}, cols...), bucket)
 	}
 	notice := fmt.Sprintf("table %s: moving to %s: %d rows, %d bytes, copied twice (into %s and back; billed about %d bytes)",
-		catalog.StateName(b.Flow), describeBuckets(want.RangePartitioning), stMD.NumRows, stMD.NumBytes, cp.TableID, 2*stMD.NumBytes)
+		catalog.StateName(b.Flow), describeBuckets(b, want.RangePartitioning), stMD.NumRows, stMD.NumBytes, cp.TableID, 2*stMD.NumBytes)
 	rep.add("%s", notice)
 	if notices != nil {
 		fmt.Fprintln(notices, notice)
@@ -285,9 +285,13 @@ func pointView(ctx context.Context, bq *bigquery.Client, p *plan.Plan, from, to 
 	return nil
 }
 
-func describeBuckets(r *bigquery.RangePartitioning) string {
+func describeBuckets(b *flow.Bound, r *bigquery.RangePartitioning) string {
 	if r == nil || r.Range == nil {
 		return "partitioning by generation"
+	}
+	if n := int64(b.StateBuckets); r.Range.End > n {
+		// An archived state of buckets (render/archive.go).
+		return fmt.Sprintf("%d buckets and their archive (%d partitions by %s)", n, r.Range.End, r.Field)
 	}
 	return fmt.Sprintf("%d buckets (partitioned by %s)", r.Range.End, r.Field)
 }

@@ -258,7 +258,7 @@ func (s *streamRun) foldChunks() []*render.BucketChunk {
 // statement (a nil range) unless the state has more buckets than
 // Options.BucketsPerJob; then ranges of that many.
 func (s *streamRun) maintainChunks() []*render.BucketChunk {
-	return render.BucketChunks(s.t.b.StateBuckets, s.c.opts.BucketsPerJob)
+	return render.MaintainChunks(s.t.b, s.c.opts.BucketsPerJob)
 }
 
 func (s *streamRun) after(ctx context.Context) error {
@@ -407,8 +407,14 @@ func (s *streamRun) archiveRead(ctx context.Context, p render.Run) (*render.Arch
 	case statsRow(row).n(render.OutLateKeys) == 0:
 		return &render.ArchiveRead{}, nil
 	}
-	return &render.ArchiveRead{Late: &render.KeyFilter{Lo: values(row[render.OutLateLo]), Hi: values(row[render.OutLateHi]),
-		Null: statsRow(row).n(render.OutLateNulls) > 0}}, nil
+	late := &render.KeyFilter{Lo: values(row[render.OutLateLo]), Hi: values(row[render.OutLateHi]), Null: statsRow(row).n(render.OutLateNulls) > 0}
+	if s.t.b.StateBuckets > 0 {
+		late.Buckets = []int64{}
+		for _, v := range values(row[render.OutLateBuckets]) {
+			late.Buckets = append(late.Buckets, int64Of(v))
+		}
+	}
+	return &render.ArchiveRead{Late: late}, nil
 }
 
 // stateBytes is what the state holds once the run's fold is in: its
@@ -474,7 +480,13 @@ func (s *streamRun) maintain(ctx context.Context) error {
 	// A state of closed versions apart (render/archive.go): only when
 	// the feed binds the watermark (a held feed is rebuilt from its start:
 	// its reads take every generation anyway).
-	if render.Archives(s.t.b) && !s.held {
+	switch {
+	case !render.Archives(s.t.b) || s.held:
+	case s.t.b.StateBuckets > 0:
+		// A state of buckets archives into its buckets' second range of
+		// partitions, at the maintenance's generation: no day to pick.
+		p.Archive = render.ArchiveSlot(p.Generation, nil)
+	default:
 		slot, err := s.archiveSlot(ctx, p.Generation)
 		if err != nil {
 			return err

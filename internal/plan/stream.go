@@ -6,6 +6,7 @@ import (
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/schema"
+	"github.com/bqcdc/bqcdc/sql/render"
 )
 
 // stream is what the change-stream kinds (scd1.go, scd2.go, bitemporal.go)
@@ -21,7 +22,7 @@ func (stream) bound() Bound     { return BoundWatermark }
 // no longer whole partitions).
 func (stream) partition(b *flow.Bound) (*bigquery.TimePartitioning, *bigquery.RangePartitioning) {
 	if b.StateBuckets > 0 {
-		return nil, byBucket(b.StateBuckets)
+		return nil, byBucket(render.StatePartitions(b))
 	}
 	return byGeneration(), nil
 }

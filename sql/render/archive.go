@@ -55,8 +55,14 @@ import (
 //   - Only the feed filters by generation: rows the archive holds count in
 //     every other read, and the next maintenance reads them back.
 //
-// A state of buckets (partitioned by bucket, not generation) is not
-// archived.
+// A state of buckets is partitioned by bucket, not generation: its
+// archive is a second range of partitions, the key's bucket plus the
+// number of buckets (StatePartitions: so N ≤ MaxStateBuckets/2 buckets
+// for an archived flow), written by maintenance at its own generation
+// (the next maintenance's DELETE removes it, as any level it folded). The
+// feed's filter on the touched buckets reads the levels only; a late
+// key's archive is its bucket's archive partition. A state of more
+// buckets is not archived.
 
 // ArchiveEnd is the first generation that is not an archive: every level
 // is written at its run's time, every archive on a day before it.
@@ -98,7 +104,42 @@ func (c *Compaction) ArchiveSlots() (string, error) { return c.render("archive_s
 // no IGNORE NULL UPDATES column, and a first key column the state's
 // filters can name by literals.
 func Archives(b *flow.Bound) bool {
-	return b.Kind() == flow.SCD2 && b.ChangeFeed() && b.StateBuckets == 0 && len(b.IgnoreNull) == 0 && keyFilterable(b)
+	return b.Kind() == flow.SCD2 && b.ChangeFeed() && b.StateBuckets <= flow.MaxStateBuckets/2 && len(b.IgnoreNull) == 0 && keyFilterable(b)
+}
+
+// StatePartitions is the number of integer-range partitions of b's state
+// of buckets: its buckets, and as many for their archive when it is
+// archived (0: not a state of buckets).
+func StatePartitions(b *flow.Bound) int {
+	if b.StateBuckets > 0 && Archives(b) {
+		return 2 * b.StateBuckets
+	}
+	return b.StateBuckets
+}
+
+// MaintainChunks are the ranges of buckets maintenance of b's state of
+// buckets writes in, each statement at most per partitions (BigQuery's
+// 4,000 a job): BucketChunks of its buckets, half as many a range when
+// each writes its archive partitions too. One nil range: one statement.
+func MaintainChunks(b *flow.Bound, per int) []*BucketChunk {
+	if StatePartitions(b) > b.StateBuckets {
+		per = max(1, per/2)
+	}
+	return BucketChunks(b.StateBuckets, per)
+}
+
+// archivedBuckets is the archive partitions' filter of f's buckets: each
+// bucket plus the state's buckets.
+func archivedBuckets(b *flow.Bound, f *KeyFilter) *KeyFilter {
+	if f == nil || b.StateBuckets == 0 || f.Buckets == nil {
+		return f
+	}
+	out := *f
+	out.Buckets = make([]int64, len(f.Buckets))
+	for i, bk := range f.Buckets {
+		out.Buckets[i] = bk + int64(b.StateBuckets)
+	}
+	return &out
 }
 
 // ArchiveRead is how a change feed reads a state with an archive: the
@@ -117,6 +158,14 @@ func (c *Compaction) archiveParams(d *data, r Run) error {
 			return fmt.Errorf("flow %s: its state is not archived", c.b.Name)
 		}
 		d.P.Archive, d.P.ArchiveNext = Literal(r.Archive), Literal(r.Archive.AddDate(0, 0, 1))
+		if c.b.StateBuckets > 0 {
+			// The archive is the bucket's second partition, at the
+			// maintenance's generation.
+			d.P.ArchiveGen = d.P.Generation
+			d.P.ArchiveBucket = fmt.Sprintf("IF(__archived, %s + %d, %s)", d.Bucket, c.b.StateBuckets, d.Bucket)
+		} else {
+			d.P.ArchiveGen = fmt.Sprintf("IF(__archived, %s, %s)", d.P.Archive, d.P.Generation)
+		}
 		// The archive marker names its day in its ingestion time.
 		d.ArchiveMarkerValues = append([]string(nil), c.d.MarkerValues...)
 		for i, v := range d.ArchiveMarkerValues {
@@ -127,7 +176,7 @@ func (c *Compaction) archiveParams(d *data, r Run) error {
 	}
 	if a := r.Archived; a != nil {
 		d.Archived = true
-		f, err := a.Late.sql(c.b)
+		f, err := archivedBuckets(c.b, a.Late).sql(c.b)
 		if err != nil {
 			return err
 		}

@@ -743,8 +743,9 @@ type params struct {
 	ChunkEvents, ChunkState, ChunkGC string
 	MoreChunks                       bool
 	// Archive and ArchiveNext: the archive day maintenance writes, and the
-	// day after it ("" for none).
-	Archive, ArchiveNext string
+	// day after it ("" for none); ArchiveGen and ArchiveBucket: an
+	// archived row's generation and (a state of buckets) bucket.
+	Archive, ArchiveNext, ArchiveGen, ArchiveBucket string
 }
 
 // Literal renders a timestamp as a BigQuery TIMESTAMP literal.
@@ -804,8 +805,13 @@ func (c *Compaction) renderWith(name string, r Run, d data) (string, error) {
 	if ch := r.Chunk; ch != nil && c.b.StateBuckets > 0 {
 		col := q(catalog.ColStateBucket)
 		d.P.ChunkEvents = fmt.Sprintf("(%s BETWEEN %d AND %d OR %s = 'T')", BucketOf(c.b, ""), ch.Lo, ch.Hi, d.OpExpr)
-		d.P.ChunkState = fmt.Sprintf("(%s BETWEEN %d AND %d OR %s IS NULL)", col, ch.Lo, ch.Hi, col)
-		d.P.ChunkGC = fmt.Sprintf("%s BETWEEN %d AND %d", col, ch.Lo, ch.Hi)
+		in := fmt.Sprintf("%s BETWEEN %d AND %d", col, ch.Lo, ch.Hi)
+		if n := int64(c.b.StateBuckets); StatePartitions(c.b) > c.b.StateBuckets {
+			// The buckets' archive partitions too (archive.go).
+			in = fmt.Sprintf("(%s OR %s BETWEEN %d AND %d)", in, col, ch.Lo+n, ch.Hi+n)
+		}
+		d.P.ChunkState = fmt.Sprintf("(%s OR %s IS NULL)", in, col)
+		d.P.ChunkGC = in
 		if ch.Last {
 			d.P.ChunkGC = d.P.ChunkState
 		}

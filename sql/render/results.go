@@ -27,6 +27,7 @@ const (
 	OutLateLo           = "late_lo"           // their first key values as ranges' low ends (KeyFilter)
 	OutLateHi           = "late_hi"           // the ranges' high ends
 	OutLateNulls        = "late_nulls"        // late keys whose first key is NULL
+	OutLateBuckets      = "late_buckets"      // a state of buckets: the late keys' buckets
 
 	// Compaction.ArchiveSlots ("archive_slots").
 	OutSlots = "slots" // the archive days the archive markers name, as Unix microseconds
@@ -68,5 +69,5 @@ var outputs = map[string]string{
 	"FirstPosition": OutFirstPosition, "AppliedVersion": OutAppliedVersion, "NewestGen": OutNewestGen,
 	"TotalRows": OutTotalRows, "Versions": OutVersions, "NewestVersion": OutNewestVersion, "OlderVersion": OutOlderVersion,
 	"ProcessedRows": OutProcessedRows, "Cluster": OutCluster,
-	"ArchiveWatermark": OutArchiveWatermark, "LateKeys": OutLateKeys, "LateLo": OutLateLo, "LateHi": OutLateHi, "LateNulls": OutLateNulls, "Slots": OutSlots,
+	"ArchiveWatermark": OutArchiveWatermark, "LateKeys": OutLateKeys, "LateLo": OutLateLo, "LateHi": OutLateHi, "LateNulls": OutLateNulls, "LateBuckets": OutLateBuckets, "Slots": OutSlots,
 }

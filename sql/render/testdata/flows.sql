@@ -30,6 +30,18 @@ SEQUENCE BY sequenceNum
 COLUMNS * EXCEPT (operation, sequenceNum)
 STORED AS SCD TYPE 1;
 
+-- An SCD 2 history in a state of buckets: archived into a second range
+-- of partitions (render/archive.go).
+CREATE OR REFRESH STREAMING TABLE users_history_bucketed
+TBLPROPERTIES ('bqcdc.state.buckets' = '4000')
+FLOW AUTO CDC FROM STREAM(users)
+KEYS (userId)
+APPLY AS DELETE WHEN operation = 'DELETE'
+SEQUENCE BY sequenceNum
+COLUMNS * EXCEPT (operation)
+STORED AS SCD TYPE 2
+TRACK HISTORY ON (name);
+
 CREATE FLOW users_scd2 AS AUTO CDC INTO users_history
 FROM STREAM(users)
 KEYS (userId)
