@@ -671,7 +671,9 @@ UNION ALL
 -- The archive’s marker: this maintenance read the events ingested at or
 -- before its watermark; those not archived are in its level, each key’s
 -- from the event that opens its last version on. Its ingestion time is
--- the archive’s day.
+-- the archive’s day. (Of a maintenance in ranges of buckets, the last
+-- range writes it: until then the previous marker’s level decides, whose
+-- rows are all still there.)
 SELECT CAST(NULL AS INT64), CAST(NULL AS STRING), CAST(NULL AS STRING), CAST(NULL AS INT64), CAST([] AS ARRAY<STRING>), CAST(NULL AS STRING), CAST(NULL AS TIMESTAMP), CAST(NULL AS STRING), TIMESTAMP '1972-02-28 00:00:00+00:00', CAST(NULL AS TIMESTAMP), CAST(NULL AS STRING), CAST(NULL AS INT64), CAST(NULL AS STRUCT<`id` STRING, `total_order` INT64, `data_collection_order` INT64>), CAST(NULL AS STRING), 'A', TIMESTAMP '2026-11-30 08:00:00+00:00', TIMESTAMP '2026-11-30 07:00:00+00:00', CAST(NULL AS INT64), CAST(NULL AS INT64)
 UNION ALL
 SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, TO_JSON_STRING(STRUCT(`userId`)), __op, TIMESTAMP '2026-11-30 08:00:00+00:00', CAST(NULL AS TIMESTAMP), IF(`__op` = 'T', NULL, ABS(MOD(FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(`userId`))), 4000))), CAST(NULL AS INT64)
