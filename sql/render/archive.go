@@ -20,9 +20,10 @@ import (
 // before its last version-opening event into an archive generation, a day
 // of 1970-1972 (ArchiveSlot), and the rest, from that event on, into its
 // level as before, with an archive marker ('A': its generation, the
-// watermark it folded to, and the archive's day as its ingestion time). A change feed reads the generations from
-// ArchiveEnd on only (a constant filter on the partitioning column:
-// BigQuery prunes the archive's partition exactly), after one narrow query
+// watermark it folded to, and the archive's day as its ingestion time). A
+// change feed reads the generations from ArchiveEnd on only (a constant
+// filter on the partitioning column: BigQuery prunes the archive's
+// partition exactly), after one narrow query
 // (Late) has found the touched keys whose rows in the levels do not all
 // come after their boundary: a late event, folded since, positioned before
 // it. Those keys' archive is read too, by their first key values as
