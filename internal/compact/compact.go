@@ -250,7 +250,9 @@ type Options struct {
 	// first reads the keys of its range from the changelog, so that it
 	// reads those keys' blocks of the state only (default
 	// DefaultFeedKeysAbove; negative: always). Below it, reading the whole
-	// state costs less than the query's 10 MB minimums.
+	// state costs less than the query's 10 MB minimums. The same bound
+	// decides whether the feed of an archived SCD 2 state asks for its
+	// late keys and reads its levels only (render/archive.go).
 	FeedKeysAbove int64
 	// BucketsPerJob: the most buckets of a state of buckets one statement
 	// writes (default flow.BucketsPerJob: BigQuery's 4,000 partitions a

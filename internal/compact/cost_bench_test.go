@@ -486,9 +486,10 @@ func benchRunWith(b *testing.B, bd *flow.Bound, keys, touched int, opts costRun)
 		if bd.ChangeFeed() {
 			p := r.params
 			p.Keys = keys
-			if render.Archives(bd) && !r.noArchive {
+			if render.Archives(bd) && !r.noArchive && state.Bytes() > DefaultFeedKeysAbove {
 				// The late keys first, then the feed over the levels (and
-				// the late keys' archive).
+				// the late keys' archive); a small state is read whole, as
+				// runs do (streamRun.archiveRead).
 				run = append(run, estimate(stmts.Late(p)))
 				p.Archived = &render.ArchiveRead{}
 				if r.late > 0 {

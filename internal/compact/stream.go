@@ -384,10 +384,14 @@ func (s *streamRun) feedKeys(ctx context.Context, from, to time.Time) (*render.K
 // touched keys, and the archive of those the Late query finds late, or of
 // every touched key when the range starts before the archive's watermark
 // (a feed rebuilt from its start). nil (every generation): the flow's
-// state is not archived, was never maintained (no archive yet: the Late
-// query is saved), or the feed reads every key anyway.
+// state is not archived, was never maintained (no archive yet), is at
+// most Options.FeedKeysAbove (read whole, it costs less than the Late
+// query's 10 MB minimum), or the feed reads every key anyway.
 func (s *streamRun) archiveRead(ctx context.Context, p render.Run) (*render.ArchiveRead, error) {
 	if p.Keys == nil || !render.Archives(s.t.b) || s.t.labels.maintained.IsZero() {
+		return nil, nil
+	}
+	if above := s.c.opts.FeedKeysAbove; above >= 0 && s.stateBytes() <= above {
 		return nil, nil
 	}
 	sql, err := s.plan.Late(p)
