@@ -2,6 +2,7 @@ package folds
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -209,7 +210,8 @@ SEQUENCE BY sequenceNum COLUMNS (userId, name, city) STORED AS SCD TYPE 2 TRACK 
 // many events land before their key's last version), delivered over
 // rounds, each followed by a compaction that maintains half the time (in
 // ranges of one bucket, with its archive partitions, for the state of
-// buckets): the change feed and the view of an archived SCD 2 flow, of the
+// buckets) and crashes after a step at times (then runs again, with new
+// events: its feed reads what the crash left): the change feed and the view of an archived SCD 2 flow, of the
 // default layout and of buckets, equal the model after every round, and
 // the runs took both paths (levels only; the archive of late keys). The
 // property test draws too few runs after a maintenance to cover them.
@@ -228,10 +230,10 @@ func TestArchiveMatchesModel(t *testing.T) {
 	r := rand.New(rand.NewPCG(40, 2))
 	seq, msg := int64(100), 0
 	var levelsOnly, withArchive int
-	for round := 1; round <= 14; round++ {
-		minute := 2 * round
+	// events draws n to m events ingested at ts.
+	events := func(n int, ts time.Time) []map[string]any {
 		var rows []map[string]any
-		for range 2 + r.IntN(5) {
+		for range n {
 			msg++
 			id := int64(1 + r.IntN(4))
 			s := seq + int64(r.IntN(10))
@@ -245,24 +247,63 @@ func TestArchiveMatchesModel(t *testing.T) {
 			if op == "DELETE" {
 				n, c = nil, nil
 			}
-			m := row(id, n, c, op, s, fmt.Sprintf("q%03d", msg), minute)
+			m := row(id, n, c, op, s, fmt.Sprintf("q%03d", msg), 0)
+			m["_cdc_ingested_at"] = ts.UnixMicro()
 			rows = append(rows, m)
 			if r.IntN(8) == 0 {
 				cp := maps.Clone(m) // a redelivered copy, ingested later
-				cp["_cdc_ingested_at"] = at(minute).Add(time.Second).UnixMicro()
+				cp["_cdc_ingested_at"] = ts.Add(time.Second).UnixMicro()
 				rows = append(rows, cp)
 			}
 		}
+		return rows
+	}
+	for round := 1; round <= 16; round++ {
+		minute := 2 * round
+		rows := events(2+r.IntN(5), at(minute))
 		e.AppendRows(t, "aq.users", rows)
 		opts := compact.Options{MaintainEvery: -1, FeedKeysAbove: -1, VisibilityLag: time.Second, Backoff: 20 * time.Millisecond, Concurrency: 1,
 			Now: func() time.Time { return at(minute + 1) }}
-		if r.IntN(2) == 0 {
+		maintain := r.IntN(2) == 0
+		if maintain {
 			opts.MaintainEvery, opts.MaintainMargin, opts.MaintainGranularity, opts.BucketsPerJob = time.Nanosecond, time.Second, time.Second, 2
 		}
 		rec.take("")
+		// A third of the runs crash after a step (between ranges of a
+		// maintenance of buckets, too) and run again: the views equal the
+		// model after the crash, the feed after the run again.
+		crashAt := ""
+		switch {
+		case maintain && r.IntN(2) == 0:
+			crashAt = []string{compact.StepMaintainChunk, compact.StepMaintainChunk, compact.StepGC}[r.IntN(3)]
+		case r.IntN(4) == 0:
+			crashAt = []string{compact.StepFold, compact.StepChanges}[r.IntN(2)]
+		}
+		if crashAt != "" {
+			opts.AfterStep = func(_, step string) error {
+				if step == crashAt {
+					return errors.New(testenv.InjectedCrash)
+				}
+				return nil
+			}
+		}
 		for _, rep := range compact.NewWith(rec, objs, e.Loc, opts).Run(ctx, bound) {
-			if rep.Error != "" {
+			if rep.Error != "" && (crashAt == "" || !strings.Contains(rep.Error, testenv.InjectedCrash)) {
 				t.Fatalf("round %d: compaction of %s: %s", round, rep.Flow, rep.Error)
+			}
+		}
+		if crashAt != "" {
+			// The next run, with new events (its change feed runs before
+			// it maintains again).
+			t.Logf("round %d: crashed after %s", round, crashAt)
+			e.CheckViews(t, bound, fmt.Sprintf("round %d, crashed after %s", round, crashAt))
+			e.AppendRows(t, "aq.users", events(1+r.IntN(3), at(minute+1).Add(10*time.Second)))
+			opts.AfterStep = nil
+			opts.Now = func() time.Time { return at(minute + 1).Add(40 * time.Second) }
+			for _, rep := range compact.NewWith(rec, objs, e.Loc, opts).Run(ctx, bound) {
+				if rep.Error != "" {
+					t.Fatalf("round %d: compaction of %s after a crash after %s: %s", round, rep.Flow, crashAt, rep.Error)
+				}
 			}
 		}
 		// One flow at a time: a feed statement follows its late-keys query.
