@@ -383,7 +383,8 @@ func (s *streamRun) feedKeys(ctx context.Context, from, to time.Time) (*render.K
 // archive of closed versions (render/archive.go): the levels of the
 // touched keys, and the archive of those the Late query finds late, or of
 // every touched key when the range starts before the archive's watermark
-// (a feed rebuilt from its start). nil (every generation): the flow's
+// (a feed rebuilt from its start) or the archive was split otherwise (the
+// flow was edited since). nil (every generation): the flow's
 // state is not archived, was never maintained (no archive yet), is at
 // most Options.FeedKeysAbove (read whole, it costs less than the Late
 // query's 10 MB minimum), or the feed reads every key anyway.
@@ -406,7 +407,9 @@ func (s *streamRun) archiveRead(ctx context.Context, p render.Run) (*render.Arch
 	switch {
 	case !archived:
 		return &render.ArchiveRead{}, nil // no archive: the levels are the state
-	case p.ChangesFrom.Before(w):
+	case p.ChangesFrom.Before(w), row[render.OutArchiveCurrent] != true:
+		// A feed rebuilt from its start, or a flow whose split changed
+		// (TRACK HISTORY, SEQUENCE BY) since the archive was written.
 		return &render.ArchiveRead{Late: p.Keys}, nil
 	case statsRow(row).n(render.OutLateKeys) == 0:
 		return &render.ArchiveRead{}, nil

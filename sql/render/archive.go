@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strings"
 	"time"
@@ -53,6 +54,11 @@ import (
 //     before its DELETE leaves two archives and two levels: the newest
 //     marker's level decides, and a key whose first row is of the older
 //     level counts as late.
+//   - The split is the flow's as maintenance rendered it: its keys,
+//     positions and tracked columns, whose fingerprint the marker keeps
+//     (in __key, NULL on every other marker). A flow edited since (TRACK
+//     HISTORY, SEQUENCE BY) may open versions elsewhere: its feed reads
+//     every touched key's archive until the next maintenance.
 //   - Only the feed filters by generation: rows the archive holds count in
 //     every other read, and the next maintenance reads them back.
 //
@@ -154,6 +160,7 @@ type ArchiveRead struct {
 // feed's read of one need.
 func (c *Compaction) archiveParams(d *data, r Run) error {
 	d.ArchiveEnd = Literal(ArchiveEnd)
+	d.ArchiveSpec = archiveSpec(d)
 	if !r.Archive.IsZero() {
 		if !Archives(c.b) {
 			return fmt.Errorf("flow %s: its state is not archived", c.b.Name)
@@ -189,6 +196,17 @@ func (c *Compaction) archiveParams(d *data, r Run) error {
 	return nil
 }
 
+// archiveSpec fingerprints what decides where maintenance splits a key's
+// events (the keys, the fold's positions, the tracked columns), as a SQL
+// string literal.
+func archiveSpec(d *data) string {
+	h := fnv.New64a()
+	for _, part := range [][]string{d.Keys, d.PositionAsc, d.Tracked} {
+		fmt.Fprintf(h, "%s\x00", strings.Join(part, "\x01"))
+	}
+	return fmt.Sprintf("'%016x'", h.Sum64())
+}
+
 // positionColumns are the state columns the fold's positions (PositionAsc)
 // read: the sequences, the system sequence, the op and the message id.
 func positionColumns(b *flow.Bound) []string {
@@ -206,7 +224,8 @@ func positionColumns(b *flow.Bound) []string {
 // levels of a state with an archive (r.Keys: the touched keys), which
 // touched keys need their archive read too (OutLateKeys, as ranges of
 // their first key: OutLateLo, OutLateHi, OutLateNulls), and the newest
-// archive's watermark (OutArchiveWatermark; NULL: no archive). It reads
+// archive's watermark (OutArchiveWatermark; NULL: no archive) and whether
+// it was split as the flow is now (OutArchiveCurrent). It reads
 // the keys, positions, generation and ingestion time of those keys' rows
 // in the levels, and the state's archive markers.
 func (c *Compaction) Late(r Run) (string, error) {

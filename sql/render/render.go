@@ -459,6 +459,7 @@ type data struct {
 	// none); the columns of the fold's positions (Late).
 	ArchiveEnd          string
 	ArchiveMarkerValues []string // the event columns of an archive marker row
+	ArchiveSpec         string   // the fingerprint of the split (archiveSpec), a literal
 	Archived            bool
 	LateFilter          string
 	PositionCols        string

@@ -23,6 +23,7 @@ const (
 
 	// Compaction.Late ("late_keys").
 	OutArchiveWatermark = "archive_watermark" // the archive's maintenance read the events ingested up to it (NULL: no archive)
+	OutArchiveCurrent   = "archive_current"   // the newest archive was split as the flow is now
 	OutLateKeys         = "late_keys"         // touched keys with an event in the levels before their archive's boundary
 	OutLateLo           = "late_lo"           // their first key values as ranges' low ends (KeyFilter)
 	OutLateHi           = "late_hi"           // the ranges' high ends
@@ -69,5 +70,5 @@ var outputs = map[string]string{
 	"FirstPosition": OutFirstPosition, "AppliedVersion": OutAppliedVersion, "NewestGen": OutNewestGen,
 	"TotalRows": OutTotalRows, "Versions": OutVersions, "NewestVersion": OutNewestVersion, "OlderVersion": OutOlderVersion,
 	"ProcessedRows": OutProcessedRows, "Cluster": OutCluster,
-	"ArchiveWatermark": OutArchiveWatermark, "LateKeys": OutLateKeys, "LateLo": OutLateLo, "LateHi": OutLateHi, "LateNulls": OutLateNulls, "LateBuckets": OutLateBuckets, "Slots": OutSlots,
+	"ArchiveWatermark": OutArchiveWatermark, "ArchiveCurrent": OutArchiveCurrent, "LateKeys": OutLateKeys, "LateLo": OutLateLo, "LateHi": OutLateHi, "LateNulls": OutLateNulls, "LateBuckets": OutLateBuckets, "Slots": OutSlots,
 }

@@ -679,10 +679,10 @@ UNION ALL
 -- The archive’s marker: this maintenance read the events ingested at or
 -- before its watermark; those not archived are in its level, each key’s
 -- from the event that opens its last version on. Its ingestion time is
--- the archive’s day. (Of a maintenance in ranges of buckets, the last
--- range writes it: until then the previous marker’s level decides, whose
--- rows are all still there.)
-SELECT CAST(NULL AS INT64), CAST(NULL AS STRING), CAST(NULL AS STRING), CAST(NULL AS DATE), CAST(NULL AS JSON), CAST(NULL AS TIMESTAMP), CAST(NULL AS STRING), CAST(NULL AS TIMESTAMP), CAST(NULL AS STRING), TIMESTAMP '1972-02-28 00:00:00+00:00', CAST(NULL AS TIMESTAMP), CAST(NULL AS STRING), CAST(NULL AS INT64), CAST(NULL AS STRUCT<`id` STRING, `total_order` INT64, `data_collection_order` INT64>), CAST(NULL AS STRING), 'A', TIMESTAMP '2026-11-30 08:00:00+00:00', TIMESTAMP '2026-11-30 07:00:00+00:00', CAST(NULL AS INT64)
+-- the archive’s day, its __key the fingerprint of the flow’s split. (Of
+-- a maintenance in ranges of buckets, the last range writes it: until then
+-- the previous marker’s level decides, whose rows are all still there.)
+SELECT CAST(NULL AS INT64), CAST(NULL AS STRING), CAST(NULL AS STRING), CAST(NULL AS DATE), CAST(NULL AS JSON), CAST(NULL AS TIMESTAMP), CAST(NULL AS STRING), CAST(NULL AS TIMESTAMP), CAST(NULL AS STRING), TIMESTAMP '1972-02-28 00:00:00+00:00', CAST(NULL AS TIMESTAMP), CAST(NULL AS STRING), CAST(NULL AS INT64), CAST(NULL AS STRUCT<`id` STRING, `total_order` INT64, `data_collection_order` INT64>), '98be4c1b9bba389e', 'A', TIMESTAMP '2026-11-30 08:00:00+00:00', TIMESTAMP '2026-11-30 07:00:00+00:00', CAST(NULL AS INT64)
 UNION ALL
 SELECT `order`, `group`, `select`, `from`, `where`, `by`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, TO_JSON_STRING(STRUCT(`order`, `group`)), __op, TIMESTAMP '2026-11-30 08:00:00+00:00', CAST(NULL AS TIMESTAMP), CAST(NULL AS INT64)
 FROM kept
@@ -720,7 +720,7 @@ WHERE `_commit_position` IS NULL AND __gen < TIMESTAMP '2026-11-30 06:00:00+00:0
 -- archive markers.
 WITH
   archive AS (
-    SELECT UNIX_MICROS(__gen) AS __agen, __watermark AS __w
+    SELECT UNIX_MICROS(__gen) AS __agen, __watermark AS __w, __key AS __spec
     FROM `my-project`.`cdc`.`odd__state`
     WHERE `order` IS NULL AND __op = 'A' AND __gen >= TIMESTAMP '1973-01-01 00:00:00+00:00'
     ORDER BY __gen DESC
@@ -756,6 +756,8 @@ WITH
   )
 SELECT
   (SELECT __w FROM archive) AS archive_watermark,
+  -- Split as the flow is now (its keys, positions, tracked columns)?
+  IFNULL((SELECT __spec FROM archive) = '98be4c1b9bba389e', FALSE) AS archive_current,
   (SELECT COUNT(*) FROM late) AS late_keys,
   (SELECT ARRAY_AGG(__lo ORDER BY __lo) FROM late_tiles) AS late_lo,
   (SELECT ARRAY_AGG(__hi ORDER BY __lo) FROM late_tiles) AS late_hi,
