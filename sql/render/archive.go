@@ -135,6 +135,19 @@ func MaintainChunks(b *flow.Bound, per int) []*BucketChunk {
 	return BucketChunks(b.StateBuckets, per)
 }
 
+// withArchive is f's filter of a state of buckets widened to the buckets'
+// archive partitions too: a change feed that reads every generation
+// (Run.Archived nil) of an archived state of buckets.
+func withArchive(b *flow.Bound, f *KeyFilter) *KeyFilter {
+	a := archivedBuckets(b, f)
+	if a == f || StatePartitions(b) == b.StateBuckets {
+		return f
+	}
+	out := *f
+	out.Buckets = append(append([]int64(nil), f.Buckets...), a.Buckets...)
+	return &out
+}
+
 // archivedBuckets is the archive partitions' filter of f's buckets: each
 // bucket plus the state's buckets.
 func archivedBuckets(b *flow.Bound, f *KeyFilter) *KeyFilter {

@@ -828,7 +828,11 @@ func (c *Compaction) renderWith(name string, r Run, d data) (string, error) {
 		return "", err
 	}
 	if name == "compact_changes" || name == "late_keys" {
-		f, err := r.Keys.sql(c.b)
+		keys := r.Keys
+		if name == "compact_changes" && r.Archived == nil {
+			keys = withArchive(c.b, keys) // every generation: the archive's partitions too
+		}
+		f, err := keys.sql(c.b)
 		if err != nil {
 			return "", err
 		}

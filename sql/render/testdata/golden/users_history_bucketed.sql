@@ -359,7 +359,7 @@ WITH
     SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, __op, `__base`
     FROM `my-project`.`cdc`.`users_history_bucketed__state`
     WHERE __op IN ('U', 'D', 'T')
-      AND (`__bucket` IN (0, 17, 3998)) AND (`userId` IN (7) OR `userId` BETWEEN 10 AND 20)
+      AND (`__bucket` IN (0, 17, 3998, 4000, 4017, 7998)) AND (`userId` IN (7) OR `userId` BETWEEN 10 AND 20)
   ),
   history_state AS (
     -- Sparse rows rebuilt (maintenance stores an event that opens no
