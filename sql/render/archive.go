@@ -24,10 +24,9 @@ import (
 // watermark it folded to, and the archive's day as its ingestion time). A
 // change feed reads the generations from ArchiveEnd on only (a constant
 // filter on the partitioning column: BigQuery prunes the archive's
-// partition exactly), after one narrow query
-// (Late) has found the touched keys whose rows in the levels do not all
-// come after their boundary: a late event, folded since, positioned before
-// it. Those keys' archive is read too, by their first key values as
+// partition exactly), after one narrow query (Late) has found the
+// touched keys whose rows in the levels do not all come after their
+// boundary: a late event, folded since, positioned before it. Those keys' archive is read too, by their first key values as
 // constants. Views, time travel and maintenance read every generation.
 //
 // Exactness rests on these choices:
@@ -68,8 +67,9 @@ import (
 // for an archived flow), written by maintenance at its own generation
 // (the next maintenance's DELETE removes it, as any level it folded). The
 // feed's filter on the touched buckets reads the levels only; a late
-// key's archive is its bucket's archive partition. A state of more
-// buckets is not archived.
+// key's archive is its bucket's archive partition; a feed of every
+// generation reads both (withArchive). A state of more buckets is not
+// archived.
 
 // ArchiveEnd is the first generation that is not an archive: every level
 // is written at its run's time, every archive on a day before it.
@@ -107,9 +107,9 @@ func ArchiveSlot(gen time.Time, used []time.Time) time.Time {
 func (c *Compaction) ArchiveSlots() (string, error) { return c.render("archive_slots", Run{}) }
 
 // Archives reports whether b's state is written with an archive of closed
-// versions: an SCD 2 target with a change feed, a state without buckets,
-// no IGNORE NULL UPDATES column, and a first key column the state's
-// filters can name by literals.
+// versions: an SCD 2 target with a change feed, a state of at most
+// MaxStateBuckets/2 buckets (or none), no IGNORE NULL UPDATES column, and
+// a first key column the state's filters can name by literals.
 func Archives(b *flow.Bound) bool {
 	return b.Kind() == flow.SCD2 && b.ChangeFeed() && b.StateBuckets <= flow.MaxStateBuckets/2 && len(b.IgnoreNull) == 0 && keyFilterable(b)
 }
