@@ -516,7 +516,9 @@ func benchRunWith(b *testing.B, bd *flow.Bound, keys, touched int, opts costRun)
 			p.Chunk = ch
 			if render.Archives(bd) && !r.noArchive {
 				p.Archive = render.ArchiveSlot(p.Generation, nil)
-				maintenance += estimate(stmts.ArchiveSlots()).Billed
+				if bd.StateBuckets == 0 {
+					maintenance += estimate(stmts.ArchiveSlots()).Billed // the days the markers name (streamRun.archiveSlot)
+				}
 			}
 			maintenance += estimate(stmts.Maintain(p)).Billed + estimate(stmts.MaintainGC(p)).Billed
 		}
