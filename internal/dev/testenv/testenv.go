@@ -48,6 +48,18 @@ type Env struct {
 
 var projects sync.Map
 
+// UsersClock gives minutes from an hour ago, and a maker of events of a
+// source of UsersImage ingested at one of them.
+func UsersClock() (at func(minute int) time.Time, row func(id int64, name, city any, op string, seq int64, msg string, minute int) map[string]any) {
+	base := time.Now().UTC().Add(-time.Hour).Truncate(time.Minute)
+	at = func(minute int) time.Time { return base.Add(time.Duration(minute) * time.Minute) }
+	row = func(id int64, name, city any, op string, seq int64, msg string, minute int) map[string]any {
+		return map[string]any{"userId": id, "name": name, "city": city, "operation": op, "sequenceNum": seq,
+			"_cdc_message_id": msg, "_cdc_ingested_at": at(minute).UnixMicro()}
+	}
+	return at, row
+}
+
 // UsersImage is the row image of the users sources of several tests.
 var UsersImage = schema.Columns{
 	{Name: "userId", Type: schema.Int64}, {Name: "name", Type: schema.String}, {Name: "city", Type: schema.String},

@@ -29,13 +29,7 @@ SEQUENCE BY sequenceNum COLUMNS (userId, name, city) STORED AS SCD TYPE 2 TRACK 
 // ttClock gives the minutes of the tt tests, from an hour ago, and a maker of
 // tt.users events ingested at one of them.
 func ttClock() (at func(minute int) time.Time, row func(id int64, name, city any, op string, seq int64, msg string, minute int) map[string]any) {
-	base := time.Now().UTC().Add(-time.Hour).Truncate(time.Minute)
-	at = func(minute int) time.Time { return base.Add(time.Duration(minute) * time.Minute) }
-	row = func(id int64, name, city any, op string, seq int64, msg string, minute int) map[string]any {
-		return map[string]any{"userId": id, "name": name, "city": city, "operation": op, "sequenceNum": seq,
-			"_cdc_message_id": msg, "_cdc_ingested_at": at(minute).UnixMicro()}
-	}
-	return at, row
+	return testenv.UsersClock()
 }
 
 // TestTimeTravelFunctions: <target>_at(ts) equals the model over the events

@@ -1,4 +1,4 @@
-package folds
+package archive
 
 import (
 	"context"
@@ -71,7 +71,7 @@ func TestArchivedHistoryFeedsExactly(t *testing.T) {
 	if !render.Archives(b) {
 		t.Fatalf("flow %s: not archived", b.Name)
 	}
-	at, row := ttClock()
+	at, row := testenv.UsersClock()
 	wh, objs := compact.BigQuery(e.BQ, e.Loc)
 	rec := &recorder{Warehouse: wh}
 	var since time.Time // the feed is checked from there on
@@ -252,7 +252,7 @@ func TestArchiveMatchesModel(t *testing.T) {
 			t.Fatalf("flow %s: not archived", b.Name)
 		}
 	}
-	at, row := ttClock()
+	at, row := testenv.UsersClock()
 	wh, objs := compact.BigQuery(e.BQ, e.Loc)
 	rec := &recorder{Warehouse: wh}
 	r := rand.New(rand.NewPCG(40, 2))
