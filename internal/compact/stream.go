@@ -357,8 +357,7 @@ func (s *streamRun) feedKeys(ctx context.Context, from, to time.Time) (*render.K
 	st := s.st
 	inRun := !from.Before(s.from)
 	if exact := from.Equal(s.from) && !to.Before(s.watermark); !exact {
-		above := s.c.opts.FeedKeysAbove
-		small := above >= 0 && s.stateBytes() <= above
+		small := s.smallState()
 		switch {
 		case small && inRun:
 			return keyFilter(s.st), nil // the whole state costs less than the query
@@ -392,7 +391,7 @@ func (s *streamRun) archiveRead(ctx context.Context, p render.Run) (*render.Arch
 	if p.Keys == nil || !render.Archives(s.t.b) || s.t.labels.maintained.IsZero() {
 		return nil, nil
 	}
-	if above := s.c.opts.FeedKeysAbove; above >= 0 && s.stateBytes() <= above {
+	if s.smallState() {
 		return nil, nil
 	}
 	sql, err := s.plan.Late(p)
@@ -422,6 +421,15 @@ func (s *streamRun) archiveRead(ctx context.Context, p render.Run) (*render.Arch
 		}
 	}
 	return &render.ArchiveRead{Late: late}, nil
+}
+
+// smallState reports a state of at most Options.FeedKeysAbove bytes:
+// read whole by the change feed, it costs less than a query's 10 MB
+// minimum that would narrow the read (the keys of a lagging slice, an
+// archive's late keys).
+func (s *streamRun) smallState() bool {
+	above := s.c.opts.FeedKeysAbove
+	return above >= 0 && s.stateBytes() <= above
 }
 
 // stateBytes is what the state holds once the run's fold is in: its
