@@ -62,6 +62,11 @@ const (
 	// the feed's later positions would need, so a feed turned on again is
 	// rebuilt from an empty change table, not continued.
 	LabelFeedOff = "bqcdc-feed-off"
+	// LabelGoldRows: the rows a materialized view's state held after its
+	// last maintenance (its DELETE waits until the state has grown past
+	// them by a share: compact.Options.GoldMaintainGrowth). The state's
+	// position is LabelWatermark.
+	LabelGoldRows = "bqcdc-gold-rows"
 )
 
 // ChangelogExpiredLabel on a changelog records the day before which its

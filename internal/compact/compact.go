@@ -262,6 +262,16 @@ type Options struct {
 	// (<name>_changes) reaches: maintenance keeps the versions it compares
 	// for this long (default DefaultGoldFeedRetention; negative: none).
 	GoldFeedRetention time.Duration
+	// GoldMaintainGrowth: a materialized view's state is maintained, with
+	// its source flow's maintenance, only once it holds more than (1 +
+	// this) times the rows its last maintenance left (default
+	// DefaultGoldMaintainGrowth; negative: at every maintenance of the
+	// flow). Its DELETE is billed for the whole state (a table without
+	// partitions), so deferred until the versions written since are that
+	// share of it, it costs per run at most (1 + g) / g times what the
+	// runs write, not a read of every group a day; a read of
+	// <name>_refreshed meanwhile reads at most that share more.
+	GoldMaintainGrowth float64
 	// Metrics records each flow's run (outcome, duration, events, jobs,
 	// bytes billed, watermark age); nil records nothing.
 	Metrics *metrics.Recorder
@@ -315,6 +325,11 @@ const (
 	DefaultFeedKeysAbove = 20 << 20
 	// DefaultGoldFeedRetention: a week of a materialized view's changes.
 	DefaultGoldFeedRetention = 7 * 24 * time.Hour
+	// DefaultGoldMaintainGrowth: a quarter more rows than the last
+	// maintenance left (amortized, its DELETE costs at most five times the
+	// versions written since; the refreshed view reads at most a quarter
+	// more).
+	DefaultGoldMaintainGrowth = 0.25
 	// DefaultChangeSlice: a day of positions per statement.
 	DefaultChangeSlice = 24 * time.Hour
 	// DefaultLedgerSettle: longer than a deployment of the ingest function
@@ -351,6 +366,7 @@ func NewWith(wh Warehouse, objs Objects, loc catalog.Location, opts Options) *Co
 	orDefault(&opts.GoldTouchedAbove, DefaultGoldTouchedAbove)
 	orDefault(&opts.FeedKeysAbove, DefaultFeedKeysAbove)
 	orDefault(&opts.GoldFeedRetention, DefaultGoldFeedRetention)
+	orDefault(&opts.GoldMaintainGrowth, DefaultGoldMaintainGrowth)
 	orDefault(&opts.ChangeSlice, DefaultChangeSlice)
 	orDefault(&opts.MaintainGranularity, 24*time.Hour)
 	orDefault(&opts.LedgerSettle, DefaultLedgerSettle)

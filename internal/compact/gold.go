@@ -3,8 +3,10 @@ package compact
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
+	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/plan"
@@ -23,10 +25,11 @@ import (
 // concurrent refresh adds nothing twice. The label is only the constant
 // that prunes the change table: it lags the state, never leads it. A state
 // past Options.GoldTouchedAbove is first asked which groups the run
-// touches, so that the refresh reads only their blocks. Once a day, with
-// the flow's maintenance, the versions that no longer count are deleted,
-// but those the view's change feed compares within its retention
-// (Options.GoldFeedRetention).
+// touches, so that the refresh reads only their blocks. With the flow's
+// maintenance (once a day), once the state has grown by
+// Options.GoldMaintainGrowth since its last maintenance (a label), the
+// versions that no longer count are deleted, but those the view's change
+// feed compares within its retention (Options.GoldFeedRetention).
 
 // refreshGolds refreshes the state of every refreshable materialized view
 // over the run's flow to the position its change feed reached, and
@@ -79,7 +82,11 @@ func (s *streamRun) refreshGolds(ctx context.Context, reached time.Time, maintai
 				return err
 			}
 			if s.c.opts.DryRun == nil {
-				if err := s.c.wh.SetLabels(ctx, ds, table, map[string]string{catalog.LabelWatermark: catalog.MicrosLabel(reached)}); err != nil {
+				labels := map[string]string{catalog.LabelWatermark: catalog.MicrosLabel(reached)}
+				if rows, ok := md.Labels[catalog.LabelGoldRows]; ok {
+					labels[catalog.LabelGoldRows] = rows // kept where an update replaces every label (the emulator)
+				}
+				if err := s.c.wh.SetLabels(ctx, ds, table, labels); err != nil {
 					return fmt.Errorf("labelling the state of materialized view %s: %w", g.Name, err)
 				}
 			}
@@ -88,7 +95,7 @@ func (s *streamRun) refreshGolds(ctx context.Context, reached time.Time, maintai
 		if s.c.opts.DryRun == nil && at.After(render.Epoch) {
 			s.c.opts.Metrics.GoldRefreshed(ctx, g.Name.String(), s.now.Sub(at))
 		}
-		if maintain {
+		if maintain && s.c.goldGrown(md) {
 			sql, err := plan.ForGold(bg, s.c.loc).Maintain(s.now.Add(-max(s.c.opts.GoldFeedRetention, 0)))
 			if err != nil {
 				return err
@@ -98,10 +105,47 @@ func (s *streamRun) refreshGolds(ctx context.Context, reached time.Time, maintai
 				// the views read them the same.
 				s.c.opts.Log.Error("materialized view not maintained", "event", "gold_maintain_failed", "view", g.Name.String(), "flow", s.t.b.Name, "error", err.Error())
 				s.rep.GoldErrors = append(s.rep.GoldErrors, fmt.Sprintf("%s: maintenance: %v", g.Name, err))
+			} else if err := s.labelGoldRows(ctx, ds, table, at); err != nil {
+				// The next maintenance of the flow maintains it again.
+				s.c.opts.Log.Warn("materialized view's maintenance not labelled", "event", "gold_maintain_unlabelled", "view", g.Name.String(), "flow", s.t.b.Name, "error", err.Error())
 			}
 		}
 	}
 	return nil
+}
+
+// goldGrown reports whether a materialized view's state (its metadata
+// md, read before this run's refresh) has grown enough since its last
+// maintenance to be maintained: more rows than (1 +
+// Options.GoldMaintainGrowth) times those the maintenance left. A state
+// never labelled so (made, or last maintained, by an earlier bqcdc) is.
+func (c *Compactor) goldGrown(md *bigquery.TableMetadata) bool {
+	kept, err := strconv.ParseInt(md.Labels[catalog.LabelGoldRows], 10, 64)
+	if g := c.opts.GoldMaintainGrowth; g >= 0 && err == nil && kept >= 0 {
+		return float64(md.NumRows) > float64(kept)*(1+g)
+	}
+	return true
+}
+
+// labelGoldRows records on a materialized view's state the rows its
+// maintenance left (table metadata, after the DELETE), beside its position
+// at (where an update replaces every label, the emulator, it must stay).
+func (s *streamRun) labelGoldRows(ctx context.Context, ds, table string, at time.Time) error {
+	if s.c.opts.DryRun != nil {
+		return nil
+	}
+	md, err := s.c.wh.Metadata(ctx, ds, table)
+	switch {
+	case err != nil:
+		return fmt.Errorf("reading the state after its maintenance: %w", err)
+	case md == nil:
+		return fmt.Errorf("the state is gone after its maintenance")
+	}
+	labels := map[string]string{catalog.LabelGoldRows: strconv.FormatUint(md.NumRows, 10)}
+	if at.After(render.Epoch) {
+		labels[catalog.LabelWatermark] = catalog.MicrosLabel(at)
+	}
+	return s.c.wh.SetLabels(ctx, ds, table, labels)
 }
 
 // refreshGold appends the versions of the groups the feed's rows in (from,

@@ -164,3 +164,53 @@ func TestRefreshOfALargeStateReadsTheTouchedGroups(t *testing.T) {
 		t.Errorf("the run maintained the flow but not the view's state: %v", k)
 	}
 }
+
+// A materialized view's state (a table without partitions, whose DELETE is
+// billed for all of it) is maintained with its flow only once it holds
+// more than (1 + Options.GoldMaintainGrowth) times the rows its last
+// maintenance left, which the maintenance labels (from the table's
+// metadata after its DELETE, beside the position): so a view whose runs
+// write few versions is not read whole every day. A state without the
+// label is maintained; a negative growth maintains at every maintenance
+// of the flow.
+func TestGoldMaintenanceWaitsForGrowth(t *testing.T) {
+	fake := newFake()
+	bound := testFlows(t, fake, 1, 1)
+	golds := parseGolds(t, "CREATE MATERIALIZED VIEW per_v AS SELECT v, COUNT(*) AS n FROM t0 GROUP BY v;")
+	state := &bigquery.TableMetadata{NumRows: 1000, Labels: map[string]string{}}
+	fake.tables["cdc.per_v__state"] = state
+	now := t0
+	opts := Options{Golds: golds, MaintainEvery: time.Nanosecond}
+	run := func(wantMaintained bool, why string) {
+		t.Helper()
+		fake.reset()
+		now = now.Add(10 * time.Minute)
+		fake.tables["cdc."+catalog.TableName("src0")].NumRows++ // appended to
+		changed(fake, "src0_changelog", 3, now.Add(-time.Minute), 1, 2)
+		fake.first = now.Add(-time.Minute)
+		if rep := compactor(fake, &now, opts).Run(context.Background(), bound)[0]; rep.Outcome != Compacted || rep.Golds != 1 {
+			t.Fatalf("%s: %+v", why, rep)
+		}
+		k := fake.kinds()
+		if got := slices.Contains(k, "gold_maintain"); got != wantMaintained {
+			t.Errorf("%s: view's state maintained %v, want %v: %v", why, got, wantMaintained, k)
+		}
+	}
+	run(false, "the flow's first run") // nothing to maintain yet
+	run(true, "a state never labelled")
+	if l := fake.labels("cdc.per_v__state"); l[catalog.LabelGoldRows] != "1000" || l[catalog.LabelWatermark] == "" {
+		t.Fatalf("labels after the maintenance: %v", l)
+	}
+	state.NumRows = 1250 // a quarter more: not yet
+	run(false, "a quarter more rows")
+	if l := fake.labels("cdc.per_v__state"); l[catalog.LabelGoldRows] != "1000" {
+		t.Errorf("a refresh lost the rows label: %v", l)
+	}
+	state.NumRows = 1251
+	run(true, "more than a quarter more rows")
+	if l := fake.labels("cdc.per_v__state"); l[catalog.LabelGoldRows] != "1251" {
+		t.Errorf("labels after the maintenance: %v", l)
+	}
+	opts.GoldMaintainGrowth = -1
+	run(true, "growth off")
+}

@@ -244,7 +244,19 @@ SEQUENCE BY sequenceNum COLUMNS (userId, name, city) STORED AS SCD TYPE 2 TRACK 
 // the runs took both paths (levels only; the archive of late keys). The
 // property test draws too few runs after a maintenance to cover them.
 func TestArchiveMatchesModel(t *testing.T) {
-	e := testenv.New(t, stack, "archiverandom")
+	for _, seed := range archiveSeeds() {
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) { archiveMatchesModel(t, seed) })
+	}
+}
+
+var archiveSeeds = testenv.SeedFlags("archive", 1, 40, "random histories of TestArchiveMatchesModel (CI runs 1, seed 40; -archive.seeds 10 or more for a longer search)")
+
+func archiveMatchesModel(t *testing.T, seed int64) {
+	name := "archiverandom"
+	if seed != 40 {
+		name = fmt.Sprintf("archiverandom%d", seed)
+	}
+	e := testenv.New(t, stack, name)
 	ctx := context.Background()
 	bound := e.ApplySourceFlows(t, "aq.sql", archiveRandomFlows, "aq.users", testenv.UsersImage)
 	for _, b := range bound {
@@ -255,7 +267,7 @@ func TestArchiveMatchesModel(t *testing.T) {
 	at, row := testenv.UsersClock()
 	wh, objs := compact.BigQuery(e.BQ, e.Loc)
 	rec := &recorder{Warehouse: wh}
-	r := rand.New(rand.NewPCG(40, 2))
+	r := rand.New(rand.NewPCG(uint64(seed), 2))
 	seq, msg := int64(100), 0
 	var levelsOnly, withArchive int
 	// events draws n to m events ingested at ts.
