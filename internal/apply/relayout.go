@@ -164,6 +164,7 @@ func (m move) refill(ctx context.Context, moving, exists bool, cpMD *bigquery.Ta
 		md.Schema = cpMD.Schema
 		md.Labels = maps.Clone(m.want.Labels)
 		delete(md.Labels, catalog.StateLayoutLabel) // labelled once filled (apply's update)
+		delete(md.Labels, catalog.LabelHistory)     // filled by apply's update (state), from the changelog
 		if err := m.st.Create(ctx, &md); err != nil && !bqerror.AlreadyExists(err) {
 			return fmt.Errorf("flow %s: making the state table %s in its new layout (its rows are in %s): %w", b.Name, m.st.TableID, m.cp.TableID, err)
 		}

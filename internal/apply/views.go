@@ -45,12 +45,12 @@ func state(ctx context.Context, bq *bigquery.Client, p *plan.Plan, listed listin
 		}
 	}
 	want := p.StateTable()
-	var migrate func(have *bigquery.TableMetadata) error
+	var migrations []func(have *bigquery.TableMetadata) error
 	if sql := render.KeylessTruncates(b, loc); sql != "" {
 		// An older layout's truncate rows may carry a key: cleared before
 		// the state is labelled with the layout that says they carry none
 		// (a crash in between clears them again).
-		migrate = func(have *bigquery.TableMetadata) error {
+		migrations = append(migrations, func(have *bigquery.TableMetadata) error {
 			if have.Labels[catalog.StateLayoutLabel] == p.Layout {
 				return nil
 			}
@@ -59,7 +59,34 @@ func state(ctx context.Context, bq *bigquery.Client, p *plan.Plan, listed listin
 			}
 			rep.add("table %s: truncate rows keyless (layout %s)", catalog.StateName(b.Flow), p.Layout)
 			return nil
+		})
+	}
+	if render.HistoryKept(b) {
+		// A state folded before it kept a history (sql/render/history.go):
+		// the changelog copied into it once, before the label says it is
+		// whole (a crash in between copies nothing more: the marker).
+		migrations = append(migrations, func(have *bigquery.TableMetadata) error {
+			if have.Labels[catalog.LabelHistory] == "1" {
+				return nil
+			}
+			sql, err := render.HistoryBackfill(b, loc)
+			if err != nil {
+				return err
+			}
+			rep.add("table %s: filling its history from %s (one read of the changelog, once)", catalog.StateName(b.Flow), catalog.TableName(b.Source.Name))
+			if err := runDDL(ctx, bq, sql); err != nil {
+				return fmt.Errorf("state of flow %s: copying the changelog into its history: %w", b.Name, err)
+			}
+			return nil
+		})
+	}
+	migrate := func(have *bigquery.TableMetadata) error {
+		for _, m := range migrations {
+			if err := m(have); err != nil {
+				return err
+			}
 		}
+		return nil
 	}
 	return ensureTableThen(ctx, bq.Dataset(loc.Dataset(b.Flow)).Table(catalog.StateName(b.Flow)), want, listed, rep, read, migrate)
 }

@@ -67,6 +67,10 @@ const (
 	// them by a share: compact.Options.GoldMaintainGrowth). The state's
 	// position is LabelWatermark.
 	LabelGoldRows = "bqcdc-gold-rows"
+	// LabelHistory: "1" on an SCD 1 state whose history holds every event
+	// from the flow's first (sql/render/history.go): made so, or filled
+	// once by bqcdc apply from the changelog.
+	LabelHistory = "bqcdc-history"
 )
 
 // ChangelogExpiredLabel on a changelog records the day before which its

@@ -144,6 +144,7 @@ const (
 	StepGoldTouched  = "gold touched"     // the groups a refresh of a materialized view touches
 	StepGoldFinal    = "gold final"       // a materialized view's final windows appended (StepGold)
 	StepGoldGC       = "gold gc"          // a materialized view's state maintained (StepGC)
+	StepHistoryOff   = "history off"      // an SCD 1 state's history marked incomplete (its property turned off)
 )
 
 // Options configure a Compactor.

@@ -189,6 +189,24 @@ func BenchmarkCompactionCost(b *testing.B) {
 			})
 		}
 	}
+	// An SCD 1 flow that keeps a history (TBLPROPERTIES ('bqcdc.history' =
+	// 'true'): render/history.go): its time travel, and what the history
+	// costs the view, a lookup and a run (the generation column they read
+	// to leave it out).
+	history := withFlow(flows["scd1"], func(f *flow.Flow) { f.History = true })
+	for _, keys := range []int{100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("lookup-at/scd1-history/keys%dk", keys/1000), func(b *testing.B) {
+			benchLookupAt(b, history, keys)
+		})
+		b.Run(fmt.Sprintf("lookup/scd1-history/keys%dk", keys/1000), func(b *testing.B) {
+			benchLookup(b, history, keys)
+		})
+	}
+	for _, mib := range benchsize.Pick([]int64{1, 64}, []int64{1}, "") {
+		b.Run(fmt.Sprintf("scd1-history/keys1000k/touched100/block%dMiB", mib), func(b *testing.B) {
+			benchRunBlocks(b, history, 1_000_000, 100, mib<<20)
+		})
+	}
 	// The change feed's read side: <target>_changes(from, NULL) with from a
 	// few minutes before the end, at 30 and 300 days of history.
 	for _, kind := range []string{"scd1", "scd2"} {
@@ -417,6 +435,14 @@ func costModel(b *testing.B, bd *flow.Bound, keys int, r costRun) (m *cost.Model
 		} else {
 			must(state.AddSpan(folded, cost.Null, cost.Null, 1, r.blockBytes)) // the marker
 			must(state.AddSpan(folded, cost.Int(0), cost.Int(int64(keys-1)), int64(keys)*perKey, r.blockBytes))
+		}
+		if render.HistoryKept(bd) {
+			// An SCD 1 flow's history (render/history.go): every event of
+			// the changelog, in its months' partitions (the model's: one),
+			// and the history marker.
+			must(state.AddSpan(cost.DayOf(render.HistoryGen), cost.Null, cost.Null, 1, r.blockBytes))
+			month := (costNow.Year()-2000)*12 + int(costNow.Month()) - 1
+			must(state.AddSpan(cost.DayOf(render.HistoryGen.AddDate(0, 0, month)), cost.Int(0), cost.Int(int64(keys-1)), int64(keys*r.events()), r.blockBytes))
 		}
 	}
 	m = cost.NewModel(changelog, state)

@@ -27,6 +27,9 @@ type labels struct {
 	// (catalog.LabelFeedOff: "1"); "0" clears a "1" (BigQuery merges
 	// labels on update), "" writes nothing.
 	feedOff string
+	// history: catalog.LabelHistory's value ("1": an SCD 1 state's history
+	// is whole; "0": it is not; "" writes nothing).
+	history string
 }
 
 func readLabels(l map[string]string) labels {
@@ -44,6 +47,7 @@ func readLabels(l map[string]string) labels {
 	out.clean = l[catalog.LabelClean] == "1"
 	out.layout = l[catalog.StateLayoutLabel] == catalog.StateLayout
 	out.feedOff = l[catalog.LabelFeedOff]
+	out.history = l[catalog.LabelHistory]
 	return out
 }
 
@@ -74,6 +78,9 @@ func (l labels) values() map[string]string {
 	}
 	if l.feedOff != "" {
 		out[catalog.LabelFeedOff] = l.feedOff
+	}
+	if l.history != "" {
+		out[catalog.LabelHistory] = l.history
 	}
 	return out
 }

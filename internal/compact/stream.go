@@ -43,6 +43,9 @@ type streamRun struct {
 	// which is to be rebuilt, not continued (catalog.LabelFeedOff).
 	held       bool
 	maintained bool
+	// historyOff: the state's history is labelled whole, but the flow no
+	// longer keeps one (render/history.go).
+	historyOff bool
 	nextLabels labels
 }
 
@@ -103,6 +106,15 @@ func (s *streamRun) read(ctx context.Context) (bool, error) {
 	s.gen = generation(s.now, l.checked)
 	sig := signature(s.t.changelog)
 	s.nextLabels = labels{known: true, sig: sig, sigSeen: s.now, checked: s.now, maintained: l.maintained}
+	switch {
+	case render.HistoryKept(b):
+		s.nextLabels.history = l.history // kept where an update replaces every label (the emulator)
+	case l.history == "1":
+		// The flow's history was turned off: its runs no longer copy
+		// what they fold, so the history is marked incomplete
+		// (historyOff), and turned on again apply fills it anew.
+		s.historyOff = true
+	}
 	if sig == l.sig && !l.sigSeen.IsZero() {
 		s.nextLabels.sigSeen = l.sigSeen
 	}
@@ -262,6 +274,14 @@ func (s *streamRun) maintainChunks() []*render.BucketChunk {
 }
 
 func (s *streamRun) after(ctx context.Context) error {
+	if s.historyOff {
+		// Its markers go (one DML statement over their partition), so
+		// neither apply nor <target>_at takes the history for whole.
+		if _, err := s.c.exec(ctx, StepHistoryOff, render.HistoryUnmark(s.t.b, s.c.loc), s.acct); err != nil {
+			return fmt.Errorf("marking the history incomplete: %w", err)
+		}
+		s.nextLabels.history = "0"
+	}
 	// Maintenance folds what runs before this one folded: nothing on a
 	// flow's first run.
 	due := s.c.maintenanceDue(s.t.labels, s.now, s.t.p) && s.from.After(render.Epoch)

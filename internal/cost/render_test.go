@@ -27,8 +27,8 @@ func renderFlows(t *testing.T) []*flow.Bound {
 			out = append(out, b)
 		}
 	}
-	if len(out) != 6 {
-		t.Fatalf("%d change-stream flows in sql/render/testdata/flows.sql, want 6", len(out))
+	if len(out) != 7 {
+		t.Fatalf("%d change-stream flows in sql/render/testdata/flows.sql, want 7", len(out))
 	}
 	return out
 }
@@ -59,6 +59,10 @@ const (
 type flowModel struct {
 	*Model
 	changelog, state, changes *Table
+	// history: the state's blocks of an SCD 1 flow's history
+	// (render.HistoryKept: a month of it and its marker), which only _at
+	// reads; levels: the others.
+	history, levels int
 }
 
 func newFlowModel(t *testing.T, b *flow.Bound) flowModel {
@@ -78,7 +82,17 @@ func newFlowModel(t *testing.T, b *flow.Bound) flowModel {
 	if err := state.AddSpan(folded, Int(0), Int(testKeys-1), testKeys*eventsPerKey, testBlock); err != nil {
 		t.Fatal(err)
 	}
-	m := flowModel{Model: NewModel(changelog, state), changelog: changelog, state: state}
+	levels := len(state.Blocks)
+	if render.HistoryKept(b) {
+		month := DayOf(render.HistoryGen.AddDate(0, 0, 323))                                      // November 2026's
+		if err := state.AddSpan(DayOf(render.HistoryGen), Null, Null, 1, testBlock); err != nil { // its marker
+			t.Fatal(err)
+		}
+		if err := state.AddSpan(month, Int(0), Int(testKeys-1), testKeys*eventsPerKey, testBlock); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := flowModel{Model: NewModel(changelog, state), changelog: changelog, state: state, levels: levels, history: len(state.Blocks) - levels}
 	if b.Kind().ChangeFeed() {
 		m.changes = NewTable(Name(renderLoc.ChangesTable(b.Flow)), Columns(plan.For(b, renderLoc).ChangeColumns(), nil, shape), catalog.ColCommitPosition, catalog.ColCommitPosition)
 		if err := m.changes.AddTimeRange(historyFrom, historyTo, testKeys*eventsPerKey*2, testBlock); err != nil {
@@ -215,8 +229,8 @@ func TestRendererStatements(t *testing.T) {
 			// Maintenance: every event of the state, once a day.
 			sql, err = c.Maintain(renderRun)
 			s = one(t, m.Model, sql, err)
-			if u := s.Table(st); u.BlocksKept != len(m.state.Blocks) || !sameColumns(u.Columns, names(events, append(base, catalog.ColStateOp, catalog.ColStateGen)...)) {
-				t.Errorf("maintenance reads %v in %d of %d state blocks, want every event column, __op and __gen in all", u.Columns, u.BlocksKept, len(m.state.Blocks))
+			if u := s.Table(st); u.BlocksKept != m.levels || !sameColumns(u.Columns, names(events, append(base, catalog.ColStateOp, catalog.ColStateGen)...)) {
+				t.Errorf("maintenance reads %v in %d of %d state blocks, want every event column, __op and __gen in the %d of its levels", u.Columns, u.BlocksKept, len(m.state.Blocks), m.levels)
 			}
 			e, err := m.Estimate(mustSQL(t)(c.MaintainGC(renderRun)))
 			if err != nil {
@@ -247,8 +261,8 @@ func TestRendererStatements(t *testing.T) {
 			if u := s.Table(cl); u.BlocksKept != blocksWhere(m.changelog, renderRun.NewWatermark.Add(time.Microsecond), historyTo) {
 				t.Errorf("the view keeps %d changelog blocks", u.BlocksKept)
 			}
-			if u := s.Table(st); u.BlocksKept != len(m.state.Blocks) {
-				t.Errorf("the view keeps %d of %d state blocks", u.BlocksKept, len(m.state.Blocks))
+			if u := s.Table(st); u.BlocksKept != m.levels {
+				t.Errorf("the view keeps %d of %d state blocks, want its levels' %d", u.BlocksKept, len(m.state.Blocks), m.levels)
 			}
 
 			if m.changes == nil {
@@ -267,7 +281,11 @@ func TestRendererStatements(t *testing.T) {
 			if b.Truncate != "" {
 				wantState = 2 // and the NULL keys' (the marker's) block
 			}
-			if u := s.Table(st); u.BlocksKept != wantState || !sameColumns(u.Columns, names(events, append(base, catalog.ColStateOp)...)) {
+			read := append(base, catalog.ColStateOp)
+			if m.history > 0 {
+				read = append(read, catalog.ColStateGen) // the filter that leaves the history out
+			}
+			if u := s.Table(st); u.BlocksKept != wantState || !sameColumns(u.Columns, names(events, read...)) {
 				t.Errorf("the change feed's run reads %v in %d of %d state blocks, want event columns and __op in %d", u.Columns, u.BlocksKept, len(m.state.Blocks), wantState)
 			}
 			if u := s.Table(cl); u.BlocksKept != inRun {
@@ -275,8 +293,8 @@ func TestRendererStatements(t *testing.T) {
 			}
 			run.Keys = nil // every key
 			sql, err = c.Changes(run)
-			if u := one(t, m.Model, sql, err).Table(st); u.BlocksKept != len(m.state.Blocks) {
-				t.Errorf("without a key filter the change feed's run keeps %d of %d state blocks", u.BlocksKept, len(m.state.Blocks))
+			if u := one(t, m.Model, sql, err).Table(st); u.BlocksKept != m.levels {
+				t.Errorf("without a key filter the change feed's run keeps %d of %d state blocks, want its levels' %d", u.BlocksKept, len(m.state.Blocks), m.levels)
 			}
 
 			// Reading the feed: the markers and the range's blocks.
@@ -297,12 +315,18 @@ func TestRendererStatements(t *testing.T) {
 				t.Fatalf("the first table function: %v %v", fns, err)
 			}
 			s = one(t, m.Model, fns[0].DDL, nil)
-			wantCl := len(m.changelog.Blocks)
+			wantCl, wantSt := len(m.changelog.Blocks), len(m.state.Blocks)
 			if p.FunctionsBounded() {
 				wantCl = blocksWhere(m.changelog, renderRun.Watermark.Add(time.Microsecond), historyTo)
 			}
-			if s.Billed != 0 || s.Body == nil || s.Body.Table(cl).BlocksKept != wantCl || s.Body.Table(st).BlocksKept != len(m.state.Blocks) {
-				t.Errorf("<target>_at: %+v (want %d changelog blocks)", s, wantCl)
+			if m.history > 0 {
+				wantSt = m.history // an SCD 1 flow's: its history only, marker included
+			}
+			if s.Billed != 0 || s.Body == nil || s.Body.Table(cl).BlocksKept != wantCl || s.Body.Table(st).BlocksKept != wantSt {
+				t.Errorf("<target>_at: %+v (want %d changelog blocks, %d state blocks)", s, wantCl, wantSt)
+				if s.Body != nil {
+					t.Logf("%s", s.Body.Summary())
+				}
 			}
 		})
 	}

@@ -61,6 +61,10 @@ type Flow struct {
 	// 2..MaxStateBuckets (TBLPROPERTIES ('bqcdc.state.buckets' = 'N'));
 	// 0: by generation (the default).
 	StateBuckets int
+	// History keeps an SCD 1 flow's every event in a history for its
+	// <target>_at (TBLPROPERTIES ('bqcdc.history' = 'true');
+	// sql/render/history.go).
+	History bool
 
 	clauses map[string]Pos // clause name -> first position, for duplicate checks
 	// fromSnapshot: the statement was spelled ... FROM SNAPSHOT INTO, so its

@@ -116,3 +116,34 @@ func TestStateBucketsProperty(t *testing.T) {
 		}
 	}
 }
+
+// TBLPROPERTIES ('bqcdc.history' = 'true') keeps an SCD 1 flow's every
+// event for its <target>_at; it is refused, at the property, on a flow of
+// another kind and on a state of buckets.
+func TestHistoryProperty(t *testing.T) {
+	flows, err := Parse("h.sql", "CREATE STREAMING TABLE a TBLPROPERTIES ('bqcdc.history' = 'true');\n"+
+		"CREATE FLOW a AS AUTO CDC INTO a FROM STREAM(users_topic) KEYS (id) SEQUENCE BY v;\n"+
+		"CREATE OR REFRESH STREAMING TABLE b TBLPROPERTIES (bqcdc.history = false) FLOW AUTO CDC FROM STREAM(users_topic) KEYS (id) SEQUENCE BY v;\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range flows {
+		if want := f.Name == "a"; f.History != want {
+			t.Errorf("flow %s: history %v, want %v", f.Name, f.History, want)
+		}
+	}
+	for _, tt := range []struct{ src, want string }{
+		{"CREATE STREAMING TABLE t TBLPROPERTIES ('bqcdc.history' = 'yes');", "p.sql:1:59: bqcdc.history is 'true' or 'false'"},
+		{"CREATE STREAMING TABLE t TBLPROPERTIES ('bqcdc.history' = 'true');\nCREATE FLOW t AS AUTO CDC INTO t FROM STREAM(users_topic) KEYS (id) SEQUENCE BY v STORED AS SCD TYPE 2;",
+			"p.sql:1:59: flow t: bqcdc.history: flow t is not an SCD 1 flow of a change stream"},
+		{"CREATE STREAMING TABLE t TBLPROPERTIES ('bqcdc.history' = 'true');\nAPPLY CHANGES FROM SNAPSHOT INTO t FROM staging.x KEYS (id) VERSION BY v;",
+			"p.sql:1:59: flow t: bqcdc.history: flow t is not an SCD 1 flow of a change stream"},
+		{"CREATE STREAMING TABLE t TBLPROPERTIES ('bqcdc.history' = 'true', 'bqcdc.state.buckets' = '8');\nCREATE FLOW t AS AUTO CDC INTO t FROM STREAM(users_topic) KEYS (id) SEQUENCE BY v;",
+			"p.sql:1:59: flow t: bqcdc.history: a state of buckets"},
+	} {
+		_, err := Parse("p.sql", tt.src)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: %v, want %q", tt.src, err, tt.want)
+		}
+	}
+}

@@ -25,6 +25,14 @@ const ChangeDataFeedProperty = "delta.enableChangeDataFeed"
 // which read every partition (docs/cost.md).
 const StateBucketsProperty = "bqcdc.state.buckets"
 
+// HistoryProperty keeps an SCD 1 flow's every event in a history beside
+// its state: TBLPROPERTIES ('bqcdc.history' = 'true'). Its <target>_at
+// then reads the history's blocks of the keys asked for and about a day of
+// the changelog, not the changelog's whole history (sql/render/history.go),
+// at the price of storing every event (as an SCD 2 state does) and of the
+// generation column on every read of the state (docs/cost.md).
+const HistoryProperty = "bqcdc.history"
+
 // MaxStateBuckets is the most buckets a state may have: a table has at
 // most 10,000 partitions, the NULL partition (markers and truncates) and
 // BigQuery's __UNPARTITIONED__ among them.
@@ -44,6 +52,8 @@ type tableDecl struct {
 	noFeed     bool
 	buckets    int
 	bucketsPos Pos
+	history    bool
+	historyPos Pos
 }
 
 // tableProperties reads TBLPROPERTIES ('key' = value, ...) after the
@@ -87,6 +97,16 @@ func (p *parser) tableProperties(d *tableDecl) *Error {
 				return errorf(v.Pos, "%s is 'true' or 'false', found %s", ChangeDataFeedProperty, v.describe())
 			}
 		}
+		if strings.EqualFold(key, HistoryProperty) {
+			switch strings.ToLower(v.Text) {
+			case "true":
+				d.history, d.historyPos = true, v.Pos
+			case "false":
+				d.history = false
+			default:
+				return errorf(v.Pos, "%s is 'true' or 'false', found %s", HistoryProperty, v.describe())
+			}
+		}
 		if strings.EqualFold(key, StateBucketsProperty) {
 			n, err := strconv.Atoi(v.Text)
 			if err != nil || n < 2 || n > MaxStateBuckets {
@@ -119,6 +139,18 @@ func applyDecls(flows []*Flow, decls []tableDecl) ErrorList {
 		}
 		if d.noFeed {
 			f.NoChangeFeed = true
+		}
+		if d.history {
+			switch {
+			case f.Kind() != SCD1:
+				// An SCD 2 or bitemporal state keeps every event already;
+				// a snapshot flow has no <target>_at.
+				errs = append(errs, &Error{Pos: d.historyPos, Flow: f.Name, Msg: fmt.Sprintf("%s: flow %s is not an SCD 1 flow of a change stream (an SCD 2 or bitemporal state keeps every event already; a snapshot flow has no %s)", HistoryProperty, f.Name, "<target>_at")})
+			case d.buckets > 0:
+				errs = append(errs, &Error{Pos: d.historyPos, Flow: f.Name, Msg: fmt.Sprintf("%s: a state of buckets (%s) keeps no history: its partitions are buckets", HistoryProperty, StateBucketsProperty)})
+			default:
+				f.History = true
+			}
 		}
 		if d.buckets > 0 {
 			switch {

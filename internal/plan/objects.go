@@ -45,7 +45,7 @@ func (p *Plan) Functions(hint time.Time) ([]Function, error) {
 // changelog after a pruning bound (its <target>_at, of a target of
 // versions): compaction renders them again with a newer one now and then.
 func (p *Plan) FunctionsBounded() bool {
-	return slices.Contains(p.Flow.Routines(), catalog.AtSuffix) && render.AtBounded(p.Shape())
+	return slices.Contains(p.Flow.Routines(), catalog.AtSuffix) && render.AtBounded(p.Flow, p.Shape())
 }
 
 // ObjectKind is what an Object is.

@@ -135,10 +135,16 @@ func (p *Plan) StateTable() *bigquery.TableMetadata {
 		keys = keys[:4]
 	}
 	tp, rp := p.kind.partition(b)
+	labels := map[string]string{catalog.StateLayoutLabel: p.Layout}
+	if render.HistoryKept(b) {
+		// A state made new holds its history from its first fold on;
+		// apply fills an older one's before labelling it.
+		labels[catalog.LabelHistory] = "1"
+	}
 	return &bigquery.TableMetadata{
 		Description:       fmt.Sprintf("bqcdc state of flow %s (%s): %s. Read through the view %s; written only by bqcdc compact.", b.Name, b.Pos.File, p.kind.holds(), b.Target),
 		Schema:            bqschema.ToBigQuery(p.StateColumns()),
-		Labels:            map[string]string{catalog.StateLayoutLabel: p.Layout},
+		Labels:            labels,
 		Clustering:        &bigquery.Clustering{Fields: keys},
 		TimePartitioning:  tp,
 		RangePartitioning: rp,

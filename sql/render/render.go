@@ -232,11 +232,21 @@ func CopyState(b *flow.Bound, from, to string, cols []string, bucket bool, chunk
 		sel += ", " + of
 	}
 	sql := fmt.Sprintf("INSERT INTO %s (%s)\nSELECT %s\nFROM %s", to, list, sel, from)
+	var where []string
 	if chunk != nil {
-		sql += fmt.Sprintf("\nWHERE %s BETWEEN %d AND %d", of, chunk.Lo, chunk.Hi)
+		in := fmt.Sprintf("%s BETWEEN %d AND %d", of, chunk.Lo, chunk.Hi)
 		if chunk.Last {
-			sql += fmt.Sprintf(" OR %s IS NULL", of)
+			in = fmt.Sprintf("(%s OR %s IS NULL)", in, of)
 		}
+		where = append(where, in)
+	}
+	if b.StateBuckets > 0 && b.Kind() == flow.SCD1 {
+		// A state of buckets keeps no history (history.go): moved back, its
+		// history is filled again from the changelog, marker included.
+		where = append(where, fmt.Sprintf("%s >= %s", q(catalog.ColStateGen), Literal(ArchiveEnd)))
+	}
+	if len(where) > 0 {
+		sql += "\nWHERE " + strings.Join(where, " AND ")
 	}
 	return sql
 }
@@ -457,7 +467,17 @@ type data struct {
 	// not one, as a literal; the change feed reads the levels only
 	// (Archived), and the archive of the keys LateFilter selects ("" for
 	// none); the columns of the fold's positions (Late).
-	ArchiveEnd          string
+	ArchiveEnd string
+	// An SCD 1 state with a history (history.go): reads but _at's take
+	// the generations from ArchiveEnd on; the fold copies its events into
+	// the generation HistoryGenOf says (an expression of their ingestion
+	// time), the history marker's is HistoryGen (a literal); _at reads the
+	// generations before ArchiveEnd, HistoryGuard: failing while the
+	// history marker is missing.
+	History             bool
+	HistoryGen          string
+	HistoryGenOf        string
+	HistoryGuard        bool
 	ArchiveMarkerValues []string // the event columns of an archive marker row
 	ArchiveSpec         string   // the fingerprint of the split (archiveSpec), a literal
 	Archived            bool
@@ -520,6 +540,9 @@ func newData(b *flow.Bound, loc catalog.Location, hint time.Time, s Shape) *data
 	d.sequence(b)
 	if s.Versions {
 		d.sparse(b, events)
+	}
+	if HistoryKept(b) {
+		d.History, d.HistoryGen, d.HistoryGenOf, d.ArchiveEnd = true, Literal(HistoryGen), historyGenOf(q(catalog.ColIngestedAt)), Literal(ArchiveEnd)
 	}
 	d.partition(false)
 	d.EventFilter = eventFilter(b, d)
@@ -747,6 +770,9 @@ type params struct {
 	// day after it ("" for none); ArchiveGen and ArchiveBucket: an
 	// archived row's generation and (a state of buckets) bucket.
 	Archive, ArchiveNext, ArchiveGen, ArchiveBucket string
+	// FromStart: the run folds from the epoch (a state's first fold): its
+	// copies are the whole history, and it writes the history marker.
+	FromStart bool
 }
 
 // Literal renders a timestamp as a BigQuery TIMESTAMP literal.
@@ -793,7 +819,7 @@ func (c *Compaction) render(name string, r Run) (string, error) {
 func (c *Compaction) renderWith(name string, r Run, d data) (string, error) {
 	d.P = params{Watermark: Literal(r.Watermark), FoldedMax: Literal(r.FoldedMax), Generation: Literal(r.Generation),
 		NewWatermark: Literal(r.NewWatermark), TombstoneCutoff: Literal(r.TombstoneCutoff), Cutoff: Literal(r.Cutoff),
-		ChangesFrom: Literal(r.ChangesFrom), ChangesTo: Literal(r.NewWatermark)}
+		ChangesFrom: Literal(r.ChangesFrom), ChangesTo: Literal(r.NewWatermark), FromStart: !r.Watermark.After(Epoch)}
 	if !r.ChangesTo.IsZero() {
 		d.P.ChangesTo = Literal(r.ChangesTo)
 	}
@@ -974,18 +1000,21 @@ var functionParams = args{TS: "ts", From: "from_position", To: "to_position", Bu
 
 // AtFunction renders the DDL of the flow's point-in-time table function
 // <target>_at(ts): the target as the view showed it at ts (by ingestion
-// time). A target of one row per key reads the whole history (its state
-// keeps only the events that decide it now); a target of versions keeps
-// every event in its state, so it reads the changelog only after hint, a
-// committed watermark, as its view does (AtBounded: compaction renders it
-// again with a newer bound now and then).
+// time). A target of versions keeps every event in its state, and an SCD 1
+// target's state a history of them (history.go), so it reads the changelog
+// only after hint, a committed watermark, as its view does (AtBounded:
+// compaction renders it again with a newer bound now and then); an SCD 1
+// target without a history (a state of buckets) reads the whole
+// changelog (its state keeps only the events that decide it now).
 func AtFunction(b *flow.Bound, loc catalog.Location, s Shape, hint time.Time) (string, error) {
 	return at(b, loc, s, hint, true, functionParams)
 }
 
-// AtBounded reports whether <target>_at of a target of shape s reads the
-// changelog after a pruning bound (AtFunction's hint).
-func AtBounded(s Shape) bool { return s.Versions }
+// AtBounded reports whether <target>_at of flow b, a target of shape s,
+// reads the changelog after a pruning bound (AtFunction's hint): its state
+// keeps every event (a target of versions), or a history of them
+// (HistoryKept).
+func AtBounded(b *flow.Bound, s Shape) bool { return s.Versions || HistoryKept(b) }
 
 // AtQuery is the body of <target>_at(ts) as a query, ts bound as a
 // literal, with pruning bound hint (see AtFunction). The emulator creates
@@ -996,11 +1025,12 @@ func AtQuery(b *flow.Bound, loc catalog.Location, s Shape, ts, hint time.Time) (
 }
 
 func at(b *flow.Bound, loc catalog.Location, s Shape, hint time.Time, ddl bool, a args) (string, error) {
-	if !AtBounded(s) {
+	if !AtBounded(b, s) {
 		hint = Epoch
 	}
 	d := newData(b, loc, hint, s)
-	d.HistoryBound = AtBounded(s)
+	d.HistoryBound = AtBounded(b, s)
+	d.HistoryGuard = d.History && hint.After(Epoch)
 	d.HistoryCTE, d.DDL, d.Args = "events", ddl, a
 	d.Func = loc.Routine(b.Flow, catalog.AtFunctionName(b.Flow))
 	return execute("at", d, b)

@@ -30,6 +30,16 @@ SEQUENCE BY sequenceNum
 COLUMNS * EXCEPT (operation, sequenceNum)
 STORED AS SCD TYPE 1;
 
+-- An SCD 1 target whose state keeps a history of its events for its
+-- <target>_at (render/history.go).
+CREATE OR REFRESH STREAMING TABLE users_current_history
+TBLPROPERTIES ('bqcdc.history' = 'true')
+FLOW AUTO CDC FROM STREAM(users)
+KEYS (userId)
+APPLY AS DELETE WHEN operation = 'DELETE'
+SEQUENCE BY sequenceNum
+COLUMNS * EXCEPT (operation, sequenceNum);
+
 -- An SCD 2 history in a state of buckets: archived into a second range
 -- of partitions (render/archive.go).
 CREATE OR REFRESH STREAMING TABLE users_history_bucketed
