@@ -159,7 +159,7 @@ func TestCloudBuildGraph(t *testing.T) {
 	// steps (and no test command of its own), so CI and the deploy pipeline
 	// test the same things.
 	ci := testfile.Read(t, filepath.Join("..", ".ci", "run"))
-	for _, n := range []string{"go vet ./...", "go test ./...", "go test -race", "go test -short -run '^$' -bench . -benchtime 1x ./...", "go run ./cmd/bqcdc render --out build/sql", "go test ./internal/dev/e2e/realbq -v -count=1 -timeout 30m", "live suite not run"} {
+	for _, n := range []string{"go vet ./...", "go test -timeout 30m ./...", "go test -race", "go test -short -run '^$' -bench . -benchtime 1x ./...", "go run ./cmd/bqcdc render --out build/sql", "go test ./internal/dev/e2e/realbq -v -count=1 -timeout 30m", "live suite not run"} {
 		if !strings.Contains(ci, n) {
 			t.Errorf(".ci/run should contain %q", n)
 		}

@@ -35,16 +35,22 @@ import (
 //     from a history that lacks the events before it (compaction renders
 //     the functions again daily, possibly before apply ran).
 //   - Every other read (views, the change feed, maintenance and its
-//     DELETE) takes the generations from ArchiveEnd on: a constant filter
-//     on the partitioning column, so BigQuery prunes the history's
-//     partition and bills nothing of it; maintenance never folds nor
-//     deletes it.
+//     DELETE, the watermark marker's) takes the generations from
+//     ArchiveEnd on: a constant filter on the partitioning column, so
+//     BigQuery prunes the history's partitions and bills of them nothing
+//     (but the column: 8 bytes a row of what they read); maintenance never
+//     folds nor deletes it.
+//   - A flow that stops keeping one has its markers deleted by its next
+//     run (HistoryUnmark), since its runs no longer copy: turned on again,
+//     apply fills it anew. (Its history is then folded away by its next
+//     maintenance, which no longer leaves it out.)
 //   - Copies of one message (a redelivery, a run repeated after a crash,
 //     the backfill beside a run) are one event to _at (its message id); a
 //     message without an id folds the same twice (one row per key).
 //
-// A state of buckets keeps no history (its partitions are buckets, not
-// generations): its _at reads the changelog as before.
+// It is asked for (flow.HistoryProperty): it stores every event and adds
+// the column to every read. A state of buckets keeps none (its partitions
+// are buckets, not generations): its _at reads the changelog as before.
 
 // HistoryGen is the generation of an SCD 1 state's history marker, the
 // first of the history's days (an SCD 1 state has no archive slots).

@@ -37,7 +37,8 @@ SEQUENCE BY sequenceNum COLUMNS (userId, name, city);
 // one: its runs copy what they fold, but its _at fails, naming bqcdc apply,
 // until apply has copied the changelog into the history (once: a repeat
 // adds nothing); a flow made with one has it from its first run. Time
-// travel equals the model at every minute, before and after maintenance
+// travel equals the model at the minutes where events land, before and
+// after maintenance
 // (which neither folds nor deletes the history), and the views and feeds
 // stay equal to the model.
 func TestSCD1HistoryTimeTravel(t *testing.T) {
@@ -55,11 +56,13 @@ func TestSCD1HistoryTimeTravel(t *testing.T) {
 		}
 		e.CompactAt(t, bound, at(minute), opts)
 	}
-	travel := func(bound []*flow.Bound, until int, when string) {
+	// travel checks _at at the minutes given (the events of a minute are
+	// ingested at its start), and the views.
+	travel := func(bound []*flow.Bound, minutes []int, when string) {
 		t.Helper()
 		for _, b := range bound {
-			for minute := 0; minute <= until; minute++ {
-				ts := at(minute) // the events of a minute are ingested at its start
+			for _, minute := range minutes {
+				ts := at(minute)
 				diff, err := viewcheck.CheckAt(ctx, e.BQ, b, e.Loc, ts)
 				if err != nil {
 					t.Fatalf("%s: %s_at(%s): %v", when, b.Target, ts.Format(time.RFC3339Nano), err)
@@ -126,7 +129,7 @@ func TestSCD1HistoryTimeTravel(t *testing.T) {
 	if n := history(); n != 12 {
 		t.Errorf("history rows after the backfill again: %d, want 12 (the marker stops it)", n)
 	}
-	travel(after[:1], 7, "after apply filled the history")
+	travel(after[:1], []int{0, 1, 2, 3, 6, 7}, "after apply filled the history")
 
 	e.AppendRows(t, "hi.users", []map[string]any{
 		row(1, nil, nil, "DELETE", 50, "m09", 8), row(4, "b", "w", "UPDATE", 20, "m10", 8), row(5, "a", "x", "INSERT", 10, "m11", 9),
@@ -136,7 +139,7 @@ func TestSCD1HistoryTimeTravel(t *testing.T) {
 	if n := history(); n != 15 {
 		t.Errorf("history rows after maintenance: %d, want 15", n)
 	}
-	travel(after, 11, "after maintenance")
+	travel(after, []int{2, 6, 8, 9, 11}, "after maintenance")
 
 	// Turned off: the next run marks the history incomplete (its marker
 	// goes, its label says "0"), since runs no longer copy; turned on
@@ -159,10 +162,10 @@ func TestSCD1HistoryTimeTravel(t *testing.T) {
 	if n := marks(); n != 0 {
 		t.Errorf("history markers after a run without the history: %d, want 0", n)
 	}
-	travel([]*flow.Bound{off}, 13, "with the history off")
+	travel([]*flow.Bound{off}, []int{8, 13}, "with the history off")
 	after = e.ApplyFlows(t, "hi.sql", historyFlows, changelogs)
 	if n := marks(); n != 1 {
 		t.Errorf("history markers after apply turned it on again: %d, want 1", n)
 	}
-	travel(after, 13, "with the history on again")
+	travel(after[:1], []int{3, 8, 12, 13}, "with the history on again")
 }
