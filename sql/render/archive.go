@@ -188,12 +188,7 @@ func (c *Compaction) archiveParams(d *data, r Run) error {
 			d.P.ArchiveGen = fmt.Sprintf("IF(__archived, %s, %s)", d.P.Archive, d.P.Generation)
 		}
 		// The archive marker names its day in its ingestion time.
-		d.ArchiveMarkerValues = append([]string(nil), c.d.MarkerValues...)
-		for i, v := range d.ArchiveMarkerValues {
-			if v == foldedMaxMarker {
-				d.ArchiveMarkerValues[i] = d.P.Archive
-			}
-		}
+		d.ArchiveMarkerValues = markerValues(c.d.MarkerValues, d.P.Archive)
 	}
 	if a := r.Archived; a != nil {
 		d.Archived = true

@@ -92,10 +92,6 @@ func HistoryBackfill(b *flow.Bound, loc catalog.Location) (string, error) {
 		return "", fmt.Errorf("flow %s keeps no history", b.Name)
 	}
 	d := newData(b, loc, Epoch, Current)
-	for i, v := range d.MarkerValues {
-		if v == foldedMaxMarker {
-			d.MarkerValues[i] = Literal(Epoch)
-		}
-	}
+	d.MarkerValues = markerValues(d.MarkerValues, Literal(Epoch))
 	return execute("history_backfill", d, b)
 }

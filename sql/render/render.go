@@ -494,6 +494,18 @@ type data struct {
 
 const foldedMaxMarker = "\x00folded_max" // replaced by the run's literal
 
+// markerValues is a copy of a marker row's event columns (MarkerValues)
+// with the ingestion time's placeholder replaced by the literal at.
+func markerValues(values []string, at string) []string {
+	out := slices.Clone(values)
+	for i, v := range out {
+		if v == foldedMaxMarker {
+			out[i] = at
+		}
+	}
+	return out
+}
+
 const msgPos = "IFNULL(`" + catalog.ColMessageID + "`, '')"
 
 // deleteRank orders a delete after an upsert at the same position.
@@ -844,12 +856,7 @@ func (c *Compaction) renderWith(name string, r Run, d data) (string, error) {
 		}
 		d.P.MoreChunks = !ch.Last
 	}
-	d.MarkerValues = append([]string(nil), c.d.MarkerValues...)
-	for i, v := range d.MarkerValues {
-		if v == foldedMaxMarker {
-			d.MarkerValues[i] = d.P.FoldedMax
-		}
-	}
+	d.MarkerValues = markerValues(c.d.MarkerValues, d.P.FoldedMax)
 	if err := c.archiveParams(&d, r); err != nil {
 		return "", err
 	}
