@@ -36,7 +36,8 @@ const (
 // relayout moves a change-stream flow's state to the partitioning its plan
 // wants when its table has another: a state of buckets
 // (flow.StateBucketsProperty) turned on, off, or to another number of
-// buckets. BigQuery cannot change a table's partitioning, so the rows go
+// buckets, or a state partitioned by ranges of its key
+// (flow.StateKeyRangeProperty) likewise. BigQuery cannot change a table's partitioning, so the rows go
 // through a copy in the new layout:
 //
 //  1. the copy is made and filled in one INSERT (each row's bucket
@@ -289,6 +290,9 @@ func pointView(ctx context.Context, bq *bigquery.Client, p *plan.Plan, from, to 
 func describeBuckets(b *flow.Bound, r *bigquery.RangePartitioning) string {
 	if r == nil || r.Range == nil {
 		return "partitioning by generation"
+	}
+	if b.StateBuckets == 0 {
+		return fmt.Sprintf("ranges of %s from %d to %d (%d partitions of %d keys)", r.Field, r.Range.Start, r.Range.End, b.StateKeyRange.Partitions(), r.Range.Interval)
 	}
 	if n := int64(b.StateBuckets); r.Range.End > n {
 		// An archived state of buckets (render/archive.go).

@@ -112,6 +112,32 @@ func BenchmarkCompactionCost(b *testing.B) {
 			}
 		}
 	}
+	// The same runs over states partitioned by ranges of the key
+	// (flow.StateKeyRangeProperty, 3,998 ranges of the model's keys):
+	// the change feed's key filter is a filter on the partitioning column.
+	// An SCD 2 state so partitioned keeps no archive (render.Archives).
+	for _, kind := range []string{"scd1", "scd2"} {
+		for _, keys := range benchsize.Pick([]int{1_000_000, 10_000_000}, []int{1_000_000}, "") {
+			ranged := withKeyRange(flows[kind], keys)
+			for _, touched := range benchsize.Pick([]int{1, 100, 300, 1_000, 10_000}, []int{100, 300}, "") {
+				for _, mib := range benchsize.Pick([]int64{1, 16, 64, 256}, []int64{1, 256}, "") {
+					b.Run(fmt.Sprintf("ranges/%s/keys%dk/touched%d/block%dMiB", kind, keys/1000, touched, mib), func(b *testing.B) {
+						benchRunBlocks(b, ranged, keys, touched, mib<<20)
+					})
+				}
+			}
+		}
+		for _, events := range []int{10, 100} {
+			if kind != "scd2" {
+				break
+			}
+			for _, mib := range benchsize.Pick([]int64{1, 16, 64, 256}, []int64{1, 256}, "") {
+				b.Run(fmt.Sprintf("ranges/history/scd2/keys1000k/touched100/events%dperkey/block%dMiB", events, mib), func(b *testing.B) {
+					benchRunHistory(b, withKeyRange(flows[kind], 1_000_000), 1_000_000, 100, events, mib<<20)
+				})
+			}
+		}
+	}
 	// History x10 at the same live keys and touched keys (issue 40: an SCD
 	// 2 feed is to read a touched key's previous version, not its
 	// history): 10 and 100 events per key, at each block size.
@@ -178,6 +204,28 @@ func BenchmarkCompactionCost(b *testing.B) {
 			b.Run(fmt.Sprintf("buckets/lookup/%s/keys%dk", kind, keys/1000), func(b *testing.B) {
 				benchLookup(b, withBuckets(flows[kind], flow.MaxStateBuckets), keys)
 			})
+		}
+	}
+	// A lookup by key at each block size, over the three layouts: by
+	// generation (the key's blocks), of buckets (every partition's blocks
+	// of the key's range: each bucket spans every key), by key range (the
+	// key's partition).
+	for _, kind := range []string{"scd1", "scd2", "bitemporal"} {
+		for _, keys := range benchsize.Pick([]int{1_000_000, 10_000_000}, []int{1_000_000}, "") {
+			for _, mib := range benchsize.Pick([]int64{1, 16, 64, 256}, []int64{1, 256}, "") {
+				layouts := []struct {
+					name string
+					bd   *flow.Bound
+				}{{"generation", flows[kind]}, {"buckets", withBuckets(flows[kind], flow.MaxStateBuckets)}, {"ranges", withKeyRange(flows[kind], keys)}}
+				for _, l := range layouts {
+					if l.name == "buckets" && kind == "bitemporal" {
+						continue // refused: no change feed
+					}
+					b.Run(fmt.Sprintf("lookup-blocks/%s/%s/keys%dk/block%dMiB", l.name, kind, keys/1000, mib), func(b *testing.B) {
+						benchLookupBlocks(b, l.bd, keys, mib<<20)
+					})
+				}
+			}
 		}
 	}
 	// A time-travel lookup: <target>_at(ts) (its body as a query: the
@@ -326,6 +374,12 @@ func withBuckets(bd *flow.Bound, n int) *flow.Bound {
 	return withFlow(bd, func(f *flow.Flow) { f.StateBuckets = n })
 }
 
+// withKeyRange is bd with a state partitioned by ranges of its first key
+// from 0 to keys (the model's keys): flow.MaxKeyRangePartitions ranges.
+func withKeyRange(bd *flow.Bound, keys int) *flow.Bound {
+	return withFlow(bd, func(f *flow.Flow) { f.StateKeyRange = &flow.KeyRange{Start: 0, End: int64(keys)} })
+}
+
 // withFlow is bd with a copy of its flow that edit changed.
 func withFlow(bd *flow.Bound, edit func(*flow.Flow)) *flow.Bound {
 	out := *bd
@@ -397,7 +451,21 @@ func costModel(b *testing.B, bd *flow.Bound, keys int, r costRun) (m *cost.Model
 	if bd.SCDType == 2 {
 		perKey = int64(r.events())
 	}
-	if n := bd.StateBuckets; n > 0 {
+	if kr := bd.StateKeyRange; kr != nil {
+		// A state partitioned by ranges of its first key: each range's
+		// keys' rows in their partition, sorted by key, and the marker in
+		// the NULL partition.
+		state = cost.NewTable(cost.Name(costLoc.StateTable(bd.Flow)), cost.Columns(plan.For(bd, costLoc).StateColumns(), costShapes, costShape), bd.Keys[0].Name, bd.Keys[0].Name)
+		state.Ranges, state.RangeStart = kr.Interval(), kr.Start
+		must(state.AddSpan(cost.Partition{Null: true}, cost.Null, cost.Null, 1, r.blockBytes))
+		for p := range kr.Partitions() {
+			lo := max(kr.Start+p*kr.Interval(), 0)
+			hi := min(kr.Start+(p+1)*kr.Interval(), int64(keys)) - 1
+			if hi >= lo {
+				must(state.AddSpan(cost.Partition{Day: p}, cost.Int(lo), cost.Int(hi), (hi-lo+1)*perKey, r.blockBytes))
+			}
+		}
+	} else if n := bd.StateBuckets; n > 0 {
 		// A state of buckets: a partition per bucket, holding its keys'
 		// rows, sorted by key (spread over the whole key range), and the
 		// marker in the NULL partition.
@@ -578,7 +646,14 @@ func benchRunWith(b *testing.B, bd *flow.Bound, keys, touched int, opts costRun)
 //   - billed-bytes/read, billed-bytes/lookup: what each query is billed
 //     (the tail's changelog rows included, at least 10 MB a table).
 func benchLookup(b *testing.B, bd *flow.Bound, keys int) {
+	benchLookupBlocks(b, bd, keys, 0)
+}
+
+// benchLookupBlocks is benchLookup over blocks of blockBytes (0: the
+// default); it also reports the state's bytes.
+func benchLookupBlocks(b *testing.B, bd *flow.Bound, keys int, blockBytes int64) {
 	r := newCostRun(keys, 1)
+	r.blockBytes = blockBytes
 	m, _, state, _ := costModel(b, bd, keys, r)
 	sql, err := viewSQL(bd, costLoc, r.params.NewWatermark)
 	if err != nil {
@@ -600,6 +675,9 @@ func benchLookup(b *testing.B, bd *flow.Bound, keys int) {
 	b.ReportMetric(float64(whole.Billed), "billed-bytes/read")
 	b.ReportMetric(float64(lookup.Scanned(state.Name)), "state-bytes/lookup")
 	b.ReportMetric(float64(lookup.Billed), "billed-bytes/lookup")
+	if blockBytes > 0 {
+		b.ReportMetric(float64(state.Bytes()), "state-bytes")
+	}
 }
 
 // benchLookupAt prices <target>_at(ts) read whole and filtered by one key:

@@ -455,7 +455,7 @@ func (a *analyzer) prune(r *ref, kind string) (kept, free []bool) {
 	wholeOnly := kind == "DELETE" && r.target && t.Partition != "" && res.exact &&
 		(len(res.cols) == 0 || len(res.cols) == 1 && partOK)
 	for i, b := range t.Blocks {
-		pr := partitionRange(b, partType)
+		pr := t.partitionRange(b, partType)
 		if t.Partition != "" && partOK && !partSet.overlaps(pr, b.NullPartition) {
 			continue
 		}
@@ -474,14 +474,18 @@ func (a *analyzer) prune(r *ref, kind string) (kept, free []bool) {
 }
 
 // partitionRange is the values of the partitioning column in b's partition.
-func partitionRange(b Block, typ string) interval {
+func (t *Table) partitionRange(b Block, typ string) interval {
 	if b.NullPartition {
 		return interval{} // no non-NULL values
 	}
 	switch typ {
-	case "INT64": // integer range partitioning of interval 1: Day is the value
-		v := Value{k: vInt, i: b.Day}
-		return interval{lo: bound{v: v, inc: true}, hi: bound{v: v, inc: true}}
+	case "INT64": // integer range partitioning: of interval 1, Day is the value
+		lo, hi := b.Day, b.Day
+		if t.Ranges > 1 {
+			lo = t.RangeStart + b.Day*t.Ranges
+			hi = lo + t.Ranges - 1
+		}
+		return interval{lo: bound{v: Value{k: vInt, i: lo}, inc: true}, hi: bound{v: Value{k: vInt, i: hi}, inc: true}}
 	case "DATE":
 		v := Value{k: vDate, i: b.Day}
 		return interval{lo: bound{v: v, inc: true}, hi: bound{v: v, inc: true}}

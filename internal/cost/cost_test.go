@@ -462,3 +462,38 @@ func TestIntegerRangePartitionsPrune(t *testing.T) {
 		t.Errorf("deleting two whole buckets billed %d, want 0: %s", free.Billed, free.Summary())
 	}
 }
+
+// An INT64 partitioning column in ranges of many values (a state
+// partitioned by ranges of its key, clustered by it): a filter on the key
+// prunes to the partitions its values fall in, whatever the blocks (the
+// table is not clustered here: the partitions alone prune).
+func TestIntegerRangesOfManyValuesPrune(t *testing.T) {
+	cols := []Column{{Name: "id", Type: schema.Int64, Bytes: 8}, {Name: "v", Type: schema.Int64, Bytes: 8}}
+	tb := NewTable("p.d.ranges", cols, "id", "")
+	tb.Ranges, tb.RangeStart = 1_000, -500
+	const parts = 100
+	for p := range int64(parts) {
+		if err := tb.AddSpan(Partition{Day: p}, Null, Null, tb.Ranges, 256<<20); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := NewModel(tb)
+	for _, tt := range []struct {
+		where string
+		parts int64
+	}{
+		{"id = 5", 1},
+		{"id IN (-500, 499, 500, 98_499)", 3},
+		{"id BETWEEN 0 AND 2_500", 4},
+		{"v = 1", parts},
+	} {
+		s := estimate(t, m, "SELECT v FROM `p`.`d`.`ranges` WHERE "+strings.ReplaceAll(tt.where, "_", ""))
+		used := int64(16) // v and id
+		if !strings.Contains(tt.where, "id") {
+			used = 8
+		}
+		if got, want := s.Table("p.d.ranges").ScannedBytes, tt.parts*tb.Ranges*used; got != want {
+			t.Errorf("WHERE %s: scanned %d, want %d (%d partitions)", tt.where, got, want, tt.parts)
+		}
+	}
+}

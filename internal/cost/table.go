@@ -25,6 +25,10 @@ type Table struct {
 	Partition string
 	Cluster   string
 	Blocks    []Block
+	// Ranges, of a table partitioned by an INT64 column: partition Day
+	// holds values from RangeStart + Day × Ranges to the next's start
+	// (0: ranges of one value, Day the value).
+	Ranges, RangeStart int64
 }
 
 // A Column is a column of a table and its average logical bytes per row

@@ -61,6 +61,9 @@ type Flow struct {
 	// 2..MaxStateBuckets (TBLPROPERTIES ('bqcdc.state.buckets' = 'N'));
 	// 0: by generation (the default).
 	StateBuckets int
+	// StateKeyRange partitions the state by ranges of its first key
+	// (TBLPROPERTIES ('bqcdc.state.key_range' = 'START:END')); nil: not.
+	StateKeyRange *KeyRange
 	// History keeps an SCD 1 flow's every event in a history for its
 	// <target>_at (TBLPROPERTIES ('bqcdc.history' = 'true');
 	// sql/render/history.go).

@@ -113,6 +113,10 @@ func (bd *binding) ordering() {
 		}
 		return errorf(k.Pos, "key column %s is %s, which cannot identify a row: pick columns of an exact scalar type (INT64, STRING, DATE, NUMERIC, ...)", k.Name, c.SQLType())
 	})
+	if r := f.StateKeyRange; r != nil && len(b.Keys) > 0 && (b.Keys[0].Type != schema.Int64 || b.Keys[0].Repeated) {
+		// BigQuery partitions by integer ranges of an INT64 column only.
+		bd.add(errorf(r.Pos, "%s: the first key, %s, is %s: a state is partitioned by ranges of an INT64 first key only (%s hashes any key)", StateKeyRangeProperty, b.Keys[0].Name, b.Keys[0].SQLType(), StateBucketsProperty))
+	}
 	b.Sequence = bd.columns(f.Sequence, "SEQUENCE BY", func(s Ident, c schema.Column) *Error {
 		if c.Orderable() {
 			return nil

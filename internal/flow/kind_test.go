@@ -147,3 +147,56 @@ func TestHistoryProperty(t *testing.T) {
 		}
 	}
 }
+
+// TBLPROPERTIES ('bqcdc.state.key_range' = 'START:END') partitions a
+// change-stream flow's state by ranges of its first key, in a declaration
+// or in Databricks SQL's form (which also carries the other properties:
+// the history); a range that is not START < END, a snapshot flow's, or one
+// beside buckets or a history is refused where it stands.
+func TestStateKeyRangeProperty(t *testing.T) {
+	flows, err := Parse("r.sql", "CREATE STREAMING TABLE a TBLPROPERTIES ('bqcdc.state.key_range' = '-5:20000000');\n"+
+		"CREATE FLOW a AS AUTO CDC INTO a FROM STREAM(users_topic) KEYS (id) SEQUENCE BY v SYSTEM SEQUENCE BY w STORED AS BITEMPORAL;\n"+
+		"CREATE OR REFRESH STREAMING TABLE b TBLPROPERTIES (bqcdc.state.key_range = '0:10') FLOW AUTO CDC FROM STREAM(users_topic) KEYS (id) SEQUENCE BY v STORED AS SCD TYPE 2;\n"+
+		"CREATE OR REFRESH STREAMING TABLE c TBLPROPERTIES ('bqcdc.history' = 'true') FLOW AUTO CDC FROM STREAM(users_topic) KEYS (id) SEQUENCE BY v;\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]*Flow{}
+	for _, f := range flows {
+		got[f.Name] = f
+	}
+	if r := got["a"].StateKeyRange; r == nil || r.Start != -5 || r.End != 20000000 || r.Interval() != 5003 || r.Partitions() != 3998 {
+		t.Errorf("flow a: key range %+v", r)
+	} else if p, ok := r.Partition(-5); !ok || p != 0 {
+		t.Errorf("key -5 in range %d, %v", p, ok)
+	} else if p, ok := r.Partition(19999999); !ok || p != 3997 {
+		t.Errorf("key 19999999 in range %d, %v", p, ok)
+	} else if _, ok := r.Partition(20000000); ok {
+		t.Error("key 20000000 (END) in a range")
+	}
+	if r := got["b"].StateKeyRange; r == nil || r.Interval() != 1 || r.Partitions() != 10 {
+		t.Errorf("flow b: key range %+v", r)
+	}
+	if !got["c"].History || got["c"].StateKeyRange != nil {
+		t.Errorf("flow c (Databricks SQL's form): history %v, key range %v", got["c"].History, got["c"].StateKeyRange)
+	}
+	if r := (&KeyRange{Start: -1 << 63, End: 1<<63 - 1}); r.Partitions() > MaxKeyRangePartitions || r.Interval() <= 0 {
+		t.Errorf("the whole INT64 range: %d ranges of %d", r.Partitions(), r.Interval())
+	}
+	for _, tt := range []struct{ src, want string }{
+		{"CREATE STREAMING TABLE t TBLPROPERTIES ('bqcdc.state.key_range' = '10:10');", "p.sql:1:67: bqcdc.state.key_range is START:END"},
+		{"CREATE STREAMING TABLE t TBLPROPERTIES ('bqcdc.state.key_range' = '1000');", "p.sql:1:67: bqcdc.state.key_range is START:END"},
+		{"CREATE STREAMING TABLE t TBLPROPERTIES ('bqcdc.state.key_range' = '0:99999999999999999999');", "p.sql:1:67: bqcdc.state.key_range is START:END"},
+		{"CREATE STREAMING TABLE t TBLPROPERTIES ('bqcdc.state.key_range' = '0:8');\nAPPLY CHANGES FROM SNAPSHOT INTO t FROM staging.x KEYS (id) VERSION BY v;",
+			"p.sql:1:67: flow t: bqcdc.state.key_range: a snapshot flow's state is not partitioned by key range"},
+		{"CREATE STREAMING TABLE t TBLPROPERTIES ('bqcdc.state.key_range' = '0:8', 'bqcdc.state.buckets' = '8');\nCREATE FLOW t AS AUTO CDC INTO t FROM STREAM(users_topic) KEYS (id) SEQUENCE BY v;",
+			"p.sql:1:67: flow t: bqcdc.state.key_range: the state is partitioned by buckets"},
+		{"CREATE STREAMING TABLE t TBLPROPERTIES ('bqcdc.history' = 'true', 'bqcdc.state.key_range' = '0:8');\nCREATE FLOW t AS AUTO CDC INTO t FROM STREAM(users_topic) KEYS (id) SEQUENCE BY v;",
+			"p.sql:1:93: flow t: bqcdc.state.key_range: an SCD 1 history"},
+	} {
+		_, err := Parse("p.sql", tt.src)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: %v, want %q", tt.src, err, tt.want)
+		}
+	}
+}

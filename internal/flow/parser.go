@@ -305,7 +305,7 @@ func (p *parser) streamingTable(f *Flow) (bool, *Error) {
 				return false, err
 			}
 			f.Spelling, f.Target, f.Name, f.NoChangeFeed = "AUTO CDC", target, target.Table, d.noFeed
-			if d.buckets > 0 {
+			if d.says() {
 				p.decls = append(p.decls, d) // applyDecls checks the flow's kind
 			}
 			return true, p.body(f)

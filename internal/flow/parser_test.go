@@ -474,6 +474,8 @@ func TestBindErrors(t *testing.T) {
 		{"condition column", head + "KEYS (userId) SEQUENCE BY sequenceNum APPLY AS DELETE WHEN op = 'd';", "u.sql:2:60: flow f: unknown column op in APPLY AS DELETE WHEN"},
 		{"subquery", head + "KEYS (userId) SEQUENCE BY sequenceNum WHERE userId IN (SELECT 1);", "u.sql:2:56: flow f: WHERE condition may not use SELECT"},
 		{"reserved column unquoted", head + "KEYS (userId) SEQUENCE BY sequenceNum WHERE city = 'x' OR FROM = 1;", "WHERE condition may not use FROM"},
+		{"key range of a string key", "CREATE STREAMING TABLE t TBLPROPERTIES ('bqcdc.state.key_range' = '0:100');\n" + head + "KEYS (name) SEQUENCE BY sequenceNum;",
+			"u.sql:1:67: flow f: bqcdc.state.key_range: the first key, name, is STRING: a state is partitioned by ranges of an INT64 first key only"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

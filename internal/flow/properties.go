@@ -33,6 +33,75 @@ const StateBucketsProperty = "bqcdc.state.buckets"
 // generation column on every read of the state (docs/cost.md).
 const HistoryProperty = "bqcdc.history"
 
+// StateKeyRangeProperty partitions a change-stream flow's state by ranges
+// of its first key, an INT64: TBLPROPERTIES ('bqcdc.state.key_range' =
+// '0:20000000'), START:END with END excluded, cut into at most
+// MaxKeyRangePartitions ranges of equal width. A key filter is then a
+// filter on the partitioning column: a compaction run's change feed reads
+// the partitions of the keys it touches and a lookup by key through the
+// view the key's partition, whatever the size of BigQuery's storage
+// blocks (docs/cost.md). Keys outside the range share BigQuery's
+// __UNPARTITIONED__ partition, pruned by clustering only.
+const StateKeyRangeProperty = "bqcdc.state.key_range"
+
+// MaxKeyRangePartitions is the most ranges a state partitioned by key
+// range has: with the NULL partition (markers, truncates) and
+// __UNPARTITIONED__, every statement modifies at most 4,000 partitions
+// (BigQuery's limit for one job, DML included), so no statement of a run
+// or of maintenance is split.
+const MaxKeyRangePartitions = 3998
+
+// KeyRange is a state's partitioning by ranges of its first key
+// (StateKeyRangeProperty): [Start, End), cut into ranges of Interval.
+type KeyRange struct {
+	Start, End int64
+	Pos        Pos // the property's value, for errors found at bind
+}
+
+// Interval is the width of each range: the span cut into at most
+// MaxKeyRangePartitions ranges.
+func (r *KeyRange) Interval() int64 {
+	return int64(ceilDiv(uint64(r.End)-uint64(r.Start), MaxKeyRangePartitions))
+}
+
+// Partitions is the number of ranges.
+func (r *KeyRange) Partitions() int64 {
+	return int64(ceilDiv(uint64(r.End)-uint64(r.Start), uint64(r.Interval())))
+}
+
+// Partition is the range key k falls in, and whether it falls in one (a
+// key outside [Start, End) is in BigQuery's __UNPARTITIONED__).
+func (r *KeyRange) Partition(k int64) (int64, bool) {
+	if k < r.Start || k >= r.End {
+		return 0, false
+	}
+	return int64((uint64(k) - uint64(r.Start)) / uint64(r.Interval())), true
+}
+
+// ceilDiv is a / b rounded up, without overflow (a span of int64s is up
+// to 2^64 - 1).
+func ceilDiv(a, b uint64) uint64 {
+	q := a / b
+	if a%b != 0 {
+		q++
+	}
+	return q
+}
+
+// parseKeyRange reads START:END.
+func parseKeyRange(s string) (*KeyRange, bool) {
+	a, b, ok := strings.Cut(strings.TrimSpace(s), ":")
+	if !ok {
+		return nil, false
+	}
+	start, err1 := strconv.ParseInt(strings.TrimSpace(a), 10, 64)
+	end, err2 := strconv.ParseInt(strings.TrimSpace(b), 10, 64)
+	if err1 != nil || err2 != nil || end <= start {
+		return nil, false
+	}
+	return &KeyRange{Start: start, End: end}, true
+}
+
 // MaxStateBuckets is the most buckets a state may have: a table has at
 // most 10,000 partitions, the NULL partition (markers and truncates) and
 // BigQuery's __UNPARTITIONED__ among them.
@@ -54,7 +123,12 @@ type tableDecl struct {
 	bucketsPos Pos
 	history    bool
 	historyPos Pos
+	keyRange   *KeyRange
 }
+
+// says reports whether the declaration says anything applyDecls gives a
+// flow beside its change feed.
+func (d tableDecl) says() bool { return d.buckets > 0 || d.history || d.keyRange != nil }
 
 // tableProperties reads TBLPROPERTIES ('key' = value, ...) after the
 // keyword: the change feed's property, checked; any other property is
@@ -114,6 +188,14 @@ func (p *parser) tableProperties(d *tableDecl) *Error {
 			}
 			d.buckets, d.bucketsPos = n, v.Pos
 		}
+		if strings.EqualFold(key, StateKeyRangeProperty) {
+			r, ok := parseKeyRange(v.Text)
+			if !ok {
+				return errorf(v.Pos, "%s is START:END, two whole numbers (INT64) with START < END (END excluded), the range of the first key the state's partitions cover, found %s", StateKeyRangeProperty, v.describe())
+			}
+			r.Pos = v.Pos
+			d.keyRange = r
+		}
 		if !p.isPunct(",") {
 			return p.punct(")")
 		}
@@ -146,6 +228,8 @@ func applyDecls(flows []*Flow, decls []tableDecl) ErrorList {
 				// An SCD 2 or bitemporal state keeps every event already;
 				// a snapshot flow has no <target>_at.
 				errs = append(errs, &Error{Pos: d.historyPos, Flow: f.Name, Msg: fmt.Sprintf("%s: flow %s is not an SCD 1 flow of a change stream (an SCD 2 or bitemporal state keeps every event already; a snapshot flow has no %s)", HistoryProperty, f.Name, "<target>_at")})
+			case d.keyRange != nil:
+				// Refused at the key range (below).
 			case d.buckets > 0:
 				errs = append(errs, &Error{Pos: d.historyPos, Flow: f.Name, Msg: fmt.Sprintf("%s: a state of buckets (%s) keeps no history: its partitions are buckets", HistoryProperty, StateBucketsProperty)})
 			default:
@@ -165,6 +249,18 @@ func applyDecls(flows []*Flow, decls []tableDecl) ErrorList {
 				continue
 			}
 			f.StateBuckets = d.buckets
+		}
+		if r := d.keyRange; r != nil {
+			switch {
+			case f.Kind().Snapshot():
+				errs = append(errs, &Error{Pos: r.Pos, Flow: f.Name, Msg: fmt.Sprintf("%s: a snapshot flow's state is not partitioned by key range (only change-stream flows' states are)", StateKeyRangeProperty)})
+			case d.buckets > 0:
+				errs = append(errs, &Error{Pos: r.Pos, Flow: f.Name, Msg: fmt.Sprintf("%s: the state is partitioned by buckets (%s) already: a table has one partitioning; keep one of the two", StateKeyRangeProperty, StateBucketsProperty)})
+			case d.history:
+				errs = append(errs, &Error{Pos: r.Pos, Flow: f.Name, Msg: fmt.Sprintf("%s: an SCD 1 history (%s) lives in partitions of generations, which a state partitioned by key range does not have; keep one of the two", StateKeyRangeProperty, HistoryProperty)})
+			default:
+				f.StateKeyRange = r
+			}
 		}
 	}
 	return errs

@@ -176,6 +176,14 @@ func byBucket(n int) *bigquery.RangePartitioning {
 	return &bigquery.RangePartitioning{Field: catalog.ColStateBucket, Range: &bigquery.RangePartitioningRange{Start: 0, End: int64(n), Interval: 1}}
 }
 
+// byKeyRange partitions a change-stream state by ranges of its first key,
+// key (flow.StateKeyRangeProperty): a filter on the key, a run's change
+// feed's or a lookup's through the view, is a filter on the partitioning
+// column, which BigQuery prunes by exactly.
+func byKeyRange(key string, r *flow.KeyRange) *bigquery.RangePartitioning {
+	return &bigquery.RangePartitioning{Field: key, Range: &bigquery.RangePartitioningRange{Start: r.Start, End: r.End, Interval: r.Interval()}}
+}
+
 // byGeneration partitions a change-stream state by day of its generation:
 // maintenance deletes the levels it folded by whole days, which BigQuery
 // does without billing (a DML DELETE otherwise bills every column of the

@@ -17,12 +17,15 @@ type stream struct{}
 func (stream) machine() Machine { return Stream }
 func (stream) bound() Bound     { return BoundWatermark }
 
-// partition: by generation, or by bucket for a state of buckets (whose
-// maintenance then pays for its DELETE of the levels it folded: they are
-// no longer whole partitions).
+// partition: by generation, or by bucket for a state of buckets, or by
+// ranges of the first key (a state of either pays for its maintenance's
+// DELETE of the levels it folded: they are no longer whole partitions).
 func (stream) partition(b *flow.Bound) (*bigquery.TimePartitioning, *bigquery.RangePartitioning) {
 	if b.StateBuckets > 0 {
 		return nil, byBucket(render.StatePartitions(b))
+	}
+	if r := b.StateKeyRange; r != nil {
+		return nil, byKeyRange(b.Keys[0].Name, r)
 	}
 	return byGeneration(), nil
 }

@@ -109,9 +109,11 @@ func (c *Compaction) ArchiveSlots() (string, error) { return c.render("archive_s
 // Archives reports whether b's state is written with an archive of closed
 // versions: an SCD 2 target with a change feed, a state of at most
 // MaxStateBuckets/2 buckets (or none), no IGNORE NULL UPDATES column, and
-// a first key column the state's filters can name by literals.
+// a first key column the state's filters can name by literals. A state
+// partitioned by key range has none: its archive days would be no
+// partitions, so a feed would read a touched key's partition whole anyway.
 func Archives(b *flow.Bound) bool {
-	return b.Kind() == flow.SCD2 && b.ChangeFeed() && b.StateBuckets <= flow.MaxStateBuckets/2 && len(b.IgnoreNull) == 0 && keyFilterable(b)
+	return b.Kind() == flow.SCD2 && b.ChangeFeed() && b.StateBuckets <= flow.MaxStateBuckets/2 && b.StateKeyRange == nil && len(b.IgnoreNull) == 0 && keyFilterable(b)
 }
 
 // StatePartitions is the number of integer-range partitions of b's state

@@ -30,6 +30,7 @@ WITH
     SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, __op
     FROM `my-project`.`cdc`.`users_current_history__state`
     WHERE __op IN ('U', 'D', 'T')
+      AND __gen >= TIMESTAMP '1973-01-01 00:00:00+00:00' -- not the history (render/history.go)
   ),
   -- Every Pub/Sub message once: a redelivered copy keeps its message id.
   -- (A message is one row image, so its copies share its key: partitioned
@@ -72,7 +73,7 @@ WHERE __rn = 1 AND __op = 'U'
 -- BigQuery to the blocks of NULL keys.
 SELECT __gen, __watermark, `_cdc_ingested_at` AS folded_max
 FROM `my-project`.`cdc`.`users_current_history__state`
-WHERE `userId` IS NULL AND __op = 'W'
+WHERE `userId` IS NULL AND __op = 'W' AND __gen >= TIMESTAMP '1973-01-01 00:00:00+00:00'
 ORDER BY __gen DESC
 LIMIT 1;
 
@@ -182,6 +183,11 @@ SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_op`, `_cdc_source_
 FROM marked
 WHERE (__rn = 1 OR __rn = __first_delete)
 UNION ALL
+-- The history (render/history.go): every event folded, for _at, in a
+-- partition of its month of ingestion, which no other read takes.
+SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, TO_JSON_STRING(STRUCT(`userId`)), __op, TIMESTAMP_ADD(TIMESTAMP '1970-01-01 00:00:00+00:00', INTERVAL LEAST(GREATEST(DATE_DIFF(DATE(`_cdc_ingested_at`), DATE '2000-01-01', MONTH), 0), 1095) DAY), CAST(NULL AS TIMESTAMP)
+FROM events
+UNION ALL
 -- The watermark marker: every changelog row ingested at or before
 -- new_watermark is folded; folded_max is the newest ingestion time read.
 SELECT CAST(NULL AS INT64), CAST(NULL AS STRING), CAST(NULL AS STRING), CAST(NULL AS INT64), CAST([] AS ARRAY<STRING>), CAST(NULL AS STRING), CAST(NULL AS TIMESTAMP), CAST(NULL AS STRING), TIMESTAMP '2026-11-30 07:09:00.123456+00:00', CAST(NULL AS TIMESTAMP), CAST(NULL AS STRING), CAST(NULL AS INT64), CAST(NULL AS STRUCT<`id` STRING, `total_order` INT64, `data_collection_order` INT64>), CAST(NULL AS STRING), 'W', TIMESTAMP '2026-11-30 08:00:00+00:00', TIMESTAMP '2026-11-30 07:50:00+00:00';
@@ -206,6 +212,7 @@ WITH
     SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, __op
     FROM `my-project`.`cdc`.`users_current_history__state`
     WHERE __gen < TIMESTAMP '2026-11-30 06:00:00+00:00' AND __op IN ('U', 'D', 'T')
+      AND __gen >= TIMESTAMP '1973-01-01 00:00:00+00:00' -- not the history (render/history.go)
   ),
   kept AS (
     SELECT * FROM levels WHERE `_cdc_ingested_at` > TIMESTAMP '2026-11-30 07:00:00+00:00'
@@ -259,7 +266,9 @@ SELECT CAST(NULL AS INT64), CAST(NULL AS STRING), CAST(NULL AS STRING), CAST(NUL
 -- BigQuery drops those partitions without billing a byte. Rows written
 -- since are kept: they are levels it may not have read.
 DELETE FROM `my-project`.`cdc`.`users_current_history__state`
-WHERE __gen < TIMESTAMP '2026-11-30 06:00:00+00:00';
+WHERE __gen < TIMESTAMP '2026-11-30 06:00:00+00:00'
+  -- But the history (render/history.go), which no maintenance folds.
+  AND __gen >= TIMESTAMP '1973-01-01 00:00:00+00:00';
 
 -- The change feed’s older markers: the newest says it all.
 DELETE FROM `my-project`.`cdc`.`users_current_history__changes`
@@ -318,6 +327,9 @@ WITH
     WHERE __op IN ('U', 'D', 'T')
       AND `_cdc_ingested_at` <= TIMESTAMP '2026-11-30 07:50:00+00:00'
       AND (`userId` IN (7) OR `userId` BETWEEN 10 AND 20)
+      -- Not the history (render/history.go: _at’s; a constant filter on
+      -- the partitioning column, so BigQuery prunes its partition).
+      AND __gen >= TIMESTAMP '1973-01-01 00:00:00+00:00'
   ),
   -- Every Pub/Sub message once (its first copy); the copy decides the
   -- position, so ordered as microseconds (the emulator orders TIMESTAMPs in
@@ -437,6 +449,11 @@ SELECT CAST(NULL AS INT64), CAST(NULL AS STRING), CAST(NULL AS STRING), CAST([] 
 CREATE OR REPLACE TABLE FUNCTION `my-project`.`cdc`.`users_current_history_at`(ts TIMESTAMP) AS
 WITH
   args AS (SELECT ts AS __as_of),
+  history_kept AS (
+    SELECT IF(COUNT(*) > 0, TRUE, ERROR('bqcdc: the history of this flow is not complete yet: run bqcdc apply, which copies its changelog into it once')) AS __kept
+    FROM `my-project`.`cdc`.`users_current_history__state`
+    WHERE `userId` IS NULL AND __op = 'H' AND __gen = TIMESTAMP '1970-01-01 00:00:00+00:00'
+  ),
   history AS (
     SELECT
       `userId`,
@@ -454,11 +471,12 @@ WITH
       `_cdc_transaction`,
       CASE WHEN (`operation` = 'DELETE') THEN 'D' ELSE 'U' END AS __op
     FROM `my-project`.`cdc`.`users_changelog`
-    WHERE `sequenceNum` IS NOT NULL
+    WHERE `sequenceNum` IS NOT NULL AND `_cdc_ingested_at` > TIMESTAMP '2026-11-30 07:00:00+00:00'
     UNION ALL
     SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, __op
     FROM `my-project`.`cdc`.`users_current_history__state`
-    WHERE __op IN ('U', 'D', 'T') AND `_cdc_message_id` IS NOT NULL
+    WHERE __gen < TIMESTAMP '1973-01-01 00:00:00+00:00' AND __op IN ('U', 'D', 'T')
+      AND (SELECT __kept FROM history_kept)
   ),
   arrivals AS (
     SELECT *, ROW_NUMBER() OVER (PARTITION BY `userId`, `_cdc_message_id` ORDER BY UNIX_MICROS(`_cdc_ingested_at`)) AS __copy
