@@ -7,6 +7,7 @@ import (
 
 	"cloud.google.com/go/bigquery"
 	"github.com/bqcdc/bqcdc/internal/catalog"
+	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/plan"
 	"github.com/bqcdc/bqcdc/sql/render"
 )
@@ -77,6 +78,18 @@ func (st *streamStats) readKeys(row statsRow) {
 	}
 }
 
+// keysOutside reports whether a touched key falls outside r, a state's
+// key range (the statistics' tiles of the first key; NULL keys, in the
+// NULL partition, are not outside).
+func (st *streamStats) keysOutside(r *flow.KeyRange) bool {
+	for i := range st.keyLo {
+		if int64Of(st.keyLo[i]) < r.Start || i < len(st.keyHi) && int64Of(st.keyHi[i]) >= r.End {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *streamRun) read(ctx context.Context) (bool, error) {
 	b, l := s.t.b, s.t.labels
 	s.plan = s.t.p.Compaction()
@@ -103,6 +116,14 @@ func (s *streamRun) read(ctx context.Context) (bool, error) {
 		s.rep.LastIngestedAt = s.st.newest
 	}
 	s.rep.NewestSourceTS, s.rep.TailRows = s.st.newestSource, &s.st.tail
+	if r := b.StateKeyRange; r != nil && s.st.keysOutside(r) {
+		// Keys past the range (an auto-increment key outgrowing it) share
+		// __UNPARTITIONED__, which the feed and lookups prune by
+		// clustering only: said once a run, as it happens.
+		s.rep.KeysOutsideRange = true
+		s.c.opts.Log.Warn("keys outside the state's key range", "event", "keys_outside_range", "flow", b.Name,
+			"range", fmt.Sprintf("%d:%d", r.Start, r.End), "fix", "widen "+flow.StateKeyRangeProperty+" and run bqcdc apply (it moves the state once)")
+	}
 	s.gen = generation(s.now, l.checked)
 	sig := signature(s.t.changelog)
 	s.nextLabels = labels{known: true, sig: sig, sigSeen: s.now, checked: s.now, maintained: l.maintained}

@@ -123,7 +123,15 @@ func TestStateMovesToKeyRanges(t *testing.T) {
 		row(2, nil, nil, "DELETE", 2, "m06", 7), row(5, "e2", "z", "UPDATE", 2, "m07", 7),
 		row(3, "c", "w", "INSERT", 1, "m08", 8), row(0, "o", "o", "INSERT", 1, "m09", 8),
 	})
-	e.CompactAt(t, ranged, at(10), opts)
+	outside := func(reports []compact.Report, want bool, when string) {
+		t.Helper()
+		for _, r := range reports {
+			if r.KeysOutsideRange != want {
+				t.Errorf("%s: %s's report says keys outside its range: %v, want %v", when, r.Flow, r.KeysOutsideRange, want)
+			}
+		}
+	}
+	outside(e.CompactAt(t, ranged, at(10), opts), true, "a run touching keys 0 and 5")
 	layout(ranged, true, "moved by a run")
 	check(ranged, "after the run that moved the states to key ranges")
 	// A truncate (rl_current) and a key updated twice; then maintenance,
@@ -144,7 +152,9 @@ func TestStateMovesToKeyRanges(t *testing.T) {
 	}
 	check(ranged, "after maintenance over key ranges")
 	e.AppendRows(t, "rl.users", []map[string]any{row(4, "d", "v", "INSERT", 1, "m14", 16), row(5, "e3", "z", "UPDATE", 3, "m15", 16)})
-	e.CompactAt(t, ranged, at(17), opts)
+	outside(e.CompactAt(t, ranged, at(17), opts), true, "a run touching keys 4 and 5")
+	e.AppendRows(t, "rl.users", []map[string]any{row(1, "a5", nil, "UPDATE", 5, "m17", 17), row(3, nil, nil, "DELETE", 4, "m18", 17)})
+	outside(e.CompactAt(t, ranged, at(18), opts), false, "a run touching keys 1 and 3")
 	check(ranged, "after a run over maintained key ranges")
 
 	// Back to generations, by apply (its notice first).
@@ -163,7 +173,7 @@ func TestStateMovesToKeyRanges(t *testing.T) {
 	}
 	layout(plain, false, "moved back by apply")
 	check(plain, "after the move back")
-	e.AppendRows(t, "rl.users", []map[string]any{row(3, "c4", "w3", "UPDATE", 4, "m16", 18)})
-	e.CompactAt(t, plain, at(19), opts)
+	e.AppendRows(t, "rl.users", []map[string]any{row(3, "c4", "w3", "INSERT", 5, "m16", 19)})
+	e.CompactAt(t, plain, at(20), opts)
 	check(plain, "after a run over the state moved back")
 }

@@ -43,13 +43,18 @@ var propImage = schema.Columns{
 // closed versions archived by maintenance (render/archive.go), so its
 // change feed reads the levels, and the archive of the keys shuffled
 // arrivals make late. The SCD 1 flow with IGNORE NULL UPDATES keeps a
-// history (flow.HistoryProperty), which its time travel reads.
+// history (flow.HistoryProperty), which its time travel reads. The SCD 2
+// flow with IGNORE NULL UPDATES and the second bitemporal flow keep states
+// partitioned by ranges of k1 (flow.StateKeyRangeProperty), each with a
+// key of the generator's three outside its range.
 func propFlows(source, p string) string {
 	meta := strings.Join(catalog.MetadataColumns().Names(), ", ")
 	return fmt.Sprintf(`
 CREATE STREAMING TABLE %[2]s_scd1 TBLPROPERTIES ('bqcdc.state.buckets' = '7');
 CREATE STREAMING TABLE %[2]s_hist TBLPROPERTIES ('bqcdc.state.buckets' = '5');
 CREATE STREAMING TABLE %[2]s_partial TBLPROPERTIES ('bqcdc.history' = 'true');
+CREATE STREAMING TABLE %[2]s_track TBLPROPERTIES ('bqcdc.state.key_range' = '2:4');
+CREATE STREAMING TABLE %[2]s_bifill TBLPROPERTIES ('bqcdc.state.key_range' = '1:3');
 
 CREATE FLOW %[2]s_scd1 AS AUTO CDC INTO %[2]s_scd1 FROM STREAM(`+"`%[1]s`"+`)
 KEYS (k1, k2) APPLY AS DELETE WHEN op = 'D' APPLY AS TRUNCATE WHEN op = 'T'
