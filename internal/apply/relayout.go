@@ -175,7 +175,7 @@ func (m move) refill(ctx context.Context, moving, exists bool, cpMD *bigquery.Ta
 	}
 	cols := bqschema.FromBigQuery(cpMD.Schema).Names()
 	stmts := []string{render.EmptyTable(state)} // a move resumed after a fill
-	for _, ch := range render.BucketChunks(b.StateBuckets, flow.BucketsPerJob) {
+	for _, ch := range render.BucketChunks(render.ChunkedPartitions(b), render.PerJob(b, flow.BucketsPerJob)) {
 		stmts = append(stmts, render.CopyState(b, copy, state, cols, false, ch))
 	}
 	for _, sql := range stmts {
@@ -244,7 +244,7 @@ func fillCopy(ctx context.Context, bq *bigquery.Client, p *plan.Plan, stMD *bigq
 		}
 	}
 	var stmts []string
-	for _, ch := range render.BucketChunks(b.StateBuckets, flow.BucketsPerJob) {
+	for _, ch := range render.BucketChunks(render.ChunkedPartitions(b), render.PerJob(b, flow.BucketsPerJob)) {
 		stmts = append(stmts, render.CopyState(b, loc.StateTable(b.Flow), loc.StateCopyTable(b.Flow), cols.Names(), true, ch))
 	}
 	for _, sql := range stmts {

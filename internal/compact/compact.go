@@ -257,7 +257,9 @@ type Options struct {
 	FeedKeysAbove int64
 	// BucketsPerJob: the most buckets of a state of buckets one statement
 	// writes (default flow.BucketsPerJob: BigQuery's 4,000 partitions a
-	// job, the NULL partition among them). Tests lower it to split runs.
+	// job, the NULL partition among them); of a state partitioned by key
+	// range, one less (render.KeyRangesPerJob). Tests lower it to split
+	// runs.
 	BucketsPerJob int
 	// GoldFeedRetention is how far back a materialized view's change feed
 	// (<name>_changes) reaches: maintenance keeps the versions it compares

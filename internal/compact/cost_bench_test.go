@@ -113,8 +113,9 @@ func BenchmarkCompactionCost(b *testing.B) {
 		}
 	}
 	// The same runs over states partitioned by ranges of the key
-	// (flow.StateKeyRangeProperty, 3,998 ranges of the model's keys):
-	// the change feed's key filter is a filter on the partitioning column.
+	// (flow.StateKeyRangeProperty, 9,998 ranges of the model's keys,
+	// written in statements of at most 3,998): the change feed's key
+	// filter is a filter on the partitioning column.
 	// An SCD 2 state so partitioned keeps no archive (render.Archives).
 	for _, kind := range []string{"scd1", "scd2"} {
 		for _, keys := range benchsize.Pick([]int{1_000_000, 10_000_000}, []int{1_000_000}, "") {
@@ -375,7 +376,8 @@ func withBuckets(bd *flow.Bound, n int) *flow.Bound {
 }
 
 // withKeyRange is bd with a state partitioned by ranges of its first key
-// from 0 to keys (the model's keys): flow.MaxKeyRangePartitions ranges.
+// from 0 to keys (the model's keys): at most flow.MaxKeyRangePartitions
+// ranges.
 func withKeyRange(bd *flow.Bound, keys int) *flow.Bound {
 	return withFlow(bd, func(f *flow.Flow) { f.StateKeyRange = &flow.KeyRange{Start: 0, End: int64(keys)} })
 }
@@ -422,6 +424,18 @@ func (r costRun) keyFilter(bd *flow.Bound) *render.KeyFilter {
 			if bk := costBucket(k, n); !seen[bk] {
 				seen[bk] = true
 				f.Buckets = append(f.Buckets, bk)
+			}
+		}
+	}
+	if kr := bd.StateKeyRange; kr != nil {
+		// The touched ranges (the statistics' buckets output), which
+		// the fold is written in statements of.
+		seen := map[int64]bool{}
+		f.Buckets = []int64{}
+		for _, k := range r.touched {
+			if p, ok := kr.Partition(k); ok && !seen[p] {
+				seen[p] = true
+				f.Buckets = append(f.Buckets, p)
 			}
 		}
 	}
@@ -578,7 +592,7 @@ func benchRunWith(b *testing.B, bd *flow.Bound, keys, touched int, opts costRun)
 		run := []*cost.Estimate{estimate(stmts.Stats(stats))}
 		// A state of buckets: the fold in ranges of at most
 		// flow.BucketsPerJob touched buckets, as runs write it.
-		for _, ch := range render.FoldChunks(bd.StateBuckets, flow.BucketsPerJob, keys.Buckets) {
+		for _, ch := range render.FoldChunks(render.ChunkedPartitions(bd), render.PerJob(bd, flow.BucketsPerJob), keys.Buckets) {
 			p := r.params
 			p.Chunk = ch
 			run = append(run, estimate(stmts.Fold(p)))

@@ -278,13 +278,14 @@ func (s *streamRun) fold(ctx context.Context) error {
 	return nil
 }
 
-// foldChunks are the bucket ranges a run's fold is written in: one
-// statement (a nil range) unless the state has buckets and the run
-// touches more than Options.BucketsPerJob of them; then contiguous ranges
-// of [0, buckets) holding at most that many touched buckets each, so a
-// row the statistics did not see still falls in one.
+// foldChunks are the bucket (or key range) ranges a run's fold is
+// written in: one statement (a nil range) unless the state has buckets or
+// key ranges and the run touches more than a statement may write
+// (Options.BucketsPerJob); then contiguous ranges of [0, buckets) holding
+// at most that many touched buckets each, so a row the statistics did not
+// see still falls in one.
 func (s *streamRun) foldChunks() []*render.BucketChunk {
-	return render.FoldChunks(s.t.b.StateBuckets, s.c.opts.BucketsPerJob, s.st.buckets)
+	return render.FoldChunks(render.ChunkedPartitions(s.t.b), render.PerJob(s.t.b, s.c.opts.BucketsPerJob), s.st.buckets)
 }
 
 // maintainChunks are the bucket ranges maintenance writes in: one

@@ -165,11 +165,11 @@ func TestStateKeyRangeProperty(t *testing.T) {
 	for _, f := range flows {
 		got[f.Name] = f
 	}
-	if r := got["a"].StateKeyRange; r == nil || r.Start != -5 || r.End != 20000000 || r.Interval() != 5003 || r.Partitions() != 3998 {
+	if r := got["a"].StateKeyRange; r == nil || r.Start != -5 || r.End != 20000000 || r.Interval() != 2001 || r.Partitions() != 9996 {
 		t.Errorf("flow a: key range %+v", r)
 	} else if p, ok := r.Partition(-5); !ok || p != 0 {
 		t.Errorf("key -5 in range %d, %v", p, ok)
-	} else if p, ok := r.Partition(19999999); !ok || p != 3997 {
+	} else if p, ok := r.Partition(19999999); !ok || p != 9995 {
 		t.Errorf("key 19999999 in range %d, %v", p, ok)
 	} else if _, ok := r.Partition(20000000); ok {
 		t.Error("key 20000000 (END) in a range")
@@ -180,13 +180,14 @@ func TestStateKeyRangeProperty(t *testing.T) {
 	if !got["c"].History || got["c"].StateKeyRange != nil {
 		t.Errorf("flow c (Databricks SQL's form): history %v, key range %v", got["c"].History, got["c"].StateKeyRange)
 	}
-	if r := (&KeyRange{Start: -1 << 63, End: 1<<63 - 1}); r.Partitions() > MaxKeyRangePartitions || r.Interval() <= 0 {
-		t.Errorf("the whole INT64 range: %d ranges of %d", r.Partitions(), r.Interval())
+	if r := (&KeyRange{Start: -1 << 62, End: 1<<62 - 1}); r.Partitions() > MaxKeyRangePartitions || r.Interval() <= 0 {
+		t.Errorf("half the INT64 range: %d ranges of %d", r.Partitions(), r.Interval())
 	}
 	for _, tt := range []struct{ src, want string }{
 		{"CREATE STREAMING TABLE t TBLPROPERTIES ('bqcdc.state.key_range' = '10:10');", "p.sql:1:67: bqcdc.state.key_range is START:END"},
 		{"CREATE STREAMING TABLE t TBLPROPERTIES ('bqcdc.state.key_range' = '1000');", "p.sql:1:67: bqcdc.state.key_range is START:END"},
 		{"CREATE STREAMING TABLE t TBLPROPERTIES ('bqcdc.state.key_range' = '0:99999999999999999999');", "p.sql:1:67: bqcdc.state.key_range is START:END"},
+		{"CREATE STREAMING TABLE t TBLPROPERTIES ('bqcdc.state.key_range' = '-1:9223372036854775807');", "p.sql:1:67: bqcdc.state.key_range is START:END"},
 		{"CREATE STREAMING TABLE t TBLPROPERTIES ('bqcdc.state.key_range' = '0:8');\nAPPLY CHANGES FROM SNAPSHOT INTO t FROM staging.x KEYS (id) VERSION BY v;",
 			"p.sql:1:67: flow t: bqcdc.state.key_range: a snapshot flow's state is not partitioned by key range"},
 		{"CREATE STREAMING TABLE t TBLPROPERTIES ('bqcdc.state.key_range' = '0:8', 'bqcdc.state.buckets' = '8');\nCREATE FLOW t AS AUTO CDC INTO t FROM STREAM(users_topic) KEYS (id) SEQUENCE BY v;",

@@ -2,6 +2,7 @@ package flow
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -45,11 +46,12 @@ const HistoryProperty = "bqcdc.history"
 const StateKeyRangeProperty = "bqcdc.state.key_range"
 
 // MaxKeyRangePartitions is the most ranges a state partitioned by key
-// range has: with the NULL partition (markers, truncates) and
-// __UNPARTITIONED__, every statement modifies at most 4,000 partitions
-// (BigQuery's limit for one job, DML included), so no statement of a run
-// or of maintenance is split.
-const MaxKeyRangePartitions = 3998
+// range has: a table has at most 10,000 partitions, the NULL partition
+// (markers, truncates) and __UNPARTITIONED__ (keys outside the range)
+// among them. A run touching more than 3,998 ranges, and maintenance of a
+// state of more, write in statements of at most 3,998 ranges each (with
+// those two partitions, BigQuery's 4,000 a job).
+const MaxKeyRangePartitions = 9998
 
 // KeyRange is a state's partitioning by ranges of its first key
 // (StateKeyRangeProperty): [Start, End), cut into ranges of Interval.
@@ -96,7 +98,8 @@ func parseKeyRange(s string) (*KeyRange, bool) {
 	}
 	start, err1 := strconv.ParseInt(strings.TrimSpace(a), 10, 64)
 	end, err2 := strconv.ParseInt(strings.TrimSpace(b), 10, 64)
-	if err1 != nil || err2 != nil || end <= start {
+	if err1 != nil || err2 != nil || end <= start || uint64(end)-uint64(start) > math.MaxInt64 {
+		// A span past an INT64 would overflow the ranges' arithmetic in SQL.
 		return nil, false
 	}
 	return &KeyRange{Start: start, End: end}, true
@@ -191,7 +194,7 @@ func (p *parser) tableProperties(d *tableDecl) *Error {
 		if strings.EqualFold(key, StateKeyRangeProperty) {
 			r, ok := parseKeyRange(v.Text)
 			if !ok {
-				return errorf(v.Pos, "%s is START:END, two whole numbers (INT64) with START < END (END excluded), the range of the first key the state's partitions cover, found %s", StateKeyRangeProperty, v.describe())
+				return errorf(v.Pos, "%s is START:END, two whole numbers (INT64) with START < END (END excluded; END - START at most 2^63 - 1), the range of the first key the state's partitions cover, found %s", StateKeyRangeProperty, v.describe())
 			}
 			r.Pos = v.Pos
 			d.keyRange = r

@@ -134,7 +134,7 @@ func MaintainChunks(b *flow.Bound, per int) []*BucketChunk {
 	if StatePartitions(b) > b.StateBuckets {
 		per = max(1, per/2)
 	}
-	return BucketChunks(b.StateBuckets, per)
+	return BucketChunks(ChunkedPartitions(b), PerJob(b, per))
 }
 
 // withArchive is f's filter of a state of buckets widened to the buckets'

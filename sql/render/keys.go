@@ -29,7 +29,9 @@ type KeyFilter struct {
 	Null bool
 	// Buckets, of a state of buckets (flow.StateBucketsProperty), are the
 	// touched keys' buckets: the filter selects their partitions (and the
-	// NULL partition of truncates). nil: not known, no filter on buckets.
+	// NULL partition of truncates); of a state partitioned by key range,
+	// the touched keys' ranges (RangeOf). nil: not known, no filter on
+	// them.
 	Buckets []int64
 }
 
@@ -59,7 +61,7 @@ func (k *KeyFilter) sql(b *flow.Bound) (string, error) {
 		return "", err
 	}
 	var parts []string
-	for _, s := range []string{k.bucketSQL(b), keys} {
+	for _, s := range []string{k.bucketSQL(b), k.rangeSQL(b), keys} {
 		if s != "" {
 			parts = append(parts, s)
 		}
@@ -87,6 +89,60 @@ func (k *KeyFilter) bucketSQL(b *flow.Bound) string {
 		return "FALSE"
 	}
 	return "(" + strings.Join(parts, " OR ") + ")"
+}
+
+// rangeSQL is the filter on the partitioning column of a state partitioned
+// by key range by the touched keys' ranges (Buckets), each run of
+// neighbouring ranges one BETWEEN; "" where the key ranges (keySQL) are
+// each one key, which selects no more. Past KeyRanges touched keys those
+// ranges span many keys, and partitions between touched ones: this names
+// the touched partitions exactly. The first range holds the keys below
+// the state's range and the last those past it (RangeOf), so a run from
+// the first has no low end and one to the last no high end.
+func (k *KeyFilter) rangeSQL(b *flow.Bound) string {
+	r := b.StateKeyRange
+	if r == nil || k.Buckets == nil || !k.coarse() {
+		return ""
+	}
+	col := q(b.Keys[0].Name)
+	ps := slices.Sorted(slices.Values(k.Buckets))
+	last := r.Partitions() - 1
+	var parts []string
+	for i := 0; i < len(ps); {
+		j := i
+		for j+1 < len(ps) && ps[j+1] == ps[j]+1 {
+			j++
+		}
+		lo, hi := r.Start+ps[i]*r.Interval(), r.Start+(ps[j]+1)*r.Interval()-1
+		switch {
+		case ps[i] <= 0 && ps[j] >= last:
+			parts = append(parts, col+" IS NOT NULL")
+		case ps[i] <= 0:
+			parts = append(parts, fmt.Sprintf("%s <= %d", col, hi))
+		case ps[j] >= last:
+			parts = append(parts, fmt.Sprintf("%s >= %d", col, lo))
+		default:
+			parts = append(parts, fmt.Sprintf("%s BETWEEN %d AND %d", col, lo, hi))
+		}
+		i = j + 1
+	}
+	if k.Null || b.Truncate != "" {
+		parts = append(parts, col+" IS NULL")
+	}
+	if len(parts) == 0 {
+		return "FALSE"
+	}
+	return "(" + strings.Join(parts, " OR ") + ")"
+}
+
+// coarse reports whether a range of the filter spans more than one key.
+func (k *KeyFilter) coarse() bool {
+	for i := range k.Lo {
+		if i < len(k.Hi) && fmt.Sprint(k.Lo[i]) != fmt.Sprint(k.Hi[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 // keySQL renders the filter on b's first key column; "" for none (every

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/bqcdc/bqcdc/internal/dev/rendercases"
+	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/internal/schema"
 )
 
@@ -75,5 +76,59 @@ func TestKeyFilterInLists(t *testing.T) {
 		if !strings.Contains(sql, fmt.Sprintf(" %d,", k)) && !strings.Contains(sql, fmt.Sprintf("(%d,", k)) && !strings.Contains(sql, fmt.Sprintf(" %d)", k)) {
 			t.Errorf("key %d is in no list", k)
 		}
+	}
+}
+
+// A state partitioned by key range: past KeyRanges touched keys, whose
+// ranges span many keys, the feed's filter also names the touched ranges
+// (runs of neighbours as one BETWEEN; from the first range without a low
+// end, to the last without a high end: the keys outside the state's range
+// are theirs); a statement in chunks filters events, state and DELETE by
+// the key itself, the keys of a NULL first key in the first chunk, the
+// markers in every chunk's state and the last chunk's DELETE.
+func TestKeyRangeFilters(t *testing.T) {
+	var b *flow.Bound
+	for _, bd := range rendercases.Flows(t, "testdata") {
+		if bd.Name == "users_scd1" {
+			f := *bd.Flow
+			f.StateKeyRange = &flow.KeyRange{Start: 100, End: 200} // ranges of 1 key: 100 of them
+			c := *bd
+			c.Flow = &f
+			b = &c
+		}
+	}
+	if b.StateKeyRange.Interval() != 1 || b.StateKeyRange.Partitions() != 100 {
+		t.Fatalf("ranges of %d, %d of them", b.StateKeyRange.Interval(), b.StateKeyRange.Partitions())
+	}
+	exact := &KeyFilter{Lo: []any{int64(120), int64(150)}, Hi: []any{int64(120), int64(150)}, Buckets: []int64{20, 50}}
+	if got := exact.rangeSQL(b); got != "" {
+		t.Errorf("ranges of one key each: range filter %q, want none", got)
+	}
+	coarse := &KeyFilter{Lo: []any{int64(5), int64(130)}, Hi: []any{int64(102), int64(400)}, Buckets: []int64{0, 1, 2, 30, 31, 99}}
+	want := "(`userId` <= 102 OR `userId` BETWEEN 130 AND 131 OR `userId` >= 199)"
+	if got := coarse.rangeSQL(b); got != want {
+		t.Errorf("range filter %s, want %s", got, want)
+	}
+	if got := RangeOf(b, "e"); got != "DIV(LEAST(GREATEST(e.`userId`, 100), 199) - 100, 1)" {
+		t.Errorf("RangeOf = %s", got)
+	}
+	for _, tt := range []struct {
+		ch                *BucketChunk
+		events, state, gc string
+	}{
+		{&BucketChunk{Lo: 0, Hi: 9},
+			"(`userId` <= 109 OR `userId` IS NULL OR op = 'T')", "(`userId` <= 109 OR `userId` IS NULL)", "(`userId` <= 109 OR `userId` IS NULL AND `__key` IS NOT NULL)"},
+		{&BucketChunk{Lo: 10, Hi: 49},
+			"(`userId` BETWEEN 110 AND 149 OR op = 'T')", "(`userId` BETWEEN 110 AND 149 OR `userId` IS NULL AND `__key` IS NULL)", "`userId` BETWEEN 110 AND 149"},
+		{&BucketChunk{Lo: 50, Hi: 99, Last: true},
+			"(`userId` >= 150 OR op = 'T')", "(`userId` >= 150 OR `userId` IS NULL AND `__key` IS NULL)", "(`userId` >= 150 OR `userId` IS NULL AND `__key` IS NULL)"},
+	} {
+		events, state, gc := rangeChunk(b, tt.ch, "op")
+		if events != tt.events || state != tt.state || gc != tt.gc {
+			t.Errorf("chunk %+v:\n events %s\n  want  %s\n state  %s\n  want  %s\n gc     %s\n  want  %s", *tt.ch, events, tt.events, state, tt.state, gc, tt.gc)
+		}
+	}
+	if n := len(MaintainChunks(b, 4)); n != 34 {
+		t.Errorf("maintenance of 100 ranges, 4 partitions a job: %d statements, want 34 (3 ranges each)", n)
 	}
 }

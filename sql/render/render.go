@@ -231,6 +231,11 @@ func CopyState(b *flow.Bound, from, to string, cols []string, bucket bool, chunk
 		list += ", " + q(catalog.ColStateBucket)
 		sel += ", " + of
 	}
+	if b.StateKeyRange != nil {
+		// The row's range, NULL for the rows of a NULL first key (the
+		// markers' and truncates' among them): the last chunk's.
+		of = RangeOf(b, "")
+	}
 	sql := fmt.Sprintf("INSERT INTO %s (%s)\nSELECT %s\nFROM %s", to, list, sel, from)
 	var where []string
 	if chunk != nil {
@@ -240,9 +245,10 @@ func CopyState(b *flow.Bound, from, to string, cols []string, bucket bool, chunk
 		}
 		where = append(where, in)
 	}
-	if b.StateBuckets > 0 && b.Kind() == flow.SCD1 {
-		// A state of buckets keeps no history (history.go): moved back, its
-		// history is filled again from the changelog, marker included.
+	if (b.StateBuckets > 0 || b.StateKeyRange != nil) && b.Kind() == flow.SCD1 {
+		// A state of buckets or key ranges keeps no history (history.go):
+		// moved back, its history is filled again from the changelog,
+		// marker included.
 		where = append(where, fmt.Sprintf("%s >= %s", q(catalog.ColStateGen), Literal(ArchiveEnd)))
 	}
 	if len(where) > 0 {
@@ -273,6 +279,87 @@ func FoldChunks(n, per int, touched []int64) []*BucketChunk {
 	}
 	out[len(out)-1].Last = true
 	return out
+}
+
+// RangeOf is the SQL of the range of the key of a row (its first key
+// column prefixed with alias and a dot, unless alias is "") in b's state
+// partitioned by key range: a key below the range is the first range's, a
+// key at or past its end the last's (the chunks of a statement keep them
+// there), a NULL key NULL. The key is clamped into the range before the
+// subtraction, which therefore cannot overflow (flow.KeyRange: its span
+// fits an INT64).
+func RangeOf(b *flow.Bound, alias string) string {
+	r := b.StateKeyRange
+	key := q(b.Keys[0].Name)
+	if alias != "" {
+		key = alias + "." + key
+	}
+	return fmt.Sprintf("DIV(LEAST(GREATEST(%s, %d), %d) - %d, %d)", key, r.Start, r.End-1, r.Start, r.Interval())
+}
+
+// KeyRangesPerJob is how many of a state's key ranges one statement
+// writes at most, of per partitions a job: one less, for BigQuery's
+// __UNPARTITIONED__ (the keys outside the range), which every statement
+// may write beside the NULL partition.
+func KeyRangesPerJob(per int) int { return max(1, per-1) }
+
+// ChunkedPartitions is the number of partitions the chunks of b's
+// statements range over: its buckets, or its key ranges (0: neither, one
+// statement).
+func ChunkedPartitions(b *flow.Bound) int {
+	if r := b.StateKeyRange; r != nil {
+		return int(r.Partitions())
+	}
+	return b.StateBuckets
+}
+
+// PerJob is how many of ChunkedPartitions(b) one statement writes, of
+// per partitions a job.
+func PerJob(b *flow.Bound, per int) int {
+	if b.StateKeyRange != nil {
+		return KeyRangesPerJob(per)
+	}
+	return per
+}
+
+// rangeChunk is the filters of chunk ch of a state partitioned by key
+// range: of the changelog's events, of the state's rows, and of
+// maintenance's DELETE, each on the first key column itself, so BigQuery
+// prunes the state's partitions by them. The first chunk has no low end
+// and the last no high end (the keys outside the range, in
+// __UNPARTITIONED__); keyed rows of a NULL first key (in the NULL
+// partition, with the markers and truncates) are the first chunk's; every
+// chunk reads the truncates and markers (NULL __key), the last deletes
+// them.
+func rangeChunk(b *flow.Bound, ch *BucketChunk, op string) (events, state, gc string) {
+	r, key := b.StateKeyRange, q(b.Keys[0].Name)
+	first := ch.Lo == 0
+	var in string
+	lo, hi := r.Start+ch.Lo*r.Interval(), r.Start+(ch.Hi+1)*r.Interval()-1
+	switch {
+	case first && ch.Last:
+		in = "TRUE"
+	case first:
+		in = fmt.Sprintf("%s <= %d", key, hi)
+	case ch.Last:
+		in = fmt.Sprintf("%s >= %d", key, lo)
+	default:
+		in = fmt.Sprintf("%s BETWEEN %d AND %d", key, lo, hi)
+	}
+	markers := fmt.Sprintf("%s IS NULL AND %s IS NULL", key, q(catalog.ColStateKey))
+	if first {
+		events = fmt.Sprintf("(%s OR %s IS NULL OR %s = 'T')", in, key, op)
+		state = fmt.Sprintf("(%s OR %s IS NULL)", in, key)
+		gc = fmt.Sprintf("(%s OR %s IS NULL AND %s IS NOT NULL)", in, key, q(catalog.ColStateKey))
+	} else {
+		events = fmt.Sprintf("(%s OR %s = 'T')", in, op)
+		state = fmt.Sprintf("(%s OR %s)", in, markers)
+		gc = in
+	}
+	if ch.Last {
+		gc = fmt.Sprintf("(%s OR %s)", gc, markers)
+	}
+	return events, state, gc
 }
 
 // EmptyTable deletes every row of table (quoted): a move's state copy, or
@@ -380,6 +467,10 @@ type data struct {
 	// row with an op (NULL on truncates: they carry no key). "" for a state
 	// without buckets.
 	BucketHash, Bucket string
+	// RangeOf, for a state partitioned by key range
+	// (flow.StateKeyRangeProperty), is the range of an event row's key
+	// (keys outside the range in the first or the last); "" for another.
+	RangeOf string
 	// A state of versions' sparse rows (sparse.go): the columns that
 	// maintenance writes sparse and those every read rebuilds, ", `__base`"
 	// for the reads of the state, a row's identity, the event columns
@@ -548,6 +639,9 @@ func newData(b *flow.Bound, loc catalog.Location, hint time.Time, s Shape) *data
 	if b.StateBuckets > 0 {
 		d.BucketHash = BucketOf(b, "")
 		d.Bucket = fmt.Sprintf("IF(%s = 'T', NULL, %s)", q(catalog.ColStateOp), d.BucketHash)
+	}
+	if b.StateKeyRange != nil {
+		d.RangeOf = RangeOf(b, "")
 	}
 	d.sequence(b)
 	if s.Versions {
@@ -840,6 +934,10 @@ func (c *Compaction) renderWith(name string, r Run, d data) (string, error) {
 		w := strconv.FormatInt(r.Slice.Microseconds(), 10)
 		d.P.Slice = "DIV(UNIX_MICROS(" + at + ") - 1, " + w + ")"
 		d.P.SliceE = "DIV(UNIX_MICROS(e." + at + ") - 1, " + w + ")"
+	}
+	if ch := r.Chunk; ch != nil && c.b.StateKeyRange != nil {
+		d.P.ChunkEvents, d.P.ChunkState, d.P.ChunkGC = rangeChunk(c.b, ch, d.OpExpr)
+		d.P.MoreChunks = !ch.Last
 	}
 	if ch := r.Chunk; ch != nil && c.b.StateBuckets > 0 {
 		col := q(catalog.ColStateBucket)

@@ -31,7 +31,9 @@ func keyRangeFlows(keyRange string) string {
 // TestStateMovesToKeyRanges: a state partitioned by ranges of its key is
 // moved to (by a run) and from (by apply) as a state of buckets is; keys
 // outside the range (in BigQuery's __UNPARTITIONED__) and truncates (in
-// the NULL partition) fold as any; an SCD 2 state archived before the move
+// the NULL partition) fold as any, in one statement or in ranges (as a run
+// touching more than 3,998 ranges, and maintenance of a state of more,
+// write); an SCD 2 state archived before the move
 // keeps no archive after it (render.Archives) and its next maintenance
 // folds the archive back. The views and change feeds equal the model
 // throughout.
@@ -140,9 +142,19 @@ func TestStateMovesToKeyRanges(t *testing.T) {
 		row(0, nil, nil, "TRUNCATE", 3, "m10", 11), row(3, "c2", "w", "UPDATE", 2, "m11", 12),
 		row(1, "a4", nil, "UPDATE", 4, "m12", 12), row(3, "c3", "w2", "UPDATE", 3, "m13", 12),
 	})
-	e.CompactAt(t, ranged, at(13), opts)
-	check(ranged, "after a run with a truncate over key ranges")
-	for _, r := range e.CompactAt(t, ranged, at(15), maintain) {
+	// Two statements of one range each (BucketsPerJob 2: one range and
+	// the NULL and unpartitioned partitions a statement), as a run
+	// touching more than 3,998 ranges writes.
+	chunked := opts
+	chunked.BucketsPerJob = 2
+	jobs := map[string]int{}
+	for _, r := range e.CompactAt(t, ranged, at(13), chunked) {
+		jobs[r.Flow] = r.Jobs
+	}
+	check(ranged, "after a run with a truncate over key ranges, in two statements")
+	maintainChunked := maintain
+	maintainChunked.BucketsPerJob = 2
+	for _, r := range e.CompactAt(t, ranged, at(15), maintainChunked) {
 		if !r.Maintained {
 			t.Errorf("%s: not maintained", r.Flow)
 		}
@@ -150,11 +162,18 @@ func TestStateMovesToKeyRanges(t *testing.T) {
 	if n := archived(ranged); n != 0 {
 		t.Errorf("rl_history keeps %d archived rows after maintenance over key ranges", n)
 	}
-	check(ranged, "after maintenance over key ranges")
+	check(ranged, "after maintenance over key ranges, in three statements")
 	e.AppendRows(t, "rl.users", []map[string]any{row(4, "d", "v", "INSERT", 1, "m14", 16), row(5, "e3", "z", "UPDATE", 3, "m15", 16)})
 	outside(e.CompactAt(t, ranged, at(17), opts), true, "a run touching keys 4 and 5")
 	e.AppendRows(t, "rl.users", []map[string]any{row(1, "a5", nil, "UPDATE", 5, "m17", 17), row(3, nil, nil, "DELETE", 4, "m18", 17)})
-	outside(e.CompactAt(t, ranged, at(18), opts), false, "a run touching keys 1 and 3")
+	one := e.CompactAt(t, ranged, at(18), opts)
+	outside(one, false, "a run touching keys 1 and 3")
+	for _, r := range one {
+		// Its keys in two ranges too, in one statement.
+		if jobs[r.Flow] != r.Jobs+1 {
+			t.Errorf("%s: the run in ranges started %d jobs, the run in one statement %d: want one more", r.Flow, jobs[r.Flow], r.Jobs)
+		}
+	}
 	check(ranged, "after a run over maintained key ranges")
 
 	// Back to generations, by apply (its notice first).
