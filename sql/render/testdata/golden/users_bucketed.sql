@@ -313,7 +313,7 @@ SELECT CAST(NULL AS INT64), CAST(NULL AS STRING), CAST(NULL AS STRING), CAST(NUL
 
 -- After maintenance: the levels it folded and their markers, written
 -- before cutoff (a day boundary, so committed before it read them). A
--- state of buckets is partitioned by key, not by generation, so BigQuery
+-- state of buckets or key ranges is partitioned by key, not by generation, so BigQuery
 -- bills this DELETE for every column of the state (maintenance reads the
 -- state once and rewrites it once). Rows written
 -- since are kept: they are levels it may not have read.
@@ -543,8 +543,8 @@ WITH
     -- clustered blocks outside it.
     WHERE `_cdc_ingested_at` > TIMESTAMP '2026-11-30 07:00:00+00:00'
       AND `_cdc_ingested_at` <= TIMESTAMP '2026-11-30 07:50:00+00:00'
-      -- The keys of one range of the state’s buckets, and the truncates: a
-      -- statement modifies at most 4,000 partitions.
+      -- The keys of one range of the state’s buckets or key ranges, and the
+      -- truncates: a statement modifies at most 4,000 partitions.
       AND (ABS(MOD(FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(`userId`))), 3999)) BETWEEN 0 AND 1999 OR CASE WHEN (`operation` = 'TRUNCATE') THEN 'T' WHEN (`operation` = 'DELETE') THEN 'D' ELSE 'U' END = 'T')
       AND `sequenceNum` IS NOT NULL
   ),
@@ -617,8 +617,8 @@ WITH
     SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, __op
     FROM `my-project`.`cdc`.`users_bucketed__state`
     WHERE __gen < TIMESTAMP '2026-11-30 06:00:00+00:00' AND __op IN ('U', 'D', 'T')
-      -- One range of the state’s buckets (and the truncates, which carry no
-      -- key): a statement modifies at most 4,000 partitions.
+      -- One range of the state’s buckets or key ranges (and the truncates,
+      -- which carry no key): a statement modifies at most 4,000 partitions.
       AND (`__bucket` BETWEEN 0 AND 1999 OR `__bucket` IS NULL)
   ),
   kept AS (
@@ -682,7 +682,7 @@ FROM kept;
 
 -- After maintenance: the levels it folded and their markers, written
 -- before cutoff (a day boundary, so committed before it read them). A
--- state of buckets is partitioned by key, not by generation, so BigQuery
+-- state of buckets or key ranges is partitioned by key, not by generation, so BigQuery
 -- bills this DELETE for every column of the state (maintenance reads the
 -- state once and rewrites it once). Rows written
 -- since are kept: they are levels it may not have read.
@@ -722,8 +722,8 @@ WITH
     -- clustered blocks outside it.
     WHERE `_cdc_ingested_at` > TIMESTAMP '2026-11-30 07:00:00+00:00'
       AND `_cdc_ingested_at` <= TIMESTAMP '2026-11-30 07:50:00+00:00'
-      -- The keys of one range of the state’s buckets, and the truncates: a
-      -- statement modifies at most 4,000 partitions.
+      -- The keys of one range of the state’s buckets or key ranges, and the
+      -- truncates: a statement modifies at most 4,000 partitions.
       AND (ABS(MOD(FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(`userId`))), 3999)) BETWEEN 2000 AND 3998 OR CASE WHEN (`operation` = 'TRUNCATE') THEN 'T' WHEN (`operation` = 'DELETE') THEN 'D' ELSE 'U' END = 'T')
       AND `sequenceNum` IS NOT NULL
   ),
@@ -800,8 +800,8 @@ WITH
     SELECT `userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, __op
     FROM `my-project`.`cdc`.`users_bucketed__state`
     WHERE __gen < TIMESTAMP '2026-11-30 06:00:00+00:00' AND __op IN ('U', 'D', 'T')
-      -- One range of the state’s buckets (and the truncates, which carry no
-      -- key): a statement modifies at most 4,000 partitions.
+      -- One range of the state’s buckets or key ranges (and the truncates,
+      -- which carry no key): a statement modifies at most 4,000 partitions.
       AND (`__bucket` BETWEEN 2000 AND 3998 OR `__bucket` IS NULL)
   ),
   kept AS (
@@ -869,7 +869,7 @@ SELECT CAST(NULL AS INT64), CAST(NULL AS STRING), CAST(NULL AS STRING), CAST(NUL
 
 -- After maintenance: the levels it folded and their markers, written
 -- before cutoff (a day boundary, so committed before it read them). A
--- state of buckets is partitioned by key, not by generation, so BigQuery
+-- state of buckets or key ranges is partitioned by key, not by generation, so BigQuery
 -- bills this DELETE for every column of the state (maintenance reads the
 -- state once and rewrites it once). Rows written
 -- since are kept: they are levels it may not have read.
