@@ -14,6 +14,7 @@ import (
 	"github.com/bqcdc/bqcdc/internal/dev/testenv"
 	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
 	"github.com/bqcdc/bqcdc/internal/flow"
+	"github.com/bqcdc/bqcdc/internal/schema"
 	"github.com/bqcdc/bqcdc/sql/render"
 )
 
@@ -61,31 +62,14 @@ func TestStateMovesToBuckets(t *testing.T) {
 	e.CompactAt(t, bound, at(4), opts)
 	check := func(bound []*flow.Bound, when string) {
 		t.Helper()
-		e.CheckViews(t, bound, when)
-		for _, b := range bound {
-			if d, err := viewcheck.CheckChanges(ctx, e.BQ, b, e.Loc, time.Time{}, time.Time{}); err != nil || d != "" {
-				t.Errorf("%s: %s_changes differs from the model (%v):\n%s", when, b.Target, err, d)
-			}
-		}
+		checkViewsAndFeeds(t, e, bound, when)
 	}
 	check(bound, "before the move")
 
 	// Buckets on: apply moves both states.
 	rebind := func(buckets int) []*flow.Bound {
 		t.Helper()
-		flows, err := flow.Parse("rl.sql", bucketFlows(buckets))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []*flow.Bound
-		for _, f := range flows {
-			b, err := flow.Bind(f, changelog)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, b)
-		}
-		return out
+		return bindFlows(t, bucketFlows(buckets), changelog)
 	}
 	applyAll := func(bound []*flow.Bound, when string) {
 		t.Helper()
@@ -275,4 +259,35 @@ func partialCopy(t *testing.T, e *testenv.Env, b *flow.Bound) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// checkViewsAndFeeds checks bound's views and change feeds against the
+// model.
+func checkViewsAndFeeds(t *testing.T, e *testenv.Env, bound []*flow.Bound, when string) {
+	t.Helper()
+	e.CheckViews(t, bound, when)
+	for _, b := range bound {
+		if d, err := viewcheck.CheckChanges(context.Background(), e.BQ, b, e.Loc, time.Time{}, time.Time{}); err != nil || d != "" {
+			t.Errorf("%s: %s_changes differs from the model (%v):\n%s", when, b.Target, err, d)
+		}
+	}
+}
+
+// bindFlows parses src (as rl.sql) and binds its flows over changelog: a
+// flow file edited between runs.
+func bindFlows(t *testing.T, src string, changelog schema.Columns) []*flow.Bound {
+	t.Helper()
+	flows, err := flow.Parse("rl.sql", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*flow.Bound
+	for _, f := range flows {
+		b, err := flow.Bind(f, changelog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out
 }

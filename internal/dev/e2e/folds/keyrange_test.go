@@ -11,7 +11,6 @@ import (
 	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/compact"
 	"github.com/bqcdc/bqcdc/internal/dev/testenv"
-	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
 	"github.com/bqcdc/bqcdc/internal/flow"
 	"github.com/bqcdc/bqcdc/sql/render"
 )
@@ -47,28 +46,11 @@ func TestStateMovesToKeyRanges(t *testing.T) {
 	maintain := compact.Options{FeedKeysAbove: -1, MaintainEvery: time.Nanosecond, MaintainMargin: time.Second, MaintainGranularity: time.Nanosecond}
 	check := func(bound []*flow.Bound, when string) {
 		t.Helper()
-		e.CheckViews(t, bound, when)
-		for _, b := range bound {
-			if d, err := viewcheck.CheckChanges(ctx, e.BQ, b, e.Loc, time.Time{}, time.Time{}); err != nil || d != "" {
-				t.Errorf("%s: %s_changes differs from the model (%v):\n%s", when, b.Target, err, d)
-			}
-		}
+		checkViewsAndFeeds(t, e, bound, when)
 	}
 	rebind := func(keyRange string) []*flow.Bound {
 		t.Helper()
-		flows, err := flow.Parse("rl.sql", keyRangeFlows(keyRange))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []*flow.Bound
-		for _, f := range flows {
-			b, err := flow.Bind(f, changelog)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, b)
-		}
-		return out
+		return bindFlows(t, keyRangeFlows(keyRange), changelog)
 	}
 	layout := func(bound []*flow.Bound, ranged bool, when string) {
 		t.Helper()
