@@ -22,6 +22,9 @@ func (r Report) Line() string {
 	if r.FeedHeld != "" {
 		s += "\n    change feed held: " + r.FeedHeld
 	}
+	if r.KeysOutsideRange {
+		s += "\n    keys outside the state's key range (bqcdc.state.key_range): they share one partition, pruned by clustering only; widen the range and run bqcdc apply"
+	}
 	for _, e := range r.GoldErrors {
 		s += "\n    materialized view not refreshed: " + e
 	}

@@ -110,8 +110,8 @@ func TestStateMovesToKeyRanges(t *testing.T) {
 	outside := func(reports []compact.Report, want bool, when string) {
 		t.Helper()
 		for _, r := range reports {
-			if r.KeysOutsideRange != want {
-				t.Errorf("%s: %s's report says keys outside its range: %v, want %v", when, r.Flow, r.KeysOutsideRange, want)
+			if r.KeysOutsideRange != want || strings.Contains(r.Line(), "keys outside the state's key range") != want {
+				t.Errorf("%s: %s's report says keys outside its range: %v, want %v (%s)", when, r.Flow, r.KeysOutsideRange, want, r.Line())
 			}
 		}
 	}
