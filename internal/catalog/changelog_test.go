@@ -115,3 +115,19 @@ func TestCompactionRunRowFeedHeld(t *testing.T) {
 		t.Error("the runs table has no change_feed_held column")
 	}
 }
+
+// A run that touched keys outside its state's key range says so in its
+// row; one that did not leaves the column NULL.
+func TestCompactionRunRowKeysOutsideRange(t *testing.T) {
+	run := CompactionRun{RunID: "r", Flow: "f"}
+	if _, ok := run.Row()["keys_outside_range"]; ok {
+		t.Error("a run inside its range fills keys_outside_range")
+	}
+	run.KeysOutsideRange = true
+	if got := run.Row()["keys_outside_range"]; got != true {
+		t.Errorf("keys_outside_range = %v", got)
+	}
+	if !slices.Contains(CompactionRunsColumns().Names(), "keys_outside_range") {
+		t.Error("the runs table has no keys_outside_range column")
+	}
+}

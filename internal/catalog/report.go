@@ -50,6 +50,7 @@ func CompactionRunsColumns() schema.Columns {
 		{Name: "last_ingested_at", Type: schema.Timestamp, Description: "Runs that read the changelog's new rows: the newest _cdc_ingested_at among them."},
 		{Name: "tail_rows", Type: schema.Int64, Description: "Runs that read the changelog's new rows: those left after the run's watermark (a view's tail)."},
 		{Name: "change_feed_held", Type: schema.String, Description: "Why the run did not materialize the flow's change feed, and what to do (a feed turned off and on again is held until its change table is dropped and bqcdc apply runs)."},
+		{Name: "keys_outside_range", Type: schema.Bool, Description: "A flow whose state is partitioned by key range (bqcdc.state.key_range): the run touched keys outside the range, which share one partition pruned by clustering only; widen the range and run bqcdc apply."},
 	}
 }
 
@@ -74,6 +75,7 @@ type CompactionRun struct {
 	AppliedVersion                              string
 	RowsSkipped                                 int64
 	FeedHeld                                    string
+	KeysOutsideRange                            bool
 	// Of runs that read the changelog's new rows (TailRows nil otherwise).
 	NewestSourceTS, LastIngestedAt time.Time
 	TailRows                       *int64
@@ -97,6 +99,9 @@ func (r CompactionRun) Row() map[string]any {
 	}
 	if r.FeedHeld != "" {
 		row["change_feed_held"] = r.FeedHeld
+	}
+	if r.KeysOutsideRange {
+		row["keys_outside_range"] = true
 	}
 	if r.AppliedVersion != "" {
 		row["applied_version"] = r.AppliedVersion

@@ -264,7 +264,7 @@ func (c *Compactor) writeReports(ctx context.Context, start time.Time, sel Selec
 			Outcome: r.Outcome, EventsRead: r.EventsRead, WithoutSequence: r.WithoutSequence, KeysTouched: r.KeysTouched,
 			RowsWritten: r.RowsWritten, WatermarkBefore: r.WatermarkBefore, WatermarkAfter: r.WatermarkAfter, Generation: r.Generation,
 			Jobs: r.Jobs, BytesBilled: r.BytesBilled, Duration: r.Duration, Error: r.Error,
-			AppliedVersion: r.AppliedVersion, RowsSkipped: r.RowsSkipped, FeedHeld: r.FeedHeld,
+			AppliedVersion: r.AppliedVersion, RowsSkipped: r.RowsSkipped, FeedHeld: r.FeedHeld, KeysOutsideRange: r.KeysOutsideRange,
 			NewestSourceTS: r.NewestSourceTS, LastIngestedAt: r.LastIngestedAt, TailRows: r.TailRows}.Row()
 	}
 	if err := c.opts.Reports.Append(ctx, catalog.CompactionRunsTable, rows); err != nil {

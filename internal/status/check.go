@@ -30,7 +30,7 @@ var Off = Thresholds{MaxTail: -1, MaxDeadLetters: -1}
 type Problem struct {
 	Flow   string `json:"flow,omitempty"`
 	Source string `json:"source,omitempty"`
-	Check  string `json:"check"` // lag, tail, compaction, change_feed, dead_letters, changelog
+	Check  string `json:"check"` // lag, tail, compaction, change_feed, key_range, dead_letters, changelog
 	Detail string `json:"detail"`
 }
 
@@ -75,6 +75,11 @@ func Check(r *Report, th Thresholds) []Problem {
 		// no new changes, so it is a problem whatever the thresholds.
 		if f.LastRun != nil && f.LastRun.FeedHeld != "" {
 			add(Problem{Flow: f.Flow, Check: "change_feed", Detail: "held: " + f.LastRun.FeedHeld})
+		}
+		// Keys past a state's key range cost every run and lookup more
+		// until the range is widened: a problem whatever the thresholds.
+		if f.LastRun != nil && f.LastRun.KeysOutsideRange {
+			add(Problem{Flow: f.Flow, Check: "key_range", Detail: "the last run touched keys outside the state's key range (bqcdc.state.key_range): widen it and run bqcdc apply"})
 		}
 	}
 	perTopic := map[string]int64{}

@@ -70,6 +70,9 @@ type Run struct {
 	RowsSkipped    int64  `json:"snapshot_rows_skipped,omitempty"`
 	// FeedHeld says why the run did not materialize the change feed.
 	FeedHeld string `json:"change_feed_held,omitempty"`
+	// KeysOutsideRange: the run touched keys outside the state's key
+	// range (flow.StateKeyRangeProperty).
+	KeysOutsideRange bool `json:"keys_outside_range,omitempty"`
 }
 
 // Source is one changelog, from its table metadata.
@@ -245,7 +248,7 @@ func flowOf(r map[string]bigquery.Value) Flow {
 		f.LastRun = &Run{At: at, Outcome: str(r["last_run_outcome"]), Events: num(r["last_run_events"]), Jobs: num(r["last_run_jobs"]),
 			BytesBilled: num(r["last_run_bytes_billed"]), Error: str(r["last_run_error"]),
 			AppliedVersion: str(r["last_run_applied_version"]), RowsSkipped: num(r["last_run_snapshot_rows_skipped"]),
-			FeedHeld: str(r["last_run_change_feed_held"])}
+			FeedHeld: str(r["last_run_change_feed_held"]), KeysOutsideRange: r["last_run_keys_outside_range"] == true}
 	}
 	return f
 }

@@ -95,6 +95,22 @@ func TestHeldChangeFeed(t *testing.T) {
 	checkWrite(t, r, "compacted 1m00s ago (change feed held)", "1 problem(s):", "t: change_feed: held: the change feed was off")
 }
 
+// A last run that touched keys outside its state's key range is a problem
+// under every threshold, naming the fix.
+func TestKeysOutsideRange(t *testing.T) {
+	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	r := Report{Project: "p", Dataset: "cdc", At: at, Flows: []Flow{{Flow: "t", Source: "db.a", NewestSourceTS: at.Add(-5 * time.Second), LagSeconds: 5,
+		LastRun: &Run{At: at.Add(-time.Minute), Outcome: "compacted", Events: 4, Jobs: 3, KeysOutsideRange: true}}}}
+	want := "t: key_range: the last run touched keys outside the state's key range (bqcdc.state.key_range): widen it and run bqcdc apply"
+	if d := cmp.Diff([]string{want}, problems(&r, Off)); d != "" {
+		t.Errorf("problems (-want +got):\n%s", d)
+	}
+	r.Flows[0].LastRun.KeysOutsideRange = false
+	if got := problems(&r, Off); len(got) != 0 {
+		t.Errorf("keys inside the range: problems %v", got)
+	}
+}
+
 // problems runs Check on r and returns the problems it found as text.
 func problems(r *Report, th Thresholds) []string {
 	var got []string

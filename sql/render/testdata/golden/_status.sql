@@ -6,7 +6,7 @@
 -- changelog: their rows come from their compaction runs alone.
 WITH runs AS (
   SELECT flow, run_at, outcome, events_read, jobs, bytes_billed, watermark, error, applied_version, snapshot_rows_skipped,
-    newest_source_ts, last_ingested_at, tail_rows, change_feed_held,
+    newest_source_ts, last_ingested_at, tail_rows, change_feed_held, keys_outside_range,
     ROW_NUMBER() OVER (PARTITION BY flow ORDER BY run_at DESC) AS rn
   FROM `my-project`.`cdc`.`_bqcdc_compaction_runs`
   WHERE run_at >= TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 7 DAY)
@@ -131,7 +131,8 @@ SELECT
   d.dead_letter_reasons,
   r.applied_version AS last_run_applied_version,
   r.snapshot_rows_skipped AS last_run_snapshot_rows_skipped,
-  r.change_feed_held AS last_run_change_feed_held
+  r.change_feed_held AS last_run_change_feed_held,
+  r.keys_outside_range AS last_run_keys_outside_range
 FROM changelogs AS f
 LEFT JOIN last_run AS r ON r.flow = f.flow
 LEFT JOIN folds AS w ON w.flow = f.flow
@@ -142,7 +143,7 @@ UNION ALL
 SELECT 'analytics.users_per_city', 'analytics.users_per_city_refreshed', 'users_current', 'materialized view',
   NULL, TIMESTAMP_DIFF(CURRENT_TIMESTAMP(), g.refreshed_to, SECOND), NULL, NULL,
   r.run_at, r.outcome, NULL, NULL, NULL, r.error,
-  w.last_compacted_at, g.refreshed_to, 0, NULL, NULL, NULL, NULL
+  w.last_compacted_at, g.refreshed_to, 0, NULL, NULL, NULL, NULL, NULL
 FROM (SELECT MAX(__watermark) AS refreshed_to FROM `my-project`.`analytics`.`users_per_city__state` WHERE __window_start IS NULL AND __op = 'W') AS g
 LEFT JOIN last_run AS r ON r.flow = 'users_scd1'
 LEFT JOIN folds AS w ON w.flow = 'users_scd1'
@@ -152,7 +153,7 @@ UNION ALL
 SELECT 'cdc.user_sessions', 'cdc.user_sessions_refreshed', 'users_current', 'materialized view',
   NULL, TIMESTAMP_DIFF(CURRENT_TIMESTAMP(), g.refreshed_to, SECOND), NULL, NULL,
   r.run_at, r.outcome, NULL, NULL, NULL, r.error,
-  w.last_compacted_at, g.refreshed_to, 0, NULL, NULL, NULL, NULL
+  w.last_compacted_at, g.refreshed_to, 0, NULL, NULL, NULL, NULL, NULL
 FROM (SELECT MAX(__watermark) AS refreshed_to FROM `my-project`.`cdc`.`user_sessions__state` WHERE __window_start IS NULL AND __op = 'W') AS g
 LEFT JOIN last_run AS r ON r.flow = 'users_scd1'
 LEFT JOIN folds AS w ON w.flow = 'users_scd1'
@@ -162,7 +163,7 @@ UNION ALL
 SELECT 'cdc.users_per_hour', 'cdc.users_per_hour_refreshed', 'users_current', 'materialized view',
   NULL, TIMESTAMP_DIFF(CURRENT_TIMESTAMP(), g.refreshed_to, SECOND), NULL, NULL,
   r.run_at, r.outcome, NULL, NULL, NULL, r.error,
-  w.last_compacted_at, g.refreshed_to, 0, NULL, NULL, NULL, NULL
+  w.last_compacted_at, g.refreshed_to, 0, NULL, NULL, NULL, NULL, NULL
 FROM (SELECT MAX(__watermark) AS refreshed_to FROM `my-project`.`cdc`.`users_per_hour__state` WHERE __window_start IS NULL AND __op = 'W') AS g
 LEFT JOIN last_run AS r ON r.flow = 'users_scd1'
 LEFT JOIN folds AS w ON w.flow = 'users_scd1'
@@ -172,7 +173,7 @@ UNION ALL
 SELECT 'cdc.users_final_hours', 'cdc.users_final_hours_refreshed', 'users_current', 'materialized view',
   NULL, TIMESTAMP_DIFF(CURRENT_TIMESTAMP(), g.refreshed_to, SECOND), NULL, NULL,
   r.run_at, r.outcome, NULL, NULL, NULL, r.error,
-  w.last_compacted_at, g.refreshed_to, 0, NULL, NULL, NULL, NULL
+  w.last_compacted_at, g.refreshed_to, 0, NULL, NULL, NULL, NULL, NULL
 FROM (SELECT MAX(__watermark) AS refreshed_to FROM `my-project`.`cdc`.`users_final_hours__state` WHERE __window_start IS NULL AND __op = 'W') AS g
 LEFT JOIN last_run AS r ON r.flow = 'users_scd1'
 LEFT JOIN folds AS w ON w.flow = 'users_scd1'
