@@ -37,8 +37,8 @@ const (
 // wants when its table has another: a state of buckets
 // (flow.StateBucketsProperty) turned on, off, or to another number of
 // buckets, or a state partitioned by ranges of its key
-// (flow.StateKeyRangeProperty) likewise. BigQuery cannot change a table's partitioning, so the rows go
-// through a copy in the new layout:
+// (flow.StateKeyRangeProperty) likewise. BigQuery cannot change a
+// table's partitioning, so the rows go through a copy in the new layout:
 //
 //  1. the copy is made and filled in one INSERT (each row's bucket
 //     computed), then labelled complete, and the flow's view is pointed at
@@ -119,7 +119,7 @@ func relayout(ctx context.Context, bq *bigquery.Client, p *plan.Plan, listed lis
 	if err := m.refill(ctx, moving, stMD != nil, cpMD); err != nil {
 		return nil, err
 	}
-	rep.add("table %s: moved to %s", st.TableID, describeBuckets(b, want.RangePartitioning))
+	rep.add("table %s: moved to %s", st.TableID, describeLayout(b, want.RangePartitioning))
 	md, err := st.Metadata(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading table %s: %w", st.TableID, err)
@@ -218,7 +218,7 @@ func fillCopy(ctx context.Context, bq *bigquery.Client, p *plan.Plan, stMD *bigq
 		copyCols = append(append(schema.Columns{}, cols...), bucket)
 	}
 	notice := fmt.Sprintf("table %s: moving to %s: %d rows, %d bytes, copied twice (into %s and back; billed about %d bytes)",
-		catalog.StateName(b.Flow), describeBuckets(b, want.RangePartitioning), stMD.NumRows, stMD.NumBytes, cp.TableID, 2*stMD.NumBytes)
+		catalog.StateName(b.Flow), describeLayout(b, want.RangePartitioning), stMD.NumRows, stMD.NumBytes, cp.TableID, 2*stMD.NumBytes)
 	rep.add("%s", notice)
 	if notices != nil {
 		fmt.Fprintln(notices, notice)
@@ -287,7 +287,9 @@ func pointView(ctx context.Context, bq *bigquery.Client, p *plan.Plan, from, to 
 	return nil
 }
 
-func describeBuckets(b *flow.Bound, r *bigquery.RangePartitioning) string {
+// describeLayout says how a state is partitioned in r (nil: by
+// generation), for the move's notice and report.
+func describeLayout(b *flow.Bound, r *bigquery.RangePartitioning) string {
 	if r == nil || r.Range == nil {
 		return "partitioning by generation"
 	}
