@@ -258,7 +258,7 @@ type Options struct {
 	// BucketsPerJob: the most buckets of a state of buckets one statement
 	// writes (default flow.BucketsPerJob: BigQuery's 4,000 partitions a
 	// job, the NULL partition among them); of a state partitioned by key
-	// range, one less (render.KeyRangesPerJob). Tests lower it to split
+	// range, one less (render.PerJob). Tests lower it to split
 	// runs.
 	BucketsPerJob int
 	// GoldFeedRetention is how far back a materialized view's change feed

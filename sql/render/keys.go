@@ -106,24 +106,13 @@ func (k *KeyFilter) rangeSQL(b *flow.Bound) string {
 	}
 	col := q(b.Keys[0].Name)
 	ps := slices.Sorted(slices.Values(k.Buckets))
-	last := r.Partitions() - 1
 	var parts []string
 	for i := 0; i < len(ps); {
 		j := i
 		for j+1 < len(ps) && ps[j+1] == ps[j]+1 {
 			j++
 		}
-		lo, hi := r.Start+ps[i]*r.Interval(), r.Start+(ps[j]+1)*r.Interval()-1
-		switch {
-		case ps[i] <= 0 && ps[j] >= last:
-			parts = append(parts, col+" IS NOT NULL")
-		case ps[i] <= 0:
-			parts = append(parts, fmt.Sprintf("%s <= %d", col, hi))
-		case ps[j] >= last:
-			parts = append(parts, fmt.Sprintf("%s >= %d", col, lo))
-		default:
-			parts = append(parts, fmt.Sprintf("%s BETWEEN %d AND %d", col, lo, hi))
-		}
+		parts = append(parts, keyRangesSQL(b, ps[i], ps[j]))
 		i = j + 1
 	}
 	if k.Null || b.Truncate != "" {

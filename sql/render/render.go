@@ -297,12 +297,6 @@ func RangeOf(b *flow.Bound, alias string) string {
 	return fmt.Sprintf("DIV(LEAST(GREATEST(%s, %d), %d) - %d, %d)", key, r.Start, r.End-1, r.Start, r.Interval())
 }
 
-// KeyRangesPerJob is how many of a state's key ranges one statement
-// writes at most, of per partitions a job: one less, for BigQuery's
-// __UNPARTITIONED__ (the keys outside the range), which every statement
-// may write beside the NULL partition.
-func KeyRangesPerJob(per int) int { return max(1, per-1) }
-
 // ChunkedPartitions is the number of partitions the chunks of b's
 // statements range over: its buckets, or its key ranges (0: neither, one
 // statement).
@@ -314,12 +308,33 @@ func ChunkedPartitions(b *flow.Bound) int {
 }
 
 // PerJob is how many of ChunkedPartitions(b) one statement writes, of
-// per partitions a job.
+// per partitions a job: of key ranges one less, for BigQuery's
+// __UNPARTITIONED__ (the keys outside the range), which every statement
+// may write beside the NULL partition.
 func PerJob(b *flow.Bound, per int) int {
 	if b.StateKeyRange != nil {
-		return KeyRangesPerJob(per)
+		return max(1, per-1)
 	}
 	return per
+}
+
+// keyRangesSQL is the filter on b's first key of its state's key ranges
+// from pLo to pHi: the first range without a low end and the last
+// without a high end, since they hold the keys below and past the state's
+// range (RangeOf).
+func keyRangesSQL(b *flow.Bound, pLo, pHi int64) string {
+	r, key := b.StateKeyRange, q(b.Keys[0].Name)
+	first, last := pLo <= 0, pHi >= r.Partitions()-1
+	lo, hi := r.Start+pLo*r.Interval(), r.Start+(pHi+1)*r.Interval()-1
+	switch {
+	case first && last:
+		return key + " IS NOT NULL"
+	case first:
+		return fmt.Sprintf("%s <= %d", key, hi)
+	case last:
+		return fmt.Sprintf("%s >= %d", key, lo)
+	}
+	return fmt.Sprintf("%s BETWEEN %d AND %d", key, lo, hi)
 }
 
 // rangeChunk is the filters of chunk ch of a state partitioned by key
@@ -332,20 +347,8 @@ func PerJob(b *flow.Bound, per int) int {
 // chunk reads the truncates and markers (NULL __key), the last deletes
 // them.
 func rangeChunk(b *flow.Bound, ch *BucketChunk, op string) (events, state, gc string) {
-	r, key := b.StateKeyRange, q(b.Keys[0].Name)
-	first := ch.Lo == 0
-	var in string
-	lo, hi := r.Start+ch.Lo*r.Interval(), r.Start+(ch.Hi+1)*r.Interval()-1
-	switch {
-	case first && ch.Last:
-		in = "TRUE"
-	case first:
-		in = fmt.Sprintf("%s <= %d", key, hi)
-	case ch.Last:
-		in = fmt.Sprintf("%s >= %d", key, lo)
-	default:
-		in = fmt.Sprintf("%s BETWEEN %d AND %d", key, lo, hi)
-	}
+	key := q(b.Keys[0].Name)
+	first, in := ch.Lo == 0, keyRangesSQL(b, ch.Lo, ch.Hi)
 	markers := fmt.Sprintf("%s IS NULL AND %s IS NULL", key, q(catalog.ColStateKey))
 	if first {
 		events = fmt.Sprintf("(%s OR %s IS NULL OR %s = 'T')", in, key, op)
