@@ -41,14 +41,14 @@ func BenchmarkViewCost(b *testing.B) {
 		for _, keys := range []int{10_000, 100_000} {
 			for _, per := range []int{1, 10, 100} {
 				b.Run(fmt.Sprintf("view/%s/keys%dk/events%dperversion", kind, keys/1000, per), func(b *testing.B) {
-					benchView(b, flows[kind], keys, 2, per, viewChanged, 0)
+					benchView(b, flows[kind], keys, 2, per, viewChanged, 0, 0)
 				})
 			}
 		}
 		// A wide row (name, tracked and unchanged within a version, ~1 KiB):
 		// what a sparse row leaves out grows with the row.
 		b.Run(fmt.Sprintf("view/%s/keys100k/events100perversion/row1KiB", kind), func(b *testing.B) {
-			benchView(b, flows[kind], 100_000, 2, 100, viewChanged, 900)
+			benchView(b, flows[kind], 100_000, 2, 100, viewChanged, 900, 0)
 		})
 	}
 	// The issue's own case: a narrow SCD 2 target (a key, name, city and
@@ -56,7 +56,17 @@ func BenchmarkViewCost(b *testing.B) {
 	// its message id, ingestion time, op and (sparse) base: ~37 bytes
 	// beside a 28-byte delta.
 	b.Run("view/scd2-narrow/keys100k/events100perversion", func(b *testing.B) {
-		benchView(b, flows["scd2-narrow"], 100_000, 2, 100, []string{"city"}, 0)
+		benchView(b, flows["scd2-narrow"], 100_000, 2, 100, []string{"city"}, 0, 0)
+	})
+	// The same SCD 2 histories with a lateness horizon
+	// (flow.LatenessHorizonProperty), every event older than it: maintenance
+	// keeps of each version its first event (whole) and its last (sparse).
+	// The view's SQL is the same; the state holds 2 rows a version.
+	b.Run("view/scd2/keys100k/events100perversion/horizon", func(b *testing.B) {
+		benchView(b, flows["scd2"], 100_000, 2, 100, viewChanged, 0, 2)
+	})
+	b.Run("view/scd2-narrow/keys100k/events100perversion/horizon", func(b *testing.B) {
+		benchView(b, flows["scd2-narrow"], 100_000, 2, 100, []string{"city"}, 0, 2)
 	})
 }
 
@@ -127,9 +137,11 @@ TRACK HISTORY ON (name);
 // others sparse (render.SparseColumns: NULL but for the columns that
 // changed, with __base set); the changelog holds the history's days and
 // the run's tail of one event; nameLen > 0 makes name that long (a wide
-// row). It reports view-bytes-whole too: the same
+// row); stored > 0 keeps only that many rows a version in the state (a
+// lateness horizon: the version's first event and its last), the bound
+// still counting every event. It reports view-bytes-whole too: the same
 // view over a state of whole rows (before sparse rows).
-func benchView(b *testing.B, bd *flow.Bound, keys, versions, perVersion int, changed []string, nameLen float64) {
+func benchView(b *testing.B, bd *flow.Bound, keys, versions, perVersion int, changed []string, nameLen float64, stored int) {
 	r := newCostRun(keys, 1)
 	p := plan.For(bd, costLoc)
 	must := func(err error) {
@@ -138,6 +150,10 @@ func benchView(b *testing.B, bd *flow.Bound, keys, versions, perVersion int, cha
 		}
 	}
 	events := int64(keys * versions * perVersion)
+	rows := events
+	if stored > 0 {
+		rows = int64(keys * versions * stored)
+	}
 	nVersions := float64(keys * versions)
 	changelog := cost.NewTable(cost.Name(costLoc.ChangelogTable(bd.Flow)), cost.Columns(bd.Changelog, costShapes, costShape), catalog.ColIngestedAt, catalog.ColIngestedAt)
 	must(changelog.AddTimeRange(costNow.AddDate(0, 0, -costHistoryDays), r.params.Watermark, events, 0))
@@ -152,7 +168,7 @@ func benchView(b *testing.B, bd *flow.Bound, keys, versions, perVersion int, cha
 		whole["name"] = cost.Shape{Len: nameLen}
 	}
 	sparse := maps.Clone(whole)
-	opened := nVersions / float64(events)
+	opened := nVersions / float64(rows)
 	for _, c := range render.SparseColumns(bd) {
 		if slices.Contains(changed, c) {
 			continue
@@ -169,7 +185,7 @@ func benchView(b *testing.B, bd *flow.Bound, keys, versions, perVersion int, cha
 		state := cost.NewTable(cost.Name(costLoc.StateTable(bd.Flow)), cost.Columns(p.StateColumns(), shapes, costShape), catalog.ColStateGen, bd.Keys[0].Name)
 		folded := cost.DayOf(costNow.AddDate(0, 0, -1))
 		must(state.AddSpan(folded, cost.Null, cost.Null, 1, 0)) // the marker
-		must(state.AddSpan(folded, cost.Int(0), cost.Int(int64(keys-1)), events, 0))
+		must(state.AddSpan(folded, cost.Int(0), cost.Int(int64(keys-1)), rows, 0))
 		m := cost.NewModel(changelog, state)
 		m.Views[view] = sql
 		e, err := m.Estimate(fmt.Sprintf("SELECT * FROM `%s`", view))

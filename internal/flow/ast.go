@@ -68,6 +68,11 @@ type Flow struct {
 	// <target>_at (TBLPROPERTIES ('bqcdc.history' = 'true');
 	// sql/render/history.go).
 	History bool
+	// LatenessHorizonDays lets maintenance drop an SCD 2 flow's events that
+	// open no version once they are older than that many days
+	// (TBLPROPERTIES ('bqcdc.lateness_horizon_days' = 'N'),
+	// LatenessHorizonProperty); 0: every event is kept.
+	LatenessHorizonDays int
 
 	clauses map[string]Pos // clause name -> first position, for duplicate checks
 	// fromSnapshot: the statement was spelled ... FROM SNAPSHOT INTO, so its

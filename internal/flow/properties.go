@@ -45,6 +45,26 @@ const HistoryProperty = "bqcdc.history"
 // __UNPARTITIONED__ partition, pruned by clustering only.
 const StateKeyRangeProperty = "bqcdc.state.key_range"
 
+// LatenessHorizonProperty bounds how late an SCD 2 flow's events may be
+// and still re-cut its versions exactly: TBLPROPERTIES
+// ('bqcdc.lateness_horizon_days' = '30'). An SCD 2 state keeps every event,
+// because an event that arrives late can re-cut the versions around it;
+// most events of a long history open no version (they change untracked
+// columns only), and each costs every read of the view. With a horizon,
+// maintenance drops such an event once it and a later event of its version
+// were both ingested more than the horizon before the maintenance's
+// watermark (the version keeps its first event and its last: the view shows
+// the same versions with the same values; sql/render, "version_groups").
+// What it gives up: an event ingested more than the horizon after the
+// events it is sequenced among re-cuts versions as if the dropped ones had
+// not happened, and <target>_at at a time before the horizon may show a
+// version's earlier values as its later ones (docs/compaction.md).
+const LatenessHorizonProperty = "bqcdc.lateness_horizon_days"
+
+// MaxLatenessHorizonDays bounds the horizon (ten years): past the
+// changelog's retention no late event is exact anyway.
+const MaxLatenessHorizonDays = 3650
+
 // MaxKeyRangePartitions is the most ranges a state partitioned by key
 // range has: a table has at most 10,000 partitions, the NULL partition
 // (markers, truncates) and __UNPARTITIONED__ (keys outside the range)
@@ -127,11 +147,15 @@ type tableDecl struct {
 	history    bool
 	historyPos Pos
 	keyRange   *KeyRange
+	horizon    int
+	horizonPos Pos
 }
 
 // says reports whether the declaration says anything applyDecls gives a
 // flow beside its change feed.
-func (d tableDecl) says() bool { return d.buckets > 0 || d.history || d.keyRange != nil }
+func (d tableDecl) says() bool {
+	return d.buckets > 0 || d.history || d.keyRange != nil || d.horizon > 0
+}
 
 // tableProperties reads TBLPROPERTIES ('key' = value, ...) after the
 // keyword: the change feed's property, checked; any other property is
@@ -199,6 +223,13 @@ func (p *parser) tableProperties(d *tableDecl) *Error {
 			r.Pos = v.Pos
 			d.keyRange = r
 		}
+		if strings.EqualFold(key, LatenessHorizonProperty) {
+			n, err := strconv.Atoi(v.Text)
+			if err != nil || n < 1 || n > MaxLatenessHorizonDays {
+				return errorf(v.Pos, "%s is a whole number of days from 1 to %d (events ingested more than that after the events they are sequenced among re-cut versions inexactly), found %s", LatenessHorizonProperty, MaxLatenessHorizonDays, v.describe())
+			}
+			d.horizon, d.horizonPos = n, v.Pos
+		}
 		if !p.isPunct(",") {
 			return p.punct(")")
 		}
@@ -252,6 +283,21 @@ func applyDecls(flows []*Flow, decls []tableDecl) ErrorList {
 				continue
 			}
 			f.StateBuckets = d.buckets
+		}
+		if d.horizon > 0 {
+			switch {
+			case f.Kind() != SCD2:
+				// SCD 1 keeps no event that decides nothing; a bitemporal
+				// state's events open versions in system time too; a
+				// snapshot flow's state keeps versions, not events.
+				errs = append(errs, &Error{Pos: d.horizonPos, Flow: f.Name, Msg: fmt.Sprintf("%s: flow %s is not an SCD 2 flow of a change stream (the horizon drops events of SCD 2 versions; bitemporal flows are not supported yet)", LatenessHorizonProperty, f.Name)})
+			case f.IgnoreNull != nil:
+				// A dropped event may carry the value that a later event's
+				// NULL keeps.
+				errs = append(errs, &Error{Pos: d.horizonPos, Flow: f.Name, Msg: fmt.Sprintf("%s: flow %s has IGNORE NULL UPDATES, where an event that opens no version may carry the value a later NULL keeps: its events cannot be dropped", LatenessHorizonProperty, f.Name)})
+			default:
+				f.LatenessHorizonDays = d.horizon
+			}
 		}
 		if r := d.keyRange; r != nil {
 			switch {

@@ -479,7 +479,12 @@ type data struct {
 	// for the reads of the state, a row's identity, the event columns
 	// rebuilt from a sparse row and its base, and as maintenance writes
 	// them. Empty for other targets.
-	Sparse, Rebuild       []sparseCol
+	Sparse, Rebuild []sparseCol
+	// HorizonDays, of an SCD 2 flow with a lateness horizon
+	// (flow.LatenessHorizonProperty), is its days: maintenance drops the
+	// events older than that which open no version and are followed in
+	// their version by another as old ("version_groups"). 0: none.
+	HorizonDays           int
 	StoredBase            string
 	Identity              string
 	Rebuilt, Sparsed      []string
@@ -649,6 +654,7 @@ func newData(b *flow.Bound, loc catalog.Location, hint time.Time, s Shape) *data
 	d.sequence(b)
 	if s.Versions {
 		d.sparse(b, events)
+		d.HorizonDays = b.LatenessHorizonDays
 	}
 	if HistoryKept(b) {
 		d.History, d.HistoryGen, d.HistoryGenOf, d.ArchiveEnd = true, Literal(HistoryGen), historyGenOf(q(catalog.ColIngestedAt)), Literal(ArchiveEnd)

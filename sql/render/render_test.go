@@ -169,7 +169,7 @@ func TestViewQuotesEveryIdentifier(t *testing.T) {
 		applied current_rows loaded loads present gone closed processed next_version n l LAG UNIX_DATE DATE_FROM_UNIX_DATE DATETIME
 		applied_version total_rows newest_version older_version processed_rows newer
 		delta flow_delta key_tiles key_lo key_hi key_nulls materialized ranged newest changes_until NTILE BETWEEN levels kept ordered ordered_flagged in_order_flagged in_order_versioned in_order_events in_order_rows in_order_islands in_order_beliefs CONCAT LEAST first_position UNNEST newest_source_ts tail_rows late_flagged late late_s late_suffix late_next marks mapped wm ranges frozen_merge h prefill_seg prefill_counts prefilled in_order_filled f FOLLOWING GENERATE_ARRAY ARRAY_CONCAT DENSE_RANK OFFSET events_known ABS MOD FARM_FINGERPRINT buckets
-		levels_stored state_stored history_stored history_state sparse_candidates sparse_groups sparse_bases sparsed g
+		levels_stored state_stored history_stored history_state version_candidates version_grouped version_groups sparse_bases sparsed g TIMESTAMP_SUB
 		archive_opens archive_split archive level_rows firsts late_tiles archive_watermark archive_current late_keys late_lo late_hi late_nulls slots late_buckets
 		history_kept ERROR CURRENT_TIMESTAMP TIMESTAMP_ADD INTERVAL DAY DATE_DIFF MONTH GREATEST`) {
 		allowed[strings.ToUpper(w)] = true

@@ -52,6 +52,18 @@ COLUMNS * EXCEPT (operation)
 STORED AS SCD TYPE 2
 TRACK HISTORY ON (name);
 
+-- An SCD 2 history with a lateness horizon: maintenance drops the events
+-- older than 30 days that open no version (flow.LatenessHorizonProperty).
+CREATE OR REFRESH STREAMING TABLE users_history_horizon
+TBLPROPERTIES ('bqcdc.lateness_horizon_days' = '30')
+FLOW AUTO CDC FROM STREAM(users)
+KEYS (userId)
+APPLY AS DELETE WHEN operation = 'DELETE'
+SEQUENCE BY sequenceNum
+COLUMNS * EXCEPT (operation)
+STORED AS SCD TYPE 2
+TRACK HISTORY ON (name);
+
 CREATE FLOW users_scd2 AS AUTO CDC INTO users_history
 FROM STREAM(users)
 KEYS (userId)

@@ -284,26 +284,27 @@ WITH
     FROM arrivals
     WHERE __copy = 1 OR `_cdc_message_id` IS NULL
   ),
-  -- Sparse rows (render/sparse.go): an upsert after an upsert of its key
-  -- that changes no tracked column opens no version; it joins the group of
-  -- the event that opened it (the group’s base, stored whole) and stores
-  -- only the sparse columns that differ from the base’s, unless one is NULL
-  -- where the base’s is not, or the base has no message id (its identity):
-  -- then it is stored whole.
-  sparse_candidates AS (
-    SELECT *, FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(`_cdc_message_id`, UNIX_MICROS(`_cdc_ingested_at`)))) AS __id,
+  -- Groups of a version: an upsert after an upsert of its key that changes
+  -- no tracked column opens no version (a candidate); it joins the group of
+  -- the event that opened it (the group’s base: its one event that is not
+  -- a candidate, first).
+  version_candidates AS (
+    SELECT *,
       IFNULL(__op = 'U' AND LAG(__op) OVER w = 'U' AND LAG(`select`) OVER w IS NOT DISTINCT FROM `select` AND LAG(`from`) OVER w IS NOT DISTINCT FROM `from` AND TO_JSON_STRING(LAG(`where`) OVER w) = TO_JSON_STRING(`where`), FALSE) AS __cand
     FROM events
     WINDOW w AS (PARTITION BY `order`, `group` ORDER BY `by`, IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, ''))
   ),
-  sparse_groups AS (
+  version_groups AS (
     SELECT *, COUNTIF(NOT __cand) OVER (PARTITION BY `order`, `group` ORDER BY `by`, IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, '') ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __g
-    FROM sparse_candidates
+    FROM version_candidates
   ),
-  -- The group’s base first: its one event that is not a candidate.
+  -- Sparse rows (render/sparse.go): a candidate stores only the sparse
+  -- columns that differ from its group’s base’s (stored whole), unless one
+  -- is NULL where the base’s is not, or the base has no message id (its
+  -- identity): then it is stored whole.
   sparse_bases AS (
-    SELECT *, FIRST_VALUE(__id) OVER g AS __gid, FIRST_VALUE(`_cdc_message_id`) OVER g AS __gmsg, FIRST_VALUE(`select`) OVER g AS __b0, FIRST_VALUE(`from`) OVER g AS __b1, FIRST_VALUE(`_cdc_op`) OVER g AS __b3, FIRST_VALUE(`_cdc_source_ts`) OVER g AS __b4, FIRST_VALUE(`_cdc_sequence`) OVER g AS __b5, FIRST_VALUE(`_cdc_publish_time`) OVER g AS __b6, FIRST_VALUE(`_cdc_schema_id`) OVER g AS __b7, FIRST_VALUE(`_cdc_transaction`) OVER g AS __b8
-    FROM sparse_groups
+    SELECT *, FIRST_VALUE(FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(`_cdc_message_id`, UNIX_MICROS(`_cdc_ingested_at`))))) OVER g AS __gid, FIRST_VALUE(`_cdc_message_id`) OVER g AS __gmsg, FIRST_VALUE(`select`) OVER g AS __b0, FIRST_VALUE(`from`) OVER g AS __b1, FIRST_VALUE(`_cdc_op`) OVER g AS __b3, FIRST_VALUE(`_cdc_source_ts`) OVER g AS __b4, FIRST_VALUE(`_cdc_sequence`) OVER g AS __b5, FIRST_VALUE(`_cdc_publish_time`) OVER g AS __b6, FIRST_VALUE(`_cdc_schema_id`) OVER g AS __b7, FIRST_VALUE(`_cdc_transaction`) OVER g AS __b8
+    FROM version_groups
     WINDOW g AS (PARTITION BY `order`, `group`, __g ORDER BY IF(__cand, 1, 0), `by`, IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, ''))
   ),
   sparsed AS (
@@ -624,26 +625,27 @@ WITH
     FROM arrivals
     WHERE __copy = 1 OR `_cdc_message_id` IS NULL
   ),
-  -- Sparse rows (render/sparse.go): an upsert after an upsert of its key
-  -- that changes no tracked column opens no version; it joins the group of
-  -- the event that opened it (the group’s base, stored whole) and stores
-  -- only the sparse columns that differ from the base’s, unless one is NULL
-  -- where the base’s is not, or the base has no message id (its identity):
-  -- then it is stored whole.
-  sparse_candidates AS (
-    SELECT *, FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(`_cdc_message_id`, UNIX_MICROS(`_cdc_ingested_at`)))) AS __id,
+  -- Groups of a version: an upsert after an upsert of its key that changes
+  -- no tracked column opens no version (a candidate); it joins the group of
+  -- the event that opened it (the group’s base: its one event that is not
+  -- a candidate, first).
+  version_candidates AS (
+    SELECT *,
       IFNULL(__op = 'U' AND LAG(__op) OVER w = 'U' AND LAG(`select`) OVER w IS NOT DISTINCT FROM `select` AND LAG(`from`) OVER w IS NOT DISTINCT FROM `from` AND TO_JSON_STRING(LAG(`where`) OVER w) = TO_JSON_STRING(`where`), FALSE) AS __cand
     FROM events
     WINDOW w AS (PARTITION BY `order`, `group` ORDER BY `by`, IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, ''))
   ),
-  sparse_groups AS (
+  version_groups AS (
     SELECT *, COUNTIF(NOT __cand) OVER (PARTITION BY `order`, `group` ORDER BY `by`, IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, '') ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS __g
-    FROM sparse_candidates
+    FROM version_candidates
   ),
-  -- The group’s base first: its one event that is not a candidate.
+  -- Sparse rows (render/sparse.go): a candidate stores only the sparse
+  -- columns that differ from its group’s base’s (stored whole), unless one
+  -- is NULL where the base’s is not, or the base has no message id (its
+  -- identity): then it is stored whole.
   sparse_bases AS (
-    SELECT *, FIRST_VALUE(__id) OVER g AS __gid, FIRST_VALUE(`_cdc_message_id`) OVER g AS __gmsg, FIRST_VALUE(`select`) OVER g AS __b0, FIRST_VALUE(`from`) OVER g AS __b1, FIRST_VALUE(`_cdc_op`) OVER g AS __b3, FIRST_VALUE(`_cdc_source_ts`) OVER g AS __b4, FIRST_VALUE(`_cdc_sequence`) OVER g AS __b5, FIRST_VALUE(`_cdc_publish_time`) OVER g AS __b6, FIRST_VALUE(`_cdc_schema_id`) OVER g AS __b7, FIRST_VALUE(`_cdc_transaction`) OVER g AS __b8
-    FROM sparse_groups
+    SELECT *, FIRST_VALUE(FARM_FINGERPRINT(TO_JSON_STRING(STRUCT(`_cdc_message_id`, UNIX_MICROS(`_cdc_ingested_at`))))) OVER g AS __gid, FIRST_VALUE(`_cdc_message_id`) OVER g AS __gmsg, FIRST_VALUE(`select`) OVER g AS __b0, FIRST_VALUE(`from`) OVER g AS __b1, FIRST_VALUE(`_cdc_op`) OVER g AS __b3, FIRST_VALUE(`_cdc_source_ts`) OVER g AS __b4, FIRST_VALUE(`_cdc_sequence`) OVER g AS __b5, FIRST_VALUE(`_cdc_publish_time`) OVER g AS __b6, FIRST_VALUE(`_cdc_schema_id`) OVER g AS __b7, FIRST_VALUE(`_cdc_transaction`) OVER g AS __b8
+    FROM version_groups
     WINDOW g AS (PARTITION BY `order`, `group`, __g ORDER BY IF(__cand, 1, 0), `by`, IF(__op = 'D', 1, 0), IFNULL(`_cdc_message_id`, ''))
   ),
   sparsed AS (
