@@ -23,9 +23,13 @@ import (
 //
 //	view-bytes ≤ 1.5 × (versions-bytes + events-delta-bytes)
 //
-// where versions-bytes is the versions × the state's row (a version
-// stored whole) and events-delta-bytes the other events × (the keys, the
-// sequences and the columns that changed: viewChanged). Each key has
+// where versions-bytes is the rows the view shows × the state's row (a
+// version stored whole) and events-delta-bytes the other events × (the
+// keys, the sequences and the columns that changed: viewChanged). An SCD 2
+// view shows a row per version (an event that opens none updates it in
+// place); a bitemporal view a row per version and stretch of system time
+// it was believed with the same values, so an event that changes a column
+// it shows is a row of its own (rows-shown reports the count). Each key has
 // versions versions of eventsPerVersion events; an event after a
 // version's first changes only columns outside TRACK HISTORY ON, and the
 // state is as maintenance leaves it (such events stored sparse).
@@ -58,6 +62,24 @@ func BenchmarkViewCost(b *testing.B) {
 	b.Run("view/scd2-narrow/keys100k/events100perversion", func(b *testing.B) {
 		benchView(b, flows["scd2-narrow"], 100_000, 2, 100, []string{"city"}, 0, 0)
 	})
+	// Narrow targets whose events change nothing the view shows (a column
+	// outside COLUMNS changed at the source, or a row image sent again):
+	// the delta is the keys and sequences alone. A bitemporal view shows
+	// the city change of the case above as a row of its own.
+	b.Run("view/scd2-narrow/keys100k/events100perversion/unshown", func(b *testing.B) {
+		benchView(b, flows["scd2-narrow"], 100_000, 2, 100, nil, 0, 0)
+	})
+	b.Run("view/bitemporal-narrow/keys100k/events100perversion", func(b *testing.B) {
+		benchView(b, flows["bitemporal-narrow"], 100_000, 2, 100, []string{"city"}, 0, 0)
+	})
+	b.Run("view/bitemporal-narrow/keys100k/events100perversion/unshown", func(b *testing.B) {
+		benchView(b, flows["bitemporal-narrow"], 100_000, 2, 100, nil, 0, 0)
+	})
+	// A bitemporal target that shows neither sequence (COLUMNS (userId,
+	// name, city)): an event that changes no shown column is no belief.
+	b.Run("view/bitemporal-bare/keys100k/events100perversion/unshown", func(b *testing.B) {
+		benchView(b, flows["bitemporal-bare"], 100_000, 2, 100, nil, 0, 0)
+	})
 	// The same SCD 2 histories with a lateness horizon
 	// (flow.LatenessHorizonProperty), every event older than it: maintenance
 	// keeps of each version its first event (whole) and its last (sparse).
@@ -68,6 +90,9 @@ func BenchmarkViewCost(b *testing.B) {
 	b.Run("view/scd2-narrow/keys100k/events100perversion/horizon", func(b *testing.B) {
 		benchView(b, flows["scd2-narrow"], 100_000, 2, 100, []string{"city"}, 0, 2)
 	})
+	b.Run("view/scd2-narrow/keys100k/events100perversion/unshown/horizon", func(b *testing.B) {
+		benchView(b, flows["scd2-narrow"], 100_000, 2, 100, nil, 0, 2)
+	})
 }
 
 // viewChanged are the columns an event that opens no version changes in
@@ -76,7 +101,8 @@ func BenchmarkViewCost(b *testing.B) {
 var viewChanged = []string{"city", catalog.ColSourceTS, catalog.ColPublishTime}
 
 // trackedFlows binds an SCD 2 and a bitemporal flow that track history
-// on name only (and a narrow SCD 2 flow, scd2-narrow, without metadata), so that an event changing city (with the Debezium
+// on name only (and narrow ones, scd2-narrow and bitemporal-narrow,
+// without metadata), so that an event changing city (with the Debezium
 // metadata that changes with every event: the source and publish times)
 // opens no version. (TRACK HISTORY ON * EXCEPT (city) would track the
 // kept sequenceNum, as Databricks does: every event would open one.)
@@ -101,6 +127,26 @@ COLUMNS (userId, name, city, sequenceNum)
 STORED AS SCD TYPE 2
 TRACK HISTORY ON (name);
 
+CREATE FLOW users_bitemporal_narrow AS AUTO CDC INTO users_bitemporal_narrow
+FROM STREAM(users)
+KEYS (userId)
+APPLY AS DELETE WHEN operation = 'DELETE'
+SEQUENCE BY sequenceNum
+SYSTEM SEQUENCE BY _cdc_ingested_at
+COLUMNS (userId, name, city, sequenceNum, _cdc_ingested_at)
+STORED AS BITEMPORAL
+TRACK HISTORY ON (name);
+
+CREATE FLOW users_bitemporal_bare AS AUTO CDC INTO users_bitemporal_bare
+FROM STREAM(users)
+KEYS (userId)
+APPLY AS DELETE WHEN operation = 'DELETE'
+SEQUENCE BY sequenceNum
+SYSTEM SEQUENCE BY _cdc_ingested_at
+COLUMNS (userId, name, city)
+STORED AS BITEMPORAL
+TRACK HISTORY ON (name);
+
 CREATE FLOW users_bitemporal_tracked AS AUTO CDC INTO users_bitemporal_tracked
 FROM STREAM(users)
 KEYS (userId)
@@ -123,10 +169,14 @@ TRACK HISTORY ON (name);
 			out["bitemporal"] = bd
 		case "users_narrow":
 			out["scd2-narrow"] = bd
+		case "users_bitemporal_narrow":
+			out["bitemporal-narrow"] = bd
+		case "users_bitemporal_bare":
+			out["bitemporal-bare"] = bd
 		}
 	}
-	if len(out) != 3 {
-		b.Fatalf("found %d of the 3 flows", len(out))
+	if len(out) != 5 {
+		b.Fatalf("found %d of the 5 flows", len(out))
 	}
 	return out
 }
@@ -198,11 +248,20 @@ func benchView(b *testing.B, bd *flow.Bound, keys, versions, perVersion int, cha
 		viewBytes, _ = read(sparse)
 		wholeBytes, rowBytes = read(whole)
 	}
-	versionsBytes := nVersions * rowBytes
-	delta := float64(events) - nVersions
+	shown := nVersions
+	if bd.SystemSequence != nil && slices.ContainsFunc(bd.Output, func(c schema.Column) bool {
+		// A shown column the events change (the sequences change with
+		// every event): a bitemporal view shows each event as a belief.
+		return slices.Contains(changed, c.Name) || slices.ContainsFunc(bd.Sequence, func(s schema.Column) bool { return s.Name == c.Name }) || c.Name == bd.SystemSequence.Name
+	}) {
+		shown = float64(events)
+	}
+	versionsBytes := shown * rowBytes
+	delta := float64(events) - shown
 	deltaBytes := delta * deltaRowBytes(bd, changed)
 	b.ReportMetric(float64(viewBytes), "view-bytes")
 	b.ReportMetric(float64(wholeBytes), "view-bytes-whole")
+	b.ReportMetric(shown, "rows-shown")
 	b.ReportMetric(versionsBytes, "versions-bytes")
 	b.ReportMetric(deltaBytes, "events-delta-bytes")
 	b.ReportMetric(float64(viewBytes)/(versionsBytes+deltaBytes), "view/bound")
