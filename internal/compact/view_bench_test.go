@@ -80,10 +80,11 @@ func BenchmarkViewCost(b *testing.B) {
 	b.Run("view/bitemporal-bare/keys100k/events100perversion/unshown", func(b *testing.B) {
 		benchView(b, flows["bitemporal-bare"], 100_000, 2, 100, nil, 0, 0)
 	})
-	// The same SCD 2 histories with a lateness horizon
+	// The same histories with a lateness horizon
 	// (flow.LatenessHorizonProperty), every event older than it: maintenance
-	// keeps of each version its first event (whole) and its last (sparse).
-	// The view's SQL is the same; the state holds 2 rows a version.
+	// keeps of each SCD 2 version its first event (whole) and its last
+	// (sparse). The view's SQL is the same; the state holds 2 rows a
+	// version.
 	b.Run("view/scd2/keys100k/events100perversion/horizon", func(b *testing.B) {
 		benchView(b, flows["scd2"], 100_000, 2, 100, viewChanged, 0, 2)
 	})
@@ -92,6 +93,11 @@ func BenchmarkViewCost(b *testing.B) {
 	})
 	b.Run("view/scd2-narrow/keys100k/events100perversion/unshown/horizon", func(b *testing.B) {
 		benchView(b, flows["scd2-narrow"], 100_000, 2, 100, nil, 0, 2)
+	})
+	// A bitemporal flow with a horizon drops an event that shows the values
+	// of the one before it (learnt no later): a version keeps its first.
+	b.Run("view/bitemporal-bare/keys100k/events100perversion/unshown/horizon", func(b *testing.B) {
+		benchView(b, flows["bitemporal-bare"], 100_000, 2, 100, nil, 0, 1)
 	})
 }
 

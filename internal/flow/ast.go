@@ -68,8 +68,9 @@ type Flow struct {
 	// <target>_at (TBLPROPERTIES ('bqcdc.history' = 'true');
 	// sql/render/history.go).
 	History bool
-	// LatenessHorizonDays lets maintenance drop an SCD 2 flow's events that
-	// open no version once they are older than that many days
+	// LatenessHorizonDays lets maintenance drop an SCD 2 or bitemporal
+	// flow's events that no view needs once they are older than that many
+	// days
 	// (TBLPROPERTIES ('bqcdc.lateness_horizon_days' = 'N'),
 	// LatenessHorizonProperty); 0: every event is kept.
 	LatenessHorizonDays int

@@ -210,7 +210,9 @@ func TestLatenessHorizonProperty(t *testing.T) {
 	flows, err := Parse("h.sql", "CREATE STREAMING TABLE a TBLPROPERTIES ('bqcdc.lateness_horizon_days' = '30');\n"+
 		"CREATE FLOW a AS AUTO CDC INTO a FROM STREAM(users_topic) KEYS (id) SEQUENCE BY v STORED AS SCD TYPE 2 TRACK HISTORY ON (n);\n"+
 		"CREATE OR REFRESH STREAMING TABLE b TBLPROPERTIES (bqcdc.lateness_horizon_days = 7, 'bqcdc.state.key_range' = '0:10') FLOW AUTO CDC FROM STREAM(users_topic) KEYS (id) SEQUENCE BY v STORED AS SCD TYPE 2;\n"+
-		"CREATE FLOW c AS AUTO CDC INTO c FROM STREAM(users_topic) KEYS (id) SEQUENCE BY v STORED AS SCD TYPE 2;\n")
+		"CREATE FLOW c AS AUTO CDC INTO c FROM STREAM(users_topic) KEYS (id) SEQUENCE BY v STORED AS SCD TYPE 2;\n"+
+		"CREATE STREAMING TABLE d TBLPROPERTIES ('bqcdc.lateness_horizon_days' = '3');\n"+
+		"CREATE FLOW d AS AUTO CDC INTO d FROM STREAM(users_topic) KEYS (id) SEQUENCE BY v SYSTEM SEQUENCE BY w STORED AS BITEMPORAL;\n")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,17 +220,16 @@ func TestLatenessHorizonProperty(t *testing.T) {
 	for _, f := range flows {
 		got[f.Name] = f
 	}
-	if got["a"].LatenessHorizonDays != 30 || got["b"].LatenessHorizonDays != 7 || got["b"].StateKeyRange == nil || got["c"].LatenessHorizonDays != 0 {
-		t.Errorf("horizons a %d, b %d (key range %v), c %d", got["a"].LatenessHorizonDays, got["b"].LatenessHorizonDays, got["b"].StateKeyRange, got["c"].LatenessHorizonDays)
+	if got["a"].LatenessHorizonDays != 30 || got["b"].LatenessHorizonDays != 7 || got["b"].StateKeyRange == nil || got["c"].LatenessHorizonDays != 0 || got["d"].LatenessHorizonDays != 3 {
+		t.Errorf("horizons a %d, b %d (key range %v), c %d, d (bitemporal) %d", got["a"].LatenessHorizonDays, got["b"].LatenessHorizonDays, got["b"].StateKeyRange, got["c"].LatenessHorizonDays, got["d"].LatenessHorizonDays)
 	}
 	const decl = "CREATE STREAMING TABLE t TBLPROPERTIES ('bqcdc.lateness_horizon_days' = '%s');\n"
 	for _, tt := range []struct{ days, flow, want string }{
 		{"0", "", "p.sql:1:73: bqcdc.lateness_horizon_days is a whole number of days from 1 to 3650"},
 		{"3651", "", "p.sql:1:73: bqcdc.lateness_horizon_days is a whole number of days"},
 		{"1.5", "", "p.sql:1:73: bqcdc.lateness_horizon_days is a whole number of days"},
-		{"30", "CREATE FLOW t AS AUTO CDC INTO t FROM STREAM(users_topic) KEYS (id) SEQUENCE BY v;", "p.sql:1:73: flow t: bqcdc.lateness_horizon_days: flow t is not an SCD 2 flow"},
-		{"30", "CREATE FLOW t AS AUTO CDC INTO t FROM STREAM(users_topic) KEYS (id) SEQUENCE BY v SYSTEM SEQUENCE BY w STORED AS BITEMPORAL;", "bitemporal flows are not supported yet"},
-		{"30", "APPLY CHANGES FROM SNAPSHOT INTO t FROM staging.x KEYS (id) VERSION BY v STORED AS SCD TYPE 2;", "flow t is not an SCD 2 flow of a change stream"},
+		{"30", "CREATE FLOW t AS AUTO CDC INTO t FROM STREAM(users_topic) KEYS (id) SEQUENCE BY v;", "p.sql:1:73: flow t: bqcdc.lateness_horizon_days: flow t is not an SCD 2 or bitemporal flow"},
+		{"30", "APPLY CHANGES FROM SNAPSHOT INTO t FROM staging.x KEYS (id) VERSION BY v STORED AS SCD TYPE 2;", "flow t is not an SCD 2 or bitemporal flow of a change stream"},
 		{"30", "CREATE FLOW t AS AUTO CDC INTO t FROM STREAM(users_topic) KEYS (id) SEQUENCE BY v STORED AS SCD TYPE 2 IGNORE NULL UPDATES;", "p.sql:1:73: flow t: bqcdc.lateness_horizon_days: flow t has IGNORE NULL UPDATES"},
 	} {
 		src := fmt.Sprintf(decl, tt.days) + tt.flow

@@ -45,20 +45,24 @@ const HistoryProperty = "bqcdc.history"
 // __UNPARTITIONED__ partition, pruned by clustering only.
 const StateKeyRangeProperty = "bqcdc.state.key_range"
 
-// LatenessHorizonProperty bounds how late an SCD 2 flow's events may be
-// and still re-cut its versions exactly: TBLPROPERTIES
-// ('bqcdc.lateness_horizon_days' = '30'). An SCD 2 state keeps every event,
+// LatenessHorizonProperty bounds how late an SCD 2 or bitemporal flow's
+// events may be and still re-cut its versions exactly: TBLPROPERTIES
+// ('bqcdc.lateness_horizon_days' = '30'). Such a state keeps every event,
 // because an event that arrives late can re-cut the versions around it;
 // most events of a long history open no version (they change untracked
 // columns only), and each costs every read of the view. With a horizon,
-// maintenance drops such an event once it and a later event of its version
-// were both ingested more than the horizon before the maintenance's
-// watermark (the version keeps its first event and its last: the view shows
-// the same versions with the same values; sql/render, "version_groups").
-// What it gives up: an event ingested more than the horizon after the
-// events it is sequenced among re-cuts versions as if the dropped ones had
-// not happened, and <target>_at at a time before the horizon may show a
-// version's earlier values as its later ones (docs/compaction.md).
+// maintenance drops an SCD 2 event that opens no version once its
+// version's first event, it and a later event of its version were all
+// ingested more than the horizon before the maintenance's watermark (the
+// version keeps its first event and its last: the view shows the same
+// versions with the same values), and a bitemporal event that shows the
+// same values as the event before it, learnt no later, once it is older
+// than the horizon (it changes no row of the view at any system time);
+// sql/render, "version_groups". What it gives up: an event ingested more
+// than the horizon after the events it is sequenced among re-cuts versions
+// as if the dropped ones had not happened, and an SCD 2 flow's
+// <target>_at at a time before the horizon may show a version's earlier
+// values as its later ones (docs/compaction.md).
 const LatenessHorizonProperty = "bqcdc.lateness_horizon_days"
 
 // MaxLatenessHorizonDays bounds the horizon (ten years): past the
@@ -286,11 +290,10 @@ func applyDecls(flows []*Flow, decls []tableDecl) ErrorList {
 		}
 		if d.horizon > 0 {
 			switch {
-			case f.Kind() != SCD2:
-				// SCD 1 keeps no event that decides nothing; a bitemporal
-				// state's events open versions in system time too; a
-				// snapshot flow's state keeps versions, not events.
-				errs = append(errs, &Error{Pos: d.horizonPos, Flow: f.Name, Msg: fmt.Sprintf("%s: flow %s is not an SCD 2 flow of a change stream (the horizon drops events of SCD 2 versions; bitemporal flows are not supported yet)", LatenessHorizonProperty, f.Name)})
+			case f.Kind() != SCD2 && f.Kind() != Bitemporal:
+				// SCD 1 keeps no event that decides nothing; a snapshot
+				// flow's state keeps versions, not events.
+				errs = append(errs, &Error{Pos: d.horizonPos, Flow: f.Name, Msg: fmt.Sprintf("%s: flow %s is not an SCD 2 or bitemporal flow of a change stream (the horizon drops the events of their histories that no view needs)", LatenessHorizonProperty, f.Name)})
 			case f.IgnoreNull != nil:
 				// A dropped event may carry the value that a later event's
 				// NULL keeps.

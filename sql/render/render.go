@@ -479,15 +479,20 @@ type data struct {
 	// for the reads of the state, a row's identity, the event columns
 	// rebuilt from a sparse row and its base, and as maintenance writes
 	// them. Empty for other targets.
-	Sparse, Rebuild []sparseCol
-	// HorizonDays, of an SCD 2 flow with a lateness horizon
+	Sparse, Rebuild  []sparseCol
+	StoredBase       string
+	Identity         string
+	Rebuilt, Sparsed []string
+
+	// HorizonDays, of an SCD 2 or bitemporal flow with a lateness horizon
 	// (flow.LatenessHorizonProperty), is its days: maintenance drops the
-	// events older than that which open no version and are followed in
-	// their version by another as old ("version_groups"). 0: none.
-	HorizonDays           int
-	StoredBase            string
-	Identity              string
-	Rebuilt, Sparsed      []string
+	// events older than that which no view needs ("version_groups"). 0:
+	// none. ShownJSON is the columns a bitemporal view shows of an event
+	// (its non-key output columns) as one JSON string: an event equal in it
+	// to the one before it, learnt no later, is unseen.
+	HorizonDays int
+	ShownJSON   string
+
 	Keys                  []string
 	KeysQualified         []string
 	Sequence              []seqCol
@@ -655,6 +660,14 @@ func newData(b *flow.Bound, loc catalog.Location, hint time.Time, s Shape) *data
 	if s.Versions {
 		d.sparse(b, events)
 		d.HorizonDays = b.LatenessHorizonDays
+		d.ShownJSON = "''"
+		if len(d.Values) > 0 {
+			shown := make([]string, len(d.Values))
+			for i, v := range d.Values {
+				shown[i] = v.Name
+			}
+			d.ShownJSON = "TO_JSON_STRING(STRUCT(" + strings.Join(shown, ", ") + "))"
+		}
 	}
 	if HistoryKept(b) {
 		d.History, d.HistoryGen, d.HistoryGenOf, d.ArchiveEnd = true, Literal(HistoryGen), historyGenOf(q(catalog.ColIngestedAt)), Literal(ArchiveEnd)

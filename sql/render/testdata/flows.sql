@@ -101,6 +101,19 @@ SYSTEM SEQUENCE BY _cdc_ingested_at
 COLUMNS * EXCEPT (operation, _cdc_op, _cdc_source_ts, _cdc_sequence, _cdc_publish_time, _cdc_schema_id, _cdc_transaction)
 STORED AS BITEMPORAL;
 
+-- Bitemporal with a lateness horizon: maintenance drops the events older
+-- than 7 days that change no row of the view (flow.LatenessHorizonProperty).
+CREATE OR REFRESH STREAMING TABLE users_bitemporal_horizon
+TBLPROPERTIES ('bqcdc.lateness_horizon_days' = '7')
+FLOW AUTO CDC FROM STREAM(users)
+KEYS (userId)
+APPLY AS DELETE WHEN operation = 'DELETE'
+SEQUENCE BY sequenceNum
+SYSTEM SEQUENCE BY _cdc_ingested_at
+COLUMNS (userId, name, city)
+STORED AS BITEMPORAL
+TRACK HISTORY ON (name);
+
 -- Snapshots: a table of full extracts versioned by a TIMESTAMP, SCD 1 and
 -- SCD 2 with TRACK HISTORY and a WHERE.
 CREATE FLOW customers_snapshot AS AUTO CDC FROM SNAPSHOT INTO customers_from_extracts

@@ -3,6 +3,8 @@ package folds
 import (
 	"context"
 	"fmt"
+	"maps"
+	"math/rand"
 	"testing"
 	"time"
 
@@ -32,7 +34,6 @@ TRACK HISTORY ON (name);
 func TestLatenessHorizonDropsOldEvents(t *testing.T) {
 	e := testenv.New(t, stack, "horizon")
 	ctx := context.Background()
-	e.Apply.SkipTableFunctions = false
 	bound := e.ApplySourceFlows(t, "hz.sql", horizonFlows, "hz.users", testenv.UsersImage)
 	b := bound[0]
 	if b.LatenessHorizonDays != 1 {
@@ -136,4 +137,201 @@ func TestLatenessHorizonDropsOldEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.CheckViews(t, bound, "a late event among dropped ones, against the events kept")
+}
+
+var horizonSeeds = testenv.SeedFlags("horizon", 3, 1, "random histories of TestLatenessHorizonRandomHistories per kind (each an emulator project: -horizon.seeds 8 for a longer search)")
+
+// TestLatenessHorizonRandomHistories: random histories of a few keys
+// (tracked and untracked changes, values shown again unchanged, deletes,
+// ties at one sequence, arrival shuffled) ingested days before a
+// maintenance with a one-day horizon, then new events sequenced after them
+// and, for the SCD 2 flow, redelivered copies of old messages (dropped ones
+// among them), then another maintenance. As no event arrives later than
+// the horizon among the events it dropped, the SCD 2 view, its _at since
+// the horizon and its _changes, and the bitemporal view (every system
+// time) equal the model over every event after every step, and maintenance
+// dropped some of each.
+func TestLatenessHorizonRandomHistories(t *testing.T) {
+	ctx := context.Background()
+	const decl = `
+CREATE OR REFRESH STREAMING TABLE %s
+TBLPROPERTIES ('bqcdc.lateness_horizon_days' = '1')
+FLOW AUTO CDC FROM STREAM(` + "`%s`" + `)
+KEYS (userId) APPLY AS DELETE WHEN operation = 'DELETE'
+SEQUENCE BY sequenceNum %s
+TRACK HISTORY ON (name);
+`
+	kinds := []struct{ name, clauses string }{
+		{"scd2", "COLUMNS (userId, name, city, sequenceNum) STORED AS SCD TYPE 2"},
+		// No sequence shown: an event showing the values of the one before
+		// it is no row of the view.
+		{"bitemporal", "SYSTEM SEQUENCE BY _cdc_ingested_at COLUMNS (userId, name, city) STORED AS BITEMPORAL"},
+	}
+	dropped := map[string]int64{}
+	for _, seed := range horizonSeeds() {
+		for _, kind := range kinds {
+			r := rand.New(rand.NewSource(seed))
+			e := testenv.New(t, stack, testenv.Project("horizon-"+kind.name, seed))
+			source := fmt.Sprintf("hzr.%s%d", kind.name, seed)
+			bound := e.ApplySourceFlows(t, "hzr.sql", fmt.Sprintf(decl, fmt.Sprintf("hzr_%s_%d", kind.name, seed), source, kind.clauses), source, testenv.UsersImage)
+			b := bound[0]
+			at, _ := ttClock()
+			const day = 24 * 60
+			newMsg := testenv.MessageIDs(r)
+			event := func(key, seq int64, minute int) map[string]any {
+				op, name, city := "UPDATE", any(testenv.Pick(r, "a", "a", "a", "b")), any(testenv.Pick(r, "x", "y", "z"))
+				if r.Intn(8) == 0 {
+					op, name, city = "DELETE", nil, nil
+				}
+				return map[string]any{"userId": key, "name": name, "city": city, "operation": op, "sequenceNum": seq,
+					"_cdc_message_id": newMsg(), "_cdc_ingested_at": at(minute).UnixMicro()}
+			}
+			var old []map[string]any
+			next := map[int64]int64{}
+			for key := int64(1); key <= 3; key++ {
+				for i := 0; i < 6+r.Intn(10); i++ {
+					next[key] += int64(r.Intn(3)) // ties at one sequence now and then
+					old = append(old, event(key, next[key], -3*day+r.Intn(120)))
+				}
+			}
+			r.Shuffle(len(old), func(i, j int) { old[i], old[j] = old[j], old[i] })
+			e.AppendRows(t, source, old)
+			when := fmt.Sprintf("%s, seed %d", kind.name, seed)
+			check := func(step string, minutes ...int) {
+				t.Helper()
+				e.CheckViews(t, bound, when+", "+step)
+				if b.SystemSequence != nil {
+					return // no _at or _changes: the view is every system time
+				}
+				for _, m := range minutes {
+					if diff, err := viewcheck.CheckAt(ctx, e.BQ, b, e.Loc, at(m)); err != nil || diff != "" {
+						t.Errorf("%s, %s: %s_at(minute %d) differs from the model (%v):\n%s", when, step, b.Target, m, err, diff)
+					}
+				}
+				if diff, err := viewcheck.CheckChanges(ctx, e.BQ, b, e.Loc, time.Time{}, time.Time{}); err != nil || diff != "" {
+					t.Errorf("%s, %s: %s_changes differs from the model (%v):\n%s", when, step, b.Target, err, diff)
+				}
+			}
+			stored := func() int64 {
+				t.Helper()
+				rows, err := e.Query(fmt.Sprintf("SELECT COUNT(*) AS n FROM %s WHERE __op IN ('U', 'D')", e.Loc.StateTable(b.Flow)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return rows[0]["n"].(int64)
+			}
+			maintain := compact.Options{MaintainEvery: time.Minute, MaintainMargin: time.Second, MaintainGranularity: time.Second}
+			e.CompactAt(t, bound, at(2), compact.Options{MaintainEvery: -1})
+			before := stored()
+			e.CompactAt(t, bound, at(3), maintain)
+			dropped[kind.name] += before - stored()
+			check("after maintenance", -day+60, 0, 3)
+
+			// New events after every old sequence, and (SCD 2) copies of
+			// old messages: a bitemporal flow whose system time is the
+			// ingestion time would learn a copy of a dropped event as a
+			// correction (docs/compaction.md).
+			var fresh []map[string]any
+			for key := int64(1); key <= 3; key++ {
+				for i := 0; i < r.Intn(4); i++ {
+					next[key] += 1 + int64(r.Intn(2))
+					fresh = append(fresh, event(key, next[key], 4+r.Intn(3)))
+				}
+			}
+			for i := 0; b.SystemSequence == nil && i < 1+r.Intn(4); i++ {
+				c := maps.Clone(old[r.Intn(len(old))])
+				c["_cdc_ingested_at"] = at(4 + r.Intn(3)).UnixMicro()
+				fresh = append(fresh, c)
+			}
+			e.AppendRows(t, source, fresh)
+			check("new events and redelivered copies in the tail", -day+60, 3, 7)
+			e.CompactAt(t, bound, at(8), compact.Options{MaintainEvery: -1})
+			check("after folding them", -day+60, 3, 7)
+			e.CompactAt(t, bound, at(10), maintain)
+			check("after a second maintenance", -day+60, 3, 5, 9)
+		}
+	}
+	for _, kind := range kinds {
+		if dropped[kind.name] == 0 {
+			t.Errorf("%s: no maintenance dropped an event: the histories did not exercise the horizon", kind.name)
+		}
+	}
+	t.Logf("maintenance dropped %v events over %d histories each", dropped, len(horizonSeeds()))
+}
+
+// TestLatenessHorizonBitemporal: with a horizon, maintenance drops a
+// bitemporal event that shows the values of the event before it, learnt no
+// later, once it is older than the horizon (a run of them, and a
+// correction restating its business time's values), and keeps one learnt
+// before the event it follows, and one within the horizon: the view (every
+// system time) equals the model over every event. A correction learnt
+// later than the horizon, of an event before dropped ones, is folded as
+// the events kept say.
+func TestLatenessHorizonBitemporal(t *testing.T) {
+	e := testenv.New(t, stack, "horizon-bitemporal")
+	bound := e.ApplySourceFlows(t, "hzb.sql", `
+CREATE OR REFRESH STREAMING TABLE hzb_history
+TBLPROPERTIES ('bqcdc.lateness_horizon_days' = '1')
+FLOW AUTO CDC FROM STREAM(`+"`hzb.users`"+`)
+KEYS (userId) APPLY AS DELETE WHEN operation = 'DELETE'
+SEQUENCE BY sequenceNum SYSTEM SEQUENCE BY _cdc_ingested_at
+COLUMNS (userId, name, city) STORED AS BITEMPORAL
+TRACK HISTORY ON (name);
+`, "hzb.users", testenv.UsersImage)
+	b := bound[0]
+	at, row := ttClock()
+	const day = 24 * 60
+	old := -3 * day
+	e.AppendRows(t, "hzb.users", []map[string]any{
+		row(1, "a", "x", "INSERT", 10, "k1a", old),
+		row(1, "a", "x", "UPDATE", 20, "k1b", old+1), // unseen: dropped
+		row(1, "a", "x", "UPDATE", 30, "k1c", old+2), // unseen after an unseen one: dropped
+		row(1, "a", "y", "UPDATE", 40, "k1d", old+3),
+		row(2, "a", "x", "INSERT", 10, "k2a", old+5),
+		row(2, "a", "x", "UPDATE", 20, "k2b", old), // learnt before the event before it: a row of its own then
+		row(3, "a", "x", "INSERT", 10, "k3a", old),
+		row(3, "a", "x", "UPDATE", 20, "k3b", 1), // within the horizon
+		row(4, "a", "x", "INSERT", 10, "k4a", old),
+		row(4, "a", "x", "UPDATE", 10, "k4b", old+1), // a correction restating its business time: dropped
+		row(4, "b", "x", "UPDATE", 20, "k4c", old+2),
+	})
+	e.CompactAt(t, bound, at(6), compact.Options{MaintainEvery: -1})
+	e.CheckViews(t, bound, "after the first run")
+	e.CompactAt(t, bound, at(7), compact.Options{MaintainEvery: time.Minute, MaintainMargin: time.Second, MaintainGranularity: time.Second})
+	e.CheckViews(t, bound, "after maintenance")
+	rows, err := e.Query(fmt.Sprintf("SELECT `_cdc_message_id` AS m FROM %s WHERE __op IN ('U', 'D')", e.Loc.StateTable(b.Flow)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := map[string]bool{}
+	for _, r := range rows {
+		kept[fmt.Sprint(r["m"])] = true
+	}
+	for _, m := range []string{"k1a", "k1d", "k2a", "k2b", "k3a", "k3b", "k4a", "k4c"} {
+		if !kept[m] {
+			t.Errorf("event %s dropped; it must be kept", m)
+		}
+	}
+	for _, m := range []string{"k1b", "k1c", "k4b"} {
+		if kept[m] {
+			t.Errorf("event %s kept; it is unseen and older than the horizon", m)
+		}
+	}
+	if len(rows) != 8 {
+		t.Errorf("the state keeps %d events, want 8", len(rows))
+	}
+
+	// A correction of key 1's first business time, learnt later than the
+	// horizon, that changes its tracked name: with every event kept, name a
+	// would open a version again at 20; the state keeps none there, so the
+	// corrected version runs to 40.
+	e.AppendRows(t, "hzb.users", []map[string]any{row(1, "q", "z", "UPDATE", 10, "k1late", 10)})
+	e.CompactAt(t, bound, at(11), compact.Options{MaintainEvery: -1})
+	if diff, err := viewcheck.Check(context.Background(), e.BQ, b, e.Loc); err != nil || diff == "" {
+		t.Errorf("a late correction before dropped events: the view equals the model over every event (%v); the test's correction missed them", err)
+	}
+	if _, err := e.Query(fmt.Sprintf("DELETE FROM %s WHERE `_cdc_message_id` IN ('k1b', 'k1c', 'k4b')", e.Loc.ChangelogTable(b.Flow))); err != nil {
+		t.Fatal(err)
+	}
+	e.CheckViews(t, bound, "a late correction before dropped events, against the events kept")
 }

@@ -112,6 +112,14 @@ changelogs AS (
   CROSS JOIN (SELECT MAX(watermark) AS watermark FROM folds WHERE flow = 'users_bitemporal') AS w
   WHERE c.`_cdc_ingested_at` >= TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 7 DAY)
   UNION ALL
+  SELECT 'users_bitemporal_horizon' AS flow, 'cdc.users_bitemporal_horizon' AS target, 'users' AS source, 'stream' AS kind,
+    MAX(c.`_cdc_source_ts`) AS newest_source_ts,
+    MAX(c.`_cdc_ingested_at`) AS last_ingested_at,
+    COUNTIF(c.`_cdc_ingested_at` > IFNULL(w.watermark, TIMESTAMP '1970-01-01 00:00:00+00')) AS tail_rows
+  FROM `my-project`.`cdc`.`users_changelog` AS c
+  CROSS JOIN (SELECT MAX(watermark) AS watermark FROM folds WHERE flow = 'users_bitemporal_horizon') AS w
+  WHERE c.`_cdc_ingested_at` >= TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 7 DAY)
+  UNION ALL
   SELECT 'customers_snapshot' AS flow, 'cdc.customers_from_extracts' AS target, 'staging.customer_extracts' AS source, 'snapshot' AS kind,
     CAST(NULL AS TIMESTAMP) AS newest_source_ts, CAST(NULL AS TIMESTAMP) AS last_ingested_at, CAST(NULL AS INT64) AS tail_rows
   UNION ALL
