@@ -532,7 +532,8 @@ SELECT CAST(NULL AS INT64), CAST(NULL AS STRING), CAST(NULL AS STRING), CAST(NUL
 -- once. History needs every event to re-cut its versions exactly when a
 -- late event arrives. The levels it read are deleted afterwards, whole days
 -- of partitions at a time; until then both count, and each message is
--- counted once.
+-- counted once. Events older than the lateness horizon of the flow that no
+-- view needs are dropped (version_groups).
 INSERT INTO `my-project`.`cdc`.`users_bitemporal_horizon__state` (`userId`, `name`, `city`, `sequenceNum`, `_cdc_ingested_at`, `_cdc_message_id`, __key, __op, __gen, __watermark, __base)
 WITH
   -- Maintenance: the levels written before the cutoff (whole days of the

@@ -235,7 +235,8 @@ SELECT CAST(NULL AS INT64), CAST(NULL AS STRING), CAST(NULL AS STRING), CAST(NUL
 -- once. History needs every event to re-cut its versions exactly when a
 -- late event arrives. The levels it read are deleted afterwards, whole days
 -- of partitions at a time; until then both count, and each message is
--- counted once.
+-- counted once. Events older than the lateness horizon of the flow that no
+-- view needs are dropped (version_groups).
 INSERT INTO `my-project`.`cdc`.`users_history_horizon__state` (`userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, __key, __op, __gen, __watermark, __base)
 WITH
   -- Maintenance: the levels written before the cutoff (whole days of the
@@ -589,7 +590,8 @@ WHERE `userId` IS NULL AND __op = 'A';
 -- once. History needs every event to re-cut its versions exactly when a
 -- late event arrives. The levels it read are deleted afterwards, whole days
 -- of partitions at a time; until then both count, and each message is
--- counted once.
+-- counted once. Events older than the lateness horizon of the flow that no
+-- view needs are dropped (version_groups).
 INSERT INTO `my-project`.`cdc`.`users_history_horizon__state` (`userId`, `name`, `city`, `sequenceNum`, `tags`, `_cdc_op`, `_cdc_source_ts`, `_cdc_sequence`, `_cdc_ingested_at`, `_cdc_publish_time`, `_cdc_message_id`, `_cdc_schema_id`, `_cdc_transaction`, __key, __op, __gen, __watermark, __base)
 WITH
   -- Maintenance: the levels written before the cutoff (whole days of the
