@@ -27,8 +27,8 @@ func renderFlows(t *testing.T) []*flow.Bound {
 			out = append(out, b)
 		}
 	}
-	if len(out) != 7 {
-		t.Fatalf("%d change-stream flows in sql/render/testdata/flows.sql, want 7", len(out))
+	if len(out) != 9 {
+		t.Fatalf("%d change-stream flows in sql/render/testdata/flows.sql, want 9", len(out))
 	}
 	return out
 }
