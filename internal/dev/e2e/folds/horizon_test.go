@@ -143,29 +143,34 @@ var horizonSeeds = testenv.SeedFlags("horizon", 3, 1, "random histories of TestL
 
 // TestLatenessHorizonRandomHistories: random histories of a few keys
 // (tracked and untracked changes, values shown again unchanged, deletes,
-// ties at one sequence, arrival shuffled) ingested days before a
-// maintenance with a one-day horizon, then new events sequenced after them
-// and, for the SCD 2 flow, redelivered copies of old messages (dropped ones
-// among them), then another maintenance. As no event arrives later than
-// the horizon among the events it dropped, the SCD 2 view, its _at since
-// the horizon and its _changes, and the bitemporal view (every system
-// time) equal the model over every event after every step, and maintenance
-// dropped some of each.
+// ties at one sequence, arrival shuffled), in an SCD 2 flow (by
+// generation, and in key ranges maintained a range a statement) and a
+// bitemporal one, ingested days before a maintenance with a one-day
+// horizon, then new events sequenced after them and, for the SCD 2 flows,
+// redelivered copies of old messages (dropped ones among them), then
+// another maintenance. As no event arrives later than the horizon among
+// the events it dropped, the SCD 2 views, their _at since the horizon and
+// their _changes, and the bitemporal view (every system time) equal the
+// model over every event after every step, and maintenance dropped some of
+// each.
 func TestLatenessHorizonRandomHistories(t *testing.T) {
 	ctx := context.Background()
 	const decl = `
 CREATE OR REFRESH STREAMING TABLE %s
-TBLPROPERTIES ('bqcdc.lateness_horizon_days' = '1')
+TBLPROPERTIES ('bqcdc.lateness_horizon_days' = '1'%s)
 FLOW AUTO CDC FROM STREAM(` + "`%s`" + `)
 KEYS (userId) APPLY AS DELETE WHEN operation = 'DELETE'
 SEQUENCE BY sequenceNum %s
 TRACK HISTORY ON (name);
 `
-	kinds := []struct{ name, clauses string }{
-		{"scd2", "COLUMNS (userId, name, city, sequenceNum) STORED AS SCD TYPE 2"},
+	kinds := []struct{ name, props, clauses string }{
+		{"scd2", "", "COLUMNS (userId, name, city, sequenceNum) STORED AS SCD TYPE 2"},
 		// No sequence shown: an event showing the values of the one before
 		// it is no row of the view.
-		{"bitemporal", "SYSTEM SEQUENCE BY _cdc_ingested_at COLUMNS (userId, name, city) STORED AS BITEMPORAL"},
+		{"bitemporal", "", "SYSTEM SEQUENCE BY _cdc_ingested_at COLUMNS (userId, name, city) STORED AS BITEMPORAL"},
+		// Key ranges of one key each, maintained one range a statement
+		// (BucketsPerJob below): the horizon in chunks.
+		{"ranges", ", 'bqcdc.state.key_range' = '1:4'", "COLUMNS (userId, name, city, sequenceNum) STORED AS SCD TYPE 2"},
 	}
 	dropped := map[string]int64{}
 	for _, seed := range horizonSeeds() {
@@ -173,7 +178,7 @@ TRACK HISTORY ON (name);
 			r := rand.New(rand.NewSource(seed))
 			e := testenv.New(t, stack, testenv.Project("horizon-"+kind.name, seed))
 			source := fmt.Sprintf("hzr.%s%d", kind.name, seed)
-			bound := e.ApplySourceFlows(t, "hzr.sql", fmt.Sprintf(decl, fmt.Sprintf("hzr_%s_%d", kind.name, seed), source, kind.clauses), source, testenv.UsersImage)
+			bound := e.ApplySourceFlows(t, "hzr.sql", fmt.Sprintf(decl, fmt.Sprintf("hzr_%s_%d", kind.name, seed), kind.props, source, kind.clauses), source, testenv.UsersImage)
 			b := bound[0]
 			at, _ := ttClock()
 			const day = 24 * 60
@@ -220,10 +225,12 @@ TRACK HISTORY ON (name);
 				}
 				return rows[0]["n"].(int64)
 			}
-			maintain := compact.Options{MaintainEvery: time.Minute, MaintainMargin: time.Second, MaintainGranularity: time.Second}
+			maintain := compact.Options{MaintainEvery: time.Minute, MaintainMargin: time.Second, MaintainGranularity: time.Second, BucketsPerJob: 2}
 			e.CompactAt(t, bound, at(2), compact.Options{MaintainEvery: -1})
 			before := stored()
-			e.CompactAt(t, bound, at(3), maintain)
+			if reps := e.CompactAt(t, bound, at(3), maintain); b.StateKeyRange != nil && reps[0].Jobs < 3 {
+				t.Errorf("%s: maintenance in %d jobs, want one a key range at least", when, reps[0].Jobs)
+			}
 			dropped[kind.name] += before - stored()
 			check("after maintenance", -day+60, 0, 3)
 
