@@ -378,28 +378,29 @@ func NewWith(wh Warehouse, objs Objects, loc catalog.Location, opts Options) *Co
 
 // Report is the outcome of one flow's run.
 type Report struct {
-	Flow             string        `json:"flow"`
-	Target           string        `json:"target"`
-	Source           string        `json:"source"`
-	Outcome          string        `json:"outcome"` // see Outcomes
-	EventsRead       int64         `json:"events_read"`
-	WithoutSequence  int64         `json:"events_without_sequence"`
-	KeysTouched      int64         `json:"keys_touched"`
-	RowsWritten      int64         `json:"rows_written"` // from the fold's statistics (the emulator reports 0)
-	WatermarkBefore  time.Time     `json:"watermark_before"`
-	WatermarkAfter   time.Time     `json:"watermark_after"`
-	Generation       time.Time     `json:"generation,omitempty"`
-	Maintained       bool          `json:"maintained,omitempty"`         // the run folded the state's levels into one
-	Golds            int           `json:"golds_refreshed,omitempty"`    // materialized views over the flow whose state the run refreshed
-	GoldErrors       []string      `json:"gold_errors,omitempty"`        // those it could not refresh (the flow's run still counts)
-	FeedHeld         string        `json:"feed_held,omitempty"`          // why the change feed was not materialized (the run still counts)
-	KeysOutsideRange bool          `json:"keys_outside_range,omitempty"` // a state partitioned by key range: a touched key fell outside it (flow.StateKeyRangeProperty)
-	Plan             []Statement   `json:"plan,omitempty"`               // a dry run: the statements the run would execute, priced
-	LedgerIdle       bool          `json:"ledger_idle,omitempty"`        // idle from the listing and the append ledger: not a table of the flow was read
-	Jobs             int           `json:"jobs"`                         // query jobs this flow's run started
-	BytesBilled      int64         `json:"bytes_billed"`                 // by those jobs (the emulator reports 0)
-	Duration         time.Duration `json:"duration_ns"`
-	Error            string        `json:"error,omitempty"`
+	Flow              string        `json:"flow"`
+	Target            string        `json:"target"`
+	Source            string        `json:"source"`
+	Outcome           string        `json:"outcome"` // see Outcomes
+	EventsRead        int64         `json:"events_read"`
+	WithoutSequence   int64         `json:"events_without_sequence"`
+	KeysTouched       int64         `json:"keys_touched"`
+	RowsWritten       int64         `json:"rows_written"` // from the fold's statistics (the emulator reports 0)
+	WatermarkBefore   time.Time     `json:"watermark_before"`
+	WatermarkAfter    time.Time     `json:"watermark_after"`
+	Generation        time.Time     `json:"generation,omitempty"`
+	Maintained        bool          `json:"maintained,omitempty"`          // the run folded the state's levels into one
+	Golds             int           `json:"golds_refreshed,omitempty"`     // materialized views over the flow whose state the run refreshed
+	GoldErrors        []string      `json:"gold_errors,omitempty"`         // those it could not refresh (the flow's run still counts)
+	FeedHeld          string        `json:"feed_held,omitempty"`           // why the change feed was not materialized (the run still counts)
+	KeysOutsideRange  bool          `json:"keys_outside_range,omitempty"`  // a state partitioned by key range: a touched key fell outside it (flow.StateKeyRangeProperty)
+	KeyRangeSuggested string        `json:"key_range_suggested,omitempty"` // with KeysOutsideRange: START:END holding the run's keys with room to grow (flow.KeyRange.Widened)
+	Plan              []Statement   `json:"plan,omitempty"`                // a dry run: the statements the run would execute, priced
+	LedgerIdle        bool          `json:"ledger_idle,omitempty"`         // idle from the listing and the append ledger: not a table of the flow was read
+	Jobs              int           `json:"jobs"`                          // query jobs this flow's run started
+	BytesBilled       int64         `json:"bytes_billed"`                  // by those jobs (the emulator reports 0)
+	Duration          time.Duration `json:"duration_ns"`
+	Error             string        `json:"error,omitempty"`
 	// Unreachable: the run failed because BigQuery could not be reached
 	// at all (bqerror.Unreachable): the compact function answers 503.
 	Unreachable bool `json:"unreachable,omitempty"`

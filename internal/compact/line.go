@@ -23,7 +23,11 @@ func (r Report) Line() string {
 		s += "\n    change feed held: " + r.FeedHeld
 	}
 	if r.KeysOutsideRange {
-		s += "\n    keys outside the state's key range (bqcdc.state.key_range): they share one partition, pruned by clustering only; widen the range and run bqcdc apply"
+		s += "\n    keys outside the state's key range (bqcdc.state.key_range): they share one partition, pruned by clustering only; widen the range"
+		if r.KeyRangeSuggested != "" {
+			s += " (to '" + r.KeyRangeSuggested + "' or more)"
+		}
+		s += " and run bqcdc apply"
 	}
 	for _, e := range r.GoldErrors {
 		s += "\n    materialized view not refreshed: " + e

@@ -80,14 +80,24 @@ func (st *streamStats) readKeys(row statsRow) {
 
 // keysOutside reports whether a touched key falls outside r, a state's
 // key range (the statistics' tiles of the first key; NULL keys, in the
-// NULL partition, are not outside).
-func (st *streamStats) keysOutside(r *flow.KeyRange) bool {
+// NULL partition, are not outside), and the least and greatest touched
+// keys.
+func (st *streamStats) keysOutside(r *flow.KeyRange) (lo, hi int64, outside bool) {
 	for i := range st.keyLo {
-		if int64Of(st.keyLo[i]) < r.Start || i < len(st.keyHi) && int64Of(st.keyHi[i]) >= r.End {
-			return true
+		l := int64Of(st.keyLo[i])
+		h := l
+		if i < len(st.keyHi) {
+			h = int64Of(st.keyHi[i])
 		}
+		if i == 0 || l < lo {
+			lo = l
+		}
+		if i == 0 || h > hi {
+			hi = h
+		}
+		outside = outside || l < r.Start || h >= r.End
 	}
-	return false
+	return lo, hi, outside
 }
 
 func (s *streamRun) read(ctx context.Context) (bool, error) {
@@ -116,13 +126,22 @@ func (s *streamRun) read(ctx context.Context) (bool, error) {
 		s.rep.LastIngestedAt = s.st.newest
 	}
 	s.rep.NewestSourceTS, s.rep.TailRows = s.st.newestSource, &s.st.tail
-	if r := b.StateKeyRange; r != nil && s.st.keysOutside(r) {
-		// Keys past the range (an auto-increment key outgrowing it) share
-		// __UNPARTITIONED__, which the feed and lookups prune by
-		// clustering only: said once a run, as it happens.
-		s.rep.KeysOutsideRange = true
-		s.c.opts.Log.Warn("keys outside the state's key range", "event", "keys_outside_range", "flow", b.Name,
-			"range", fmt.Sprintf("%d:%d", r.Start, r.End), "fix", "widen "+flow.StateKeyRangeProperty+" and run bqcdc apply (it moves the state once)")
+	if r := b.StateKeyRange; r != nil {
+		if lo, hi, outside := s.st.keysOutside(r); outside {
+			// Keys past the range (an auto-increment key outgrowing it)
+			// share __UNPARTITIONED__, which the feed and lookups prune by
+			// clustering only: said once a run, as it happens, with a range
+			// that holds them and room to grow (the run's keys only: the
+			// state's may reach further).
+			s.rep.KeysOutsideRange = true
+			fix := "widen " + flow.StateKeyRangeProperty + " and run bqcdc apply (it moves the state once)"
+			if w, ok := r.Widened(lo, hi); ok {
+				s.rep.KeyRangeSuggested = fmt.Sprintf("%d:%d", w.Start, w.End)
+				fix = fmt.Sprintf("widen %s (to '%s' or more: this run's keys %d to %d) and run bqcdc apply (it moves the state once)", flow.StateKeyRangeProperty, s.rep.KeyRangeSuggested, lo, hi)
+			}
+			s.c.opts.Log.Warn("keys outside the state's key range", "event", "keys_outside_range", "flow", b.Name,
+				"range", fmt.Sprintf("%d:%d", r.Start, r.End), "fix", fix)
+		}
 	}
 	s.gen = generation(s.now, l.checked)
 	sig := signature(s.t.changelog)

@@ -2,6 +2,7 @@ package flow
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -236,6 +237,37 @@ func TestLatenessHorizonProperty(t *testing.T) {
 		_, err := Parse("p.sql", src)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: %v, want %q", src, err, tt.want)
+		}
+	}
+}
+
+// TestKeyRangeWidened: a range widened to hold keys outside it gets room
+// to grow on the side they passed, within INT64 and the property's span.
+func TestKeyRangeWidened(t *testing.T) {
+	for _, tt := range []struct {
+		r      KeyRange
+		lo, hi int64
+		want   KeyRange
+		ok     bool
+	}{
+		{KeyRange{Start: 1, End: 4}, 0, 5, KeyRange{Start: -4, End: 11}, true},
+		{KeyRange{Start: 0, End: 1000}, 3, 1500, KeyRange{Start: 0, End: 3002}, true},
+		{KeyRange{Start: 0, End: 10}, 5, 9, KeyRange{Start: 0, End: 10}, true},
+		{KeyRange{Start: 0, End: 1 << 62}, 0, 1<<62 + 10, KeyRange{Start: 0, End: math.MaxInt64}, true},
+		{KeyRange{Start: 1 << 62, End: 1<<62 + 10}, -(1 << 62), 1 << 62, KeyRange{}, false}, // the keys span past 2^63 - 1
+		{KeyRange{Start: 1 << 61, End: 1<<61 + 10}, -(1 << 61), 1 << 61, KeyRange{}, true},  // room cut to the span: checked below only
+		{KeyRange{Start: 0, End: math.MaxInt64}, 0, math.MaxInt64, KeyRange{}, false},
+		{KeyRange{Start: -(1 << 62), End: 1 << 62}, 0, 1<<62 + 5, KeyRange{}, false},
+	} {
+		got, ok := tt.r.Widened(tt.lo, tt.hi)
+		if ok != tt.ok || got != tt.want && tt.want != (KeyRange{}) {
+			t.Errorf("%d:%d widened to %d..%d: %d:%d %v, want %d:%d %v", tt.r.Start, tt.r.End, tt.lo, tt.hi, got.Start, got.End, ok, tt.want.Start, tt.want.End, tt.ok)
+			continue
+		}
+		if ok {
+			if _, valid := parseKeyRange(fmt.Sprintf("%d:%d", got.Start, got.End)); !valid || got.Start > tt.lo || got.End <= tt.hi || got.Start > tt.r.Start || got.End < tt.r.End {
+				t.Errorf("%d:%d widened to %d..%d: %d:%d is no valid range holding them", tt.r.Start, tt.r.End, tt.lo, tt.hi, got.Start, got.End)
+			}
 		}
 	}
 }

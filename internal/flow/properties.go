@@ -3,6 +3,7 @@ package flow
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"strconv"
 	"strings"
 )
@@ -102,6 +103,57 @@ func (r *KeyRange) Partition(k int64) (int64, bool) {
 		return 0, false
 	}
 	return int64((uint64(k) - uint64(r.Start)) / uint64(r.Interval())), true
+}
+
+// Widened is a range that holds r and the keys lo to hi (lo <= hi) with
+// room to grow: a side the keys outgrew is moved out by as much again as
+// they needed (an auto-increment key that passed END gets END moved to
+// twice the span it needed from START). It keeps END - START within 2^63 -
+// 1 (the property's bound), giving up room first; ok is false when even
+// lo to hi spans more.
+func (r *KeyRange) Widened(lo, hi int64) (KeyRange, bool) {
+	start, end := big.NewInt(r.Start), big.NewInt(r.End)
+	bLo, bEnd := big.NewInt(lo), new(big.Int).Add(big.NewInt(hi), big.NewInt(1))
+	newStart, newEnd := new(big.Int).Set(start), new(big.Int).Set(end)
+	if bLo.Cmp(start) < 0 { // START - 2 × (END - lo) + (END - START) = END - 2 × (END - lo)
+		newStart.Sub(end, new(big.Int).Lsh(new(big.Int).Sub(end, bLo), 1))
+	}
+	if bEnd.Cmp(end) > 0 {
+		newEnd.Add(start, new(big.Int).Lsh(new(big.Int).Sub(bEnd, start), 1))
+	}
+	minI, maxI, maxSpan := big.NewInt(math.MinInt64), big.NewInt(math.MaxInt64), big.NewInt(math.MaxInt64)
+	// The keys themselves first: the range must hold lo to hi and r.
+	needLo, needEnd := bLo, bEnd
+	if start.Cmp(needLo) < 0 {
+		needLo = start
+	}
+	if end.Cmp(needEnd) > 0 {
+		needEnd = end
+	}
+	if needEnd.Cmp(maxI) > 0 || new(big.Int).Sub(needEnd, needLo).Cmp(maxSpan) > 0 {
+		return KeyRange{}, false
+	}
+	// Then the room, within INT64 and the span.
+	if newStart.Cmp(minI) < 0 {
+		newStart.Set(minI)
+	}
+	if newEnd.Cmp(maxI) > 0 {
+		newEnd.Set(maxI)
+	}
+	if new(big.Int).Sub(newEnd, newStart).Cmp(maxSpan) > 0 {
+		// Room on both sides past the span: keep the keys, split what is left.
+		spare := new(big.Int).Sub(maxSpan, new(big.Int).Sub(needEnd, needLo))
+		below := new(big.Int).Sub(needLo, newStart)
+		if below.Cmp(spare) > 0 {
+			below.Set(spare)
+		}
+		newStart.Sub(needLo, below)
+		newEnd.Add(newStart, maxSpan)
+		if newEnd.Cmp(maxI) > 0 {
+			newEnd.Set(maxI)
+		}
+	}
+	return KeyRange{Start: newStart.Int64(), End: newEnd.Int64()}, true
 }
 
 // ceilDiv is a / b rounded up, without overflow (a span of int64s is up

@@ -107,15 +107,18 @@ func TestStateMovesToKeyRanges(t *testing.T) {
 		row(2, nil, nil, "DELETE", 2, "m06", 7), row(5, "e2", "z", "UPDATE", 2, "m07", 7),
 		row(3, "c", "w", "INSERT", 1, "m08", 8), row(0, "o", "o", "INSERT", 1, "m09", 8),
 	})
-	outside := func(reports []compact.Report, want bool, when string) {
+	// A run touching keys outside suggests a range holding them with room
+	// (flow.KeyRange.Widened, from the run's keys).
+	outside := func(reports []compact.Report, want bool, suggested, when string) {
 		t.Helper()
 		for _, r := range reports {
-			if r.KeysOutsideRange != want || strings.Contains(r.Line(), "keys outside the state's key range") != want {
-				t.Errorf("%s: %s's report says keys outside its range: %v, want %v (%s)", when, r.Flow, r.KeysOutsideRange, want, r.Line())
+			if r.KeysOutsideRange != want || strings.Contains(r.Line(), "keys outside the state's key range") != want ||
+				r.KeyRangeSuggested != suggested || want && !strings.Contains(r.Line(), "'"+suggested+"'") {
+				t.Errorf("%s: %s's report says keys outside its range: %v (suggesting %q), want %v (%q) (%s)", when, r.Flow, r.KeysOutsideRange, r.KeyRangeSuggested, want, suggested, r.Line())
 			}
 		}
 	}
-	outside(e.CompactAt(t, ranged, at(10), opts), true, "a run touching keys 0 and 5")
+	outside(e.CompactAt(t, ranged, at(10), opts), true, "-4:11", "a run touching keys 0 and 5")
 	layout(ranged, true, "moved by a run")
 	check(ranged, "after the run that moved the states to key ranges")
 	// A truncate (rl_current) and a key updated twice; then maintenance,
@@ -146,10 +149,10 @@ func TestStateMovesToKeyRanges(t *testing.T) {
 	}
 	check(ranged, "after maintenance over key ranges, in three statements")
 	e.AppendRows(t, "rl.users", []map[string]any{row(4, "d", "v", "INSERT", 1, "m14", 16), row(5, "e3", "z", "UPDATE", 3, "m15", 16)})
-	outside(e.CompactAt(t, ranged, at(17), opts), true, "a run touching keys 4 and 5")
+	outside(e.CompactAt(t, ranged, at(17), opts), true, "1:11", "a run touching keys 4 and 5")
 	e.AppendRows(t, "rl.users", []map[string]any{row(1, "a5", nil, "UPDATE", 5, "m17", 17), row(3, nil, nil, "DELETE", 4, "m18", 17)})
 	one := e.CompactAt(t, ranged, at(18), opts)
-	outside(one, false, "a run touching keys 1 and 3")
+	outside(one, false, "", "a run touching keys 1 and 3")
 	for _, r := range one {
 		// Its keys in two ranges too, in one statement.
 		if jobs[r.Flow] != r.Jobs+1 {
