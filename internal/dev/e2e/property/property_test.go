@@ -46,12 +46,18 @@ var propImage = schema.Columns{
 // history (flow.HistoryProperty), which its time travel reads. The SCD 2
 // flow with IGNORE NULL UPDATES and the second bitemporal flow keep states
 // partitioned by ranges of k1 (flow.StateKeyRangeProperty), each with a
-// key of the generator's three outside its range.
+// key of the generator's three outside its range. The SCD 2 flow in
+// buckets and the first bitemporal flow have a lateness horizon of a day
+// (flow.LatenessHorizonProperty): the histories here are minutes old, so
+// their maintenance drops nothing but runs the horizon's SQL through
+// crashes and ranges of buckets (TestLatenessHorizonRandomHistories, in
+// folds, ingests days before and drops).
 func propFlows(source, p string) string {
 	meta := strings.Join(catalog.MetadataColumns().Names(), ", ")
 	return fmt.Sprintf(`
 CREATE STREAMING TABLE %[2]s_scd1 TBLPROPERTIES ('bqcdc.state.buckets' = '7');
-CREATE STREAMING TABLE %[2]s_hist TBLPROPERTIES ('bqcdc.state.buckets' = '5');
+CREATE STREAMING TABLE %[2]s_hist TBLPROPERTIES ('bqcdc.state.buckets' = '5', 'bqcdc.lateness_horizon_days' = '1');
+CREATE STREAMING TABLE %[2]s_bitemporal TBLPROPERTIES ('bqcdc.lateness_horizon_days' = '1');
 CREATE STREAMING TABLE %[2]s_partial TBLPROPERTIES ('bqcdc.history' = 'true');
 CREATE STREAMING TABLE %[2]s_track TBLPROPERTIES ('bqcdc.state.key_range' = '2:4');
 CREATE STREAMING TABLE %[2]s_bifill TBLPROPERTIES ('bqcdc.state.key_range' = '1:3');
