@@ -487,9 +487,9 @@ type data struct {
 	// HorizonDays, of an SCD 2 or bitemporal flow with a lateness horizon
 	// (flow.LatenessHorizonProperty), is its days: maintenance drops the
 	// events older than that which no view needs ("version_groups"). 0:
-	// none. ShownJSON is the columns a bitemporal view shows of an event
-	// (its non-key output columns) as one JSON string: an event equal in it
-	// to the one before it, learnt no later, is unseen.
+	// none. ShownJSON (bitemporal flows with a horizon only: shownJSON) is
+	// what the view shows of an event: an event equal in it to the one
+	// before it, learnt no later, is unseen.
 	HorizonDays int
 	ShownJSON   string
 
@@ -617,6 +617,20 @@ const deleteRank = "IF(__op = 'D', 1, 0)"
 
 func q(name string) string { return catalog.QuoteIdent(name) }
 
+// shownJSON is an event's values a view shows (its non-key output
+// columns) as one JSON string, "”" when it shows none: what a bitemporal
+// flow's horizon compares an event by with the one before it.
+func shownJSON(values []valueCol) string {
+	if len(values) == 0 {
+		return "''"
+	}
+	shown := make([]string, len(values))
+	for i, v := range values {
+		shown[i] = v.Name
+	}
+	return "TO_JSON_STRING(STRUCT(" + strings.Join(shown, ", ") + "))"
+}
+
 func newData(b *flow.Bound, loc catalog.Location, hint time.Time, s Shape) *data {
 	d := &data{
 		Summary:     b.String(),
@@ -660,13 +674,8 @@ func newData(b *flow.Bound, loc catalog.Location, hint time.Time, s Shape) *data
 	if s.Versions {
 		d.sparse(b, events)
 		d.HorizonDays = b.LatenessHorizonDays
-		d.ShownJSON = "''"
-		if len(d.Values) > 0 {
-			shown := make([]string, len(d.Values))
-			for i, v := range d.Values {
-				shown[i] = v.Name
-			}
-			d.ShownJSON = "TO_JSON_STRING(STRUCT(" + strings.Join(shown, ", ") + "))"
+		if d.HorizonDays > 0 && b.SystemSequence != nil {
+			d.ShownJSON = shownJSON(d.Values)
 		}
 	}
 	if HistoryKept(b) {
