@@ -143,7 +143,7 @@ func runApply(ctx context.Context, args []string) error {
 	opts := apply.Options{Concurrency: *concurrency, Progress: meter, ReadWatermarks: *readWatermarks, Lister: lister, Verify: *verify,
 		// A state's move to another partitioning says what it costs before
 		// it starts (with the progress, on stderr).
-		MoveNotices: os.Stderr,
+		Notices: os.Stderr,
 		// An emulator cannot call table functions, and creating them grows
 		// its analyzer's memory (internal/emulator, concession 11).
 		SkipTableFunctions: t.BigQuery.Emulated(),

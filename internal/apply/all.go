@@ -126,10 +126,12 @@ type Options struct {
 	// MoveFilled); an error stops the move there, as a crash would. Tests
 	// check the views at each step.
 	AfterMoveStep func(flowName, step string) error
-	// MoveNotices, if set, gets a line when a state is about to be moved
-	// (its rows and bytes, and what the move is billed), before the move
-	// starts; the report has it too, at the end.
-	MoveNotices io.Writer
+	// Notices, if set, gets a line before apply does what costs or loses
+	// something: a state about to be moved (its rows and bytes, and what
+	// the move is billed), before the move starts; a state whose flow
+	// gained a lateness horizon or a shorter one (what its next
+	// maintenance will drop for good). The report has them too, at the end.
+	Notices io.Writer
 	// StatusWithGolds leaves the status view to Golds, which the caller
 	// runs next: it makes the view with the materialized views' rows,
 	// once their state tables exist (a view's query must name tables that

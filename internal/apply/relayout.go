@@ -109,7 +109,7 @@ func relayout(ctx context.Context, bq *bigquery.Client, p *plan.Plan, listed lis
 	}
 	m := move{bq: bq, p: p, st: st, cp: cp, want: want, step: step}
 	if moving && !complete {
-		if err := fillCopy(ctx, bq, p, stMD, cp, cpMD, want, opts.MoveNotices, rep); err != nil {
+		if err := fillCopy(ctx, bq, p, stMD, cp, cpMD, want, opts.Notices, rep); err != nil {
 			return nil, err
 		}
 		if cpMD, err = cp.Metadata(ctx); err != nil {

@@ -370,7 +370,6 @@ func updateTable(ctx context.Context, t *bigquery.Table, have, want *bigquery.Ta
 	labelled := false
 	for k, v := range want.Labels {
 		if have.Labels[k] != v {
-			upd.SetLabel(k, v)
 			labelled = true
 			if k != catalog.SpecLabel {
 				changes = append(changes, "label "+k+"="+v)
@@ -379,11 +378,12 @@ func updateTable(ctx context.Context, t *bigquery.Table, have, want *bigquery.Ta
 	}
 	if labelled {
 		// BigQuery merges a patch's labels, the emulator replaces them
-		// all: repeat the others (compaction's, on a state table).
-		for k, v := range have.Labels {
-			if _, ok := want.Labels[k]; !ok {
-				upd.SetLabel(k, v)
-			}
+		// all: repeat the others (compaction's, on a state table) and
+		// want's unchanged ones (left out, the emulator dropped them: a
+		// state's layout label every other apply).
+		keepLabels(&upd, have.Labels)
+		for k, v := range want.Labels {
+			upd.SetLabel(k, v)
 		}
 		if len(changes) == 0 {
 			changes = append(changes, "labelled as applied")

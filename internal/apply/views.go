@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,8 +29,9 @@ func State(ctx context.Context, bq *bigquery.Client, loc catalog.Location, b *fl
 // exist, so compaction, which reads that label with the state's metadata,
 // knows the change table is there without reading it.
 //
-// opts' AfterMoveStep and MoveNotices serve a move to another partitioning
-// (relayout).
+// opts' AfterMoveStep and Notices serve a move to another partitioning
+// (relayout); Notices also gets a new or shorter lateness horizon's notice
+// (horizonNotice).
 func state(ctx context.Context, bq *bigquery.Client, p *plan.Plan, listed listing, opts Options, rep *Report) (created bool, err error) {
 	b, loc := p.Flow, p.Loc
 	if ct := p.ChangeTable(); ct != nil {
@@ -76,6 +78,17 @@ func state(ctx context.Context, bq *bigquery.Client, p *plan.Plan, listed listin
 			rep.add("table %s: filling its history from %s (one read of the changelog, once)", catalog.StateName(b.Flow), catalog.TableName(b.Source.Name))
 			if err := runDDL(ctx, bq, sql); err != nil {
 				return fmt.Errorf("state of flow %s: copying the changelog into its history: %w", b.Name, err)
+			}
+			return nil
+		})
+	}
+	if note := horizonNotice(b); note != nil {
+		migrations = append(migrations, func(have *bigquery.TableMetadata) error {
+			if s := note(have.Labels[catalog.LabelLatenessHorizon]); s != "" {
+				rep.add("%s", s)
+				if opts.Notices != nil {
+					fmt.Fprintln(opts.Notices, s)
+				}
 			}
 			return nil
 		})
@@ -315,8 +328,9 @@ func FollowChangelog(ctx context.Context, bq *bigquery.Client, loc catalog.Locat
 }
 
 // keepLabels repeats a table's labels in an update: BigQuery merges the
-// labels of a patch, the emulator replaces them all, and the view carries
-// two (catalog.ViewHintLabel, catalog.ViewFunctionsLabel) set by different steps.
+// labels of a patch, the emulator replaces them all, and a view carries
+// two (catalog.ViewHintLabel, catalog.ViewFunctionsLabel) set by different
+// steps, a state table apply's and compaction's.
 func keepLabels(upd *bigquery.TableMetadataToUpdate, labels map[string]string) {
 	for k, v := range labels {
 		upd.SetLabel(k, v)
@@ -439,4 +453,33 @@ func hasLabels(labels, want map[string]string) bool {
 // hintOf reads the pruning bound a view was rendered with from its labels.
 func hintOf(labels map[string]string) (time.Time, bool) {
 	return catalog.LabelMicros(labels[catalog.ViewHintLabel])
+}
+
+// horizonNotice is, for a flow with a lateness horizon, what apply says of
+// an existing state labelled with horizon was (catalog.LabelLatenessHorizon,
+// "" for none): nothing when was is as short or shorter, else what the
+// next maintenance will drop for good. A state made new says nothing: it
+// holds no event yet. nil: the flow has no horizon.
+func horizonNotice(b *flow.Bound) func(was string) string {
+	n := b.LatenessHorizonDays
+	if n <= 0 {
+		return nil
+	}
+	days := func(n int) string {
+		if n == 1 {
+			return "1 day"
+		}
+		return strconv.Itoa(n) + " days"
+	}
+	return func(was string) string {
+		before := "none"
+		if w, err := strconv.Atoi(was); err == nil && w > 0 {
+			if w <= n {
+				return ""
+			}
+			before = days(w)
+		}
+		return fmt.Sprintf("table %s: lateness horizon %s (was %s): from its next maintenance on, events ingested more than %s before its watermark that no view needs are dropped from the state for good (%s); to keep them, remove the property and apply before then (a state dropped and applied again is rebuilt from the changelog, as far as its retention reaches)",
+			catalog.StateName(b.Flow), days(n), before, days(n), flow.LatenessHorizonProperty)
+	}
 }

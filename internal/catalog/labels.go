@@ -71,6 +71,13 @@ const (
 	// from the flow's first (sql/render/history.go): made so, or filled
 	// once by bqcdc apply from the changelog.
 	LabelHistory = "bqcdc-history"
+	// LabelLatenessHorizon: the lateness horizon, in days, a state's flow
+	// was last applied or compacted with (flow.LatenessHorizonProperty;
+	// left as it was when the flow drops it). Maintenance drops events older than the
+	// horizon for good, so bqcdc apply says so when a flow's horizon is
+	// new to its state or shorter than the label's, before the next
+	// maintenance drops anything.
+	LabelLatenessHorizon = "bqcdc-lateness-horizon-days"
 )
 
 // ChangelogExpiredLabel on a changelog records the day before which its

@@ -3,6 +3,7 @@ package compact
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"cloud.google.com/go/bigquery"
@@ -168,6 +169,9 @@ func (r *run) ensureState(ctx context.Context) error {
 func (r *run) setLabels(ctx context.Context, l labels) error {
 	b := r.t.b
 	l.layout = true
+	if n := b.LatenessHorizonDays; n > 0 {
+		l.horizon = strconv.Itoa(n)
+	}
 	if r.c.opts.DryRun != nil {
 		return nil
 	}

@@ -30,6 +30,10 @@ type labels struct {
 	// history: catalog.LabelHistory's value ("1": an SCD 1 state's history
 	// is whole; "0": it is not; "" writes nothing).
 	history string
+	// horizon: catalog.LabelLatenessHorizon's value: the flow's horizon
+	// when it has one (the policy the run folded under), else as read
+	// ("" writes nothing).
+	horizon string
 }
 
 func readLabels(l map[string]string) labels {
@@ -48,6 +52,7 @@ func readLabels(l map[string]string) labels {
 	out.layout = l[catalog.StateLayoutLabel] == catalog.StateLayout
 	out.feedOff = l[catalog.LabelFeedOff]
 	out.history = l[catalog.LabelHistory]
+	out.horizon = l[catalog.LabelLatenessHorizon]
 	return out
 }
 
@@ -81,6 +86,9 @@ func (l labels) values() map[string]string {
 	}
 	if l.history != "" {
 		out[catalog.LabelHistory] = l.history
+	}
+	if l.horizon != "" {
+		out[catalog.LabelLatenessHorizon] = l.horizon
 	}
 	return out
 }

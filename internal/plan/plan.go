@@ -15,6 +15,7 @@ package plan
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -140,6 +141,11 @@ func (p *Plan) StateTable() *bigquery.TableMetadata {
 		// A state made new holds its history from its first fold on;
 		// apply fills an older one's before labelling it.
 		labels[catalog.LabelHistory] = "1"
+	}
+	if n := b.LatenessHorizonDays; n > 0 {
+		// apply compares it with the state's (horizonNotice): a new or
+		// shorter horizon makes maintenance drop more than before.
+		labels[catalog.LabelLatenessHorizon] = strconv.Itoa(n)
 	}
 	return &bigquery.TableMetadata{
 		Description:       fmt.Sprintf("bqcdc state of flow %s (%s): %s. Read through the view %s; written only by bqcdc compact.", b.Name, b.Pos.File, p.kind.holds(), b.Target),

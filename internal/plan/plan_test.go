@@ -3,6 +3,7 @@ package plan
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -89,6 +90,9 @@ func TestStateLayouts(t *testing.T) {
 		st := p.StateTable()
 		if st.Labels[catalog.StateLayoutLabel] != p.Layout || p.Layout == "" {
 			t.Errorf("flow %s: state labelled %v, plan layout %q", b.Name, st.Labels, p.Layout)
+		}
+		if h, want := st.Labels[catalog.LabelLatenessHorizon], b.LatenessHorizonDays; want > 0 && h != strconv.Itoa(want) || want == 0 && h != "" {
+			t.Errorf("flow %s: state labelled with a lateness horizon of %q days, its flow's is %d", b.Name, h, want)
 		}
 		_, stream := b.ChangelogSource()
 		byGen, byBucket := st.TimePartitioning != nil, st.RangePartitioning != nil

@@ -179,7 +179,7 @@ func TestStateMovesToBuckets(t *testing.T) {
 	for attempt, crashAt := range []string{apply.MoveDeleted, ""} {
 		opts := e.Apply
 		var notices strings.Builder
-		opts.MoveNotices = &notices
+		opts.Notices = &notices
 		opts.AfterMoveStep = func(flowName, step string) error {
 			steps[step]++
 			if attempt == 0 && step == apply.MoveCopied && !strings.Contains(notices.String(), "table "+flowName+"__state: moving to partitioning by generation: ") {

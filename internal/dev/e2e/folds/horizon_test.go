@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"maps"
 	"math/rand"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/bqcdc/bqcdc/internal/apply"
+	"github.com/bqcdc/bqcdc/internal/catalog"
 	"github.com/bqcdc/bqcdc/internal/compact"
 	"github.com/bqcdc/bqcdc/internal/dev/testenv"
 	"github.com/bqcdc/bqcdc/internal/dev/viewcheck"
@@ -137,6 +140,50 @@ func TestLatenessHorizonDropsOldEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.CheckViews(t, bound, "a late event among dropped ones, against the events kept")
+
+	// apply says when a flow's horizon is new to its state or shorter
+	// than the one its state is labelled with (what the next maintenance
+	// drops for good), and nothing otherwise.
+	reapply := func(props string) string {
+		t.Helper()
+		src := strings.Replace(horizonFlows, "TBLPROPERTIES ('bqcdc.lateness_horizon_days' = '1')", props, 1)
+		var rep apply.Report
+		var notices strings.Builder
+		o := e.Apply
+		o.Notices = &notices
+		if err := apply.FlowObjects(ctx, e.BQ, e.Loc, bindFlows(t, src, b.Changelog)[0], o, &rep); err != nil {
+			t.Fatalf("applying %s again with %q: %v", b.Name, props, err)
+		}
+		md, err := e.BQ.Dataset(e.Loc.Dataset(b.Flow)).Table(catalog.StateName(b.Flow)).Metadata(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Every label apply wants, after every apply (the emulator
+		// replaces a table's labels with an update's: updateTable repeats
+		// them all).
+		for _, l := range []string{catalog.LabelLatenessHorizon, catalog.StateLayoutLabel, catalog.SpecLabel, catalog.LabelWatermark} {
+			if md.Labels[l] == "" {
+				t.Errorf("applied with %q: the state has no %s label (its labels: %v; apply: %q)", props, l, md.Labels, rep)
+			}
+		}
+		return notices.String()
+	}
+	const horizon = "TBLPROPERTIES ('bqcdc.lateness_horizon_days' = '%d')"
+	for _, c := range []struct {
+		props, want string
+	}{
+		{fmt.Sprintf(horizon, 3), ""},
+		{fmt.Sprintf(horizon, 3), ""},
+		{fmt.Sprintf(horizon, 2), "table hz_history__state: lateness horizon 2 days (was 3 days): from its next maintenance on, events ingested more than 2 days before its watermark that no view needs are dropped from the state for good"},
+		{"", ""}, // no horizon: nothing is dropped (the label stays)
+		{fmt.Sprintf(horizon, 2), ""},
+		{fmt.Sprintf(horizon, 1), "lateness horizon 1 day (was 2 days): from its next maintenance on, events ingested more than 1 day before"},
+	} {
+		got := reapply(c.props)
+		if c.want == "" && got != "" || !strings.Contains(got, c.want) {
+			t.Errorf("applied with %q: notices %q, want %q", c.props, got, c.want)
+		}
+	}
 }
 
 var horizonSeeds = testenv.SeedFlags("horizon", 3, 1, "random histories of TestLatenessHorizonRandomHistories per kind (each an emulator project: -horizon.seeds 8 for a longer search)")
@@ -261,7 +308,13 @@ TRACK HISTORY ON (name);
 		}
 	}
 	for _, kind := range kinds {
-		if dropped[kind.name] == 0 {
+		switch {
+		case dropped[kind.name] > 0:
+		case len(horizonSeeds()) == 1:
+			// One history (-horizon.seed): it may be one that ends
+			// before anything is old enough to drop.
+			t.Logf("%s: this history dropped no event (checked all the same)", kind.name)
+		default:
 			t.Errorf("%s: no maintenance dropped an event: the histories did not exercise the horizon", kind.name)
 		}
 	}

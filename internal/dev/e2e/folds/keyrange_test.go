@@ -167,7 +167,7 @@ func TestStateMovesToKeyRanges(t *testing.T) {
 		var rep apply.Report
 		var notices strings.Builder
 		o := e.Apply
-		o.MoveNotices = &notices
+		o.Notices = &notices
 		if err := apply.FlowObjects(ctx, e.BQ, e.Loc, b, o, &rep); err != nil {
 			t.Fatalf("moving %s back: %v", b.Name, err)
 		}
