@@ -222,4 +222,16 @@ func TestKeyedTruncate(t *testing.T) {
 		t.Errorf("layout label %q after the upgrade run, want %q", got, catalog.StateLayout)
 	}
 	check("after the upgrade")
+
+	// Maintenance keeps no event a truncate hides: key 2's insert, before
+	// the truncate and untouched since, is gone from the state.
+	e.CompactAt(t, bound, at(10), compact.Options{MaintainEvery: time.Minute, MaintainMargin: time.Second, MaintainGranularity: time.Second})
+	rows, err := e.Query(fmt.Sprintf("SELECT COUNT(*) AS n FROM %s WHERE userId = 2", e.Loc.StateTable(b.Flow)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := rows[0]["n"].(int64); n != 0 {
+		t.Errorf("after maintenance the state keeps %d rows of key 2, which the truncate hides", n)
+	}
+	check("after maintenance")
 }
