@@ -328,9 +328,9 @@ func FollowChangelog(ctx context.Context, bq *bigquery.Client, loc catalog.Locat
 }
 
 // keepLabels repeats a table's labels in an update: BigQuery merges the
-// labels of a patch, the emulator replaces them all, and a view carries
-// two (catalog.ViewHintLabel, catalog.ViewFunctionsLabel) set by different
-// steps, a state table apply's and compaction's.
+// labels of a patch, the emulator replaces them all, and labels are set by
+// different steps (a view's catalog.ViewHintLabel and
+// catalog.ViewFunctionsLabel; a state table's by apply and by compaction).
 func keepLabels(upd *bigquery.TableMetadataToUpdate, labels map[string]string) {
 	for k, v := range labels {
 		upd.SetLabel(k, v)
