@@ -82,9 +82,9 @@ func state(ctx context.Context, bq *bigquery.Client, p *plan.Plan, listed listin
 			return nil
 		})
 	}
-	if note := horizonNotice(b); note != nil {
+	if b.LatenessHorizonDays > 0 {
 		migrations = append(migrations, func(have *bigquery.TableMetadata) error {
-			if s := note(have.Labels[catalog.LabelLatenessHorizon]); s != "" {
+			if s := horizonNotice(b, have.Labels[catalog.LabelLatenessHorizon]); s != "" {
 				rep.add("%s", s)
 				if opts.Notices != nil {
 					fmt.Fprintln(opts.Notices, s)
@@ -455,15 +455,15 @@ func hintOf(labels map[string]string) (time.Time, bool) {
 	return catalog.LabelMicros(labels[catalog.ViewHintLabel])
 }
 
-// horizonNotice is, for a flow with a lateness horizon, what apply says of
-// an existing state labelled with horizon was (catalog.LabelLatenessHorizon,
-// "" for none): nothing when was is as short or shorter, else what the
-// next maintenance will drop for good. A state made new says nothing: it
-// holds no event yet. nil: the flow has no horizon.
-func horizonNotice(b *flow.Bound) func(was string) string {
+// horizonNotice is what apply says of an existing state labelled with
+// lateness horizon was (catalog.LabelLatenessHorizon, "" for none) whose
+// flow is b: "" when b has no horizon or was is as short or shorter, else
+// what the next maintenance will drop for good. A state made new says
+// nothing (it holds no event yet): state calls it for existing ones only.
+func horizonNotice(b *flow.Bound, was string) string {
 	n := b.LatenessHorizonDays
 	if n <= 0 {
-		return nil
+		return ""
 	}
 	days := func(n int) string {
 		if n == 1 {
@@ -471,15 +471,13 @@ func horizonNotice(b *flow.Bound) func(was string) string {
 		}
 		return strconv.Itoa(n) + " days"
 	}
-	return func(was string) string {
-		before := "none"
-		if w, err := strconv.Atoi(was); err == nil && w > 0 {
-			if w <= n {
-				return ""
-			}
-			before = days(w)
+	before := "none"
+	if w, err := strconv.Atoi(was); err == nil && w > 0 {
+		if w <= n {
+			return ""
 		}
-		return fmt.Sprintf("table %s: lateness horizon %s (was %s): from its next maintenance on, events ingested more than %s before its watermark that no view needs are dropped from the state for good (%s); to keep them, remove the property and apply before then (a state dropped and applied again is rebuilt from the changelog, as far as its retention reaches)",
-			catalog.StateName(b.Flow), days(n), before, days(n), flow.LatenessHorizonProperty)
+		before = days(w)
 	}
+	return fmt.Sprintf("table %s: lateness horizon %s (was %s): from its next maintenance on, events ingested more than %s before its watermark that no view needs are dropped from the state for good (%s); to keep them, remove the property and apply before then (a state dropped and applied again is rebuilt from the changelog, as far as its retention reaches)",
+		catalog.StateName(b.Flow), days(n), before, days(n), flow.LatenessHorizonProperty)
 }
